@@ -1,0 +1,36 @@
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint bench e2e clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/agentstream run "Explain how rainbows form"
+
+test: $(STAMP)
+	bash scripts/test-services.sh
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+e2e: $(STAMP)
+	bash scripts/e2e.sh
+
+clean:
+	rm -rf $(VENV) .cache

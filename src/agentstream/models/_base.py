@@ -1,0 +1,115 @@
+"""The provider-facing contract: call options, stream parts and the ``LanguageModel`` protocol.
+
+Stream parts are plain dicts in the exact JSON shape of the AI SDK's ``LanguageModelV2StreamPart``
+(``@ai-sdk/provider``), so the agent layer's ``convertFullStreamChunkToMastra`` port can consume
+them unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+
+from .._abort import AbortSignal
+
+__all__ = [
+    "APICallError",
+    "CallOptions",
+    "FinishReason",
+    "LanguageModel",
+    "StreamPart",
+]
+
+StreamPart = dict[str, Any]
+"""One ``LanguageModelV2StreamPart`` as JSON (``{"type": "text-delta", "id": "0", "delta": "Hi"}``)."""
+
+FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"]
+
+
+class CallOptions(TypedDict, total=False):
+    """Options for one ``do_stream`` call (``LanguageModelV2CallOptions`` in snake_case)."""
+
+    prompt: list[dict[str, Any]]
+    """AI SDK V2 prompt: ``system`` / ``user`` / ``assistant`` / ``tool`` messages with typed parts."""
+    tools: list[dict[str, Any]]
+    """``[{"type": "function", "name", "description", "inputSchema"}]``."""
+    tool_choice: dict[str, Any] | None
+    """``{"type": "auto" | "none" | "required"}`` or ``{"type": "tool", "toolName": ...}``."""
+    temperature: float | None
+    top_p: float | None
+    top_k: int | None
+    max_output_tokens: int | None
+    stop_sequences: list[str] | None
+    seed: int | None
+    presence_penalty: float | None
+    frequency_penalty: float | None
+    headers: Mapping[str, str] | None
+    """Extra HTTP headers for this call."""
+    provider_options: dict[str, dict[str, Any]] | None
+    """Per-provider options keyed by provider name (``{"openai": {...}, "anthropic": {...}}``)."""
+    include_raw_chunks: bool
+    """Emit ``{"type": "raw", "rawValue": event_json}`` before the parts made from each event."""
+    abort_signal: AbortSignal | None
+
+
+@runtime_checkable
+class LanguageModel(Protocol):
+    """A streaming language model (``LanguageModelV2``, streaming half only)."""
+
+    specification_version: str
+    provider: str
+    model_id: str
+
+    def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        """Stream the model's answer as ``LanguageModelV2StreamPart`` dicts (an async generator)."""
+        ...
+
+
+class APICallError(Exception):
+    """An HTTP call to a provider failed (non-2xx status, transport error or in-stream error event).
+
+    The message is the provider's own error message. Request headers (and so API keys) are never
+    stored on the error, and ``str()`` additionally redacts the key if a provider echoed it back.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        url: str,
+        provider: str,
+        status_code: int | None = None,
+        response_body: str | None = None,
+        is_retryable: bool | None = None,
+        data: Any = None,
+        cause: BaseException | None = None,
+        secret: str | None = None,
+    ) -> None:
+        if secret:
+            message = message.replace(secret, "***")
+            response_body = response_body.replace(secret, "***") if response_body else response_body
+        super().__init__(message)
+        self.message = message
+        self.url = url
+        self.provider = provider
+        self.status_code = status_code
+        self.response_body = response_body
+        self.is_retryable = (
+            is_retryable
+            if is_retryable is not None
+            else status_code is not None and (status_code in (408, 409, 429) or status_code >= 500)
+        )
+        self.data = data
+        self.__cause__ = cause
+
+    name = "AI_APICallError"
+
+    def __str__(self) -> str:
+        status = f" (status {self.status_code})" if self.status_code is not None else ""
+        return f"{self.provider}{status}: {self.message}"
+
+    def __repr__(self) -> str:
+        return (
+            f"APICallError(provider={self.provider!r}, status_code={self.status_code!r}, "
+            f"message={self.message!r}, url={self.url!r})"
+        )

@@ -1,0 +1,381 @@
+"""Shared HTTP + SSE machinery for the real providers.
+
+One ``_HTTPStreamingModel.do_stream`` drives every provider: it builds the request body (provider
+hook), sends it with retries (429 / 5xx / connection errors, only before the first part is yielded),
+parses the SSE body with httpx-sse, decodes each event's JSON once, and hands the decoded value to a
+per-call provider ``_Transformer`` that turns it into ``LanguageModelV2StreamPart`` dicts.
+
+Error policy (mirrors the AI SDK):
+
+* non-2xx after retries: a single ``error`` part carrying an :class:`APICallError` (the AI SDK
+  throws from ``doStream`` before any stream exists, so no ``stream-start``/``finish``);
+* an error *event* inside a 200 stream, or an event whose JSON does not parse: an ``error`` part,
+  then the stream continues and the final ``finish`` part reports ``finishReason: "error"``
+  (``openai-chat-language-model.ts`` does exactly this);
+* the connection breaks mid-stream: an ``error`` part and the generator ends (the AI SDK stream
+  errors; there is no ``finish``);
+* the abort signal fires: the HTTP request is cancelled and :class:`AbortError` is raised from the
+  generator (``fetch`` rejects with an ``AbortError`` in JS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import itertools
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import httpx
+import msgspec
+from httpx_sse import EventSource, SSEError
+
+from .._abort import AbortError, AbortSignal
+from ._base import APICallError, CallOptions, StreamPart
+
+__all__ = ["DEFAULT_TIMEOUT", "Sleep", "iso_timestamp"]
+
+Sleep = Callable[[float], Awaitable[None]]
+_T = TypeVar("_T")
+
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+"""Generous read timeout (reasoning models can think for minutes), short connect timeout."""
+
+_json_decode = msgspec.json.Decoder().decode
+_DONE = object()
+_ABORTED = object()
+
+
+def iso_timestamp(seconds: float) -> str:
+    """Unix seconds → ``2024-05-13T19:22:01.000Z`` (UTC, milliseconds, ``Z``)."""
+    moment = datetime.fromtimestamp(seconds, UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def default_id_generator() -> Callable[[], str]:
+    prefix = uuid.uuid4().hex[:12]
+    counter = itertools.count()
+    return lambda: f"{prefix}-{next(counter)}"
+
+
+def provider_error_message(body: str, fallback: str) -> tuple[str, Any]:
+    """Pull the provider's own message out of an error body (OpenAI, Anthropic, Groq, OpenRouter)."""
+    try:
+        data = _json_decode(body)
+    except msgspec.DecodeError:
+        text = body.strip()
+        return (text[:500] if text else fallback), None
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return err["message"], data
+        if isinstance(err, str):
+            return err, data
+        if isinstance(data.get("message"), str):
+            return data["message"], data
+    return fallback, data
+
+
+def _retry_delay(response: httpx.Response | None, attempt: int, initial: float) -> float:
+    default = initial * (2**attempt)
+    if response is None:
+        return default
+    headers = response.headers
+    try:
+        if "retry-after-ms" in headers:
+            delay = float(headers["retry-after-ms"]) / 1000
+        elif "retry-after" in headers:
+            raw = headers["retry-after"]
+            try:
+                delay = float(raw)
+            except ValueError:
+                parsed = email.utils.parsedate_to_datetime(raw)
+                delay = parsed.timestamp() - time.time()
+        else:
+            return default
+    except (ValueError, TypeError):
+        return default
+    # Like the AI SDK: trust the server when its hint is sane, else fall back to backoff.
+    return delay if 0 <= delay <= 60 else default
+
+
+async def _abortable(aw: Coroutine[Any, Any, _T], signal: AbortSignal | None) -> _T:
+    """Await ``aw``; if ``signal`` fires first, cancel it and raise :class:`AbortError`."""
+    if signal is None:
+        return await aw
+    signal.throw_if_aborted()
+    task = asyncio.ensure_future(aw)
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+    if not task.done():
+        task.cancel()
+        try:
+            await task
+        except BaseException:
+            pass
+        raise AbortError(signal.reason)
+    return task.result()
+
+
+class _Transformer:
+    """Per-call state machine: decoded provider event → stream parts. Subclassed per provider."""
+
+    def feed(self, event: str, value: Any) -> list[StreamPart]:
+        raise NotImplementedError
+
+    def invalid_chunk(self) -> None:
+        """An event could not be decoded (the AI SDK chat model then finishes with ``error``)."""
+
+    def finish(self) -> list[StreamPart]:
+        raise NotImplementedError
+
+
+class _HTTPStreamingModel:
+    """Base for the HTTP providers; subclasses implement the ``_request`` / ``_transformer`` hooks."""
+
+    specification_version = "v2"
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        provider: str,
+        base_url: str,
+        api_key: str | None,
+        headers: Mapping[str, str] | None = None,
+        timeout: httpx.Timeout | float | None = None,
+        max_retries: int = 2,
+        retry_initial_delay: float = 0.5,
+        sleep: Sleep | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        generate_id: Callable[[], str] | None = None,
+    ) -> None:
+        self.model_id = model_id
+        self.provider = provider
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self._headers = dict(headers or {})
+        self._timeout = timeout if timeout is not None else DEFAULT_TIMEOUT
+        self.max_retries = max_retries
+        self.retry_initial_delay = retry_initial_delay
+        self._sleep: Sleep = sleep or asyncio.sleep
+        self._client = http_client
+        self._transport = transport
+        self._generate_id = generate_id or default_id_generator()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(provider={self.provider!r}, model_id={self.model_id!r})"
+
+    # -- hooks -------------------------------------------------------------------------------
+    def _auth_headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _request(self, options: CallOptions) -> tuple[str, str, dict[str, Any] | None, list[dict[str, Any]]]:
+        """Return ``(method, url, json_body, warnings)``."""
+        raise NotImplementedError
+
+    def _transformer(self, options: CallOptions) -> _Transformer:
+        raise NotImplementedError
+
+    # -- driver ------------------------------------------------------------------------------
+    def _error(
+        self,
+        message: str,
+        url: str,
+        *,
+        status: int | None = None,
+        body: str | None = None,
+        retryable: bool | None = None,
+        data: Any = None,
+        cause: BaseException | None = None,
+    ) -> APICallError:
+        return APICallError(
+            message,
+            url=url,
+            provider=self.provider,
+            status_code=status,
+            response_body=body,
+            is_retryable=retryable,
+            data=data,
+            cause=cause,
+            secret=self._api_key,
+        )
+
+    async def _open(
+        self,
+        client: httpx.AsyncClient,
+        method: str,
+        url: str,
+        body: dict[str, Any] | None,
+        headers: dict[str, str],
+        signal: AbortSignal | None,
+    ) -> httpx.Response | APICallError:
+        """Send with retries; return the open 2xx response or the final error."""
+        attempt = 0
+        while True:
+            response: httpx.Response | None = None
+            request = client.build_request(method, url, json=body, headers=headers)
+            try:
+                response = await _abortable(client.send(request, stream=True), signal)
+            except httpx.TimeoutException as exc:
+                error = self._error(
+                    f"request timed out: {type(exc).__name__}", url, retryable=True, cause=exc
+                )
+            except httpx.TransportError as exc:
+                error = self._error(
+                    f"cannot connect to {self.provider}: {exc or type(exc).__name__}",
+                    url,
+                    retryable=True,
+                    cause=exc,
+                )
+            else:
+                if response.status_code < 300:
+                    return response
+                try:
+                    raw = (await _abortable(response.aread(), signal)).decode("utf-8", "replace")
+                finally:
+                    await response.aclose()
+                message, data = provider_error_message(raw, response.reason_phrase or "HTTP error")
+                error = self._error(message, url, status=response.status_code, body=raw, data=data)
+            if not error.is_retryable or attempt >= self.max_retries:
+                return error
+            await _abortable(self._sleep(_retry_delay(response, attempt, self.retry_initial_delay)), signal)
+            attempt += 1
+
+    async def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        """Stream one model call as AI SDK ``LanguageModelV2StreamPart`` dicts."""
+        signal = options.get("abort_signal")
+        if signal is not None:
+            signal.throw_if_aborted()
+        method, url, body, warnings = self._request(options)
+        headers = {**self._auth_headers(), **self._headers, **dict(options.get("headers") or {})}
+        if body is not None:
+            headers.setdefault("accept", "text/event-stream")
+        include_raw = bool(options.get("include_raw_chunks"))
+        transformer = self._transformer(options)
+
+        own_client = self._client is None
+        client = self._client or httpx.AsyncClient(timeout=self._timeout, transport=self._transport)
+        try:
+            opened = await self._open(client, method, url, body, headers, signal)
+            if isinstance(opened, APICallError):
+                yield {"type": "error", "error": opened}
+                return
+            response = opened
+            try:
+                yield {"type": "stream-start", "warnings": warnings}
+                async for item in self._events(response, signal):
+                    if item is _ABORTED:
+                        raise AbortError(signal.reason if signal is not None else None)
+                    if isinstance(item, APICallError):
+                        yield {"type": "error", "error": item}
+                        return
+                    assert isinstance(item, tuple)
+                    event, data = item
+                    if data == "[DONE]":
+                        break
+                    try:
+                        value = _json_decode(data)
+                    except msgspec.DecodeError as exc:
+                        if include_raw:
+                            yield {"type": "raw", "rawValue": data}
+                        transformer.invalid_chunk()
+                        snippet = data if len(data) <= 200 else data[:200] + "…"
+                        yield {
+                            "type": "error",
+                            "error": self._error(
+                                f"Invalid JSON in SSE event data ({exc}): {snippet}",
+                                url,
+                                status=response.status_code,
+                                retryable=False,
+                                cause=exc,
+                            ),
+                        }
+                        continue
+                    if include_raw:
+                        yield {"type": "raw", "rawValue": value}
+                    for part in transformer.feed(event, value):
+                        yield part
+                for part in transformer.finish():
+                    yield part
+            finally:
+                await response.aclose()
+        finally:
+            if own_client:
+                await client.aclose()
+
+    async def _events(
+        self, response: httpx.Response, signal: AbortSignal | None
+    ) -> AsyncIterator[tuple[str, str] | APICallError | object]:
+        """(event, data) pairs; an APICallError if the transport fails; ``_ABORTED`` on abort."""
+        url = str(response.request.url)
+
+        async def read() -> AsyncIterator[tuple[str, str] | APICallError]:
+            try:
+                async for sse in EventSource(response).aiter_sse():
+                    if sse.data or sse.event:
+                        yield sse.event, sse.data
+            except SSEError as exc:
+                yield self._error(
+                    f"expected an SSE stream: {exc}",
+                    url,
+                    status=response.status_code,
+                    retryable=False,
+                    cause=exc,
+                )
+            except httpx.TimeoutException as exc:
+                yield self._error(
+                    f"stream read timed out: {type(exc).__name__}", url, retryable=True, cause=exc
+                )
+            except httpx.TransportError as exc:
+                yield self._error(
+                    f"connection lost mid-stream: {exc or type(exc).__name__}", url, retryable=True, cause=exc
+                )
+
+        if signal is None:
+            async for item in read():
+                yield item
+            return
+
+        # With an abort signal, a reader task feeds a queue so an abort can interrupt a blocked read.
+        queue: asyncio.Queue[object] = asyncio.Queue()
+
+        async def pump() -> None:
+            try:
+                async for item in read():
+                    queue.put_nowait(item)
+            finally:
+                queue.put_nowait(_DONE)
+
+        task = asyncio.ensure_future(pump())
+
+        def on_abort(_reason: object) -> None:
+            task.cancel()
+            queue.put_nowait(_ABORTED)
+
+        remove = signal.add_listener(on_abort)
+        try:
+            while True:
+                item = await queue.get()
+                if item is _DONE:
+                    if signal.aborted:
+                        yield _ABORTED
+                    return
+                yield item
+                if item is _ABORTED:
+                    return
+        finally:
+            remove()
+            if not task.done():
+                task.cancel()
+            try:
+                await task
+            except BaseException:
+                pass

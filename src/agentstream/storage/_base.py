@@ -1,0 +1,553 @@
+"""The `Storage` protocol every backend implements, plus the task query shared by the backends."""
+
+from __future__ import annotations
+
+import asyncio
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from types import TracebackType
+from typing import ClassVar, Literal, Protocol, Self, runtime_checkable
+
+from ._records import (
+    TASK_DATE_FIELDS,
+    BackgroundTask,
+    JSONValue,
+    MessagePage,
+    MessageRecord,
+    NotFoundError,
+    TaskDateField,
+    TaskPage,
+    TaskStatus,
+    TaskUpdate,
+    ThreadRecord,
+    check_aware,
+    check_choice,
+    check_statuses,
+)
+
+__all__ = ["BaseStore", "OrderDirection", "Storage", "TaskQuery"]
+
+OrderDirection = Literal["asc", "desc"]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskQuery:
+    """A validated background-task filter (all given conditions must hold)."""
+
+    statuses: tuple[TaskStatus, ...] | None = None
+    agent_id: str | None = None
+    thread_id: str | None = None
+    resource_id: str | None = None
+    run_id: str | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    from_date: datetime | None = None
+    """Inclusive lower bound on `date_field`."""
+    to_date: datetime | None = None
+    """Exclusive upper bound on `date_field`."""
+    date_field: TaskDateField = "created_at"
+
+    EQ_FIELDS: ClassVar[tuple[str, ...]] = (
+        "agent_id",
+        "thread_id",
+        "resource_id",
+        "run_id",
+        "tool_call_id",
+        "tool_name",
+    )
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        status: TaskStatus | Iterable[TaskStatus] | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        from_date: datetime | None = None,
+        to_date: datetime | None = None,
+        date_field: TaskDateField = "created_at",
+    ) -> TaskQuery:
+        check_choice("date_field", date_field, TASK_DATE_FIELDS)
+        check_aware("from_date", from_date)
+        check_aware("to_date", to_date)
+        return cls(
+            statuses=None if status is None else check_statuses("status", status),
+            agent_id=agent_id,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            from_date=from_date,
+            to_date=to_date,
+            date_field=date_field,
+        )
+
+    def matches(self, task: BackgroundTask) -> bool:
+        if self.statuses is not None and task.status not in self.statuses:
+            return False
+        for name in self.EQ_FIELDS:
+            want = getattr(self, name)
+            if want is not None and getattr(task, name) != want:
+                return False
+        if self.from_date is not None or self.to_date is not None:
+            value: datetime | None = getattr(task, self.date_field)
+            if value is None:
+                return False
+            if self.from_date is not None and value < self.from_date:
+                return False
+            if self.to_date is not None and value >= self.to_date:
+                return False
+        return True
+
+
+def check_page(page: int | None, per_page: int | None) -> tuple[int, int] | None:
+    """Validate pagination; `None` means "everything". `per_page` without `page` is the first page."""
+    if page is None and per_page is None:
+        return None
+    if per_page is None:
+        raise ValueError("page requires per_page")
+    if not isinstance(per_page, int) or per_page < 1:
+        raise ValueError(f"per_page must be a positive int, got {per_page!r}")
+    page = 0 if page is None else page
+    if not isinstance(page, int) or page < 0:
+        raise ValueError(f"page must be a non-negative int (0-based), got {page!r}")
+    return page, per_page
+
+
+def check_direction(direction: str) -> None:
+    check_choice("order_direction", direction, ("asc", "desc"))
+
+
+@runtime_checkable
+class Storage(Protocol):
+    """Storage domains used by memory, workflows and the background-task manager.
+
+    Conventions: lookups by id (`get_thread`, `get_task`, `update_task`) raise `NotFoundError` naming the
+    id; `find_*`/`load_*` return `None` for a missing record; `delete_*` return whether something was
+    deleted. Datetimes are timezone-aware UTC on the way out (inputs must be aware; any zone). Pages are
+    0-based. Stores open (and migrate) lazily on first use, or explicitly with `await store.init()`.
+    """
+
+    # lifecycle
+    async def init(self) -> None: ...
+    async def close(self) -> None: ...
+    async def __aenter__(self) -> Self: ...
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+    # threads & messages
+    async def save_thread(self, thread: ThreadRecord) -> ThreadRecord: ...
+    async def get_thread(self, thread_id: str) -> ThreadRecord: ...
+    async def find_thread(self, thread_id: str) -> ThreadRecord | None: ...
+    async def list_threads(self, *, resource_id: str | None = None) -> list[ThreadRecord]: ...
+    async def delete_thread(self, thread_id: str) -> bool: ...
+    async def save_messages(self, messages: Sequence[MessageRecord]) -> list[MessageRecord]: ...
+    async def list_messages(
+        self,
+        thread_id: str,
+        *,
+        last: int | None = None,
+        page: int | None = None,
+        per_page: int | None = None,
+    ) -> MessagePage: ...
+    async def delete_messages(self, message_ids: Sequence[str]) -> int: ...
+
+    # background tasks
+    async def create_task(self, task: BackgroundTask) -> BackgroundTask: ...
+    async def get_task(self, task_id: str) -> BackgroundTask: ...
+    async def find_task(self, task_id: str) -> BackgroundTask | None: ...
+    async def update_task(
+        self, task_id: str, update: TaskUpdate, *, expected_status: TaskStatus | None = None
+    ) -> bool: ...
+    async def list_tasks(
+        self,
+        *,
+        status: TaskStatus | Iterable[TaskStatus] | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        from_date: datetime | None = None,
+        to_date: datetime | None = None,
+        date_field: TaskDateField = "created_at",
+        order_direction: OrderDirection = "asc",
+        page: int | None = None,
+        per_page: int | None = None,
+    ) -> TaskPage: ...
+    async def count_tasks(
+        self,
+        *,
+        status: TaskStatus | Iterable[TaskStatus] | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+    ) -> int: ...
+    async def delete_task(self, task_id: str) -> bool: ...
+    async def delete_tasks_older_than(
+        self,
+        cutoff: datetime,
+        *,
+        status: TaskStatus | Iterable[TaskStatus],
+        date_field: TaskDateField = "completed_at",
+    ) -> int: ...
+
+    # workflow snapshots
+    async def persist_workflow_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, *, resource_id: str | None = None
+    ) -> None: ...
+    async def load_workflow_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None: ...
+    async def delete_workflow_snapshot(self, workflow_name: str, run_id: str) -> bool: ...
+
+    # thread state
+    async def get_thread_state(self, thread_id: str, key: str) -> JSONValue | None: ...
+    async def set_thread_state(self, thread_id: str, key: str, value: JSONValue) -> None: ...
+    async def delete_thread_state(self, thread_id: str, key: str) -> bool: ...
+    async def list_thread_state(self, thread_id: str) -> dict[str, JSONValue]: ...
+
+    async def dangerously_clear_all(self) -> None: ...
+
+
+Page = tuple[int, int] | None
+
+
+class BaseStore(ABC):
+    """Argument validation, normalisation and lifecycle shared by the backends (they implement `_prims`)."""
+
+    def __init__(self) -> None:
+        self._opened = False
+        self._closed = False
+        self._init_lock = asyncio.Lock()
+
+    # ------------------------------------------------------------------------------------- lifecycle
+
+    async def init(self) -> None:
+        """Open the store and apply pending migrations (idempotent)."""
+        if self._opened:
+            return
+        async with self._init_lock:
+            if self._closed:
+                raise RuntimeError(f"{type(self).__name__} is closed")
+            if not self._opened:
+                await self._open()
+                self._opened = True
+
+    async def close(self) -> None:
+        async with self._init_lock:
+            if self._opened:
+                await self._close()
+            self._opened = False
+            self._closed = True
+
+    async def __aenter__(self) -> Self:
+        await self.init()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def _ready(self) -> None:
+        if not self._opened:
+            await self.init()
+
+    # ---------------------------------------------------------------------------- threads & messages
+
+    async def save_thread(self, thread: ThreadRecord) -> ThreadRecord:
+        """Insert or replace a thread (upsert by id)."""
+        await self._ready()
+        thread = thread.normalized()
+        await self._save_thread(thread)
+        return thread
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord:
+        found = await self.find_thread(thread_id)
+        if found is None:
+            raise NotFoundError("thread", thread_id)
+        return found
+
+    async def find_thread(self, thread_id: str) -> ThreadRecord | None:
+        await self._ready()
+        return await self._find_thread(thread_id)
+
+    async def list_threads(self, *, resource_id: str | None = None) -> list[ThreadRecord]:
+        """Threads (of one resource, or all), oldest first."""
+        await self._ready()
+        return await self._list_threads(resource_id)
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Delete a thread with its messages and thread state; False if there was no such thread."""
+        await self._ready()
+        return await self._delete_thread(thread_id)
+
+    async def save_messages(self, messages: Sequence[MessageRecord]) -> list[MessageRecord]:
+        """Upsert messages by id (all-or-nothing); every thread must exist. Bumps the threads' `updated_at`."""
+        await self._ready()
+        normalized = [m.normalized() for m in messages]
+        if normalized:
+            await self._save_messages(normalized)
+        return normalized
+
+    async def list_messages(
+        self,
+        thread_id: str,
+        *,
+        last: int | None = None,
+        page: int | None = None,
+        per_page: int | None = None,
+    ) -> MessagePage:
+        """Messages of a thread in chronological order (created_at, then insertion order).
+
+        `last=N` returns the N most recent (still oldest first); otherwise `page`/`per_page` paginate
+        (0-based); with neither, everything.
+        """
+        await self._ready()
+        if last is not None:
+            if page is not None or per_page is not None:
+                raise ValueError("last cannot be combined with page/per_page")
+            if not isinstance(last, int) or last < 0:
+                raise ValueError(f"last must be a non-negative int, got {last!r}")
+        pg = check_page(page, per_page)
+        if await self._find_thread(thread_id) is None:
+            raise NotFoundError("thread", thread_id)
+        messages, total = await self._list_messages(thread_id, last, pg)
+        if pg is not None:
+            has_more = (pg[0] + 1) * pg[1] < total
+            return MessagePage(messages=messages, total=total, page=pg[0], per_page=pg[1], has_more=has_more)
+        return MessagePage(
+            messages=messages, total=total, page=None, per_page=None, has_more=len(messages) < total
+        )
+
+    async def delete_messages(self, message_ids: Sequence[str]) -> int:
+        """Delete messages by id; returns how many existed."""
+        await self._ready()
+        if not message_ids:
+            return 0
+        return await self._delete_messages(list(dict.fromkeys(message_ids)))
+
+    # ---------------------------------------------------------------------------- background tasks
+
+    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
+        """Insert a new task; `ConflictError` if the id exists."""
+        await self._ready()
+        task = task.normalized()
+        await self._create_task(task)
+        return task
+
+    async def get_task(self, task_id: str) -> BackgroundTask:
+        found = await self.find_task(task_id)
+        if found is None:
+            raise NotFoundError("background task", task_id)
+        return found
+
+    async def find_task(self, task_id: str) -> BackgroundTask | None:
+        await self._ready()
+        return await self._find_task(task_id)
+
+    async def update_task(
+        self, task_id: str, update: TaskUpdate, *, expected_status: TaskStatus | None = None
+    ) -> bool:
+        """Apply `update`; with `expected_status`, atomically and only if the current status matches.
+
+        Returns whether the update applied. Raises `NotFoundError` if there is no such task.
+        """
+        await self._ready()
+        if expected_status is not None:
+            check_statuses("expected_status", expected_status)
+        changes = update.changes()
+        return await self._update_task(task_id, changes, expected_status)
+
+    async def list_tasks(
+        self,
+        *,
+        status: TaskStatus | Iterable[TaskStatus] | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        from_date: datetime | None = None,
+        to_date: datetime | None = None,
+        date_field: TaskDateField = "created_at",
+        order_direction: OrderDirection = "asc",
+        page: int | None = None,
+        per_page: int | None = None,
+    ) -> TaskPage:
+        """Matching tasks ordered by created_at (then insertion order); `total` counts before paging."""
+        await self._ready()
+        query = TaskQuery.build(
+            status=status,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            from_date=from_date,
+            to_date=to_date,
+            date_field=date_field,
+        )
+        check_direction(order_direction)
+        pg = check_page(page, per_page)
+        tasks, total = await self._list_tasks(query, order_direction == "desc", pg)
+        if pg is None:
+            return TaskPage(tasks=tasks, total=total, page=None, per_page=None, has_more=False)
+        return TaskPage(
+            tasks=tasks, total=total, page=pg[0], per_page=pg[1], has_more=(pg[0] + 1) * pg[1] < total
+        )
+
+    async def count_tasks(
+        self,
+        *,
+        status: TaskStatus | Iterable[TaskStatus] | None = None,
+        agent_id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        run_id: str | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+    ) -> int:
+        """Number of matching tasks (e.g. `count_tasks(status="running", agent_id=a)`)."""
+        await self._ready()
+        query = TaskQuery.build(
+            status=status,
+            agent_id=agent_id,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            run_id=run_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+        )
+        return await self._count_tasks(query)
+
+    async def delete_task(self, task_id: str) -> bool:
+        await self._ready()
+        return await self._delete_task(task_id)
+
+    async def delete_tasks_older_than(
+        self,
+        cutoff: datetime,
+        *,
+        status: TaskStatus | Iterable[TaskStatus],
+        date_field: TaskDateField = "completed_at",
+    ) -> int:
+        """Delete tasks in `status` whose `date_field` is set and earlier than `cutoff` (cleanup TTL)."""
+        await self._ready()
+        if cutoff is None:
+            raise ValueError("cutoff is required")
+        query = TaskQuery.build(status=status, to_date=cutoff, date_field=date_field)
+        return await self._delete_tasks(query)
+
+    # ------------------------------------------------------------------------- workflow snapshots
+
+    async def persist_workflow_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, *, resource_id: str | None = None
+    ) -> None:
+        """Insert or replace the snapshot of run `(workflow_name, run_id)`."""
+        await self._ready()
+        await self._persist_snapshot(workflow_name, run_id, snapshot, resource_id)
+
+    async def load_workflow_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None:
+        await self._ready()
+        return await self._load_snapshot(workflow_name, run_id)
+
+    async def delete_workflow_snapshot(self, workflow_name: str, run_id: str) -> bool:
+        await self._ready()
+        return await self._delete_snapshot(workflow_name, run_id)
+
+    # ------------------------------------------------------------------------------- thread state
+
+    async def get_thread_state(self, thread_id: str, key: str) -> JSONValue | None:
+        await self._ready()
+        return await self._get_state(thread_id, key)
+
+    async def set_thread_state(self, thread_id: str, key: str, value: JSONValue) -> None:
+        """Replace the value stored under `(thread_id, key)`."""
+        await self._ready()
+        await self._set_state(thread_id, key, value)
+
+    async def delete_thread_state(self, thread_id: str, key: str) -> bool:
+        await self._ready()
+        return await self._delete_state(thread_id, key)
+
+    async def list_thread_state(self, thread_id: str) -> dict[str, JSONValue]:
+        await self._ready()
+        return await self._list_state(thread_id)
+
+    async def dangerously_clear_all(self) -> None:
+        """Delete every record of every domain (tests, dev resets). Keeps the schema."""
+        await self._ready()
+        await self._clear_all()
+
+    # ------------------------------------------------------------------------ backend primitives
+
+    @abstractmethod
+    async def _open(self) -> None: ...
+    @abstractmethod
+    async def _close(self) -> None: ...
+    @abstractmethod
+    async def _save_thread(self, thread: ThreadRecord) -> None: ...
+    @abstractmethod
+    async def _find_thread(self, thread_id: str) -> ThreadRecord | None: ...
+    @abstractmethod
+    async def _list_threads(self, resource_id: str | None) -> list[ThreadRecord]: ...
+    @abstractmethod
+    async def _delete_thread(self, thread_id: str) -> bool: ...
+    @abstractmethod
+    async def _save_messages(self, messages: list[MessageRecord]) -> None: ...
+    @abstractmethod
+    async def _list_messages(
+        self, thread_id: str, last: int | None, pg: Page
+    ) -> tuple[list[MessageRecord], int]: ...
+    @abstractmethod
+    async def _delete_messages(self, message_ids: list[str]) -> int: ...
+    @abstractmethod
+    async def _create_task(self, task: BackgroundTask) -> None: ...
+    @abstractmethod
+    async def _find_task(self, task_id: str) -> BackgroundTask | None: ...
+    @abstractmethod
+    async def _update_task(
+        self, task_id: str, changes: dict[str, object], expected: TaskStatus | None
+    ) -> bool: ...
+    @abstractmethod
+    async def _list_tasks(
+        self, query: TaskQuery, desc: bool, pg: Page
+    ) -> tuple[list[BackgroundTask], int]: ...
+    @abstractmethod
+    async def _count_tasks(self, query: TaskQuery) -> int: ...
+    @abstractmethod
+    async def _delete_task(self, task_id: str) -> bool: ...
+    @abstractmethod
+    async def _delete_tasks(self, query: TaskQuery) -> int: ...
+    @abstractmethod
+    async def _persist_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, resource_id: str | None
+    ) -> None: ...
+    @abstractmethod
+    async def _load_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None: ...
+    @abstractmethod
+    async def _delete_snapshot(self, workflow_name: str, run_id: str) -> bool: ...
+    @abstractmethod
+    async def _get_state(self, thread_id: str, key: str) -> JSONValue | None: ...
+    @abstractmethod
+    async def _set_state(self, thread_id: str, key: str, value: JSONValue) -> None: ...
+    @abstractmethod
+    async def _delete_state(self, thread_id: str, key: str) -> bool: ...
+    @abstractmethod
+    async def _list_state(self, thread_id: str) -> dict[str, JSONValue]: ...
+    @abstractmethod
+    async def _clear_all(self) -> None: ...
