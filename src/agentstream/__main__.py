@@ -1,0 +1,5 @@
+import sys
+
+from agentstream.cli import main
+
+sys.exit(main())
