@@ -20,7 +20,14 @@ import msgspec
 
 from ._base import CallOptions, StreamPart
 from ._http import Sleep, _HTTPStreamingModel, _Transformer
-from ._prompt import InvalidPromptError, camel_to_snake, file_data, media_type, provider_opts, tool_output_text
+from ._prompt import (
+    InvalidPromptError,
+    camel_to_snake,
+    file_data,
+    media_type,
+    provider_opts,
+    tool_output_text,
+)
 
 __all__ = ["AnthropicModel", "convert_to_anthropic_messages"]
 
@@ -89,13 +96,13 @@ def convert_to_anthropic_messages(
 
     for message in prompt:
         role = message.get("role")
-        content = message.get("content")
+        content: Any = message.get("content")
         if role == "system":
             if messages:
                 raise InvalidPromptError("system messages must come before user and assistant messages for Anthropic")
             system.append(_with_cache({"type": "text", "text": content}, message))
         elif role == "user":
-            parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+            parts: Any = [{"type": "text", "text": content}] if isinstance(content, str) else content
             blocks: list[dict[str, Any]] = []
             for part in parts:
                 if part.get("type") == "text":

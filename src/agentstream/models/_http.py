@@ -25,7 +25,7 @@ import email.utils
 import itertools
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -80,13 +80,13 @@ def provider_error_message(body: str, fallback: str) -> tuple[str, Any]:
 
 
 def _retry_delay(response: httpx.Response | None, attempt: int, initial: float) -> float:
-    default = initial * (2**attempt)
+    default: float = initial * 2.0**attempt
     if response is None:
         return default
     headers = response.headers
     try:
         if "retry-after-ms" in headers:
-            delay = float(headers["retry-after-ms"]) / 1000
+            delay: float = float(headers["retry-after-ms"]) / 1000
         elif "retry-after" in headers:
             raw = headers["retry-after"]
             try:
@@ -102,7 +102,7 @@ def _retry_delay(response: httpx.Response | None, attempt: int, initial: float) 
     return delay if 0 <= delay <= 60 else default
 
 
-async def _abortable(aw: Coroutine[Any, Any, _T], signal: AbortSignal | None) -> _T:
+async def _abortable(aw: Awaitable[_T], signal: AbortSignal | None) -> _T:
     """Await ``aw``; if ``signal`` fires first, cancel it and raise :class:`AbortError`."""
     if signal is None:
         return await aw
@@ -317,7 +317,7 @@ class _HTTPStreamingModel:
         """(event, data) pairs; an APICallError if the transport fails; ``_ABORTED`` on abort."""
         url = str(response.request.url)
 
-        async def read() -> AsyncIterator[tuple[str, str] | APICallError]:
+        async def read() -> AsyncIterator[object]:
             try:
                 async for sse in EventSource(response).aiter_sse():
                     if sse.data or sse.event:

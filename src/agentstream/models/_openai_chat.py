@@ -100,7 +100,7 @@ def convert_to_openai_chat_messages(
     messages: list[dict[str, Any]] = []
     for message in prompt:
         role = message.get("role")
-        content = message.get("content")
+        content: Any = message.get("content")
         if role == "system":
             messages.append({"role": system_role, "content": content if isinstance(content, str) else ""})
         elif role == "user":

@@ -1,0 +1,35 @@
+"""Language models: the ``LanguageModel`` protocol, real HTTP providers and the model router.
+
+Providers emit AI SDK ``LanguageModelV2StreamPart`` dicts (see ``_base.py``); the agent layer turns
+them into Mastra chunks. Ported from the behaviour of ``@ai-sdk/openai`` (chat + responses) and
+``@ai-sdk/anthropic`` (AI SDK 5, ``LanguageModelV2``).
+"""
+
+from __future__ import annotations
+
+from ._anthropic import AnthropicModel, convert_to_anthropic_messages
+from ._base import APICallError, CallOptions, FinishReason, LanguageModel, StreamPart
+from ._openai_chat import OpenAIChatModel, OpenAICompatible, convert_to_openai_chat_messages
+from ._openai_responses import OpenAIResponsesModel, convert_to_openai_responses_input
+from ._prompt import InvalidPromptError
+from ._router import MissingAPIKeyError, UnknownProviderError, register_model_factory, resolve_model
+
+__all__ = [
+    "APICallError",
+    "AnthropicModel",
+    "CallOptions",
+    "FinishReason",
+    "InvalidPromptError",
+    "LanguageModel",
+    "MissingAPIKeyError",
+    "OpenAIChatModel",
+    "OpenAICompatible",
+    "OpenAIResponsesModel",
+    "StreamPart",
+    "UnknownProviderError",
+    "convert_to_anthropic_messages",
+    "convert_to_openai_chat_messages",
+    "convert_to_openai_responses_input",
+    "register_model_factory",
+    "resolve_model",
+]

@@ -1,0 +1,123 @@
+"""Model router: ``"provider/model-id"`` strings → ``LanguageModel`` instances (Mastra's model router)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ._anthropic import AnthropicModel
+from ._base import LanguageModel
+from ._openai_chat import OpenAIChatModel
+from ._openai_responses import OpenAIResponsesModel
+
+__all__ = ["MissingAPIKeyError", "UnknownProviderError", "register_model_factory", "resolve_model"]
+
+ModelFactory = Callable[..., LanguageModel]
+"""``factory(model_id, **kwargs) -> LanguageModel``."""
+
+
+class MissingAPIKeyError(ValueError):
+    """The provider needs an API key and neither ``api_key=`` nor its environment variable is set."""
+
+
+class UnknownProviderError(ValueError):
+    """The model string names a provider the router does not know."""
+
+
+@dataclass(frozen=True)
+class _Compat:
+    base_url: str
+    key_env: str | None
+    base_url_env: str | None = None
+    key_required: bool = True
+    kwargs: tuple[tuple[str, Any], ...] = ()
+
+
+# OpenAI-compatible Chat Completions providers: standard base URLs and env vars.
+_COMPAT: dict[str, _Compat] = {
+    "openai": _Compat("https://api.openai.com/v1", "OPENAI_API_KEY", "OPENAI_BASE_URL"),
+    "groq": _Compat("https://api.groq.com/openai/v1", "GROQ_API_KEY", "GROQ_BASE_URL"),
+    "openrouter": _Compat("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL"),
+    "deepseek": _Compat("https://api.deepseek.com", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"),
+    "mistral": _Compat("https://api.mistral.ai/v1", "MISTRAL_API_KEY", "MISTRAL_BASE_URL"),
+    "xai": _Compat("https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL"),
+    "together": _Compat("https://api.together.xyz/v1", "TOGETHER_API_KEY", "TOGETHER_BASE_URL",
+                        kwargs=(("parse_think_tags", True),)),
+    "fireworks": _Compat("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY", "FIREWORKS_BASE_URL"),
+    "cerebras": _Compat("https://api.cerebras.ai/v1", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL"),
+    "zai": _Compat("https://api.z.ai/api/paas/v4", "ZAI_API_KEY", "ZAI_BASE_URL"),
+    "huggingface": _Compat("https://router.huggingface.co/v1", "HF_TOKEN", "HF_BASE_URL"),
+    "ollama": _Compat("http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_BASE_URL", key_required=False),
+    "lmstudio": _Compat("http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL", key_required=False),
+    "vllm": _Compat("http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL", key_required=False),
+}
+
+_factories: dict[str, ModelFactory] = {}
+
+
+def register_model_factory(prefix: str, factory: ModelFactory) -> None:
+    """Make ``resolve_model(f"{prefix}/<id>")`` (or just ``prefix``) call ``factory(model_id, **kw)``.
+
+    Registered prefixes win over built-in providers (the agent package registers ``"demo"``).
+    """
+    if not prefix or "/" in prefix:
+        raise ValueError(f"invalid model prefix {prefix!r}")
+    _factories[prefix] = factory
+
+
+def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
+    if given:
+        return given
+    value = os.environ.get(env) if env else None
+    if not value and required:
+        raise MissingAPIKeyError(
+            f"{name} API key is missing: set the {env} environment variable or pass api_key=..."
+        )
+    return value or None
+
+
+def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
+    """Turn ``"openai/gpt-4o-mini"``, ``"anthropic/claude-sonnet-4-5"`` … into a model; models pass through.
+
+    ``openai/…`` uses Chat Completions unless ``api="responses"`` is given or the prefix is
+    ``openai.responses/``. Keyword arguments (``api_key``, ``base_url``, ``timeout``, ``max_retries``,
+    ``sleep``, ``http_client``, …) go to the provider class. API keys and base URLs default to the
+    provider's environment variables (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``
+    / ``ANTHROPIC_BASE_URL``, ``GROQ_API_KEY``, ``OPENROUTER_API_KEY``, ``DEEPSEEK_API_KEY`` …).
+    """
+    if not isinstance(spec, str):
+        if isinstance(spec, LanguageModel):
+            return spec
+        raise TypeError(f"expected a model string or a LanguageModel, got {type(spec).__name__}")
+    prefix, sep, model_id = spec.partition("/")
+    if prefix in _factories:
+        return _factories[prefix](model_id, **kwargs)
+    if not sep or not model_id:
+        raise ValueError(f"model string must look like 'provider/model-id', got {spec!r}")
+
+    api = kwargs.pop("api", None)
+    api_key = kwargs.pop("api_key", None)
+    base_url = kwargs.pop("base_url", None)
+    if prefix == "anthropic":
+        key = _key("Anthropic", "ANTHROPIC_API_KEY", api_key, True)
+        url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com/v1"
+        return AnthropicModel(model_id, api_key=key, base_url=url, **kwargs)
+    if prefix == "openai.responses" or (prefix == "openai" and api == "responses"):
+        key = _key("OpenAI", "OPENAI_API_KEY", api_key, True)
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return OpenAIResponsesModel(model_id, api_key=key, base_url=url, **kwargs)
+    if prefix == "openai.chat":
+        prefix = "openai"
+    compat = _COMPAT.get(prefix)
+    if compat is None:
+        known = sorted({*_COMPAT, "anthropic", "openai.responses", *_factories})
+        raise UnknownProviderError(f"unknown model provider {prefix!r} in {spec!r}; known: {', '.join(known)}")
+    if api not in (None, "chat"):
+        raise ValueError(f"provider {prefix!r} supports api='chat' only, got {api!r}")
+    key = _key(prefix, compat.key_env, api_key, compat.key_required)
+    url = base_url or (os.environ.get(compat.base_url_env) if compat.base_url_env else None) or compat.base_url
+    options = dict(compat.kwargs)
+    options.update(kwargs)
+    return OpenAIChatModel(model_id, api_key=key, base_url=url, provider=prefix, **options)
