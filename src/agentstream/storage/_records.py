@@ -184,8 +184,8 @@ class BackgroundTask(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         check_choice("status", self.status, TASK_STATUSES)
-        for name in TASK_DATE_FIELDS:
-            check_aware(name, getattr(self, name))
+        for date_field in TASK_DATE_FIELDS:
+            check_aware(date_field, getattr(self, date_field))
         for name in ("retry_count", "max_retries", "timeout_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
