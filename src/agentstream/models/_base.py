@@ -85,7 +85,7 @@ class APICallError(Exception):
         cause: BaseException | None = None,
         secret: str | None = None,
     ) -> None:
-        if secret:
+        if secret and len(secret) >= 8:
             message = message.replace(secret, "***")
             response_body = response_body.replace(secret, "***") if response_body else response_body
         super().__init__(message)

@@ -357,8 +357,11 @@ class _ChatTransformer(_Transformer):
                 elif item.get("type") == "text":
                     self._content(out, item.get("text", ""))
 
-        for tc in delta.get("tool_calls") or ():
-            self._tool_call_delta(out, tc)
+        tool_calls = delta.get("tool_calls")
+        if tool_calls:
+            self._close_open_blocks(out)  # like @ai-sdk/openai-compatible: reasoning ends before tools
+            for tc in tool_calls:
+                self._tool_call_delta(out, tc)
 
         for annotation in delta.get("annotations") or ():
             citation = annotation.get("url_citation") if isinstance(annotation, dict) else None

@@ -1,0 +1,49 @@
+"""Which provider class, base path and options replay each recording."""
+
+from __future__ import annotations
+
+from typing import Any
+
+CHAT, RESPONSES, ANTHROPIC = "chat", "responses", "anthropic"
+
+# file -> (api, base path, model kwargs, turns to drive (None = all));
+# RECORDED_PROMPTS: turns whose prompt is taken from the recording (the client retried on its own).
+CASES: dict[str, tuple[str, str, dict[str, Any], int | None]] = {
+    "openai-chat/text-stream-usage.json": (CHAT, "/v1", {}, None),
+    "openai-chat/tool-call-then-text-two-turns.json": (CHAT, "/v1", {}, None),
+    "openai-chat/parallel-tools-three-turn-loop.json": (CHAT, "/v1", {}, None),
+    "openai-chat/parallel-tools-args-split.json": (CHAT, "/v1", {}, None),
+    "openai-chat/moderation-trailer-chunk.json": (CHAT, "/v1", {}, None),
+    "deepseek/reasoning-content-stream.json": (CHAT, "", {"provider": "deepseek"}, None),
+    "groq/tool-use-failed-error-event.json": (CHAT, "/openai/v1", {"provider": "groq"}, None),
+    "groq/compound-web-search-executed-tools.json": (CHAT, "/openai/v1", {"provider": "groq"}, None),
+    "mistral/magistral-thinking-content-parts.json": (CHAT, "/v1", {"provider": "mistral"}, None),
+    "openrouter/claude-text-cache-control.json": (CHAT, "/api/v1", {"provider": "openrouter"}, None),
+    "openrouter/in-stream-error-chunk.json": (CHAT, "/api/v1", {"provider": "openrouter"}, None),
+    "openrouter/reasoning-details-claude.json": (CHAT, "/api/v1", {"provider": "openrouter"}, None),
+    "openrouter/web-search-annotations.json": (CHAT, "/api/v1", {"provider": "openrouter"}, None),
+    "zai/glm-reasoning-content.json": (CHAT, "/api/paas/v4", {"provider": "zai"}, None),
+    "huggingface/novita-llama-text.json": (CHAT, "/novita/v3/openai", {"provider": "huggingface"}, None),
+    "huggingface/together-deepseek-r1-think-tags.json": (
+        CHAT, "/together/v1", {"provider": "huggingface", "parse_think_tags": True}, None),
+    "crusoe/llama-text-usage.json": (CHAT, "/v1", {"provider": "crusoe"}, None),
+    "snowflake/reasoning-details.json": (CHAT, "/api/v2/cortex/v1", {"provider": "snowflake"}, None),
+    "openai-responses/function-call-then-text.json": (RESPONSES, "/v1", {}, None),
+    "openai-responses/reasoning-item-function-call-usage.json": (RESPONSES, "/v1", {}, None),
+    "openai-responses/reasoning-summary-deltas.json": (RESPONSES, "/v1", {}, None),
+    "openai-responses/text-with-logprobs.json": (RESPONSES, "/v1", {}, None),
+    "openai-responses/text-and-function-call-one-response.json": (RESPONSES, "/v1", {}, None),
+    "openai-responses/background-resume-starting-after.json": (RESPONSES, "/v1", {}, 1),
+    "openai-responses/web-search-builtin-tool.json": (RESPONSES, "/v1", {}, None),
+    "deepseek/responses-text-reasoning.json": (RESPONSES, "", {"provider": "deepseek"}, None),
+    "deepseek/responses-function-tool.json": (RESPONSES, "", {"provider": "deepseek"}, None),
+    "openrouter/responses-raw-reasoning-text.json": (RESPONSES, "/api/v1", {"provider": "openrouter"}, None),
+    "anthropic/text-minimal.json": (ANTHROPIC, "/v1", {}, None),
+    "anthropic/tool-use-then-tool-result-turn.json": (ANTHROPIC, "/v1", {}, None),
+    "anthropic/thinking-signature.json": (ANTHROPIC, "/v1", {}, None),
+    "anthropic/redacted-thinking.json": (ANTHROPIC, "/v1", {}, None),
+    "anthropic/web-search-citations.json": (ANTHROPIC, "/v1", {}, None),
+    "anthropic/mcp-servers-thinking.json": (ANTHROPIC, "/v1", {}, None),
+}
+
+RECORDED_PROMPTS = {"groq/tool-use-failed-error-event.json"}
