@@ -112,6 +112,10 @@ if [[ "$(id -u)" == 0 ]]; then
   chown postgres: "$BASE"
 fi
 chmod 700 "$BASE"
+if ! as_owner test -w "$BASE"; then
+  say "user postgres cannot reach $BASE (a parent directory is not traversable); use a repo path other users can enter" >&2
+  exit 1
+fi
 
 # 4. initdb once.
 if [[ ! -f "$DATA/PG_VERSION" ]]; then

@@ -495,3 +495,39 @@ async def test_lazy_init_and_context_manager(backend: str, store_factory: StoreF
 
 def test_sqlite_store_is_a_storage() -> None:
     assert issubclass(SQLiteStore, BaseStore)
+
+
+# ------------------------------------------------------------------------------- backend specifics
+
+
+def test_postgres_is_an_optional_import() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, agentstream.storage as s; assert 'psycopg' not in sys.modules; print(s.PostgresStore.__name__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "PostgresStore"
+
+
+async def test_postgres_with_caller_owned_pool(pg_dsn: str) -> None:
+    import uuid
+
+    import psycopg
+    from psycopg_pool import AsyncConnectionPool
+
+    from agentstream.storage import PostgresStore
+
+    schema = f"t_{uuid.uuid4().hex[:16]}"
+    async with AsyncConnectionPool(pg_dsn, min_size=1, max_size=4, open=False) as pool:
+        async with PostgresStore(pool=pool, schema=schema) as s:
+            await s.create_task(task())
+            assert await s.update_task("task1", TaskUpdate(status="running"), expected_status="pending")
+            assert (await s.get_task("task1")).status == "running"
+        assert not pool.closed  # the store leaves a pool it does not own open
+        async with pool.connection() as conn:
+            await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+    with pytest.raises(ValueError, match="exactly one of dsn= or pool="):
+        PostgresStore()
+    with pytest.raises(ValueError, match="invalid schema"):
+        PostgresStore(pg_dsn, schema='x"; DROP TABLE y; --')
+    assert psycopg is not None
