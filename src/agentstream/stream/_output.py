@@ -1,0 +1,817 @@
+"""``ModelOutput``: the object ``agent.stream()`` returns (Mastra's ``MastraModelOutput``, spec §3).
+
+One producer task drains the run's chunk source into an append-only log, doing Mastra's
+per-chunk accounting on the way. Every ``full_stream`` access is a new iterator over that one log:
+it replays from the first chunk and then follows live ones, so consumers never take chunks from
+each other, a slow consumer never slows the producer, and memory is the log, not a copy per reader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+
+from ..chunks import (
+    Abort,
+    Chunk,
+    ChunkFrom,
+    Error,
+    ErrorPayload,
+    File,
+    Finish,
+    ObjectResult,
+    Raw,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    Source,
+    StepFinish,
+    StepStart,
+    TextDelta,
+    ToolCall,
+    ToolCallApproval,
+    ToolCallDelta,
+    ToolCallInputStreamingEnd,
+    ToolCallInputStreamingStart,
+    ToolCallPayload,
+    ToolCallSuspended,
+    ToolResult,
+    Tripwire,
+)
+from ..chunks import Object as ObjectChunk
+from ._promise import Delayed
+from ._results import (
+    AbortEvent,
+    ErrorEvent,
+    FinishEvent,
+    FullOutput,
+    StepResult,
+    Usage,
+    add_usage,
+    final_usage,
+    total_usage,
+)
+from ._types import ChunkStream, TransformFactory, apply_transforms
+
+__all__ = ["ModelOutput", "RunStatus", "UnresolvedResultError"]
+
+logger = logging.getLogger("agentstream")
+
+RunStatus = str
+"""``"running"``, ``"success"``, ``"failed"``, ``"canceled"`` or ``"suspended"``."""
+
+T = TypeVar("T")
+Callback = Callable[[T], Awaitable[None] | None]
+
+_RESULT_NAMES = (
+    "text",
+    "reasoning",
+    "reasoning_text",
+    "sources",
+    "files",
+    "tool_calls",
+    "tool_results",
+    "steps",
+    "usage",
+    "total_usage",
+    "finish_reason",
+    "warnings",
+    "provider_metadata",
+    "response",
+    "request",
+    "object",
+    "suspend_payload",
+    "resume_schema",
+)
+
+
+class UnresolvedResultError(RuntimeError):
+    """A result was still pending when the stream ended (the run produced no ``finish``)."""
+
+
+class _StepBuffers:
+    """What the in-flight step has produced so far."""
+
+    __slots__ = ("files", "reasoning", "sources", "text", "tool_calls", "tool_results")
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.reasoning: dict[str, dict[str, Any]] = {}
+        self.sources: list[Source] = []
+        self.files: list[File] = []
+        self.tool_calls: list[ToolCall] = []
+        self.tool_results: list[ToolResult] = []
+
+
+class ModelOutput:
+    """The streaming result of one agent run.
+
+    **Streams** (each access is a new consumer that replays from the start): :attr:`full_stream`,
+    :attr:`text_stream`, :attr:`object_stream`.
+
+    **Results** (awaitable; awaiting starts the run): ``await output.text``, ``usage``,
+    ``total_usage``, ``finish_reason``, ``tool_calls``, ``tool_results``, ``steps``, ``object``, ...
+    An ``error`` chunk rejects every pending result with the run's error.
+
+    **Parameters** (the agent builds these; tests may build one over any chunk source):
+
+    * ``source`` - the run's chunks in loop order.
+    * ``run_id`` - the run's id. ``message_id`` - the response message id.
+    * ``include_raw_chunks`` - keep ``raw`` chunks (dropped by default, as in Mastra).
+    * ``on_step_finish``, ``on_finish``, ``on_error``, ``on_abort`` - callbacks (sync or async).
+    * ``experimental_transform`` - a transform factory, or a list of them, applied to every
+      ``full_stream`` access (not to ``text_stream``, ``object_stream`` or the results).
+    * ``has_structured_output`` - whether ``object`` can resolve to a value.
+    * ``on_cancel`` - called once when :meth:`aclose` stops a run that has not ended.
+    """
+
+    def __init__(
+        self,
+        source: AsyncIterable[Chunk],
+        *,
+        run_id: str,
+        message_id: str | None = None,
+        include_raw_chunks: bool = False,
+        on_step_finish: Callback[StepResult] | None = None,
+        on_finish: Callback[FinishEvent] | None = None,
+        on_error: Callback[ErrorEvent] | None = None,
+        on_abort: Callback[AbortEvent] | None = None,
+        experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
+        has_structured_output: bool = False,
+        on_cancel: Callable[[], object] | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.message_id = message_id
+        self._source = source
+        self._include_raw = include_raw_chunks
+        self._cb_step_finish = on_step_finish
+        self._cb_finish = on_finish
+        self._cb_error = on_error
+        self._cb_abort = on_abort
+        self._on_cancel = on_cancel
+        self._transforms = experimental_transform
+
+        self._log: list[Chunk] = []
+        self._done = False
+        self._changed: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._finished = asyncio.Event()
+
+        self._status: RunStatus = "running"
+        self._error: BaseException | None = None
+        self._tripwire: dict[str, Any] | None = None
+        self._used_fallback_value = False
+        self._finish_callback_sent = False
+        self._was_suspended = False
+        self._results: dict[str, Delayed[Any]] = {
+            name: Delayed(self._ensure_started) for name in _RESULT_NAMES
+        }
+
+        self._text: list[str] = []
+        self._step = _StepBuffers()
+        self._steps: list[StepResult] = []
+        self._reasoning: dict[str, dict[str, Any]] = {}
+        self._sources: list[Source] = []
+        self._files: list[File] = []
+        self._tool_calls: list[ToolCall] = []
+        self._tool_results: list[ToolResult] = []
+        self._tool_meta: dict[str, ToolCallInputStreamingStart] = {}
+        self._tool_args: dict[str, list[str]] = {}
+        self._synthetic_calls: dict[str, int] = {}
+        self._warnings: list[Any] = []
+        self._request: dict[str, Any] = {}
+        self._usage: Usage = {}
+        self._object: Any = None
+        self._has_object = False
+        self._provider_metadata: dict[str, Any] | None = None
+        self._response: dict[str, Any] = {}
+
+    # ---------------------------------------------------------------- synchronous state
+
+    @property
+    def status(self) -> RunStatus:
+        return self._status
+
+    @property
+    def error(self) -> BaseException | None:
+        return self._error
+
+    @property
+    def tripwire(self) -> dict[str, Any] | None:
+        """``{reason, retry?, metadata?, processorId?}`` once a processor blocked the run."""
+        return self._tripwire
+
+    @property
+    def used_fallback_value(self) -> bool:
+        return self._used_fallback_value
+
+    # ---------------------------------------------------------------- streams
+
+    @property
+    def full_stream(self) -> ChunkStream:
+        """Every chunk of the run, replayed from the first, then live; a new consumer per access."""
+        return ChunkStream(apply_transforms(self._follow(), self._transforms))
+
+    @property
+    def text_stream(self) -> AsyncIterator[str]:
+        """The text of every ``text-delta`` (no ``experimental_transform``)."""
+        return self._texts()
+
+    @property
+    def object_stream(self) -> AsyncIterator[Any]:
+        """Each partial structured-output value (``object`` chunks)."""
+        return self._objects()
+
+    async def _texts(self) -> AsyncIterator[str]:
+        async for chunk in self._follow():
+            if type(chunk) is TextDelta:
+                yield chunk.payload.text
+
+    async def _objects(self) -> AsyncIterator[Any]:
+        async for chunk in self._follow():
+            if type(chunk) is ObjectChunk:
+                yield chunk.object
+
+    async def _follow(self) -> AsyncIterator[Chunk]:
+        self._ensure_started()
+        log = self._log
+        index = 0
+        while True:
+            while index < len(log):
+                chunk = log[index]
+                index += 1
+                yield chunk
+            if self._done:
+                return
+            if self._changed is None:
+                self._changed = asyncio.Event()
+            await self._changed.wait()
+
+    # ---------------------------------------------------------------- results
+
+    def _result(self, name: str) -> Delayed[Any]:
+        return self._results[name]
+
+    text = property(lambda self: self._result("text"), doc="Awaitable: the run's text (spec §3.4 rules).")
+    reasoning = property(lambda self: self._result("reasoning"), doc="Awaitable: reasoning details.")
+    reasoning_text = property(
+        lambda self: self._result("reasoning_text"), doc="Awaitable: all reasoning text or None."
+    )
+    sources = property(lambda self: self._result("sources"), doc="Awaitable: source chunks.")
+    files = property(lambda self: self._result("files"), doc="Awaitable: file chunks.")
+    tool_calls = property(lambda self: self._result("tool_calls"), doc="Awaitable: tool-call chunks.")
+    tool_results = property(lambda self: self._result("tool_results"), doc="Awaitable: tool-result chunks.")
+    steps = property(lambda self: self._result("steps"), doc="Awaitable: list of StepResult.")
+    usage = property(lambda self: self._result("usage"), doc="Awaitable: usage summed over steps.")
+    total_usage = property(lambda self: self._result("total_usage"), doc="Awaitable: total usage.")
+    finish_reason = property(lambda self: self._result("finish_reason"), doc="Awaitable: finish reason.")
+    warnings = property(lambda self: self._result("warnings"), doc="Awaitable: provider warnings.")
+    provider_metadata = property(lambda self: self._result("provider_metadata"), doc="Awaitable.")
+    response = property(lambda self: self._result("response"), doc="Awaitable: response metadata.")
+    request = property(lambda self: self._result("request"), doc="Awaitable: the last request.")
+    object = property(lambda self: self._result("object"), doc="Awaitable: the structured output.")
+    suspend_payload = property(lambda self: self._result("suspend_payload"), doc="Awaitable.")
+    resume_schema = property(lambda self: self._result("resume_schema"), doc="Awaitable.")
+
+    async def consume_stream(self, on_error: Callable[[BaseException], Any] | None = None) -> None:
+        """Run to the end without reading; a run error goes to ``on_error`` instead of raising."""
+        self._ensure_started()
+        await self._finished.wait()
+        if self._error is not None and on_error is not None:
+            on_error(self._error)
+
+    async def get_full_output(self) -> FullOutput:
+        """Every result at once; raises the run's error if it failed."""
+        await self.consume_stream()
+        if self._error is not None:
+            raise self._error
+        return FullOutput(
+            text="".join(step.text for step in self._steps),
+            usage=self._results["usage"].peek(dict(self._usage)),
+            total_usage=total_usage(self._usage),
+            steps=list(self._steps),
+            finish_reason=self._results["finish_reason"].peek(),
+            warnings=list(self._warnings),
+            provider_metadata=self._provider_metadata,
+            request=self._request,
+            response=self._response,
+            reasoning=self._reasoning_details(self._reasoning),
+            reasoning_text=self._reasoning_text(self._reasoning),
+            tool_calls=list(self._tool_calls),
+            tool_results=list(self._tool_results),
+            sources=list(self._sources),
+            files=list(self._files),
+            object=self._object if self._has_object else None,
+            used_fallback_value=self._used_fallback_value,
+            error=self._error,
+            tripwire=self._tripwire,
+            run_id=self.run_id,
+            suspend_payload=self._results["suspend_payload"].peek(),
+            resume_schema=self._results["resume_schema"].peek(),
+        )
+
+    async def aclose(self) -> None:
+        """Stop the run if it is still going; consumers see the stream end."""
+        task = self._task
+        if task is not None and not task.done():
+            if self._on_cancel is not None:
+                self._on_cancel()
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        elif task is None:
+            self._close_log()
+            await _aclose(self._source)
+
+    # ---------------------------------------------------------------- the producer
+
+    def _ensure_started(self) -> None:
+        if self._task is None and not self._done:
+            self._task = asyncio.get_running_loop().create_task(
+                self._produce(), name=f"agentstream-run-{self.run_id}"
+            )
+
+    def _emit(self, chunk: Chunk) -> None:
+        self._log.append(chunk)
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
+
+    def _close_log(self) -> None:
+        self._done = True
+        self._finished.set()
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
+
+    async def _produce(self) -> None:
+        source = self._source
+        try:
+            async for chunk in source:
+                kind = type(chunk)
+                if kind is TextDelta:
+                    self._text.append(chunk.payload.text)  # type: ignore[union-attr]
+                    self._step.text.append(chunk.payload.text)  # type: ignore[union-attr]
+                    self._emit(chunk)
+                    continue
+                handler = _HANDLERS.get(kind)
+                if handler is None:
+                    self._emit(chunk)
+                elif await handler(self, chunk) is _STOP:
+                    break
+            await self._flush()
+        except asyncio.CancelledError:
+            self._status = "canceled" if self._status == "running" else self._status
+            self._reject_pending(UnresolvedResultError("the run was cancelled before this result was known"))
+            raise
+        except Exception as exc:  # the loop itself failed: surface it as Mastra does, as an error chunk
+            await self._on_error_chunk(
+                Error(run_id=self.run_id, from_=ChunkFrom.AGENT, payload=_error_payload(exc))
+            )
+            await self._flush()
+        finally:
+            self._close_log()
+            await _aclose(source)
+
+    # ---------------------------------------------------------------- accounting (spec §3.4)
+
+    async def _on_suspend(self, chunk: ToolCallApproval | ToolCallSuspended) -> None:
+        self._status = "suspended"
+        self._was_suspended = True
+        self._results["suspend_payload"].resolve(chunk.payload)
+        schema = chunk.payload.resume_schema
+        self._results["resume_schema"].resolve(schema)
+        if not self._finish_callback_sent:
+            self._finish_callback_sent = True
+            await self._call(
+                self._cb_finish,
+                self._finish_event(
+                    text="",
+                    finish_reason="suspended",
+                    suspend_reason=chunk.type,
+                    tool_name=chunk.payload.tool_name,
+                    tool_call_id=chunk.payload.tool_call_id,
+                    empty=True,
+                ),
+            )
+        self._emit(chunk)
+
+    async def _on_abort_chunk(self, chunk: Abort) -> None:
+        self._status = "canceled"
+        partial = "".join(self._step.text)
+        if not self._finish_callback_sent:
+            self._finish_callback_sent = True
+            await self._call(
+                self._cb_finish,
+                self._finish_event(text="".join(self._text), finish_reason="aborted", empty=True),
+            )
+        await self._call(self._cb_abort, AbortEvent(steps=list(self._steps), text=partial))
+        self._emit(chunk)
+
+    async def _on_raw(self, chunk: Raw) -> None:
+        if self._include_raw:
+            self._emit(chunk)
+
+    async def _on_object_result(self, chunk: ObjectResult) -> None:
+        self._object, self._has_object = chunk.object, True
+        self._used_fallback_value = bool(chunk.metadata and chunk.metadata.get("fallback") is True)
+        self._results["object"].resolve(chunk.object)
+        self._emit(chunk)
+
+    async def _on_source(self, chunk: Source) -> None:
+        self._sources.append(chunk)
+        self._step.sources.append(chunk)
+        self._emit(chunk)
+
+    async def _on_file(self, chunk: File) -> None:
+        self._files.append(chunk)
+        self._step.files.append(chunk)
+        self._emit(chunk)
+
+    async def _on_tool_input_start(self, chunk: ToolCallInputStreamingStart) -> None:
+        self._tool_meta[chunk.payload.tool_call_id] = chunk
+        self._tool_args[chunk.payload.tool_call_id] = []
+        self._emit(chunk)
+
+    async def _on_tool_delta(self, chunk: ToolCallDelta) -> None:
+        payload = chunk.payload
+        self._tool_args.setdefault(payload.tool_call_id, []).append(payload.args_text_delta)
+        meta = self._tool_meta.get(payload.tool_call_id)
+        if not payload.tool_name and meta is not None:
+            # Mastra back-fills the name by mutating the chunk; ours are immutable, so copy.
+            chunk = msgspec.structs.replace(
+                chunk, payload=msgspec.structs.replace(payload, tool_name=meta.payload.tool_name)
+            )
+        self._emit(chunk)
+
+    async def _on_tool_input_end(self, chunk: ToolCallInputStreamingEnd) -> None:
+        call_id = chunk.payload.tool_call_id
+        meta = self._tool_meta.get(call_id)
+        self._emit(chunk)
+        if meta is None:
+            return
+        text = "".join(self._tool_args.get(call_id, ()))
+        try:
+            args = json.loads(text) if text else {}
+        except ValueError:
+            args = {}
+        start = meta.payload
+        synthetic = ToolCall(
+            run_id=chunk.run_id,
+            from_=chunk.from_,
+            payload=ToolCallPayload(
+                tool_call_id=call_id,
+                tool_name=start.tool_name,
+                args=args,
+                provider_executed=start.provider_executed,
+                provider_metadata=start.provider_metadata,
+                dynamic=start.dynamic,
+                title=start.title,
+                observability=start.observability,
+            ),
+        )
+        self._synthetic_calls[call_id] = len(self._tool_calls)
+        self._tool_calls.append(synthetic)
+        self._step.tool_calls.append(synthetic)
+        self._emit(synthetic)
+
+    async def _on_tool_call(self, chunk: ToolCall) -> None:
+        payload = chunk.payload
+        index = self._synthetic_calls.pop(payload.tool_call_id, None)
+        if index is not None:
+            # The provider's own tool-call repeats a call already emitted from the streamed
+            # input: fold what it adds into the recorded call and emit nothing.
+            merged = self._merge_call(self._tool_calls[index], payload)
+            self._tool_calls[index] = merged
+            self._step.tool_calls = [
+                merged if c.payload.tool_call_id == payload.tool_call_id else c for c in self._step.tool_calls
+            ]
+            return
+        output = payload.output
+        if isinstance(output, dict) and output.get("from") == "AGENT" and output.get("type") == "finish":
+            add_usage(self._usage, (output.get("payload") or {}).get("usage"))
+        self._tool_calls.append(chunk)
+        self._step.tool_calls.append(chunk)
+        self._emit(chunk)
+
+    @staticmethod
+    def _merge_call(recorded: ToolCall, provider: ToolCallPayload) -> ToolCall:
+        current = recorded.payload
+        changes: dict[str, Any] = {}
+        if not current.args and provider.args is not msgspec.UNSET:
+            changes["args"] = provider.args
+        if current.provider_metadata is None and provider.provider_metadata is not None:
+            changes["provider_metadata"] = provider.provider_metadata
+        if current.dynamic is None and provider.dynamic is not None:
+            changes["dynamic"] = provider.dynamic
+        if current.observability is None and provider.observability is not None:
+            changes["observability"] = provider.observability
+        if not changes:
+            return recorded
+        return msgspec.structs.replace(recorded, payload=msgspec.structs.replace(current, **changes))
+
+    async def _on_tool_result(self, chunk: ToolResult) -> None:
+        self._tool_results.append(chunk)
+        self._step.tool_results.append(chunk)
+        self._emit(chunk)
+
+    def _reasoning_entry(self, details: dict[str, dict[str, Any]], chunk: Any) -> dict[str, Any]:
+        entry = details.get(chunk.payload.id)
+        if entry is None:
+            entry = details[chunk.payload.id] = {
+                "id": chunk.payload.id,
+                "text": [],
+                "provider_metadata": None,
+            }
+        if chunk.payload.provider_metadata is not None:
+            entry["provider_metadata"] = chunk.payload.provider_metadata
+        return entry
+
+    async def _on_reasoning(self, chunk: ReasoningStart | ReasoningDelta | ReasoningEnd) -> None:
+        for details in (self._reasoning, self._step.reasoning):
+            entry = self._reasoning_entry(details, chunk)
+            if isinstance(chunk, ReasoningDelta):
+                entry["text"].append(chunk.payload.text)
+        self._emit(chunk)
+
+    def _reasoning_details(self, details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for entry in details.values():
+            payload: dict[str, Any] = {"id": entry["id"], "text": "".join(entry["text"])}
+            if entry["provider_metadata"] is not None:
+                payload["providerMetadata"] = entry["provider_metadata"]
+            out.append({"type": "reasoning", "runId": self.run_id, "from": "AGENT", "payload": payload})
+        return out
+
+    @staticmethod
+    def _reasoning_text(details: dict[str, dict[str, Any]]) -> str | None:
+        if not details:
+            return None
+        return "".join("".join(entry["text"]) for entry in details.values())
+
+    async def _on_step_start(self, chunk: StepStart) -> None:
+        self._request = chunk.payload.request
+        self._emit(chunk)
+
+    async def _on_step_finish(self, chunk: StepFinish) -> None:
+        payload = chunk.payload
+        usage = payload.output.get("usage") or {}
+        add_usage(self._usage, usage)
+        warnings = payload.step_result.get("warnings") or []
+        self._warnings = list(warnings)
+        request = payload.metadata.get("request")
+        if isinstance(request, dict):
+            self._request = request
+        step = self._step
+        steps_meta = payload.output.get("steps") or []
+        tripwire = next(
+            (s.get("tripwire") for s in steps_meta if isinstance(s, dict) and s.get("tripwire")), None
+        )
+        metadata = payload.metadata
+        response = {
+            "id": payload.id or metadata.get("id") or "",
+            "timestamp": metadata.get("timestamp"),
+            "modelId": metadata.get("modelId") or metadata.get("model") or "",
+            "messages": (payload.messages or {}).get("nonUser", []),
+        }
+        if metadata.get("headers") is not None:
+            response["headers"] = metadata["headers"]
+        self._response = response
+        self._provider_metadata = payload.provider_metadata
+        text = "" if tripwire else "".join(step.text)
+        result = StepResult(
+            step_type="initial" if not self._steps else "tool-result",
+            text=text,
+            reasoning=self._reasoning_details(step.reasoning),
+            reasoning_text=self._reasoning_text(step.reasoning) or "",
+            sources=step.sources,
+            files=step.files,
+            tool_calls=step.tool_calls,
+            tool_results=step.tool_results,
+            finish_reason=payload.reason,
+            usage=dict(usage),
+            warnings=list(warnings),
+            request=request if isinstance(request, dict) else {},
+            response=response,
+            provider_metadata=payload.provider_metadata,
+            tripwire=tripwire,
+            content=_step_content(step, text),
+        )
+        await self._call(self._cb_step_finish, result)
+        self._steps.append(result)
+        self._step = _StepBuffers()
+        self._emit(chunk)
+
+    async def _on_tripwire(self, chunk: Tripwire) -> Any:
+        p = chunk.payload
+        tripwire: dict[str, Any] = {"reason": p.reason or "Content blocked"}
+        if p.retry is not None:
+            tripwire["retry"] = p.retry
+        if p.metadata is not msgspec.UNSET:
+            tripwire["metadata"] = p.metadata
+        if p.processor_id is not None:
+            tripwire["processorId"] = p.processor_id
+        self._tripwire = tripwire
+        self._resolve_all(text="".join(self._text), finish_reason="other")
+        self._emit(chunk)
+        return _STOP  # Mastra terminates the stream here: nothing after a tripwire is delivered.
+
+    async def _on_finish(self, chunk: Finish) -> None:
+        payload = chunk.payload
+        if self._status not in ("failed", "canceled"):
+            self._status = "success"
+        reason = "aborted" if self._status == "canceled" else payload.reason
+        self._provider_metadata = payload.provider_metadata or self._provider_metadata
+        aggregate = final_usage(self._usage)
+        output = dict(payload.output)
+        output["usage"] = aggregate
+        chunk = msgspec.structs.replace(chunk, payload=msgspec.structs.replace(payload, output=output))
+        used_tools = any(step.tool_calls or step.tool_results for step in self._steps)
+        if used_tools and not self._was_suspended and self._steps:
+            text = self._steps[-1].text
+        else:
+            text = "".join(self._text)
+        self._resolve_all(text=text, finish_reason=reason)
+        if self._steps and not self._finish_callback_sent:
+            self._finish_callback_sent = True
+            event = self._finish_event(text="".join(self._text), finish_reason=reason, usage=aggregate)
+            await self._call(self._cb_finish, event)
+        self._emit(chunk)
+
+    async def _on_error_chunk(self, chunk: Error) -> None:
+        error = chunk.payload.error
+        self._error = error if isinstance(error, BaseException) else _RunError(error)
+        self._status = "failed"
+        self._reject_pending(self._error)
+        self._emit(chunk)
+        await self._call(self._cb_error, ErrorEvent(error=self._error))
+
+    # ---------------------------------------------------------------- settling
+
+    def _resolve_all(self, *, text: str, finish_reason: str | None) -> None:
+        r = self._results
+        r["text"].resolve(text)
+        r["finish_reason"].resolve(finish_reason)
+        r["usage"].resolve(dict(self._usage))
+        r["total_usage"].resolve(total_usage(self._usage))
+        r["warnings"].resolve(list(self._warnings))
+        r["provider_metadata"].resolve(self._provider_metadata)
+        r["response"].resolve(self._response)
+        r["request"].resolve(self._request)
+        r["reasoning"].resolve(self._reasoning_details(self._reasoning))
+        r["reasoning_text"].resolve(self._reasoning_text(self._reasoning))
+        r["sources"].resolve(list(self._sources))
+        r["files"].resolve(list(self._files))
+        r["tool_calls"].resolve(list(self._tool_calls))
+        r["tool_results"].resolve(list(self._tool_results))
+        r["steps"].resolve(list(self._steps))
+        r["suspend_payload"].resolve(None)
+        r["resume_schema"].resolve(None)
+        r["object"].resolve(self._object if self._has_object else None)
+
+    def _reject_pending(self, error: BaseException) -> None:
+        for delayed in self._results.values():
+            delayed.reject(error)
+
+    async def _flush(self) -> None:
+        self._results["object"].resolve(self._object if self._has_object else None)
+        if self._status == "suspended":
+            self._resolve_all(text="".join(self._text), finish_reason="suspended")
+        for name, delayed in self._results.items():
+            delayed.reject(
+                UnresolvedResultError(f"result '{name}' was not resolved or rejected when stream finished")
+            )
+
+    def _finish_event(
+        self,
+        *,
+        text: str,
+        finish_reason: str | None,
+        usage: Usage | None = None,
+        empty: bool = False,
+        suspend_reason: str | None = None,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+    ) -> FinishEvent:
+        return FinishEvent(
+            text=text,
+            finish_reason=finish_reason,
+            usage=usage if usage is not None else ({} if empty else dict(self._usage)),
+            total_usage=total_usage(self._usage),
+            steps=list(self._steps),
+            tool_calls=[] if empty else list(self._tool_calls),
+            tool_results=[] if empty else list(self._tool_results),
+            reasoning=[] if empty else self._reasoning_details(self._reasoning),
+            reasoning_text=None if empty else self._reasoning_text(self._reasoning),
+            sources=[] if empty else list(self._sources),
+            files=[] if empty else list(self._files),
+            warnings=list(self._warnings),
+            provider_metadata=self._provider_metadata,
+            response=self._response,
+            request=self._request,
+            object=self._object if self._has_object else None,
+            error=self._error,
+            used_fallback_value=self._used_fallback_value,
+            suspend_reason=suspend_reason,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+        )
+
+    async def _call(self, callback: Callable[[Any], Any] | None, event: Any) -> None:
+        """Run a user callback; if it raises, log it and go on so no chunk of the run is lost."""
+        if callback is None:
+            return
+        try:
+            result = callback(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.exception(
+                "agentstream: %s callback raised; the stream goes on", getattr(callback, "__name__", "a")
+            )
+
+
+class _RunError(Exception):
+    """An ``error`` chunk whose error was a plain value rather than an exception."""
+
+    def __init__(self, value: Any) -> None:
+        if isinstance(value, dict) and isinstance(value.get("message"), str):
+            message = value["message"]
+            self.name = value.get("name") if isinstance(value.get("name"), str) else "Error"
+        else:
+            message = value if isinstance(value, str) else json.dumps(value, default=str)
+        super().__init__(message)
+        self.value = value
+
+
+def _error_payload(exc: BaseException) -> ErrorPayload:
+    return ErrorPayload(error=exc)
+
+
+def _step_content(step: _StepBuffers, text: str) -> list[dict[str, Any]]:
+    content: list[dict[str, Any]] = []
+    for entry in step.reasoning.values():
+        content.append({"type": "reasoning", "text": "".join(entry["text"])})
+    if text:
+        content.append({"type": "text", "text": text})
+    for call in step.tool_calls:
+        content.append(
+            {
+                "type": "tool-call",
+                "toolCallId": call.payload.tool_call_id,
+                "toolName": call.payload.tool_name,
+                "input": call.payload.args if call.payload.args is not msgspec.UNSET else None,
+            }
+        )
+    for result in step.tool_results:
+        content.append(
+            {
+                "type": "tool-result",
+                "toolCallId": result.payload.tool_call_id,
+                "toolName": result.payload.tool_name,
+                "output": result.payload.result,
+            }
+        )
+    return content
+
+
+async def _aclose(source: object) -> None:
+    aclose = getattr(source, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            logger.debug("agentstream: closing the chunk source raised", exc_info=True)
+
+
+_STOP = object()
+
+_HANDLERS: dict[type[Any], Callable[[ModelOutput, Any], Awaitable[object]]] = {
+    ToolCallSuspended: ModelOutput._on_suspend,
+    ToolCallApproval: ModelOutput._on_suspend,
+    Abort: ModelOutput._on_abort_chunk,
+    Raw: ModelOutput._on_raw,
+    ObjectResult: ModelOutput._on_object_result,
+    Source: ModelOutput._on_source,
+    File: ModelOutput._on_file,
+    ToolCallInputStreamingStart: ModelOutput._on_tool_input_start,
+    ToolCallDelta: ModelOutput._on_tool_delta,
+    ToolCallInputStreamingEnd: ModelOutput._on_tool_input_end,
+    ToolCall: ModelOutput._on_tool_call,
+    ToolResult: ModelOutput._on_tool_result,
+    ReasoningStart: ModelOutput._on_reasoning,
+    ReasoningDelta: ModelOutput._on_reasoning,
+    ReasoningEnd: ModelOutput._on_reasoning,
+    StepStart: ModelOutput._on_step_start,
+    StepFinish: ModelOutput._on_step_finish,
+    Tripwire: ModelOutput._on_tripwire,
+    Finish: ModelOutput._on_finish,
+    Error: ModelOutput._on_error_chunk,
+}

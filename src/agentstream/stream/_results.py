@@ -1,0 +1,182 @@
+"""Result records of a run: steps, the ``on_finish`` event, the full output, and usage arithmetic."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chunks import File, Source, ToolCall, ToolResult
+
+__all__ = [
+    "AbortEvent",
+    "ErrorEvent",
+    "FinishEvent",
+    "FullOutput",
+    "StepResult",
+    "Usage",
+    "add_usage",
+    "final_usage",
+    "total_usage",
+]
+
+Usage = dict[str, Any]
+"""``LanguageModelUsage`` as on the wire: ``inputTokens``, ``outputTokens``, ``totalTokens``,
+``reasoningTokens``, ``cachedInputTokens``, ... (absent when unknown) and ``raw``."""
+
+_SUMMED = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "reasoningTokens",
+    "cachedInputTokens",
+    "cacheCreationInputTokens",
+    "cacheCreationInputTokens5m",
+    "cacheCreationInputTokens1h",
+)
+
+
+def add_usage(total: Usage, step: Usage | None) -> None:
+    """Add one step's usage into ``total``: each field only when defined; ``raw`` is the latest."""
+    if not step:
+        return
+    for key in _SUMMED:
+        value = step.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            total[key] = total.get(key, 0) + value
+    if "raw" in step:
+        total["raw"] = step["raw"]
+
+
+def total_usage(usage: Usage) -> Usage:
+    """``totalUsage``: like ``usage`` with ``totalTokens`` = input + output + reasoning when unknown."""
+    out = dict(usage)
+    if "totalTokens" not in out:
+        out["totalTokens"] = (
+            out.get("inputTokens", 0) + out.get("outputTokens", 0) + out.get("reasoningTokens", 0)
+        )
+    return out
+
+
+def final_usage(usage: Usage) -> Usage:
+    """The aggregate written over the final ``finish`` chunk's usage (missing counts become 0)."""
+    out: Usage = {
+        "inputTokens": usage.get("inputTokens", 0),
+        "outputTokens": usage.get("outputTokens", 0),
+        "totalTokens": usage.get("totalTokens", 0),
+    }
+    for key in ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens", "raw"):
+        if key in usage:
+            out[key] = usage[key]
+    return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepResult:
+    """One model call and its tools (Mastra's ``LLMStepResult``), passed to ``on_step_finish``."""
+
+    step_type: str
+    """``"initial"`` for the first step, ``"tool-result"`` after."""
+    text: str
+    reasoning: list[dict[str, Any]]
+    reasoning_text: str
+    sources: list[Source]
+    files: list[File]
+    tool_calls: list[ToolCall]
+    tool_results: list[ToolResult]
+    finish_reason: str | None
+    usage: Usage
+    warnings: list[Any]
+    request: dict[str, Any]
+    response: dict[str, Any]
+    provider_metadata: dict[str, Any] | None = None
+    tripwire: dict[str, Any] | None = None
+    content: list[dict[str, Any]] = field(default_factory=list)
+    """Assistant content of the step in AI SDK message form (text, reasoning, tool-call, tool-result parts)."""
+
+    @property
+    def static_tool_calls(self) -> list[ToolCall]:
+        return [c for c in self.tool_calls if c.payload.dynamic is not True]
+
+    @property
+    def dynamic_tool_calls(self) -> list[ToolCall]:
+        return [c for c in self.tool_calls if c.payload.dynamic is True]
+
+    @property
+    def static_tool_results(self) -> list[ToolResult]:
+        return [r for r in self.tool_results if r.payload.dynamic is not True]
+
+    @property
+    def dynamic_tool_results(self) -> list[ToolResult]:
+        return [r for r in self.tool_results if r.payload.dynamic is True]
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinishEvent:
+    """What ``on_finish`` receives, once per run: at finish, at suspension or at abort."""
+
+    text: str
+    """All text of the run (Mastra's ``onFinish`` text, not the awaited ``text``)."""
+    finish_reason: str | None
+    usage: Usage
+    total_usage: Usage
+    steps: list[StepResult]
+    tool_calls: list[ToolCall]
+    tool_results: list[ToolResult]
+    reasoning: list[dict[str, Any]]
+    reasoning_text: str | None
+    sources: list[Source]
+    files: list[File]
+    warnings: list[Any]
+    provider_metadata: dict[str, Any] | None
+    response: dict[str, Any]
+    request: dict[str, Any]
+    object: Any = None
+    error: BaseException | None = None
+    used_fallback_value: bool = False
+    suspend_reason: str | None = None
+    """``"tool-call-suspended"`` or ``"tool-call-approval"`` when the run suspended."""
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AbortEvent:
+    """What ``on_abort`` receives: the finished steps and the partial text of the step in flight."""
+
+    steps: list[StepResult]
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ErrorEvent:
+    """What ``on_error`` receives."""
+
+    error: BaseException
+
+
+@dataclass(frozen=True, kw_only=True)
+class FullOutput:
+    """``get_full_output()``: every result at once. ``text`` joins every step's text."""
+
+    text: str
+    usage: Usage
+    total_usage: Usage
+    steps: list[StepResult]
+    finish_reason: str | None
+    warnings: list[Any]
+    provider_metadata: dict[str, Any] | None
+    request: dict[str, Any]
+    response: dict[str, Any]
+    reasoning: list[dict[str, Any]]
+    reasoning_text: str | None
+    tool_calls: list[ToolCall]
+    tool_results: list[ToolResult]
+    sources: list[Source]
+    files: list[File]
+    object: Any
+    used_fallback_value: bool
+    error: BaseException | None
+    tripwire: dict[str, Any] | None
+    run_id: str
+    suspend_payload: Any = None
+    resume_schema: str | None = None

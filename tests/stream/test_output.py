@@ -1,0 +1,337 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+import pytest
+
+from agentstream.chunks import Chunk, TextDelta, ToolCall, ToolCallDelta, chunk_to_dict, decode_chunk
+from agentstream.stream import (
+    AbortEvent,
+    ErrorEvent,
+    FinishEvent,
+    ModelOutput,
+    StepResult,
+    UnresolvedResultError,
+)
+
+R = "run-1"
+
+
+def c(type_: str, payload: dict[str, Any] | None = None, **top: Any) -> Chunk:
+    raw: dict[str, Any] = {"type": type_, "runId": R, "from": "AGENT", **top}
+    if payload is not None:
+        raw["payload"] = payload
+    return decode_chunk(raw)
+
+
+def text(t: str, id_: str = "t1") -> Chunk:
+    return c("text-delta", {"id": id_, "text": t})
+
+
+def step_finish(reason: str, usage: dict[str, Any]) -> Chunk:
+    return c("step-finish", {"stepResult": {"reason": reason}, "output": {"usage": usage}, "metadata": {}})
+
+
+def finish(reason: str = "stop") -> Chunk:
+    return c("finish", {"stepResult": {"reason": reason}, "output": {"usage": {}}, "metadata": {}})
+
+
+async def source(chunks: Iterable[Chunk], started: list[bool] | None = None) -> AsyncIterator[Chunk]:
+    if started is not None:
+        started.append(True)
+    for chunk in chunks:
+        await asyncio.sleep(0)
+        yield chunk
+
+
+def tool_run() -> list[Chunk]:
+    """Step 1 streams a tool call and runs it; step 2 answers."""
+    return [
+        c("start", {"id": "agent", "messageId": "m1"}),
+        c("step-start", {"request": {"body": "1"}, "messageId": "m1"}),
+        text("Let me check. "),
+        c("tool-call-input-streaming-start", {"toolCallId": "call-1", "toolName": "weather"}),
+        c("tool-call-delta", {"argsTextDelta": '{"city":', "toolCallId": "call-1"}),
+        c("tool-call-delta", {"argsTextDelta": '"Paris"}', "toolCallId": "call-1"}),
+        c("tool-call-input-streaming-end", {"toolCallId": "call-1"}),
+        c("tool-call", {"toolCallId": "call-1", "toolName": "weather", "args": {"city": "Paris"}}),
+        c("tool-result", {"toolCallId": "call-1", "toolName": "weather", "result": {"t": 21}}),
+        step_finish("tool-calls", {"inputTokens": 20, "outputTokens": 8, "totalTokens": 28, "raw": {"a": 1}}),
+        c("step-start", {"request": {"body": "2"}, "messageId": "m1"}),
+        text("It is 21°C."),
+        step_finish("stop", {"inputTokens": 40, "outputTokens": 9, "reasoningTokens": 2, "raw": {"a": 2}}),
+        finish("stop"),
+    ]
+
+
+async def collect(output: ModelOutput) -> list[Chunk]:
+    return [chunk async for chunk in output.full_stream]
+
+
+async def test_tool_run_accounting_matches_mastra() -> None:
+    steps: list[StepResult] = []
+    finishes: list[FinishEvent] = []
+    output = ModelOutput(source(tool_run()), run_id=R, on_step_finish=steps.append, on_finish=finishes.append)
+    chunks = await collect(output)
+
+    types = [ch.type for ch in chunks]
+    # the synthetic tool-call follows the streaming end; the provider's duplicate is swallowed
+    assert types.count("tool-call") == 1
+    assert types.index("tool-call") == types.index("tool-call-input-streaming-end") + 1
+    deltas = [ch for ch in chunks if isinstance(ch, ToolCallDelta)]
+    assert [d.payload.tool_name for d in deltas] == ["weather", "weather"]
+    call = next(ch for ch in chunks if isinstance(ch, ToolCall))
+    assert call.payload.args == {"city": "Paris"}
+
+    usage = {"inputTokens": 60, "outputTokens": 17, "totalTokens": 28, "reasoningTokens": 2, "raw": {"a": 2}}
+    assert await output.usage == usage
+    assert (await output.total_usage)["totalTokens"] == 28
+    assert chunk_to_dict(chunks[-1])["payload"]["output"]["usage"] == usage
+    # the three texts differ on purpose (spec §13.6)
+    assert await output.text == "It is 21°C."
+    assert (await output.get_full_output()).text == "Let me check. It is 21°C."
+    assert finishes[0].text == "Let me check. It is 21°C."
+    assert await output.finish_reason == "stop"
+    assert output.status == "success"
+    assert [s.step_type for s in steps] == ["initial", "tool-result"]
+    assert [s.finish_reason for s in steps] == ["tool-calls", "stop"]
+    assert steps[0].text == "Let me check. " and [tc.payload.tool_call_id for tc in steps[0].tool_calls] == [
+        "call-1"
+    ]
+    assert len(await output.tool_results) == 1
+    assert await output.request == {"body": "2"}
+    assert len(finishes) == 1
+
+
+async def test_text_without_tools_is_all_text() -> None:
+    output = ModelOutput(source([text("a"), text("b"), step_finish("stop", {}), finish()]), run_id=R)
+    assert await output.text == "ab"
+    assert await output.object is None
+
+
+async def test_consumers_replay_and_never_steal_from_each_other() -> None:
+    gate = asyncio.Event()
+
+    async def gated() -> AsyncIterator[Chunk]:
+        yield text("a")
+        yield text("b")
+        await gate.wait()
+        yield text("c")
+        yield finish()
+
+    output = ModelOutput(gated(), run_id=R)
+    first = output.full_stream
+    got_first = [await first.__anext__(), await first.__anext__()]
+    late = output.full_stream  # attaches mid-run: replays a, b
+    got_late = [await late.__anext__(), await late.__anext__()]
+    gate.set()
+    got_first += [ch async for ch in first]
+    got_late += [ch async for ch in late]
+    assert got_first == got_late
+    assert [ch.payload.text for ch in got_first if isinstance(ch, TextDelta)] == ["a", "b", "c"]
+    after_end = await collect(output)
+    assert after_end == got_first
+    assert [t async for t in output.text_stream] == ["a", "b", "c"]
+
+
+async def test_closing_one_consumer_detaches_only_it() -> None:
+    gate = asyncio.Event()
+
+    async def gated() -> AsyncIterator[Chunk]:
+        yield text("a")
+        await gate.wait()
+        yield text("b")
+        yield finish()
+
+    output = ModelOutput(gated(), run_id=R)
+    one, two = output.full_stream, output.full_stream
+    assert isinstance(await one.__anext__(), TextDelta)
+    await one.aclose()
+    gate.set()
+    assert [ch.type for ch in [ch async for ch in two]] == ["text-delta", "text-delta", "finish"]
+    assert output.status == "success"
+
+
+async def test_consumption_is_lazy() -> None:
+    started: list[bool] = []
+    output = ModelOutput(source([text("a"), finish()], started), run_id=R)
+    await asyncio.sleep(0.01)
+    assert started == []
+    assert await output.finish_reason == "stop"
+    assert started == [True]
+
+
+async def test_slow_consumer_does_not_slow_the_producer() -> None:
+    produced: list[int] = []
+
+    async def fast() -> AsyncIterator[Chunk]:
+        for i in range(1000):
+            produced.append(i)
+            yield text(str(i))
+        yield finish()
+
+    output = ModelOutput(fast(), run_id=R)
+    slow = output.full_stream
+    await slow.__anext__()
+    await output.consume_stream()
+    assert len(produced) == 1000  # the producer ran to the end while the consumer read one chunk
+    rest = [ch async for ch in slow]
+    assert len(rest) == 1000
+
+
+async def test_error_rejects_every_pending_result_and_keeps_chunks() -> None:
+    errors: list[ErrorEvent] = []
+    boom = RuntimeError("provider exploded")
+    chunks = [text("partial"), c("error", {"error": {"name": "X", "message": "m"}})]
+    chunks[1] = chunks[1].__class__(run_id=R, payload=chunks[1].payload.__class__(error=boom))  # type: ignore[call-arg,union-attr]
+    output = ModelOutput(source(chunks), run_id=R, on_error=errors.append)
+    seen = await collect(output)
+    assert [ch.type for ch in seen] == ["text-delta", "error"]
+    for name in ("text", "usage", "steps", "finish_reason", "tool_calls"):
+        with pytest.raises(RuntimeError, match="provider exploded"):
+            await getattr(output, name)
+    assert output.status == "failed" and output.error is boom
+    assert errors == [ErrorEvent(error=boom)]
+    with pytest.raises(RuntimeError, match="provider exploded"):
+        await output.get_full_output()
+
+
+async def test_source_raising_becomes_an_error_chunk() -> None:
+    async def broken() -> AsyncIterator[Chunk]:
+        yield text("a")
+        raise ValueError("loop failed")
+
+    output = ModelOutput(broken(), run_id=R)
+    seen = await collect(output)
+    assert seen[-1].type == "error"
+    assert chunk_to_dict(seen[-1])["payload"]["error"] == {"name": "ValueError", "message": "loop failed"}
+    with pytest.raises(ValueError, match="loop failed"):
+        await output.text
+
+
+async def test_unresolved_results_reject_clearly_when_the_stream_ends_without_finish() -> None:
+    output = ModelOutput(source([text("a")]), run_id=R)
+    await output.consume_stream()
+    with pytest.raises(
+        UnresolvedResultError, match="result 'text' was not resolved or rejected when stream finished"
+    ):
+        await output.text
+    assert await output.object is None
+
+
+async def test_tripwire_terminates_the_stream_and_resolves_results() -> None:
+    trip = decode_chunk({"type": "tripwire", "payload": {"reason": "blocked", "processorId": "p1"}})
+    output = ModelOutput(source([text("a"), trip, text("lost"), finish()]), run_id=R)
+    seen = await collect(output)
+    assert [ch.type for ch in seen] == ["text-delta", "tripwire"]
+    assert output.tripwire == {"reason": "blocked", "processorId": "p1"}
+    assert await output.finish_reason == "other"
+    assert await output.text == "a"
+
+
+async def test_suspension_calls_on_finish_once_and_resolves_partially() -> None:
+    finishes: list[FinishEvent] = []
+    suspended = c(
+        "tool-call-suspended",
+        {
+            "toolCallId": "c1",
+            "toolName": "book",
+            "suspendPayload": {"q": 1},
+            "args": {},
+            "resumeSchema": "{}",
+        },
+    )
+    output = ModelOutput(source([text("a"), suspended, suspended]), run_id=R, on_finish=finishes.append)
+    await collect(output)
+    assert output.status == "suspended"
+    assert [f.finish_reason for f in finishes] == ["suspended"]
+    assert finishes[0].suspend_reason == "tool-call-suspended" and finishes[0].tool_name == "book"
+    assert await output.finish_reason == "suspended"
+    assert await output.resume_schema == "{}"
+
+
+async def test_abort_reports_aborted_and_partial_text() -> None:
+    finishes: list[FinishEvent] = []
+    aborts: list[AbortEvent] = []
+    chunks = [text("a"), step_finish("stop", {}), text("part"), c("abort", {}), finish("tripwire")]
+    output = ModelOutput(source(chunks), run_id=R, on_finish=finishes.append, on_abort=aborts.append)
+    await collect(output)
+    assert output.status == "canceled"
+    assert await output.finish_reason == "aborted"
+    assert output.tripwire is None
+    assert aborts[0].text == "part" and len(aborts[0].steps) == 1
+    assert [f.finish_reason for f in finishes] == ["aborted"]
+
+
+async def test_raising_callback_loses_no_chunk(caplog: pytest.LogCaptureFixture) -> None:
+    def bad(_: object) -> None:
+        raise RuntimeError("callback bug")
+
+    output = ModelOutput(source(tool_run()), run_id=R, on_step_finish=bad, on_finish=bad)
+    seen = await collect(output)
+    assert seen[-1].type == "finish" and len(seen) == len(tool_run())
+    assert "callback raised" in caplog.text
+
+
+async def test_raw_chunks_are_dropped_unless_asked() -> None:
+    raw = c("raw", {"anything": 1})
+    assert [ch.type for ch in await collect(ModelOutput(source([raw, finish()]), run_id=R))] == ["finish"]
+    kept = await collect(ModelOutput(source([raw, finish()]), run_id=R, include_raw_chunks=True))
+    assert [ch.type for ch in kept] == ["raw", "finish"]
+
+
+async def test_experimental_transform_is_fresh_per_access_and_not_on_text_stream() -> None:
+    made: list[int] = []
+
+    def factory() -> Any:
+        made.append(1)
+
+        async def upper(chunks: Any) -> AsyncIterator[Chunk]:
+            async for ch in chunks:
+                if isinstance(ch, TextDelta):
+                    ch = TextDelta(
+                        run_id=ch.run_id,
+                        from_=ch.from_,
+                        payload=ch.payload.__class__(id="t1", text=ch.payload.text.upper()),
+                    )
+                yield ch
+
+        return upper
+
+    output = ModelOutput(source([text("a"), finish()]), run_id=R, experimental_transform=factory)
+    assert [ch.payload.text for ch in await collect(output) if isinstance(ch, TextDelta)] == ["A"]
+    assert [ch.payload.text for ch in await collect(output) if isinstance(ch, TextDelta)] == ["A"]
+    assert made == [1, 1]
+    assert [t async for t in output.text_stream] == ["a"]
+
+
+async def test_pipe_through_and_aclose_stop_the_run() -> None:
+    cancelled: list[bool] = []
+    closed: list[bool] = []
+
+    async def endless() -> AsyncIterator[Chunk]:
+        try:
+            while True:
+                await asyncio.sleep(0)
+                yield text("x")
+        finally:
+            closed.append(True)
+
+    output = ModelOutput(endless(), run_id=R, on_cancel=lambda: cancelled.append(True))
+
+    async def first_two(chunks: Any) -> AsyncIterator[Chunk]:
+        n = 0
+        async for ch in chunks:
+            yield ch
+            n += 1
+            if n == 2:
+                return
+
+    assert len([ch async for ch in output.full_stream.pipe_through(first_two)]) == 2
+    await output.aclose()
+    assert cancelled == [True] and closed == [True]
+    with pytest.raises(UnresolvedResultError):
+        await output.text
+    assert [ch.type for ch in await collect(output)][-1] == "text-delta"  # ended, replayable
