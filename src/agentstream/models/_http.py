@@ -115,12 +115,21 @@ async def _abortable(aw: Awaitable[_T], signal: AbortSignal | None) -> _T:
         waiter.cancel()
     if not task.done():
         task.cancel()
-        try:
-            await task
-        except BaseException:
-            pass
+        await _reap(task)
         raise AbortError(signal.reason)
     return task.result()
+
+
+async def _reap(task: asyncio.Future[Any]) -> None:
+    """Wait for a cancelled helper task; never swallow a cancellation aimed at *our* task."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+    except Exception:
+        pass
 
 
 class _Transformer:
@@ -375,7 +384,4 @@ class _HTTPStreamingModel:
             remove()
             if not task.done():
                 task.cancel()
-            try:
-                await task
-            except BaseException:
-                pass
+            await _reap(task)
