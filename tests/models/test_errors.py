@@ -183,3 +183,15 @@ async def test_abort_during_retry_sleep(server: ReplayServer) -> None:
 
     with pytest.raises(AbortError):
         await collect(chat(server, sleep=sleep), abort_signal=controller.signal)
+
+
+async def test_consumer_closing_early_closes_the_connection(server: ReplayServer) -> None:
+    body = load("openai-chat/text-stream-usage.json")["interactions"][0]["response"]["body"]
+    server.replies.append(Reply(body=body, hang_after_events=3))
+    controller = AbortController()  # signal present: exercises the reader-task path too
+    stream = chat(server).do_stream({"prompt": PROMPT, "abort_signal": controller.signal})
+    async for part in stream:
+        if part["type"] == "text-delta":
+            break
+    await stream.aclose()  # type: ignore[attr-defined]
+    await asyncio.wait_for(server.closed_by_client.wait(), timeout=30)

@@ -25,7 +25,7 @@ import email.utils
 import itertools
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -278,9 +278,10 @@ class _HTTPStreamingModel:
                 yield {"type": "error", "error": opened}
                 return
             response = opened
+            events = self._events(response, signal)
             try:
                 yield {"type": "stream-start", "warnings": warnings}
-                async for item in self._events(response, signal):
+                async for item in events:
                     if item is _ABORTED:
                         raise AbortError(signal.reason if signal is not None else None)
                     if isinstance(item, APICallError):
@@ -315,6 +316,7 @@ class _HTTPStreamingModel:
                 for part in transformer.finish():
                     yield part
             finally:
+                await events.aclose()
                 await response.aclose()
         finally:
             if own_client:
@@ -322,7 +324,7 @@ class _HTTPStreamingModel:
 
     async def _events(
         self, response: httpx.Response, signal: AbortSignal | None
-    ) -> AsyncIterator[tuple[str, str] | APICallError | object]:
+    ) -> AsyncGenerator[object, None]:
         """(event, data) pairs; an APICallError if the transport fails; ``_ABORTED`` on abort."""
         url = str(response.request.url)
 
