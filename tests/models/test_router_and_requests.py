@@ -162,3 +162,10 @@ def test_register_model_factory() -> None:
 def test_openai_compatible_without_key_sends_no_auth() -> None:
     model = OpenAICompatible(base_url="http://localhost:1234/v1/", model="qwen", name="lmstudio")
     assert (model.provider, model.base_url, model._auth_headers()) == ("lmstudio", "http://localhost:1234/v1", {})
+
+
+def test_exported_members() -> None:
+    import agentstream.models as models
+
+    assert models.__all__ == sorted(models.__all__)
+    assert set(models.__all__) == {n for n in dir(models) if not n.startswith("_") and n != "annotations"}
