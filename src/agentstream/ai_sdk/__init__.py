@@ -1,0 +1,66 @@
+"""Bridge to the Vercel AI SDK UI (``useChat``): Mastra's ``@mastra/ai-sdk`` in Python.
+
+* :func:`to_ai_sdk_stream`: agent chunks → UI message chunks (wire dicts);
+* :func:`encode_sse`, :data:`UI_MESSAGE_STREAM_HEADERS`, :func:`create_ui_message_stream_response`:
+  the HTTP framing;
+* :func:`convert_ui_messages`: the UI messages a client sends → model messages;
+* :func:`handle_chat_stream`: one chat request against a ``Mastra`` agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._convert import (
+    MessageMetadataFn,
+    OnErrorFn,
+    StreamTransform,
+    TransformFactory,
+    UIChunk,
+    UIChunkConverter,
+    Version,
+    to_ai_sdk_stream,
+)
+from ._errors import UIMessageError, UIMessageStreamError, default_error_text
+from ._sse import (
+    UI_MESSAGE_STREAM_HEADERS,
+    create_ui_message_stream_response,
+    encode_sse,
+    encode_sse_frame,
+)
+
+__all__ = [
+    "UI_MESSAGE_STREAM_HEADERS",
+    "MessageMetadataFn",
+    "OnErrorFn",
+    "StreamTransform",
+    "TransformFactory",
+    "UIChunk",
+    "UIChunkConverter",
+    "UIMessageError",
+    "UIMessageStreamError",
+    "Version",
+    "create_ui_message_stream_response",
+    "default_error_text",
+    "encode_sse",
+    "encode_sse_frame",
+    "smooth_stream",
+    "to_ai_sdk_stream",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # ``smooth_stream`` comes from ``agentstream.stream`` (built separately); resolved on first use so
+    # this package imports whether or not it has landed yet.
+    if name == "smooth_stream":
+        try:
+            from agentstream.stream import (  # type: ignore[attr-defined,unused-ignore]
+                smooth_stream_factory,
+            )
+        except ImportError as exc:
+            raise AttributeError(
+                "agentstream.ai_sdk.smooth_stream needs agentstream.stream.smooth_stream_factory"
+            ) from exc
+        globals()["smooth_stream"] = smooth_stream_factory
+        return smooth_stream_factory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

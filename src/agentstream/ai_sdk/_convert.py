@@ -1,0 +1,846 @@
+"""Mastra agent chunks → AI SDK UI message chunks (``toAISdkStream`` of ``@mastra/ai-sdk``, spec §9.2-9.3).
+
+Every UI chunk is a JSON-ready dict exactly as it goes on the wire: camelCase keys, in the order
+Mastra writes them, optional keys absent (never ``None``) except for the "any JSON" fields
+(``input``, ``output``, ``data``) whose key is required.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol, TypeAlias
+
+from agentstream.chunks import (
+    UNSET,
+    Abort,
+    BaseChunk,
+    Chunk,
+    DataChunk,
+    Error,
+    File,
+    Finish,
+    ObjectResult,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningStart,
+    Source,
+    Start,
+    StepFinish,
+    StepStart,
+    TextDelta,
+    TextEnd,
+    TextStart,
+    ToolCall,
+    ToolCallApproval,
+    ToolCallDelta,
+    ToolCallInputStreamingStart,
+    ToolCallSuspended,
+    ToolError,
+    ToolOutput,
+    ToolOutputDenied,
+    ToolResult,
+    Tripwire,
+    UnknownChunk,
+    chunk_to_dict,
+    format_date,
+    to_jsonable,
+)
+
+from ._errors import UIMessageStreamError, default_error_text
+
+__all__ = [
+    "MessageMetadataFn",
+    "OnErrorFn",
+    "StreamTransform",
+    "TransformFactory",
+    "UIChunk",
+    "UIChunkConverter",
+    "Version",
+    "to_ai_sdk_stream",
+]
+
+Version: TypeAlias = Literal["v5", "v6", "v7"]
+UIChunk: TypeAlias = dict[str, Any]
+"""One UI message chunk as its wire dict."""
+
+MessageMetadataFn: TypeAlias = Callable[[dict[str, Any]], Any]
+"""``message_metadata(part)``: ``part`` is the AI SDK stream part (``{"type": "finish", "finishReason",
+"totalUsage", ...}``); a non-``None`` result is attached to ``start`` and ``finish``."""
+
+OnErrorFn: TypeAlias = Callable[[Any], str]
+"""``on_error(error) -> errorText`` for ``error`` and ``tool-error`` chunks."""
+
+StreamTransform: TypeAlias = Callable[[AsyncIterable[Any]], AsyncIterable[Any]]
+TransformFactory: TypeAlias = Callable[[], StreamTransform]
+"""Called once per conversion to make a fresh transform (e.g. ``smooth_stream(chunking="word")``)."""
+
+
+class _HasFullStream(Protocol):
+    @property
+    def full_stream(self) -> Any: ...
+
+
+_V6_REASONS = frozenset({"stop", "length", "content-filter", "tool-calls", "error", "other"})
+_DATA_MISSING = "UI Messages require a data property when using data- prefixed chunks \n "
+
+
+def _now() -> datetime:
+    """Clock for sub-agent snapshots (patched in tests)."""
+    return datetime.now(UTC)
+
+
+def _finish_reason(reason: Any, version: Version) -> Any:
+    if version == "v5":
+        return "other" if reason in ("tripwire", "retry") else reason
+    if reason is None:
+        return None
+    return reason if reason in _V6_REASONS else "other"
+
+
+def _v6_usage(usage: Any) -> dict[str, Any]:
+    u = usage if isinstance(usage, Mapping) else {}
+    return _compact(
+        {
+            "inputTokens": u.get("inputTokens"),
+            "inputTokenDetails": _compact(
+                {
+                    "noCacheTokens": u.get("inputTokens"),
+                    "cacheReadTokens": u.get("cachedInputTokens"),
+                    "cacheWriteTokens": None,
+                }
+            ),
+            "outputTokens": u.get("outputTokens"),
+            "outputTokenDetails": _compact(
+                {"textTokens": u.get("outputTokens"), "reasoningTokens": u.get("reasoningTokens")}
+            ),
+            "totalTokens": u.get("totalTokens"),
+            "reasoningTokens": u.get("reasoningTokens"),
+            "cachedInputTokens": u.get("cachedInputTokens"),
+        }
+    )
+
+
+def _compact(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def _jsonable(value: Any) -> Any:
+    if value is UNSET:
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return to_jsonable(value)
+
+
+def _strip_openai_item_id(pm: dict[str, Any]) -> dict[str, Any] | None:
+    openai = pm.get("openai")
+    if not isinstance(openai, Mapping) or "itemId" not in openai:
+        return pm
+    out = dict(pm)
+    rest = {k: v for k, v in openai.items() if k != "itemId"}
+    if rest:
+        out["openai"] = rest
+    else:
+        del out["openai"]
+    return out or None
+
+
+def _chunk_dict(value: Any) -> Any:
+    if isinstance(value, (BaseChunk, DataChunk, UnknownChunk)):
+        return chunk_to_dict(value)
+    return value
+
+
+def _data_part(raw: Mapping[str, Any], original: Any) -> UIChunk:
+    if "data" not in raw:
+        raise UIMessageStreamError(
+            _DATA_MISSING + json.dumps(original, separators=(",", ":"), ensure_ascii=False, default=str)
+        )
+    out: UIChunk = {"type": raw["type"], "data": raw["data"]}
+    if raw.get("id") is not None:
+        out["id"] = raw["id"]
+    return out
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _tool_agent_id(tool_name: Any) -> str | None:
+    if isinstance(tool_name, str) and tool_name.startswith("agent-"):
+        return tool_name[len("agent-") :]
+    return None
+
+
+class UIChunkConverter:
+    """The stateful Mastra → UI chunk conversion of one stream (``AgentStreamToAISDKTransformer``).
+
+    Feed chunks to :meth:`convert` (each returns the UI chunks it produced, possibly none) and call
+    :meth:`flush` at the end of the stream.
+    """
+
+    def __init__(
+        self,
+        *,
+        version: Version = "v5",
+        send_start: bool = True,
+        send_finish: bool = True,
+        send_reasoning: bool = False,
+        send_sources: bool = False,
+        last_message_id: str | None = None,
+        message_metadata: MessageMetadataFn | None = None,
+        on_error: OnErrorFn | None = None,
+        include_sub_agent_metadata: bool = False,
+    ) -> None:
+        if version not in ("v5", "v6", "v7"):
+            raise ValueError(f"version: expected one of 'v5', 'v6', 'v7', got {version!r}")
+        self.version: Version = version
+        self.send_start = send_start
+        self.send_finish = send_finish
+        self.send_reasoning = send_reasoning
+        self.send_sources = send_sources
+        self.last_message_id = last_message_id
+        self.message_metadata = message_metadata
+        self.on_error: OnErrorFn = on_error or default_error_text
+        self.include_sub_agent_metadata = include_sub_agent_metadata
+        self._held_start: UIChunk | None = None
+        self._held_start_message_id: str | None = None
+        self._held: list[UIChunk] = []
+        self._tripwire = False
+        self._finish_seen = False
+        self._agent_runs: dict[str, dict[str, Any]] = {}
+        self._dispatch: dict[type[Any], Callable[[Any], Any]] = {
+            TextDelta: self._text_delta,
+            TextStart: self._text_start,
+            TextEnd: self._text_end,
+            ReasoningDelta: self._reasoning,
+            ReasoningStart: self._reasoning,
+            ReasoningEnd: self._reasoning,
+            ToolCallDelta: self._tool_call_delta,
+            ToolCallInputStreamingStart: self._tool_input_start,
+            ToolCall: self._tool_call,
+            ToolResult: self._tool_result,
+            ToolError: self._tool_error,
+            ToolOutputDenied: self._tool_output_denied,
+            ToolOutput: self._tool_output,
+            ToolCallApproval: self._tool_call_approval,
+            ToolCallSuspended: self._tool_call_suspended,
+            StepStart: self._step_start,
+            StepFinish: self._step_finish,
+            Start: self._start,
+            Finish: self._finish,
+            Error: self._error,
+            Abort: self._abort,
+            Source: self._source,
+            File: self._file,
+            Tripwire: self._tripwire_chunk,
+            ObjectResult: self._object_result,
+            DataChunk: self._data,
+        }
+
+    # --- driver -------------------------------------------------------------------------------
+
+    def convert(self, chunk: Chunk) -> list[UIChunk]:
+        """The UI chunks for one Mastra chunk (in order)."""
+        handler = self._dispatch.get(type(chunk))
+        if handler is None:
+            out = self._other(chunk)
+        else:
+            out = handler(chunk)
+        if self._held_start is None:
+            if out is None:
+                return []
+            return out if isinstance(out, list) else [out]
+        # A start is being held until the first non-data chunk.
+        parts = [] if out is None else out if isinstance(out, list) else [out]
+        if isinstance(chunk, (DataChunk, Start)):
+            self._held.extend(parts)
+            return []
+        if isinstance(chunk, StepStart) and self.last_message_id is None:
+            step_id = chunk.payload.message_id
+            if step_id and step_id != self._held_start_message_id:
+                self._held_start["messageId"] = step_id
+        released = [self._held_start, *self._held, *parts]
+        self._held_start = None
+        self._held = []
+        return released
+
+    def flush(self) -> list[UIChunk]:
+        """UI chunks due at the end of the stream (a held ``start``; the ``finish`` after a tripwire)."""
+        out: list[UIChunk] = []
+        if self._held_start is not None:
+            out.append(self._held_start)
+            out.extend(self._held)
+            self._held_start = None
+            self._held = []
+        if self._tripwire and not self._finish_seen and self.send_finish:
+            out.append({"type": "finish", "finishReason": "other"})
+        return out
+
+    def _metadata(self, part: dict[str, Any]) -> Any:
+        if self.message_metadata is None:
+            return None
+        return self.message_metadata(part)
+
+    def _observe(self, chunk: Any, part_type: str | None = None) -> None:
+        """Evaluate ``message_metadata`` for a part that is not start/finish (its value is unused)."""
+        if self.message_metadata is not None:
+            self.message_metadata(self._part(chunk, part_type))
+
+    def _part(self, chunk: Any, part_type: str | None = None) -> dict[str, Any]:
+        raw = chunk_to_dict(chunk) if not isinstance(chunk, dict) else chunk
+        payload = raw.get("payload")
+        part: dict[str, Any] = {"type": part_type or raw.get("type")}
+        if isinstance(payload, Mapping):
+            part.update(payload)
+        return part
+
+    # --- framing ------------------------------------------------------------------------------
+
+    def _start(self, chunk: Start) -> None:
+        if not self.send_start:
+            self._observe(chunk)
+            return
+        message_id = chunk.payload.message_id
+        part: dict[str, Any] = {"type": "start"}
+        if message_id:
+            part["messageId"] = message_id
+        meta = self._metadata(part)
+        out: UIChunk = {"type": "start"}
+        if meta is not None:
+            out["messageMetadata"] = meta
+        mid = self.last_message_id or message_id
+        if mid is not None:
+            out["messageId"] = mid
+        self._held_start = out
+        self._held_start_message_id = message_id
+        self._held = []
+
+    def _step_start(self, chunk: StepStart) -> UIChunk:
+        if self.message_metadata is not None:
+            p = chunk.payload
+            self.message_metadata({"type": "start-step", "request": p.request, "warnings": p.warnings or []})
+        return {"type": "start-step"}
+
+    def _step_finish(self, chunk: StepFinish) -> UIChunk:
+        if self.message_metadata is not None:
+            p = chunk.payload
+            rest = {k: v for k, v in p.metadata.items() if k not in ("request", "providerMetadata")}
+            reason = p.step_result.get("reason")
+            part: dict[str, Any] = {
+                "type": "finish-step",
+                "response": {"id": p.id or "", "timestamp": format_date(_now()), "modelId": "", **rest},
+                "usage": _v6_usage(p.output.get("usage")) if self.version != "v5" else p.output.get("usage"),
+                "finishReason": _finish_reason(reason, self.version),
+            }
+            if self.version != "v5":
+                part["rawFinishReason"] = reason
+            part["providerMetadata"] = p.metadata.get("providerMetadata")
+            self.message_metadata(part)
+        return {"type": "finish-step"}
+
+    def _finish(self, chunk: Finish) -> UIChunk | None:
+        self._finish_seen = True
+        reason = chunk.payload.step_result.get("reason")
+        finish_reason = _finish_reason(reason, self.version)
+        meta = None
+        if self.message_metadata is not None:
+            usage = chunk.payload.output.get("usage")
+            part: dict[str, Any] = {"type": "finish", "finishReason": finish_reason}
+            if self.version != "v5":
+                part["rawFinishReason"] = reason
+                part["totalUsage"] = _v6_usage(usage)
+            else:
+                part["totalUsage"] = usage
+            meta = self.message_metadata(part)
+        if not self.send_finish:
+            return None
+        out: UIChunk = {"type": "finish"}
+        if finish_reason is not None:
+            out["finishReason"] = finish_reason
+        if meta is not None:
+            out["messageMetadata"] = meta
+        return out
+
+    def _error(self, chunk: Error) -> UIChunk:
+        self._observe(chunk)
+        return {"type": "error", "errorText": self.on_error(chunk.payload.error)}
+
+    def _abort(self, chunk: Abort) -> UIChunk:
+        self._observe(chunk)
+        return {"type": "abort"}
+
+    def _tripwire_chunk(self, chunk: Tripwire) -> UIChunk:
+        self._tripwire = True
+        p = chunk.payload
+        data: dict[str, Any] = {"reason": p.reason}
+        if p.retry is not None:
+            data["retry"] = p.retry
+        if p.metadata is not UNSET and p.metadata is not None:
+            data["metadata"] = _jsonable(p.metadata)
+        if p.processor_id is not None:
+            data["processorId"] = p.processor_id
+        out: UIChunk = {"type": "data-tripwire", "data": data}
+        if self.message_metadata is not None:
+            self.message_metadata(dict(out))
+        return out
+
+    # --- text and reasoning -------------------------------------------------------------------
+
+    def _text_pm(self, pm: dict[str, Any] | None) -> dict[str, Any] | None:
+        if pm is None or self.send_reasoning:
+            return pm
+        return _strip_openai_item_id(pm)
+
+    def _text_start(self, chunk: TextStart) -> UIChunk:
+        self._observe(chunk)
+        out: UIChunk = {"type": "text-start", "id": chunk.payload.id}
+        pm = self._text_pm(chunk.payload.provider_metadata)
+        if pm is not None:
+            out["providerMetadata"] = pm
+        return out
+
+    def _text_delta(self, chunk: TextDelta) -> UIChunk:
+        p = chunk.payload
+        if self.message_metadata is not None:
+            self._observe(chunk)
+        if p.provider_metadata is None:
+            return {"type": "text-delta", "id": p.id, "delta": p.text}
+        out: UIChunk = {"type": "text-delta", "id": p.id, "delta": p.text}
+        pm = self._text_pm(p.provider_metadata)
+        if pm is not None:
+            out["providerMetadata"] = pm
+        return out
+
+    def _text_end(self, chunk: TextEnd) -> UIChunk:
+        self._observe(chunk)
+        out: UIChunk = {"type": "text-end", "id": chunk.payload.id}
+        pm = self._text_pm(chunk.payload.provider_metadata)
+        if pm is not None:
+            out["providerMetadata"] = pm
+        return out
+
+    def _reasoning(self, chunk: ReasoningStart | ReasoningDelta | ReasoningEnd) -> UIChunk | None:
+        self._observe(chunk)
+        if not self.send_reasoning:
+            return None
+        p = chunk.payload
+        out: UIChunk = {"type": chunk.type, "id": p.id}
+        if isinstance(chunk, ReasoningDelta):
+            out["delta"] = chunk.payload.text
+        if p.provider_metadata is not None:
+            out["providerMetadata"] = p.provider_metadata
+        return out
+
+    # --- sources and files --------------------------------------------------------------------
+
+    def _source(self, chunk: Source) -> UIChunk | None:
+        self._observe(chunk)
+        if not self.send_sources:
+            return None
+        p = chunk.payload
+        out: UIChunk
+        if p.source_type == "url":
+            out = {"type": "source-url", "sourceId": p.id}
+            if p.url is not None:
+                out["url"] = p.url
+            if p.title is not None:
+                out["title"] = p.title
+        else:
+            out = {"type": "source-document", "sourceId": p.id}
+            if p.mime_type is not None:
+                out["mediaType"] = p.mime_type
+            if p.title is not None:
+                out["title"] = p.title
+            if p.filename is not None:
+                out["filename"] = p.filename
+        if p.provider_metadata is not None:
+            out["providerMetadata"] = p.provider_metadata
+        return out
+
+    def _file(self, chunk: File) -> UIChunk:
+        self._observe(chunk)
+        p = chunk.payload
+        data = p.data
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            b64 = base64.b64encode(bytes(data)).decode("ascii")
+        elif p.base64 is not None:
+            b64 = p.base64
+        else:
+            b64 = str(data)
+        return {"type": "file", "mediaType": p.mime_type, "url": f"data:{p.mime_type};base64,{b64}"}
+
+    # --- tools --------------------------------------------------------------------------------
+
+    def _tool_input_start(self, chunk: ToolCallInputStreamingStart) -> UIChunk:
+        self._observe(chunk, "tool-input-start")
+        p = chunk.payload
+        out: UIChunk = {"type": "tool-input-start", "toolCallId": p.tool_call_id, "toolName": p.tool_name}
+        if p.provider_executed is not None:
+            out["providerExecuted"] = p.provider_executed
+        out["dynamic"] = bool(p.dynamic)
+        return out
+
+    def _tool_call_delta(self, chunk: ToolCallDelta) -> UIChunk:
+        self._observe(chunk, "tool-input-delta")
+        p = chunk.payload
+        return {"type": "tool-input-delta", "toolCallId": p.tool_call_id, "inputTextDelta": p.args_text_delta}
+
+    def _tool_call(self, chunk: ToolCall) -> UIChunk:
+        self._observe(chunk)
+        p = chunk.payload
+        out: UIChunk = {
+            "type": "tool-input-available",
+            "toolCallId": p.tool_call_id,
+            "toolName": p.tool_name,
+            "input": _jsonable(p.args),
+        }
+        if p.provider_executed is not None:
+            out["providerExecuted"] = p.provider_executed
+        if p.provider_metadata is not None:
+            out["providerMetadata"] = p.provider_metadata
+        if p.observability is not None and self.version != "v5":
+            out["toolMetadata"] = {"__mastraObservability": p.observability}
+        return out
+
+    def _tool_result(self, chunk: ToolResult) -> UIChunk:
+        self._observe(chunk)
+        p = chunk.payload
+        out: UIChunk = {
+            "type": "tool-output-available",
+            "toolCallId": p.tool_call_id,
+            "output": _jsonable(p.result),
+        }
+        if p.provider_executed is not None:
+            out["providerExecuted"] = p.provider_executed
+        if p.provider_metadata is not None:
+            out["providerMetadata"] = p.provider_metadata
+        return out
+
+    def _tool_error(self, chunk: ToolError) -> UIChunk:
+        self._observe(chunk)
+        p = chunk.payload
+        out: UIChunk = {
+            "type": "tool-output-error",
+            "toolCallId": p.tool_call_id,
+            "errorText": self.on_error(p.error),
+        }
+        if p.provider_executed is not None:
+            out["providerExecuted"] = p.provider_executed
+        return out
+
+    def _tool_output_denied(self, chunk: ToolOutputDenied) -> UIChunk:
+        self._observe(chunk)
+        return {"type": "tool-output-denied", "toolCallId": chunk.payload.tool_call_id}
+
+    def _tool_call_approval(self, chunk: ToolCallApproval) -> list[UIChunk]:
+        self._observe(chunk)
+        p = chunk.payload
+        data: UIChunk = {
+            "type": "data-tool-call-approval",
+            "id": p.tool_call_id,
+            "data": _compact(
+                {
+                    "state": "data-tool-call-approval",
+                    "runId": chunk.run_id,
+                    "toolCallId": p.tool_call_id,
+                    "toolName": p.tool_name,
+                    "args": _jsonable(p.args),
+                    "resumeSchema": p.resume_schema,
+                }
+            ),
+        }
+        if self.version == "v5":
+            return [data]
+        request: UIChunk = {
+            "type": "tool-approval-request",
+            "approvalId": f"{chunk.run_id}::{p.tool_call_id}",
+            "toolCallId": p.tool_call_id,
+        }
+        return [request, data]
+
+    def _tool_call_suspended(self, chunk: ToolCallSuspended) -> UIChunk:
+        self._observe(chunk)
+        p = chunk.payload
+        data: dict[str, Any] = {
+            "state": "data-tool-call-suspended",
+            "runId": chunk.run_id,
+            "toolCallId": p.tool_call_id,
+            "toolName": p.tool_name,
+            "suspendPayload": None if p.suspend_payload is UNSET else _jsonable(p.suspend_payload),
+            "resumeSchema": p.resume_schema,
+        }
+        return {
+            "type": "data-tool-call-suspended",
+            "id": p.tool_call_id,
+            "data": {k: v for k, v in data.items() if v is not None or k == "suspendPayload"},
+        }
+
+    def _tool_output(self, chunk: ToolOutput) -> list[UIChunk] | UIChunk | None:
+        self._observe(chunk)
+        p = chunk.payload
+        ancestry: list[dict[str, Any]] = []
+
+        def step(tool_call_id: Any, tool_name: Any) -> None:
+            entry: dict[str, Any] = {"toolCallId": tool_call_id}
+            if tool_name is not None:
+                entry["toolName"] = tool_name
+            agent_id = _tool_agent_id(tool_name)
+            if agent_id is not None:
+                entry["agentId"] = agent_id
+            ancestry.append(entry)
+
+        step(p.tool_call_id, p.tool_name)
+        leaf = _chunk_dict(p.output)
+        while (
+            isinstance(leaf, Mapping)
+            and leaf.get("type") == "tool-output"
+            and isinstance(leaf.get("payload"), Mapping)
+        ):
+            inner = leaf["payload"]
+            step(inner.get("toolCallId"), inner.get("toolName"))
+            leaf = _chunk_dict(inner.get("output"))
+        if not isinstance(leaf, Mapping):
+            return None
+        origin = leaf.get("from")
+        if origin == "AGENT":
+            if self.include_sub_agent_metadata:
+                return self._sub_agent(leaf, ancestry)
+            return None
+        if origin in ("WORKFLOW", "NETWORK"):
+            return None
+        leaf_type = leaf.get("type")
+        if isinstance(leaf_type, str) and leaf_type.startswith("data-"):
+            return _data_part(leaf, chunk_to_dict(chunk))
+        return None
+
+    def _sub_agent(self, leaf: Mapping[str, Any], ancestry: list[dict[str, Any]]) -> UIChunk | None:
+        run_id = leaf.get("runId")
+        if not isinstance(run_id, str):
+            return None
+        kind = leaf.get("type")
+        payload = leaf.get("payload")
+        p: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
+        run = self._agent_runs.get(run_id)
+        if kind == "start" or run is None:
+            run = self._agent_runs[run_id] = {
+                "id": p.get("id", "") if kind == "start" else "",
+                "object": None,
+                "finishReason": None,
+                "usage": None,
+                "warnings": [],
+                "text": "",
+                "reasoning": [],
+                "sources": [],
+                "files": [],
+                "toolCalls": [],
+                "pendingToolCalls": [],
+                "toolResults": [],
+                "toolErrors": [],
+                "request": {},
+                "response": {"id": "", "timestamp": format_date(_now()), "modelId": "", "messages": []},
+                "steps": [],
+                "status": "running",
+            }
+            changed = kind == "start"
+        else:
+            changed = False
+        if kind == "text-delta":
+            run["text"] = run["text"] + str(p.get("text", ""))
+            changed = True
+        elif kind == "reasoning-delta":
+            run["reasoning"] = [*run["reasoning"], p.get("text", "")]
+            changed = True
+        elif kind == "source":
+            run["sources"] = [*run["sources"], dict(p)]
+            changed = True
+        elif kind == "file":
+            run["files"] = [*run["files"], dict(p)]
+            changed = True
+        elif kind == "tool-call":
+            run["toolCalls"] = [*run["toolCalls"], dict(p)]
+            run["pendingToolCalls"] = [*run["pendingToolCalls"], dict(p)]
+            changed = True
+        elif kind in ("tool-result", "tool-error"):
+            call_id = p.get("toolCallId")
+            run["pendingToolCalls"] = [c for c in run["pendingToolCalls"] if c.get("toolCallId") != call_id]
+            key = "toolResults" if kind == "tool-result" else "toolErrors"
+            run[key] = [*run[key], dict(p)]
+            changed = True
+        elif kind in ("object", "object-result"):
+            run["object"] = leaf.get("object")
+            changed = True
+        elif kind == "step-finish":
+            step_result = _mapping(p.get("stepResult"))
+            output = _mapping(p.get("output"))
+            run["steps"] = [
+                *run["steps"],
+                {
+                    "text": run["text"],
+                    "finishReason": step_result.get("reason"),
+                    "usage": output.get("usage"),
+                },
+            ]
+            changed = True
+        elif kind == "finish":
+            step_result = _mapping(p.get("stepResult"))
+            output = _mapping(p.get("output"))
+            run["finishReason"] = step_result.get("reason")
+            run["usage"] = output.get("usage")
+            warnings = step_result.get("warnings")
+            if warnings is None:
+                run.pop("warnings", None)
+            else:
+                run["warnings"] = warnings
+            run["status"] = "finished"
+            response = p.get("response")
+            if isinstance(response, Mapping):
+                run["response"] = {**run["response"], **response}
+            changed = True
+        if not changed:
+            return None
+        out: UIChunk = {
+            "type": "data-tool-agent",
+            "id": run_id,
+            "data": _jsonable(dict(run)),
+            "ancestry": [dict(a) for a in ancestry],
+            "depth": len(ancestry),
+        }
+        if len(ancestry) > 1 and "agentId" in ancestry[-2]:
+            out["parentAgentId"] = ancestry[-2]["agentId"]
+        return out
+
+    # --- data and the rest --------------------------------------------------------------------
+
+    def _object_result(self, chunk: ObjectResult) -> UIChunk:
+        self._observe(chunk)
+        return {"type": "data-structured-output", "data": {"object": _jsonable(chunk.object)}}
+
+    def _data(self, chunk: DataChunk) -> UIChunk:
+        if chunk.data is UNSET:
+            raise UIMessageStreamError(
+                _DATA_MISSING + json.dumps(chunk_to_dict(chunk), separators=(",", ":"), ensure_ascii=False)
+            )
+        if self.message_metadata is not None:
+            self.message_metadata(chunk_to_dict(chunk))
+        out: UIChunk = {"type": chunk.type, "data": _jsonable(chunk.data)}
+        if chunk.id is not None:
+            out["id"] = chunk.id
+        return out
+
+    def _other(self, chunk: Any) -> UIChunk | None:
+        kind = getattr(chunk, "type", None)
+        if isinstance(kind, str) and kind.startswith("background-task-"):
+            self._observe(chunk)
+            raw_payload = chunk_to_dict(chunk).get("payload")
+            data: dict[str, Any] = dict(raw_payload) if isinstance(raw_payload, Mapping) else {}
+            data["state"] = f"data-{kind}"
+            run_id = getattr(chunk, "run_id", None) or data.get("runId")
+            if run_id is None:
+                data.pop("runId", None)
+            else:
+                data["runId"] = run_id
+            out: UIChunk = {"type": f"data-{kind}", "data": data}
+            task_id = data.get("taskId") or data.get("toolCallId")
+            if task_id is not None:
+                out["id"] = task_id
+            return out
+        if isinstance(chunk, UnknownChunk):
+            raw = chunk.raw
+            if isinstance(raw.get("type"), str) and raw["type"].startswith("data-"):
+                return _data_part(raw, raw)
+        return None
+
+
+async def _aiter(source: Any) -> AsyncIterator[Any]:
+    if isinstance(source, AsyncIterable):
+        async for item in source:
+            yield item
+    elif isinstance(source, Iterable):
+        for item in source:
+            yield item
+    else:
+        raise TypeError(
+            f"expected a ModelOutput or an (async) iterable of chunks, got {type(source).__name__}"
+        )
+
+
+def _source_stream(stream: Any) -> Any:
+    full = getattr(stream, "full_stream", None)
+    if full is not None:
+        if callable(full) and not isinstance(full, (AsyncIterable, Iterable)):
+            full = full()
+        return full
+    return stream
+
+
+def _factories(
+    experimental_transform: TransformFactory | Sequence[TransformFactory] | None,
+) -> list[TransformFactory]:
+    if experimental_transform is None:
+        return []
+    if isinstance(experimental_transform, Sequence):
+        return list(experimental_transform)
+    return [experimental_transform]
+
+
+def apply_transforms(
+    source: AsyncIterable[Any],
+    experimental_transform: TransformFactory | Sequence[TransformFactory] | None,
+) -> AsyncIterable[Any]:
+    """Pipe ``source`` through a fresh transform from each factory, in order."""
+    for factory in _factories(experimental_transform):
+        source = factory()(source)
+    return source
+
+
+async def to_ai_sdk_stream(
+    stream: Any,
+    *,
+    version: Version = "v5",
+    send_start: bool = True,
+    send_finish: bool = True,
+    send_reasoning: bool = False,
+    send_sources: bool = False,
+    last_message_id: str | None = None,
+    message_metadata: MessageMetadataFn | None = None,
+    on_error: OnErrorFn | None = None,
+    experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
+    include_sub_agent_metadata: bool = False,
+) -> AsyncIterator[UIChunk]:
+    """AI SDK UI message chunks (wire dicts) for a Mastra agent stream (``toAISdkStream``).
+
+    ``stream`` is a ``ModelOutput`` (its ``full_stream`` is read) or any (async) iterable of chunks.
+    ``version`` ``"v6"``/``"v7"`` map finish reasons/usage as AI SDK 6 and add the native
+    ``tool-approval-request``. Reasoning and sources are off by default, as in Mastra.
+    ``experimental_transform`` factories (e.g. :func:`smooth_stream`) are applied before conversion.
+    An exception from the source (or a ``data-*`` chunk without ``data``) propagates after the
+    chunks produced so far.
+    """
+    converter = UIChunkConverter(
+        version=version,
+        send_start=send_start,
+        send_finish=send_finish,
+        send_reasoning=send_reasoning,
+        send_sources=send_sources,
+        last_message_id=last_message_id,
+        message_metadata=message_metadata,
+        on_error=on_error,
+        include_sub_agent_metadata=include_sub_agent_metadata,
+    )
+    source: AsyncIterable[Any] = _aiter(_source_stream(stream))
+    source = apply_transforms(source, experimental_transform)
+    iterator = aiter(source)
+    try:
+        async for chunk in iterator:
+            for part in converter.convert(chunk):
+                yield part
+        for part in converter.flush():
+            yield part
+    finally:
+        aclose = getattr(iterator, "aclose", None)
+        if aclose is not None:
+            await aclose()

@@ -1,0 +1,116 @@
+"""Error types of the AI SDK bridge and Mastra's default ``onError`` (``safeParseErrorObject``)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["UIMessageError", "UIMessageStreamError", "default_error_text", "js_string"]
+
+# Keys Mastra's safeParseErrorObject leaves out: provider request/response dumps can leak secrets.
+_HIDDEN_KEYS = frozenset({"requestBodyValues", "responseBody", "responseHeaders", "data", "prompt"})
+
+
+class UIMessageStreamError(ValueError):
+    """A Mastra chunk cannot be turned into a UI message chunk (e.g. a ``data-*`` chunk without ``data``)."""
+
+
+class UIMessageError(ValueError):
+    """A UI message (request body) is malformed: ``messages[2].parts[0].type: expected ..., got 'foo'``.
+
+    ``path`` is the JSON path inside the request.
+    """
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        self.problem = problem
+        super().__init__(f"{path}: {problem}" if path else problem)
+
+
+def _js_number(value: float) -> str:
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    return repr(value)
+
+
+def js_string(value: Any) -> str:
+    """JavaScript's ``String(value)`` for JSON-like Python values and exceptions."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _js_number(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseException):
+        name = getattr(value, "name", None)
+        name = name if isinstance(name, str) else type(value).__name__
+        message = str(value)
+        return f"{name}: {message}" if message else name
+    if isinstance(value, (list, tuple)):
+        return ",".join("" if v is None else js_string(v) for v in value)
+    return "[object Object]"
+
+
+def _own_fields(error: BaseException) -> dict[str, Any]:
+    """What ``JSON.stringify`` sees of an Error: its own (public) instance attributes only.
+
+    A Python exception's message lives in ``args`` (like JavaScript's non-enumerable ``message``), so
+    a plain exception stringifies to ``{}`` and falls back to ``"Name: message"``, while one carrying
+    its own attributes (``self.name = ...``, ``self.code = ...``) is written as those attributes.
+    """
+    try:
+        attrs = vars(error)
+    except TypeError:
+        return {}
+    return {k: v for k, v in attrs.items() if not k.startswith("_")}
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_default)
+
+
+def _default(value: Any) -> Any:
+    if isinstance(value, BaseException):
+        return _own_fields(value)
+    from agentstream.chunks import to_jsonable
+
+    return to_jsonable(value)
+
+
+def default_error_text(error: Any) -> str:
+    """Mastra's default ``onError``: compact JSON of the error, ``String(error)`` when that says nothing.
+
+    Keys holding provider request/response dumps (``requestBodyValues``, ``responseBody``,
+    ``responseHeaders``, ``data``, ``prompt``) are left out.
+    """
+    if isinstance(error, BaseException):
+        fields = {k: v for k, v in _own_fields(error).items() if k not in _HIDDEN_KEYS}
+        if not fields:
+            return js_string(error)
+        try:
+            return _dumps(fields)
+        except (TypeError, ValueError):
+            return js_string(error)
+    if isinstance(error, Mapping):
+        fields = {k: v for k, v in error.items() if k not in _HIDDEN_KEYS}
+        try:
+            text = _dumps(fields)
+        except (TypeError, ValueError):
+            return js_string(error)
+        return js_string(error) if text == "{}" else text
+    if isinstance(error, (list, tuple)):
+        try:
+            return _dumps(list(error))
+        except (TypeError, ValueError):
+            return js_string(error)
+    return js_string(error)

@@ -1,0 +1,82 @@
+"""Server-Sent Events framing of UI message chunks (``createUIMessageStreamResponse`` of ``ai``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+if TYPE_CHECKING:
+    from starlette.responses import StreamingResponse
+
+__all__ = [
+    "DONE_FRAME",
+    "UI_MESSAGE_STREAM_HEADERS",
+    "create_ui_message_stream_response",
+    "encode_sse",
+    "encode_sse_frame",
+]
+
+UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    "connection": "keep-alive",
+    "x-vercel-ai-ui-message-stream": "v1",
+    "x-accel-buffering": "no",
+}
+"""The headers the official ``createUIMessageStreamResponse`` sends."""
+
+DONE_FRAME = b"data: [DONE]\n\n"
+
+_encode = msgspec.json.Encoder().encode
+
+
+def _dumps(chunk: Any) -> bytes:
+    try:
+        return _encode(chunk)
+    except UnicodeEncodeError:
+        # Lone surrogates (a delta cut inside an emoji) cannot be UTF-8: escape them as JavaScript does.
+        return json.dumps(chunk, separators=(",", ":"), ensure_ascii=False).encode(
+            "utf-8", "backslashreplace"
+        )
+    except TypeError:
+        from agentstream.chunks import to_jsonable
+
+        return _encode(to_jsonable(chunk))
+
+
+def encode_sse_frame(chunk: Any) -> bytes:
+    """``data: <compact JSON>\\n\\n`` for one UI chunk (raw UTF-8, keys in their order)."""
+    return b"data: " + _dumps(chunk) + b"\n\n"
+
+
+async def encode_sse(ui_chunks: AsyncIterable[Any]) -> AsyncIterator[bytes]:
+    """One SSE frame per UI chunk, then ``data: [DONE]``.
+
+    An exception from ``ui_chunks`` propagates after the frames produced so far (no ``[DONE]``),
+    which ends the HTTP response early, as the official server does.
+    """
+    async for chunk in ui_chunks:
+        yield encode_sse_frame(chunk)
+    yield DONE_FRAME
+
+
+def create_ui_message_stream_response(
+    stream: AsyncIterable[Any],
+    *,
+    status: int = 200,
+    headers: Mapping[str, str] | None = None,
+) -> StreamingResponse:
+    """A Starlette ``StreamingResponse`` streaming ``stream`` (UI chunks) as SSE with the UI stream headers.
+
+    Needs the ``server`` extra (starlette).
+    """
+    from starlette.responses import StreamingResponse
+
+    merged = dict(UI_MESSAGE_STREAM_HEADERS)
+    if headers:
+        for key, value in headers.items():
+            merged[key.lower()] = value
+    return StreamingResponse(encode_sse(stream), status_code=status, headers=merged)
