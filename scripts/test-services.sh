@@ -1,3 +1,4 @@
 #!/usr/bin/env bash
-# Services the test suite needs that pip cannot install. Filled in as parts land.
+# Services the test suite needs that pip cannot install.
 set -euo pipefail
+bash "$(dirname "$0")/postgres.sh"

@@ -106,22 +106,23 @@ def _convert(data: Mapping[str, Any], cls: type[Any]) -> Any:
 
 def _with_extras(chunk: Any, data: Mapping[str, Any]) -> Any:
     """Attach wire keys the class does not model, at the top level and in ``payload``."""
-    top = {k: v for k, v in data.items() if k not in _known(type(chunk))}
+    known_top = _known(type(chunk))
     payload = getattr(chunk, "payload", None)
     raw_payload = data.get("payload")
-    if isinstance(payload, Payload) and isinstance(raw_payload, Mapping):
+    if isinstance(payload, Payload) and (type(raw_payload) is dict or isinstance(raw_payload, Mapping)):
         known = _known(type(payload))
-        extra = {k: v for k, v in raw_payload.items() if k not in known}
-        if extra:
+        if not known.issuperset(raw_payload):
+            extra = {k: v for k, v in raw_payload.items() if k not in known}
             chunk = msgspec.structs.replace(chunk, payload=msgspec.structs.replace(payload, extra=extra))
-    if top:
-        chunk = msgspec.structs.replace(chunk, extra=top)
+    if not known_top.issuperset(data):
+        chunk = msgspec.structs.replace(chunk, extra={k: v for k, v in data.items() if k not in known_top})
     return chunk
 
 
 def chunk_from_dict(data: Mapping[str, Any], *, unknown: UnknownMode = "raise") -> Chunk:
     """Build a chunk from its wire dict (camelCase keys, ``from``, ISO dates, base64 bytes)."""
-    if not isinstance(data, Mapping):
+    # ``type(...) is dict`` first: the ABC check is slow and nearly every input is a plain dict.
+    if type(data) is not dict and not isinstance(data, Mapping):
         raise ChunkDecodeError("", "an object", _describe(data))
     chunk_type = data.get("type")
     if not isinstance(chunk_type, str):
@@ -139,13 +140,16 @@ def chunk_from_dict(data: Mapping[str, Any], *, unknown: UnknownMode = "raise") 
         else:
             raise ChunkDecodeError("type", "a known chunk type", repr(chunk_type))
     payload_cls = _PAYLOAD_CLASSES.get(cls)
-    if payload_cls is not None and not isinstance(data.get("payload", {}), Mapping):
-        raise ChunkDecodeError("payload", "an object", _describe(data.get("payload")))
+    if payload_cls is not None:
+        raw_payload = data.get("payload", _EMPTY)
+        if type(raw_payload) is not dict and not isinstance(raw_payload, Mapping):
+            raise ChunkDecodeError("payload", "an object", _describe(raw_payload))
     chunk: Chunk = _with_extras(_convert(data, cls), data)
     return chunk
 
 
 _decoder = msgspec.json.Decoder()
+_EMPTY: dict[str, Any] = {}
 
 
 def decode_chunk(data: bytes | str | Mapping[str, Any], *, unknown: UnknownMode = "raise") -> Chunk:

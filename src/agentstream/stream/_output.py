@@ -98,10 +98,9 @@ class UnresolvedResultError(RuntimeError):
 class _StepBuffers:
     """What the in-flight step has produced so far."""
 
-    __slots__ = ("files", "reasoning", "sources", "text", "tool_calls", "tool_results")
+    __slots__ = ("files", "reasoning", "sources", "tool_calls", "tool_results")
 
     def __init__(self) -> None:
-        self.text: list[str] = []
         self.reasoning: dict[str, dict[str, Any]] = {}
         self.sources: list[Source] = []
         self.files: list[File] = []
@@ -173,8 +172,9 @@ class ModelOutput:
             name: Delayed(self._ensure_started) for name in _RESULT_NAMES
         }
 
-        self._text: list[str] = []
         self._step = _StepBuffers()
+        self._step_start = 0
+        """Index in the log where the step in flight began; its text is read from there."""
         self._steps: list[StepResult] = []
         self._reasoning: dict[str, dict[str, Any]] = {}
         self._sources: list[Source] = []
@@ -243,10 +243,13 @@ class ModelOutput:
         log = self._log
         index = 0
         while True:
-            while index < len(log):
-                chunk = log[index]
-                index += 1
-                yield chunk
+            if index < len(log):
+                # Slice the new part: one C-level copy, then a tight loop over it.
+                batch = log[index:]
+                index += len(batch)
+                for chunk in batch:
+                    yield chunk
+                continue
             if self._done:
                 return
             if self._changed is None:
@@ -338,6 +341,10 @@ class ModelOutput:
 
     def _emit(self, chunk: Chunk) -> None:
         self._log.append(chunk)
+        if self._changed is not None:
+            self._wake()
+
+    def _wake(self) -> None:
         changed = self._changed
         if changed is not None:
             self._changed = None
@@ -353,13 +360,14 @@ class ModelOutput:
 
     async def _produce(self) -> None:
         source = self._source
+        append = self._log.append
         try:
             async for chunk in source:
                 kind = type(chunk)
-                if kind is TextDelta:
-                    self._text.append(chunk.payload.text)  # type: ignore[union-attr]
-                    self._step.text.append(chunk.payload.text)  # type: ignore[union-attr]
-                    self._emit(chunk)
+                if kind is TextDelta:  # the hot path, one chunk per token: text is read back from the log
+                    append(chunk)
+                    if self._changed is not None:
+                        self._wake()
                     continue
                 handler = _HANDLERS.get(kind)
                 if handler is None:
@@ -405,12 +413,12 @@ class ModelOutput:
 
     async def _on_abort_chunk(self, chunk: Abort) -> None:
         self._status = "canceled"
-        partial = "".join(self._step.text)
+        partial = self._step_text()
         if not self._finish_callback_sent:
             self._finish_callback_sent = True
             await self._call(
                 self._cb_finish,
-                self._finish_event(text="".join(self._text), finish_reason="aborted", empty=True),
+                self._finish_event(text=self._all_text(), finish_reason="aborted", empty=True),
             )
         await self._call(self._cb_abort, AbortEvent(steps=list(self._steps), text=partial))
         self._emit(chunk)
@@ -522,6 +530,12 @@ class ModelOutput:
         self._step.tool_results.append(chunk)
         self._emit(chunk)
 
+    def _all_text(self) -> str:
+        return _joined_text(self._log, 0)
+
+    def _step_text(self) -> str:
+        return _joined_text(self._log, self._step_start)
+
     def _reasoning_entry(self, details: dict[str, dict[str, Any]], chunk: Any) -> dict[str, Any]:
         entry = details.get(chunk.payload.id)
         if entry is None:
@@ -585,7 +599,7 @@ class ModelOutput:
             response["headers"] = metadata["headers"]
         self._response = response
         self._provider_metadata = payload.provider_metadata
-        text = "" if tripwire else "".join(step.text)
+        text = "" if tripwire else self._step_text()
         result = StepResult(
             step_type="initial" if not self._steps else "tool-result",
             text=text,
@@ -608,6 +622,7 @@ class ModelOutput:
         self._steps.append(result)
         self._step = _StepBuffers()
         self._emit(chunk)
+        self._step_start = len(self._log)
 
     async def _on_tripwire(self, chunk: Tripwire) -> Any:
         p = chunk.payload
@@ -619,7 +634,7 @@ class ModelOutput:
         if p.processor_id is not None:
             tripwire["processorId"] = p.processor_id
         self._tripwire = tripwire
-        self._resolve_all(text="".join(self._text), finish_reason="other")
+        self._resolve_all(text=self._all_text(), finish_reason="other")
         self._emit(chunk)
         return _STOP  # Mastra terminates the stream here: nothing after a tripwire is delivered.
 
@@ -637,11 +652,11 @@ class ModelOutput:
         if used_tools and not self._was_suspended and self._steps:
             text = self._steps[-1].text
         else:
-            text = "".join(self._text)
+            text = self._all_text()
         self._resolve_all(text=text, finish_reason=reason)
         if self._steps and not self._finish_callback_sent:
             self._finish_callback_sent = True
-            event = self._finish_event(text="".join(self._text), finish_reason=reason, usage=aggregate)
+            event = self._finish_event(text=self._all_text(), finish_reason=reason, usage=aggregate)
             await self._call(self._cb_finish, event)
         self._emit(chunk)
 
@@ -683,7 +698,7 @@ class ModelOutput:
     async def _flush(self) -> None:
         self._results["object"].resolve(self._object if self._has_object else None)
         if self._status == "suspended":
-            self._resolve_all(text="".join(self._text), finish_reason="suspended")
+            self._resolve_all(text=self._all_text(), finish_reason="suspended")
         for name, delayed in self._results.items():
             delayed.reject(
                 UnresolvedResultError(f"result '{name}' was not resolved or rejected when stream finished")
@@ -736,6 +751,10 @@ class ModelOutput:
             logger.exception(
                 "agentstream: %s callback raised; the stream goes on", getattr(callback, "__name__", "a")
             )
+
+
+def _joined_text(log: list[Chunk], start: int) -> str:
+    return "".join([c.payload.text for c in log[start:] if type(c) is TextDelta])
 
 
 class _RunError(Exception):
