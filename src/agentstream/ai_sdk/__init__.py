@@ -22,6 +22,7 @@ from ._convert import (
     to_ai_sdk_stream,
 )
 from ._errors import UIMessageError, UIMessageStreamError, default_error_text
+from ._messages import ChatRequest, convert_ui_messages, parse_chat_request, validate_ui_messages
 from ._sse import (
     UI_MESSAGE_STREAM_HEADERS,
     create_ui_message_stream_response,
@@ -31,6 +32,7 @@ from ._sse import (
 
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
+    "ChatRequest",
     "MessageMetadataFn",
     "OnErrorFn",
     "StreamTransform",
@@ -40,12 +42,15 @@ __all__ = [
     "UIMessageError",
     "UIMessageStreamError",
     "Version",
+    "convert_ui_messages",
     "create_ui_message_stream_response",
     "default_error_text",
     "encode_sse",
     "encode_sse_frame",
+    "parse_chat_request",
     "smooth_stream",
     "to_ai_sdk_stream",
+    "validate_ui_messages",
 ]
 
 
