@@ -1,0 +1,205 @@
+"""The offline demo model (``"demo"``): deterministic, no network, streams like a real provider.
+
+It thinks out loud (reasoning), calls the demo agent's tools when the prompt asks for them
+(``weather`` for "weather in <city>", the slow ``research`` tool for "research <topic>"), and then
+answers in several sentences, in bursty, uneven deltas. Pacing honours the call's abort signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import random
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .._abort import AbortError, AbortSignal
+from ._base import CallOptions, StreamPart
+
+__all__ = ["DemoModel"]
+
+_RAINBOW = (
+    "A rainbow forms when sunlight meets a curtain of raindrops with the sun behind you. "
+    "Each drop acts like a tiny prism: light bends (refracts) as it enters the water, reflects off the back "
+    "of the drop, and bends again on the way out. Because water bends short wavelengths a little more than "
+    "long ones, the white light fans out into its colours, with violet leaving the drop at about 40 degrees "
+    "and red at about 42 degrees from the direction opposite the sun. Millions of drops each send you one "
+    "colour from their particular angle, so you see a circular arc of red on the outside and violet on the "
+    "inside. Sometimes light reflects twice inside the drops, giving a fainter secondary rainbow with the "
+    "colours reversed and a darker band of sky, Alexander's band, between the two."
+)
+
+_WEATHER = re.compile(
+    r"weather\s+(?:in|for|at)\s+([A-Za-z][\w .'-]*?)(?:[?.!,]|\s+(?:and|today|now)\b|$)", re.I
+)
+_RESEARCH = re.compile(r"research\s+(?:on\s+|about\s+)?(.+?)(?:[?.!]|$)", re.I)
+
+
+def _last_user_text(prompt: list[dict[str, Any]]) -> str:
+    for message in reversed(prompt):
+        if message.get("role") == "user":
+            content = message.get("content")
+            if isinstance(content, str):
+                return content
+            return " ".join(
+                p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text"
+            )
+    return ""
+
+
+def _tool_results(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool results that came after the last user message."""
+    out: list[dict[str, Any]] = []
+    for message in reversed(prompt):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "tool":
+            out[:0] = [p for p in message.get("content", []) if p.get("type") == "tool-result"]
+    return out
+
+
+class DemoModel:
+    """See the module docstring. ``delay_ms`` is the mean pause between deltas (0 = no pauses)."""
+
+    specification_version = "v2"
+    provider = "demo"
+
+    def __init__(self, model_id: str = "demo", *, delay_ms: float = 18.0, seed: int | None = None) -> None:
+        self.model_id = model_id or "demo"
+        self.delay_ms = delay_ms
+        self.seed = seed
+
+    def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        return self._stream(options)
+
+    async def _pause(self, rng: random.Random, signal: AbortSignal | None, scale: float = 1.0) -> None:
+        if signal is not None and signal.aborted:
+            raise AbortError(signal.reason)
+        if self.delay_ms <= 0:
+            return
+        delay = self.delay_ms * scale * rng.choice((0.2, 0.5, 1.0, 1.0, 2.0, 4.0)) / 1000
+        if signal is None:
+            await asyncio.sleep(delay)
+            return
+        waiter = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({waiter}, timeout=delay)
+        finally:
+            waiter.cancel()
+        if signal.aborted:
+            raise AbortError(signal.reason)
+
+    @staticmethod
+    def _pieces(text: str, rng: random.Random) -> list[str]:
+        pieces, i = [], 0
+        while i < len(text):
+            n = rng.choice((1, 2, 3, 4, 6, 9, 14, 20))
+            pieces.append(text[i : i + n])
+            i += n
+        return pieces
+
+    async def _stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        prompt = list(options.get("prompt", []))
+        signal = options.get("abort_signal")
+        tool_names = {t.get("name") for t in options.get("tools") or []}
+        question = _last_user_text(prompt)
+        results = _tool_results(prompt)
+        digest = hashlib.sha256(f"{self.seed}:{question}:{len(results)}".encode()).digest()
+        rng = random.Random(int.from_bytes(digest[:8], "big"))
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "response-metadata", "id": f"demo-{digest.hex()[:12]}", "modelId": self.model_id}
+        await self._pause(rng, signal, 3)
+
+        calls: list[tuple[str, dict[str, Any]]] = []
+        if not results:
+            weather = _WEATHER.search(question)
+            research = _RESEARCH.search(question)
+            if weather and "weather" in tool_names:
+                calls.append(("weather", {"city": weather.group(1).strip().title()}))
+            if research and "research" in tool_names:
+                calls.append(("research", {"topic": research.group(1).strip()}))
+
+        if calls:
+            thought = (
+                "The user wants "
+                + " and ".join(f"{name} for {next(iter(args.values()))}" for name, args in calls)
+                + ". I'll call the tool"
+                + ("s" if len(calls) > 1 else "")
+                + " first."
+            )
+        elif results:
+            thought = "I have the tool results; let me summarise them clearly for the user."
+        else:
+            thought = (
+                f"Let me think about how to answer: {question[:80]!r}. I'll give a clear, structured answer."
+            )
+        yield {"type": "reasoning-start", "id": "reasoning-0"}
+        for piece in self._pieces(thought, rng):
+            await self._pause(rng, signal, 0.6)
+            yield {"type": "reasoning-delta", "id": "reasoning-0", "delta": piece}
+        yield {"type": "reasoning-end", "id": "reasoning-0"}
+
+        output_chars = len(thought)
+        if calls:
+            for index, (name, args) in enumerate(calls):
+                call_id = f"call_{digest.hex()[index * 6 : index * 6 + 8]}"
+                text = json.dumps(args)
+                yield {"type": "tool-input-start", "id": call_id, "toolName": name}
+                for piece in self._pieces(text, rng):
+                    await self._pause(rng, signal, 0.5)
+                    yield {"type": "tool-input-delta", "id": call_id, "delta": piece}
+                yield {"type": "tool-input-end", "id": call_id}
+                yield {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": text}
+                output_chars += len(text)
+            finish = "tool-calls"
+        else:
+            answer = self._answer(question, results)
+            yield {"type": "text-start", "id": "text-0"}
+            for piece in self._pieces(answer, rng):
+                await self._pause(rng, signal)
+                yield {"type": "text-delta", "id": "text-0", "delta": piece}
+            yield {"type": "text-end", "id": "text-0"}
+            output_chars += len(answer)
+            finish = "stop"
+        input_chars = sum(len(json.dumps(m, default=str)) for m in prompt)
+        inp, out = max(1, input_chars // 4), max(1, output_chars // 4)
+        yield {
+            "type": "finish",
+            "finishReason": finish,
+            "usage": {
+                "inputTokens": inp,
+                "outputTokens": out,
+                "totalTokens": inp + out,
+                "reasoningTokens": len(thought) // 4,
+            },
+        }
+
+    @staticmethod
+    def _answer(question: str, results: list[dict[str, Any]]) -> str:
+        if results:
+            lines = []
+            for result in results:
+                value = result.get("output", {}).get("value")
+                if result.get("toolName") == "weather" and isinstance(value, dict):
+                    lines.append(
+                        f"In {value.get('city')} it is currently {value.get('temperatureC')}°C and "
+                        f"{value.get('conditions')}."
+                    )
+                elif result.get("toolName") == "research" and isinstance(value, dict):
+                    lines.append(f"Here is what I found about {value.get('topic')}: {value.get('summary')}")
+                else:
+                    lines.append(
+                        f"The {result.get('toolName')} tool returned: {json.dumps(value, default=str)}."
+                    )
+            return " ".join(lines) + " Let me know if you would like more detail."
+        if re.search(r"rainbow", question, re.I):
+            return _RAINBOW
+        topic = question.strip().rstrip("?.!") or "your question"
+        return (
+            f"You asked: \u201c{topic}\u201d. I am the offline demo model, so I cannot look anything up, but "
+            "I can show how an answer streams: this text arrives in uneven bursts, just like a real provider's. "
+            "Set AGENTSTREAM_MODEL (for example openai/gpt-4o-mini) and an API key to get a real answer. "
+            "Try asking about the weather in a city, or how rainbows form."
+        )

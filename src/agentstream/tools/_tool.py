@@ -1,0 +1,233 @@
+"""``Tool``, ``@tool`` and the execution context a tool receives."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, get_type_hints
+
+import pydantic
+
+from .._abort import AbortSignal
+from ..chunks import ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload
+from ..chunks._codec import Chunk
+from ._schema import Schema, format_issues, issues_tree, json_schema_of, validate_value
+
+__all__ = ["Tool", "ToolContext", "ToolWriter", "tool"]
+
+ToolExecute = Callable[[Any, "ToolContext"], Any]
+
+
+class ToolWriter:
+    """What ``context.writer`` is: ``write(x)`` emits ``tool-output``, ``custom(chunk)`` a ``data-*`` chunk.
+
+    Safe to call from a sync tool running in a worker thread.
+    """
+
+    __slots__ = ("_emit", "_loop", "_run_id", "_thread", "_tool_call_id", "_tool_name")
+
+    def __init__(
+        self, emit: Callable[[Chunk], None], *, run_id: str, tool_call_id: str, tool_name: str
+    ) -> None:
+        self._emit = emit
+        self._run_id = run_id
+        self._tool_call_id = tool_call_id
+        self._tool_name = tool_name
+        self._loop = asyncio.get_running_loop()
+        self._thread = threading.get_ident()
+
+    def _send(self, chunk: Chunk) -> None:
+        if threading.get_ident() == self._thread:
+            self._emit(chunk)
+        else:
+            self._loop.call_soon_threadsafe(self._emit, chunk)
+
+    def write(self, output: Any) -> None:
+        """Emit ``{type: 'tool-output', from: 'USER', payload: {output, toolCallId, toolName}}``."""
+        self._send(
+            ToolOutput(
+                run_id=self._run_id,
+                from_=ChunkFrom.USER,
+                payload=ToolOutputPayload(
+                    output=output, tool_call_id=self._tool_call_id, tool_name=self._tool_name
+                ),
+            )
+        )
+
+    def custom(self, chunk: DataChunk | dict[str, Any]) -> None:
+        """Emit a ``data-*`` chunk (a :class:`DataChunk` or its dict ``{type: 'data-x', data, ...}``)."""
+        if isinstance(chunk, dict):
+            chunk = DataChunk(
+                type=str(chunk.get("type", "")),
+                data=chunk.get("data"),
+                id=chunk.get("id"),
+                transient=chunk.get("transient"),
+            )
+        if not isinstance(chunk, DataChunk):
+            raise TypeError(f"writer.custom() takes a DataChunk or a dict, got {type(chunk).__name__}")
+        self._send(chunk)
+
+
+@dataclass
+class ToolContext:
+    """Passed to ``execute(input, context)``."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: str
+    agent_id: str | None
+    abort_signal: AbortSignal
+    writer: ToolWriter
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """The prompt of the model call that asked for this tool (V2 prompt messages)."""
+
+    async def suspend(self, payload: Any = None) -> Any:
+        """Suspend the run waiting for input (``tool-call-suspended``): not available yet."""
+        raise NotImplementedError(
+            "ToolContext.suspend() is not implemented yet: suspending tools (tool-call-suspended) and "
+            "resumeStream arrive with the background-task / approval work"
+        )
+
+
+class ToolInputValidationError(ValueError):
+    pass
+
+
+@dataclass
+class Tool:
+    """A tool the model may call.
+
+    ``input_schema`` is a JSON Schema dict or a pydantic model (the model gets its JSON Schema; the
+    tool gets a validated instance). ``execute(input, context)`` may be async or sync (sync runs in a
+    worker thread). ``output_schema`` (optional) validates what ``execute`` returns.
+    """
+
+    id: str
+    description: str
+    input_schema: Schema
+    execute: ToolExecute
+    output_schema: Schema | None = None
+
+    def __post_init__(self) -> None:
+        if not self.id:
+            raise ValueError("a tool needs a non-empty id")
+        if not callable(self.execute):
+            raise TypeError(f"tool {self.id!r}: execute must be callable")
+        self._is_async = inspect.iscoroutinefunction(self.execute) or inspect.iscoroutinefunction(
+            getattr(self.execute, "__call__", None)  # noqa: B004
+        )
+
+    def definition(self) -> dict[str, Any]:
+        """The AI SDK function-tool definition sent to the model."""
+        return {
+            "type": "function",
+            "name": self.id,
+            "description": self.description,
+            "inputSchema": json_schema_of(self.input_schema),
+        }
+
+    def validation_error(self, args: Any) -> tuple[Any, dict[str, Any] | None]:
+        """``(parsed_input, None)`` or ``(args, error_result)`` with Mastra's validation-error result."""
+        outcome = validate_value(self.input_schema, args)
+        if outcome.ok:
+            return outcome.value, None
+        provided = json.dumps(args, indent=2, ensure_ascii=False, default=str)
+        message = (
+            f"Tool input validation failed for {self.id}. Please fix the following errors and try again:\n"
+            f"{format_issues(outcome.issues)}\n\nProvided arguments: {provided}"
+        )
+        return args, {"error": True, "message": message, "validationErrors": issues_tree(outcome.issues)}
+
+    async def run(self, parsed: Any, context: ToolContext) -> Any:
+        """Call ``execute`` (in a thread when it is sync) and return a JSON-able result."""
+        if self._is_async:
+            result = await self.execute(parsed, context)
+        else:
+            result = await asyncio.to_thread(self.execute, parsed, context)
+            if inspect.isawaitable(result):
+                result = await result
+        if self.output_schema is not None:
+            outcome = validate_value(self.output_schema, result)
+            if not outcome.ok:
+                return {
+                    "error": True,
+                    "message": f"Tool output validation failed for {self.id}:\n{format_issues(outcome.issues)}",
+                    "validationErrors": issues_tree(outcome.issues),
+                }
+            result = outcome.value
+        return _jsonable(result)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, pydantic.BaseModel):
+        return value.model_dump(mode="json")
+    return value
+
+
+def _is_context_param(name: str, annotation: Any) -> bool:
+    return annotation is ToolContext or name in ("context", "ctx")
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    id: str | None = None,
+    description: str | None = None,
+) -> Any:
+    """Build a :class:`Tool` from a type-hinted function (sync or async).
+
+    Parameters become the input schema (via pydantic); a parameter named ``context`` (or annotated
+    :class:`ToolContext`) receives the context. The description defaults to the docstring.
+    """
+
+    def build(func: Callable[..., Any]) -> Tool:
+        signature = inspect.signature(func)
+        hints = get_type_hints(func)
+        fields: dict[str, Any] = {}
+        context_param: str | None = None
+        for name, param in signature.parameters.items():
+            annotation = hints.get(name, Any)
+            if _is_context_param(name, annotation):
+                context_param = name
+                continue
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            fields[name] = (annotation, default)
+        model = pydantic.create_model(
+            f"{func.__name__}_input", __config__=pydantic.ConfigDict(extra="forbid"), **fields
+        )
+        is_async = inspect.iscoroutinefunction(func)
+
+        def kwargs_of(parsed: pydantic.BaseModel, context: ToolContext) -> dict[str, Any]:
+            kwargs = {name: getattr(parsed, name) for name in fields}
+            if context_param is not None:
+                kwargs[context_param] = context
+            return kwargs
+
+        execute: ToolExecute
+        if is_async:
+
+            async def execute_async(parsed: pydantic.BaseModel, context: ToolContext) -> Any:
+                return await func(**kwargs_of(parsed, context))
+
+            execute = execute_async
+        else:
+
+            def execute_sync(parsed: pydantic.BaseModel, context: ToolContext) -> Any:
+                return func(**kwargs_of(parsed, context))
+
+            execute = execute_sync
+        doc = inspect.getdoc(func) or ""
+        return Tool(
+            id=id or func.__name__,
+            description=description if description is not None else doc.strip().split("\n\n")[0],
+            input_schema=model,
+            execute=execute,
+        )
+
+    if fn is not None:
+        return build(fn)
+    return build
