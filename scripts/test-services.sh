@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
-# Services the test suite needs that pip cannot install.
+# Services and tools the test suite needs that pip cannot install.
 set -euo pipefail
-bash "$(dirname "$0")/postgres.sh"
+here="$(dirname "$0")"
+bash "$here/postgres.sh"
+bash "$here/clients.sh"
