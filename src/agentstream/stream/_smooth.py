@@ -1,0 +1,731 @@
+"""``smooth_stream``: Mastra's ``smoothStream`` transform, in linear time, plus two opt-in extras.
+
+Behaviour (Mastra ``@mastra/core`` 1.71.0, ``packages/core/src/stream/smooth-stream.ts``):
+
+* ``text-delta`` and ``reasoning-delta`` text is buffered per (type, id); a change of type or id, any
+  other chunk, and the end of the stream flush the buffer as one piece (no delay). Other chunks are
+  then passed on as the *same object*.
+* After every delta the chunking rule cuts pieces off the front of the buffer; after every such piece
+  the transform sleeps ``delay_in_ms`` (``None``: never; ``0``: still a scheduler yield).
+* A piece is a copy of the *latest* delta of the buffer with the piece's text; ``metadata`` and
+  ``provider_metadata`` (latest non-``None`` value) ride on the first piece emitted after they were
+  seen, then are dropped. An empty piece is emitted only to carry pending metadata.
+* ``"word"`` is ``/\\S+\\s+/`` and ``"line"`` is ``/\\n+/`` with JavaScript's ``\\s``; a piece is
+  everything up to the end of the first match. A segmenter emits the first segment whenever the
+  buffer is not empty (it never waits). Errors are Mastra's ``TypeError`` messages.
+
+Linear time: ``"word"``/``"line"`` keep a scan position, so each character is examined a constant
+number of times (Mastra re-runs the pattern on the whole buffer, cubic on text without whitespace);
+pending text from earlier deltas is kept as a list of parts and joined once, when emitted. Segmenters
+see a window of the buffer (at least 256 characters, grown while the first segment nearly fills it),
+so a huge delta is not re-segmented once per piece. Detector functions and user patterns are called
+on the whole buffer as in Mastra: their cost is theirs.
+
+Strings are Python strings: a delta may end in a high surrogate and the next begin with the low
+one (JavaScript strings are UTF-16 and Mastra's JSON can carry lone surrogates). Appending joins
+such a pair into the one astral character it encodes, as JavaScript concatenation does; unpaired
+surrogates stay single characters and a segmenter gives each its own segment, as V8 does.
+
+Beyond Mastra (off by default, so parity holds):
+
+* ``max_lag_ms``: the upstream is read by a task into a queue (always done when there is a delay,
+  so the delay paces only the consumer, never the producer). When the oldest text not yet emitted
+  arrived more than ``max_lag_ms`` ago, all pieces the buffer holds are emitted as one and the
+  delay is skipped, until the view has caught up.
+* ``hold_back``: segmenter and ``"grapheme"`` chunking keep the last segment until more text arrives
+  or the buffer is flushed (word granularity also keeps a segment followed by fewer than 2
+  characters, since dictionary segmentation of CJK text changes near the end of the buffer:
+  ``こんに`` is ``こん|に`` but ``こんにちは`` is one word). Other chunkings already wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import re
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+
+import msgspec
+import regex  # type: ignore[import-untyped]
+
+from ..chunks import Chunk, ReasoningDelta, TextDelta
+from ._jsregex import JS_WHITESPACE_CLASS, parse_js_literal
+
+__all__ = [
+    "ChunkDetector",
+    "Chunking",
+    "SegmenterLike",
+    "SmoothStream",
+    "SmoothStreamFactory",
+    "compose_transforms",
+    "smooth_stream",
+    "smooth_stream_factory",
+]
+
+INVALID_CHUNKING: Final = (
+    'chunking must be "word", "line", a RegExp, an Intl.Segmenter, or a chunk detector function.'
+)
+EMPTY_DETECTION: Final = "The chunking function must return a non-empty string."
+NOT_A_PREFIX: Final = "The chunking function must return a prefix of the buffered text."
+EMPTY_MATCH: Final = "The chunking RegExp must match a non-empty string."
+
+
+@runtime_checkable
+class SegmenterLike(Protocol):
+    """Anything with ``segment(text)`` yielding strings or objects with a ``segment`` string."""
+
+    def segment(self, text: str, /) -> Iterable[Any]: ...
+
+
+ChunkDetector: TypeAlias = Callable[[str], "str | None"]
+Chunking: TypeAlias = "str | re.Pattern[str] | regex.Pattern[str] | ChunkDetector | SegmenterLike"
+Sleep: TypeAlias = Callable[[float], Awaitable[Any]]
+Transform: TypeAlias = Callable[[AsyncIterable[Chunk]], AsyncIterator[Chunk]]
+
+_WS = JS_WHITESPACE_CLASS
+_LEAD = re.compile(rf"[{_WS}]*+(?:[^{_WS}]++([{_WS}]++)?)?")
+"""From a position with no word seen yet: group 1 set ⇒ a piece ends at ``end()``."""
+_TAIL = re.compile(rf"[^{_WS}]*+([{_WS}]++)?")
+"""From a position inside a word: group 1 set ⇒ a piece ends at ``end()``."""
+_NEWLINES = re.compile(r"\n+")
+_GRAPHEME = regex.compile(r"\X")
+_SEGMENT_WINDOW = 256
+_SEGMENT_MARGIN = 32
+_HOLD_BACK_WORD_CHARS = 2
+
+
+def _combine(high: str, low: str) -> str:
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
+
+
+class _Chunker:
+    """The pending text of the current buffer and the rule cutting pieces off its front.
+
+    Pending text is ``"".join(_prefix) + _t[_s:]``: ``_t`` is the latest delta (or, for chunkers
+    that need the whole buffer as one string, everything), ``_prefix`` the unemitted rest of earlier
+    deltas. ``total``/``taken`` count characters pushed/emitted since creation.
+    """
+
+    __slots__ = ("_prefix", "_s", "_t", "taken", "total")
+
+    def __init__(self) -> None:
+        self._prefix: list[str] = []
+        self._t = ""
+        self._s = 0
+        self.total = 0
+        self.taken = 0
+
+    def push(self, text: str) -> None:
+        if text and "\udc00" <= text[0] <= "\udfff":
+            text = self._join_surrogates(text)
+        t = self._t
+        s = self._s
+        if s < len(t):
+            self._prefix.append(t[s:] if s else t)
+        self._t = text
+        self._s = 0
+        self.total += len(text)
+        self._pushed()
+
+    def _join_surrogates(self, text: str) -> str:
+        t = self._t
+        if self._s < len(t):
+            if "\ud800" <= t[-1] <= "\udbff":
+                self._t = t[:-1]
+                self.total -= 1
+                return _combine(t[-1], text[0]) + text[1:]
+        elif self._prefix:
+            last = self._prefix[-1]
+            if "\ud800" <= last[-1] <= "\udbff":
+                if len(last) > 1:
+                    self._prefix[-1] = last[:-1]
+                else:
+                    self._prefix.pop()
+                self.total -= 1
+                return _combine(last[-1], text[0]) + text[1:]
+        return text
+
+    def _pushed(self) -> None:
+        pass
+
+    def _emit_to(self, end: int) -> str:
+        if self._prefix:
+            piece = "".join(self._prefix) + self._t[self._s : end]
+            self._prefix.clear()
+        else:
+            piece = self._t[self._s : end]
+        self._s = end
+        self.taken += len(piece)
+        return piece
+
+    def take_all(self) -> str:
+        """Everything pending, as one piece (flush); the chunker is empty afterwards."""
+        rest = self._t[self._s :]
+        if self._prefix:
+            rest = "".join(self._prefix) + rest
+            self._prefix.clear()
+        self._t = ""
+        self._s = 0
+        self.taken += len(rest)
+        self._reset()
+        return rest
+
+    def _reset(self) -> None:
+        pass
+
+    def next_piece(self) -> str | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class _WordChunker(_Chunker):
+    __slots__ = ("_i", "_in_word")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._i = 0
+        self._in_word = False
+
+    def _pushed(self) -> None:
+        self._i = 0
+
+    def _reset(self) -> None:
+        self._i = 0
+        self._in_word = False
+
+    def next_piece(self) -> str | None:
+        t = self._t
+        if self._in_word:
+            m = _TAIL.match(t, self._i)
+            assert m is not None
+            if m.lastindex is None:
+                self._i = len(t)
+                return None
+        else:
+            m = _LEAD.match(t, self._i)
+            assert m is not None
+            if m.lastindex is None:
+                if m.end() > self._i and not _is_js_space(t[m.end() - 1]):
+                    self._in_word = True
+                self._i = len(t)
+                return None
+        end = m.end()
+        self._i = end
+        self._in_word = False
+        return self._emit_to(end)
+
+
+_JS_SPACE = re.compile(rf"[{_WS}]")
+
+
+def _is_js_space(ch: str) -> bool:
+    return _JS_SPACE.match(ch) is not None
+
+
+class _LineChunker(_Chunker):
+    __slots__ = ("_i",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._i = 0
+
+    def _pushed(self) -> None:
+        self._i = 0
+
+    def _reset(self) -> None:
+        self._i = 0
+
+    def next_piece(self) -> str | None:
+        t = self._t
+        j = t.find("\n", self._i)
+        if j < 0:
+            self._i = len(t)
+            return None
+        m = _NEWLINES.match(t, j)
+        assert m is not None
+        end = m.end()
+        self._i = end
+        return self._emit_to(end)
+
+
+class _WholeBufferChunker(_Chunker):
+    """Keeps the pending text as one string (``_t[_s:]``) for rules that look at all of it."""
+
+    __slots__ = ()
+
+    def _pushed(self) -> None:
+        if self._prefix:
+            self._t = "".join(self._prefix) + self._t
+            self._prefix.clear()
+
+    def _rest(self) -> str:
+        return self._t[self._s :] if self._s else self._t
+
+
+class _GraphemeChunker(_WholeBufferChunker):
+    __slots__ = ("_hold",)
+
+    def __init__(self, hold_back: bool) -> None:
+        super().__init__()
+        self._hold = hold_back
+
+    def next_piece(self) -> str | None:
+        t = self._t
+        if self._s >= len(t):
+            return None
+        m = _GRAPHEME.match(t, self._s)
+        assert m is not None
+        end = m.end()
+        if self._hold and end >= len(t):
+            return None
+        return self._emit_to(end)
+
+
+class _SegmenterChunker(_WholeBufferChunker):
+    __slots__ = ("_need", "_segmenter")
+
+    def __init__(self, segmenter: SegmenterLike, hold_back: bool) -> None:
+        super().__init__()
+        self._segmenter = segmenter
+        if not hold_back:
+            self._need = 0
+        elif getattr(segmenter, "granularity", None) == "word":
+            self._need = _HOLD_BACK_WORD_CHARS
+        else:
+            self._need = 1
+
+    def next_piece(self) -> str | None:
+        t = self._t
+        s = self._s
+        n = len(t)
+        if s >= n:
+            return None
+        window = _SEGMENT_WINDOW
+        while True:
+            end = min(n, s + window)
+            text = t[s:end]
+            first = next(iter(self._segmenter.segment(text)), None)
+            segment = first if first is None or isinstance(first, str) else getattr(first, "segment", None)
+            if not segment:
+                return None
+            if not isinstance(segment, str):
+                raise TypeError(f"segmenter segments must be str, got {type(segment).__name__}")
+            if end < n and len(segment) > window - _SEGMENT_MARGIN:
+                window *= 4
+                continue
+            break
+        if not text.startswith(segment):
+            raise TypeError("The segmenter must return segments that are prefixes of the buffered text.")
+        stop = s + len(segment)
+        if n - stop < self._need:
+            return None
+        return self._emit_to(stop)
+
+
+class _PatternChunker(_WholeBufferChunker):
+    __slots__ = ("_pattern",)
+
+    def __init__(self, pattern: re.Pattern[str] | regex.Pattern[str]) -> None:
+        super().__init__()
+        self._pattern = pattern
+
+    def next_piece(self) -> str | None:
+        m = self._pattern.search(self._rest())
+        if m is None:
+            return None
+        if m.end() == 0:
+            raise TypeError(EMPTY_MATCH)
+        return self._emit_to(self._s + m.end())
+
+
+class _FunctionChunker(_WholeBufferChunker):
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: ChunkDetector) -> None:
+        super().__init__()
+        self._fn = fn
+
+    def next_piece(self) -> str | None:
+        rest = self._rest()
+        found = self._fn(rest)
+        if found is None:
+            return None
+        if not isinstance(found, str):
+            raise TypeError(
+                f"The chunking function must return a string or None, got {type(found).__name__}."
+            )
+        if not found:
+            raise TypeError(EMPTY_DETECTION)
+        if not rest.startswith(found):
+            raise TypeError(NOT_A_PREFIX)
+        return self._emit_to(self._s + len(found))
+
+
+def _chunker_factory(chunking: object, hold_back: bool) -> Callable[[], _Chunker]:
+    """Mastra's ``createChunkDetector`` check order: segmenter, function, name or pattern."""
+    segment = getattr(chunking, "segment", None)
+    if (
+        segment is not None
+        and callable(segment)
+        and not isinstance(chunking, (str, re.Pattern, regex.Pattern))
+    ):
+        segmenter: Any = chunking
+        return lambda: _SegmenterChunker(segmenter, hold_back)
+    if callable(chunking) and not isinstance(chunking, type):
+        fn: Any = chunking
+        return lambda: _FunctionChunker(fn)
+    if isinstance(chunking, str):
+        if chunking == "word":
+            return _WordChunker
+        if chunking == "line":
+            return _LineChunker
+        if chunking == "grapheme":
+            return lambda: _GraphemeChunker(hold_back)
+        literal = parse_js_literal(chunking)
+        if literal is not None:
+            return lambda: _PatternChunker(literal)
+        raise TypeError(INVALID_CHUNKING)
+    if isinstance(chunking, (re.Pattern, regex.Pattern)) and isinstance(chunking.pattern, str):
+        pattern: Any = chunking
+        return lambda: _PatternChunker(pattern)
+    raise TypeError(INVALID_CHUNKING)
+
+
+class _Buffer:
+    """Mastra's ``bufferedChunk`` / ``bufferedMetadata`` / ``bufferedProviderMetadata``."""
+
+    __slots__ = ("chunker", "key_id", "key_type", "last", "metadata", "provider_metadata")
+
+    def __init__(self, chunker: _Chunker) -> None:
+        self.chunker = chunker
+        self.last: Any = None
+        self.key_type: type | None = None
+        self.key_id: str | None = None
+        self.metadata: dict[str, Any] | None = None
+        self.provider_metadata: dict[str, Any] | None = None
+
+    def piece(self, text: str) -> Chunk | None:
+        last = self.last
+        metadata = self.metadata
+        provider_metadata = self.provider_metadata
+        if last is None or (not text and metadata is None and provider_metadata is None):
+            return None
+        self.metadata = self.provider_metadata = None
+        payload = msgspec.structs.replace(last.payload, text=text, provider_metadata=provider_metadata)
+        chunk: Chunk = msgspec.structs.replace(last, payload=payload, metadata=metadata)
+        return chunk
+
+    def flush(self) -> Chunk | None:
+        out = self.piece(self.chunker.take_all())
+        self.last = None
+        self.key_type = None
+        self.key_id = None
+        self.metadata = self.provider_metadata = None
+        return out
+
+
+def _malformed(chunk: Any) -> TypeError | None:
+    """A clear error naming the field of a text/reasoning delta that is not what the protocol says."""
+    kind = chunk.type
+    payload = getattr(chunk, "payload", None)
+    if payload is None:
+        return TypeError(f"{kind} chunk has no payload (field 'payload' is required)")
+    text = getattr(payload, "text", None)
+    if not isinstance(text, str):
+        return TypeError(f"{kind} chunk field 'payload.text' must be a str, got {type(text).__name__}")
+    pid = getattr(payload, "id", None)
+    if not isinstance(pid, str):
+        return TypeError(f"{kind} chunk field 'payload.id' must be a str, got {type(pid).__name__}")
+    return None
+
+
+class _End:
+    pass
+
+
+_END: Final = _End()
+
+
+class _Failure:
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class _QueuedReader:
+    """Reads the upstream in its own task, so the consumer's pace never throttles the producer."""
+
+    __slots__ = ("_loop", "_queue", "_source", "_task", "_waiter", "arrived")
+
+    def __init__(self, source: AsyncIterable[Chunk]) -> None:
+        self._source = source
+        self._queue: collections.deque[Any] = collections.deque()
+        self._loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[None] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self.arrived = 0.0
+
+    def start(self) -> None:
+        self._task = self._loop.create_task(self._pump())
+
+    def _put(self, item: Any) -> None:
+        self._queue.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def _pump(self) -> None:
+        try:
+            async for chunk in self._source:
+                self._put((chunk, self._loop.time()))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._put(_Failure(exc))
+            return
+        self._put(_END)
+
+    async def next(self) -> Chunk:
+        queue = self._queue
+        while not queue:
+            self._waiter = self._loop.create_future()
+            await self._waiter
+            self._waiter = None
+        item = queue.popleft()
+        if item is _END:
+            queue.appendleft(item)
+            raise StopAsyncIteration
+        if isinstance(item, _Failure):
+            queue.appendleft(item)
+            raise item.error
+        chunk, self.arrived = item
+        return chunk  # type: ignore[no-any-return]
+
+    async def close(self) -> None:
+        task = self._task
+        if task is not None and not task.done():
+            task.cancel()
+            await asyncio.wait({task})
+
+
+class SmoothStream:
+    """A single-use smoothing transform: ``transform(chunks)`` returns the smoothed async iterator.
+
+    Use it as ``output.full_stream.pipe_through(smooth_stream(...))``. Closing the returned iterator
+    early (``aclose()``) stops the upstream reader and closes the upstream.
+    """
+
+    __slots__ = ("_delay", "_hold_back", "_max_lag", "_new_chunker", "_sleep", "_used", "delay_in_ms")
+
+    def __init__(
+        self,
+        *,
+        delay_in_ms: float | None = 10,
+        chunking: Chunking = "word",
+        sleep: Sleep = asyncio.sleep,
+        max_lag_ms: float | None = None,
+        hold_back: bool = False,
+    ) -> None:
+        self._new_chunker = _chunker_factory(chunking, hold_back)
+        for name, value in (("delay_in_ms", delay_in_ms), ("max_lag_ms", max_lag_ms)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise TypeError(f"{name} must be a number or None, got {type(value).__name__}")
+            if value is not None and not value >= 0:
+                raise ValueError(f"{name} must be >= 0, got {value!r}")
+        self.delay_in_ms = delay_in_ms
+        self._delay = None if delay_in_ms is None else delay_in_ms / 1000
+        self._max_lag = None if max_lag_ms is None else max_lag_ms / 1000
+        self._sleep = sleep
+        self._hold_back = hold_back
+        self._used = False
+
+    def __call__(self, source: AsyncIterable[Chunk]) -> AsyncIterator[Chunk]:
+        if self._used:
+            raise RuntimeError(
+                "this smooth_stream() transform was already used; use smooth_stream_factory() for a reusable one"
+            )
+        self._used = True
+        return self._run(source)
+
+    async def _run(self, source: AsyncIterable[Chunk]) -> AsyncIterator[Chunk]:
+        chunker = self._new_chunker()
+        buf = _Buffer(chunker)
+        delay = self._delay
+        sleep = self._sleep
+        max_lag = self._max_lag
+        queued = delay is not None or max_lag is not None
+        reader: _QueuedReader | None = None
+        arrivals: collections.deque[tuple[int, float]] = collections.deque()
+        loop = asyncio.get_running_loop()
+        if queued:
+            reader = _QueuedReader(source)
+            reader.start()
+            next_chunk: Callable[[], Awaitable[Chunk]] = reader.next
+        else:
+            next_chunk = aiter(source).__anext__
+        text_types = (TextDelta, ReasoningDelta)
+        finished = False
+        try:
+            while True:
+                try:
+                    chunk = await next_chunk()
+                except StopAsyncIteration:
+                    break
+                except Exception:
+                    out = buf.flush()
+                    if out is not None:
+                        yield out
+                    raise
+                cls = type(chunk)
+                if cls is not TextDelta and cls is not ReasoningDelta and not isinstance(chunk, text_types):
+                    out = buf.flush()
+                    if out is not None:
+                        arrivals.clear()
+                        yield out
+                    yield chunk
+                    continue
+                delta: Any = chunk
+                payload = delta.payload
+                try:
+                    pid = payload.id
+                    text = payload.text
+                except AttributeError:
+                    pid = text = None
+                if type(text) is not str or type(pid) is not str:
+                    error = _malformed(chunk)
+                    if error is not None:
+                        out = buf.flush()
+                        if out is not None:
+                            yield out
+                        raise error
+                if buf.last is not None and (cls is not buf.key_type or pid != buf.key_id):
+                    out = buf.flush()
+                    arrivals.clear()
+                    if out is not None:
+                        yield out
+                buf.last = delta
+                buf.key_type = cls
+                buf.key_id = pid
+                if delta.metadata is not None:
+                    buf.metadata = delta.metadata
+                if payload.provider_metadata is not None:
+                    buf.provider_metadata = payload.provider_metadata
+                chunker.push(text)
+                if max_lag is None:
+                    while (piece := chunker.next_piece()) is not None:
+                        out = buf.piece(piece)
+                        if out is not None:
+                            yield out
+                        if delay is not None:
+                            await sleep(delay)
+                    continue
+                assert reader is not None
+                arrivals.append((chunker.total, reader.arrived))
+                while True:
+                    taken = chunker.taken
+                    piece = chunker.next_piece()
+                    if piece is None:
+                        break
+                    while arrivals and arrivals[0][0] <= taken:
+                        arrivals.popleft()
+                    lagging = bool(arrivals) and loop.time() - arrivals[0][1] > max_lag
+                    if lagging:
+                        pieces = [piece]
+                        try:
+                            while (more := chunker.next_piece()) is not None:
+                                pieces.append(more)
+                        except Exception:
+                            out = buf.piece("".join(pieces))
+                            if out is not None:
+                                yield out
+                            raise
+                        piece = "".join(pieces)
+                    out = buf.piece(piece)
+                    if out is not None:
+                        yield out
+                    if delay is not None and not lagging:
+                        await sleep(delay)
+            finished = True
+            arrivals.clear()
+            out = buf.flush()
+            if out is not None:
+                yield out
+        finally:
+            if reader is not None:
+                await reader.close()
+            elif not finished:
+                aclose = getattr(source, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+
+
+def smooth_stream(
+    *,
+    delay_in_ms: float | None = 10,
+    chunking: Chunking = "word",
+    sleep: Sleep = asyncio.sleep,
+    max_lag_ms: float | None = None,
+    hold_back: bool = False,
+) -> SmoothStream:
+    """Mastra's ``smoothStream()``: a single-use transform that paces text and reasoning deltas.
+
+    ``chunking``: ``"word"`` (default), ``"line"``, ``"grapheme"``, a JavaScript RegExp literal string
+    (``"/[^,]*,\\\\s*/"``), a compiled ``re``/``regex`` pattern (Python semantics), a detector
+    ``(buffer) -> prefix | None``, or a segmenter (``segment(text)``, e.g. :class:`Segmenter`).
+    ``sleep`` receives seconds. Invalid ``chunking`` raises Mastra's ``TypeError`` here.
+    """
+    return SmoothStream(
+        delay_in_ms=delay_in_ms, chunking=chunking, sleep=sleep, max_lag_ms=max_lag_ms, hold_back=hold_back
+    )
+
+
+class SmoothStreamFactory:
+    """Reusable form (``@mastra/ai-sdk``'s ``smoothStream``): each call makes a fresh transform."""
+
+    __slots__ = ("_options",)
+
+    def __init__(self, **options: Any) -> None:
+        SmoothStream(**options)  # validate now, not on the first request
+        self._options = options
+
+    def __call__(self) -> SmoothStream:
+        return SmoothStream(**self._options)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self._options.items())
+        return f"smooth_stream_factory({args})"
+
+
+def smooth_stream_factory(
+    *,
+    delay_in_ms: float | None = 10,
+    chunking: Chunking = "word",
+    sleep: Sleep = asyncio.sleep,
+    max_lag_ms: float | None = None,
+    hold_back: bool = False,
+) -> SmoothStreamFactory:
+    """A transform factory for ``experimental_transform``: same options as :func:`smooth_stream`."""
+    return SmoothStreamFactory(
+        delay_in_ms=delay_in_ms, chunking=chunking, sleep=sleep, max_lag_ms=max_lag_ms, hold_back=hold_back
+    )
+
+
+def compose_transforms(
+    factories: Callable[[], Transform] | Sequence[Callable[[], Transform]] | None,
+) -> Transform:
+    """One transform that pipes through a fresh transform from each factory, in order."""
+    if factories is None:
+        chain: list[Callable[[], Transform]] = []
+    elif callable(factories):
+        chain = [factories]
+    else:
+        chain = list(factories)
+
+    def transform(source: AsyncIterable[Chunk]) -> AsyncIterator[Chunk]:
+        stream: AsyncIterable[Chunk] = source
+        for factory in chain:
+            stream = factory()(stream)
+        return aiter(stream)
+
+    return transform
