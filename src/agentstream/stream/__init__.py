@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+from ._jsregex import js_regex
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
 from ._results import AbortEvent, ErrorEvent, FinishEvent, FullOutput, StepResult, Usage
+from ._segmenter import Segment, Segmenter
+from ._smooth import (
+    SmoothStream,
+    SmoothStreamFactory,
+    compose_transforms,
+    smooth_stream,
+    smooth_stream_factory,
+)
 from ._types import ChunkStream, Transform, TransformFactory, apply_transforms
 
 __all__ = [
@@ -14,10 +23,18 @@ __all__ = [
     "FullOutput",
     "ModelOutput",
     "RunStatus",
+    "Segment",
+    "Segmenter",
+    "SmoothStream",
+    "SmoothStreamFactory",
     "StepResult",
     "Transform",
     "TransformFactory",
     "UnresolvedResultError",
     "Usage",
     "apply_transforms",
+    "compose_transforms",
+    "js_regex",
+    "smooth_stream",
+    "smooth_stream_factory",
 ]
