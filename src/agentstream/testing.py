@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ._abort import AbortError, AbortSignal
-from .models._base import APICallError, CallOptions, StreamPart
+from .models._base import CallOptions, StreamPart
 
 __all__ = ["FakeClock", "RecordedCall", "ScriptExhaustedError", "ScriptedError", "ScriptedModel"]
 
@@ -61,16 +61,6 @@ def _make_error(spec: Any) -> BaseException:
         name = str(spec.get("name", "Error"))
         message = str(spec.get("message", ""))
         rest = {k: v for k, v in spec.items() if k not in ("name", "message", "stack")}
-        if name == "AI_APICallError":
-            err = APICallError(
-                message,
-                url="scripted://model",
-                provider="scripted",
-                status_code=rest.get("statusCode"),
-                is_retryable=rest.get("isRetryable"),
-            )
-            err.details = rest  # type: ignore[attr-defined]
-            return err
         return ScriptedError(name, message, rest)
     return ScriptedError("Error", str(spec))
 

@@ -714,6 +714,12 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                                     provider_metadata=part.get("providerMetadata"),
                                 ),
                             )
+                            if process is not None:
+                                chunk = process(chunk)
+                                if chunk is None:
+                                    continue
+                            yield chunk  # provider-executed results do not reach onChunk (Mastra)
+                            continue
                         elif t == "custom":
                             chunk = Custom(
                                 run_id=run_id,
