@@ -43,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
@@ -84,8 +84,8 @@ Sleep: TypeAlias = Callable[[float], Awaitable[Any]]
 Transform: TypeAlias = Callable[[AsyncIterable[Chunk]], AsyncIterator[Chunk]]
 
 _WS = JS_WHITESPACE_CLASS
-_LEAD = re.compile(rf"[{_WS}]*+(?:[^{_WS}]++([{_WS}]++)?)?")
-"""From a position with no word seen yet: group 1 set ⇒ a piece ends at ``end()``."""
+_LEAD = re.compile(rf"[{_WS}]*+(?:([^{_WS}]++)([{_WS}]++)?)?")
+"""From a position with no word seen yet: group 2 set ⇒ a piece ends at ``end()``; only group 1 ⇒ in a word."""
 _TAIL = re.compile(rf"[^{_WS}]*+([{_WS}]++)?")
 """From a position inside a word: group 1 set ⇒ a piece ends at ``end()``."""
 _NEWLINES = re.compile(r"\n+")
@@ -102,19 +102,22 @@ def _combine(high: str, low: str) -> str:
 class _Chunker:
     """The pending text of the current buffer and the rule cutting pieces off its front.
 
-    Pending text is ``"".join(_prefix) + _t[_s:]``: ``_t`` is the latest delta (or, for chunkers
-    that need the whole buffer as one string, everything), ``_prefix`` the unemitted rest of earlier
-    deltas. ``total``/``taken`` count characters pushed/emitted since creation.
+    Pending text is ``"".join(_prefix) + _t[_s:]``. ``total`` counts the characters pushed.
+
+    Two protocols: *eager* chunkers (``"word"``, ``"line"``: pure, cannot fail) return every piece
+    of a delta at once from ``feed``; the others are asked piece by piece with ``next_piece`` after
+    ``push``, so a user detector runs (and may raise) between the delays exactly as in Mastra.
     """
 
-    __slots__ = ("_prefix", "_s", "_t", "taken", "total")
+    __slots__ = ("_prefix", "_s", "_t", "total")
+
+    eager = False
 
     def __init__(self) -> None:
         self._prefix: list[str] = []
         self._t = ""
         self._s = 0
         self.total = 0
-        self.taken = 0
 
     def push(self, text: str) -> None:
         if text and "\udc00" <= text[0] <= "\udfff":
@@ -128,7 +131,11 @@ class _Chunker:
         self.total += len(text)
         self._pushed()
 
+    def feed(self, text: str) -> list[str] | None:  # pragma: no cover - eager chunkers only
+        raise NotImplementedError
+
     def _join_surrogates(self, text: str) -> str:
+        """Pending text ending in a high surrogate + text starting with a low one: one character."""
         t = self._t
         if self._s < len(t):
             if "\ud800" <= t[-1] <= "\udbff":
@@ -156,7 +163,6 @@ class _Chunker:
         else:
             piece = self._t[self._s : end]
         self._s = end
-        self.taken += len(piece)
         return piece
 
     def take_all(self) -> str:
@@ -167,85 +173,106 @@ class _Chunker:
             self._prefix.clear()
         self._t = ""
         self._s = 0
-        self.taken += len(rest)
         self._reset()
         return rest
 
     def _reset(self) -> None:
         pass
 
-    def next_piece(self) -> str | None:  # pragma: no cover - abstract
+    def next_piece(self) -> str | None:  # pragma: no cover - lazy chunkers only
         raise NotImplementedError
 
 
 class _WordChunker(_Chunker):
-    __slots__ = ("_i", "_in_word")
+    """``/\\S+\\s+/`` with JavaScript's ``\\s``, scanning each character once."""
+
+    __slots__ = ("_in_word",)
+
+    eager = True
 
     def __init__(self) -> None:
         super().__init__()
-        self._i = 0
         self._in_word = False
-
-    def _pushed(self) -> None:
-        self._i = 0
+        """The pending text holds a non-space character (and no space after it)."""
 
     def _reset(self) -> None:
-        self._i = 0
         self._in_word = False
 
-    def next_piece(self) -> str | None:
-        t = self._t
+    def feed(self, text: str) -> list[str] | None:
+        if text and "\udc00" <= text[0] <= "\udfff":
+            text = self._join_surrogates(text)
+        n = len(text)
+        self.total += n
+        prefix = self._prefix
+        pieces: list[str] | None = None
+        s = 0
         if self._in_word:
-            m = _TAIL.match(t, self._i)
+            m = _TAIL.match(text)
             assert m is not None
             if m.lastindex is None:
-                self._i = len(t)
+                if n:
+                    prefix.append(text)
                 return None
-        else:
-            m = _LEAD.match(t, self._i)
+            s = m.end()
+            pieces = ["".join(prefix) + text[:s] if prefix else text[:s]]
+            prefix.clear()
+            self._in_word = False
+        while s < n:
+            m = _LEAD.match(text, s)
             assert m is not None
-            if m.lastindex is None:
-                if m.end() > self._i and not _is_js_space(t[m.end() - 1]):
+            found = m.lastindex
+            if found == 2:
+                end = m.end()
+                piece = text[s:end]
+                if prefix:
+                    piece = "".join(prefix) + piece
+                    prefix.clear()
+                if pieces is None:
+                    pieces = [piece]
+                else:
+                    pieces.append(piece)
+                s = end
+            else:
+                if found == 1:
                     self._in_word = True
-                self._i = len(t)
-                return None
-        end = m.end()
-        self._i = end
-        self._in_word = False
-        return self._emit_to(end)
-
-
-_JS_SPACE = re.compile(rf"[{_WS}]")
-
-
-def _is_js_space(ch: str) -> bool:
-    return _JS_SPACE.match(ch) is not None
+                prefix.append(text[s:] if s else text)
+                break
+        return pieces
 
 
 class _LineChunker(_Chunker):
-    __slots__ = ("_i",)
+    """``/\\n+/``."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._i = 0
+    __slots__ = ()
 
-    def _pushed(self) -> None:
-        self._i = 0
+    eager = True
 
-    def _reset(self) -> None:
-        self._i = 0
-
-    def next_piece(self) -> str | None:
-        t = self._t
-        j = t.find("\n", self._i)
+    def feed(self, text: str) -> list[str] | None:
+        if text and "\udc00" <= text[0] <= "\udfff":
+            text = self._join_surrogates(text)
+        self.total += len(text)
+        prefix = self._prefix
+        j = text.find("\n")
         if j < 0:
-            self._i = len(t)
+            if text:
+                prefix.append(text)
             return None
-        m = _NEWLINES.match(t, j)
-        assert m is not None
-        end = m.end()
-        self._i = end
-        return self._emit_to(end)
+        pieces: list[str] = []
+        s = 0
+        while j >= 0:
+            m = _NEWLINES.match(text, j)
+            assert m is not None
+            end = m.end()
+            piece = text[s:end]
+            if prefix:
+                piece = "".join(prefix) + piece
+                prefix.clear()
+            pieces.append(piece)
+            s = end
+            j = text.find("\n", s)
+        if s < len(text):
+            prefix.append(text[s:])
+        return pieces
 
 
 class _WholeBufferChunker(_Chunker):
@@ -439,6 +466,9 @@ def _malformed(chunk: Any) -> TypeError | None:
     return None
 
 
+_TEXT_TYPES: Final = (TextDelta, ReasoningDelta)
+
+
 class _End:
     pass
 
@@ -550,21 +580,24 @@ class SmoothStream:
 
     async def _run(self, source: AsyncIterable[Chunk]) -> AsyncIterator[Chunk]:
         chunker = self._new_chunker()
+        eager = chunker.eager
         buf = _Buffer(chunker)
         delay = self._delay
         sleep = self._sleep
         max_lag = self._max_lag
-        queued = delay is not None or max_lag is not None
+        replace = msgspec.structs.replace
         reader: _QueuedReader | None = None
+        # Lag bookkeeping (max_lag only): (chunker.total after a delta, its arrival time), and the
+        # number of characters emitted so far.
         arrivals: collections.deque[tuple[int, float]] = collections.deque()
+        emitted = 0
         loop = asyncio.get_running_loop()
-        if queued:
+        if delay is not None or max_lag is not None:
             reader = _QueuedReader(source)
             reader.start()
             next_chunk: Callable[[], Awaitable[Chunk]] = reader.next
         else:
             next_chunk = aiter(source).__anext__
-        text_types = (TextDelta, ReasoningDelta)
         finished = False
         try:
             while True:
@@ -578,11 +611,11 @@ class SmoothStream:
                         yield out
                     raise
                 cls = type(chunk)
-                if cls is not TextDelta and cls is not ReasoningDelta and not isinstance(chunk, text_types):
-                    out = buf.flush()
-                    if out is not None:
-                        arrivals.clear()
-                        yield out
+                if cls is not TextDelta and cls is not ReasoningDelta and not isinstance(chunk, _TEXT_TYPES):
+                    if buf.last is not None:
+                        out = buf.flush()
+                        if out is not None:
+                            yield out
                     yield chunk
                     continue
                 delta: Any = chunk
@@ -599,55 +632,71 @@ class SmoothStream:
                         if out is not None:
                             yield out
                         raise error
-                if buf.last is not None and (cls is not buf.key_type or pid != buf.key_id):
-                    out = buf.flush()
-                    arrivals.clear()
-                    if out is not None:
-                        yield out
-                buf.last = delta
-                buf.key_type = cls
-                buf.key_id = pid
-                if delta.metadata is not None:
-                    buf.metadata = delta.metadata
-                if payload.provider_metadata is not None:
-                    buf.provider_metadata = payload.provider_metadata
-                chunker.push(text)
-                if max_lag is None:
-                    while (piece := chunker.next_piece()) is not None:
-                        out = buf.piece(piece)
+                if cls is not buf.key_type or pid != buf.key_id:
+                    if buf.last is not None:
+                        out = buf.flush()
+                        if max_lag is not None:
+                            arrivals.clear()
+                            emitted = chunker.total
                         if out is not None:
                             yield out
+                    buf.key_type = cls
+                    buf.key_id = pid
+                buf.last = delta
+                metadata = delta.metadata
+                if metadata is None:
+                    metadata = buf.metadata
+                else:
+                    buf.metadata = metadata
+                provider_metadata = payload.provider_metadata
+                if provider_metadata is None:
+                    provider_metadata = buf.provider_metadata
+                else:
+                    buf.provider_metadata = provider_metadata
+                pieces: Iterator[str]
+                if eager:
+                    found = chunker.feed(text)
+                    if found is None:
+                        if max_lag is not None:
+                            arrivals.append((chunker.total, reader.arrived))  # type: ignore[union-attr]
+                        continue
+                    pieces = iter(found)
+                else:
+                    chunker.push(text)
+                    pieces = iter(chunker.next_piece, None)
+                if max_lag is None:
+                    for piece in pieces:
+                        out = replace(
+                            delta,
+                            payload=replace(payload, text=piece, provider_metadata=provider_metadata),
+                            metadata=metadata,
+                        )
+                        if metadata is not None or provider_metadata is not None:
+                            metadata = provider_metadata = buf.metadata = buf.provider_metadata = None
+                        yield out
                         if delay is not None:
                             await sleep(delay)
                     continue
                 assert reader is not None
                 arrivals.append((chunker.total, reader.arrived))
-                while True:
-                    taken = chunker.taken
-                    piece = chunker.next_piece()
-                    if piece is None:
-                        break
-                    while arrivals and arrivals[0][0] <= taken:
+                for piece in pieces:
+                    while arrivals and arrivals[0][0] <= emitted:
                         arrivals.popleft()
                     lagging = bool(arrivals) and loop.time() - arrivals[0][1] > max_lag
                     if lagging:
-                        pieces = [piece]
+                        # Catch up: everything the buffer can give now, as one piece, no delay.
+                        parts = [piece]
                         try:
-                            while (more := chunker.next_piece()) is not None:
-                                pieces.append(more)
+                            parts.extend(pieces)
                         except Exception:
-                            out = buf.piece("".join(pieces))
-                            if out is not None:
-                                yield out
+                            yield self._piece(buf, delta, "".join(parts))
                             raise
-                        piece = "".join(pieces)
-                    out = buf.piece(piece)
-                    if out is not None:
-                        yield out
+                        piece = "".join(parts)
+                    emitted += len(piece)
+                    yield self._piece(buf, delta, piece)
                     if delay is not None and not lagging:
                         await sleep(delay)
             finished = True
-            arrivals.clear()
             out = buf.flush()
             if out is not None:
                 yield out
@@ -658,6 +707,12 @@ class SmoothStream:
                 aclose = getattr(source, "aclose", None)
                 if aclose is not None:
                     await aclose()
+
+    @staticmethod
+    def _piece(buf: _Buffer, delta: Any, text: str) -> Chunk:
+        out = buf.piece(text)
+        assert out is not None
+        return out
 
 
 def smooth_stream(
