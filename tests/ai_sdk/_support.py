@@ -36,10 +36,11 @@ _JS_BUILTIN_ERRORS = {
 def make_error(spec: dict[str, Any]) -> BaseException:
     """An exception instance for a vector's ``{"$error": {name, message, ...}}``."""
     name = spec.get("name", "Error")
+    # A dynamically named Exception subclass: the class name plays JavaScript's prototype ``name``.
     cls = type(name, (Exception,), {})
     error = cls(spec.get("message", ""))
     if name not in _JS_BUILTIN_ERRORS:
-        error.name = name  # type: ignore[attr-defined]
+        error.name = name  # an own property, as a custom JS error class sets it
     for key, value in spec.items():
         if key not in ("name", "message", "stack"):
             setattr(error, key, from_vector(value))

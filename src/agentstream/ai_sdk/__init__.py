@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ._chat import ChatRequestError, handle_chat_stream
 from ._convert import (
     MessageMetadataFn,
     OnErrorFn,
@@ -33,6 +34,7 @@ from ._sse import (
 __all__ = [
     "UI_MESSAGE_STREAM_HEADERS",
     "ChatRequest",
+    "ChatRequestError",
     "MessageMetadataFn",
     "OnErrorFn",
     "StreamTransform",
@@ -47,6 +49,7 @@ __all__ = [
     "default_error_text",
     "encode_sse",
     "encode_sse_frame",
+    "handle_chat_stream",
     "parse_chat_request",
     "smooth_stream",
     "to_ai_sdk_stream",

@@ -61,18 +61,48 @@ def js_string(value: Any) -> str:
     return "[object Object]"
 
 
-def _own_fields(error: BaseException) -> dict[str, Any]:
-    """What ``JSON.stringify`` sees of an Error: its own (public) instance attributes only.
+# Built-in JavaScript errors keep ``name`` on the prototype (not serialised); custom error classes
+# (``MastraError``, ``AI_APICallError``) assign it in their constructor, so JSON shows it.
+_JS_BUILTIN_NAMES = frozenset(
+    {
+        "Error",
+        "TypeError",
+        "RangeError",
+        "SyntaxError",
+        "ReferenceError",
+        "EvalError",
+        "URIError",
+        "AggregateError",
+    }
+)
+# Like JavaScript's non-enumerable ``message``/``stack``: never part of the JSON form.
+_NOT_ENUMERABLE = frozenset({"message", "args", "details", "stack"})
 
-    A Python exception's message lives in ``args`` (like JavaScript's non-enumerable ``message``), so
-    a plain exception stringifies to ``{}`` and falls back to ``"Name: message"``, while one carrying
-    its own attributes (``self.name = ...``, ``self.code = ...``) is written as those attributes.
+
+def _own_fields(error: BaseException) -> dict[str, Any]:
+    """What ``JSON.stringify`` sees of an Error: its own enumerable properties.
+
+    In Python: the public instance attributes that are set (not ``None``), without the message, plus
+    the ``details`` mapping the chunk codec also writes; ``name`` only when it is not a built-in
+    JavaScript error name. A plain exception therefore gives ``{}`` and falls back to
+    ``"Name: message"``; one carrying its own attributes (``self.name = "MastraError"``,
+    ``self.status_code = 500``) is written as those attributes.
     """
     try:
         attrs = vars(error)
     except TypeError:
-        return {}
-    return {k: v for k, v in attrs.items() if not k.startswith("_")}
+        attrs = {}
+    out = {
+        k: v for k, v in attrs.items() if not k.startswith("_") and k not in _NOT_ENUMERABLE and v is not None
+    }
+    if out.get("name") in _JS_BUILTIN_NAMES:
+        del out["name"]
+    details = attrs.get("details")
+    if isinstance(details, Mapping):
+        for key, value in details.items():
+            if value is not None:
+                out.setdefault(str(key), value)
+    return out
 
 
 def _dumps(value: Any) -> str:
