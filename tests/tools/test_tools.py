@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+from agentstream.agent import Agent
+from agentstream.testing import ScriptedModel
+from agentstream.tools import Tool, ToolContext, tool
+
+
+@tool
+def add(a: int, b: int = 1) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def test_tool_decorator_schema_and_validation() -> None:
+    assert add.id == "add" and add.description == "Add two numbers."
+    schema = add.definition()["inputSchema"]
+    assert schema["required"] == ["a"]
+    parsed, err = add.validation_error({"b": 2})
+    assert err is not None and "- a: Invalid input: expected number, received undefined" in err["message"]
+    assert err["validationErrors"]["fields"]["a"]["errors"]
+
+
+def test_json_schema_validation_messages() -> None:
+    t = Tool(
+        id="w",
+        description="",
+        input_schema={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        execute=lambda i, c: i,
+    )
+    _, err = t.validation_error({"city": 3})
+    assert err is not None and "city: Invalid input: expected string, received number" in err["message"]
+    assert t.validation_error({"city": "Oslo"})[1] is None
+
+
+class Args(pydantic.BaseModel):
+    n: int
+
+
+def _steps(call_input: str) -> list[list[dict[str, object]]]:
+    return [
+        [
+            {"type": "tool-call", "toolCallId": "c1", "toolName": "prog", "input": call_input},
+            {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 1}},
+        ],
+        [
+            {"type": "text-start", "id": "t"},
+            {"type": "text-delta", "id": "t", "delta": "ok"},
+            {"type": "text-end", "id": "t"},
+            {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1}},
+        ],
+    ]
+
+
+async def test_writer_output_sync_tool_in_thread_and_raising_tool() -> None:
+    def prog(args: Args, ctx: ToolContext) -> dict[str, int]:
+        ctx.writer.write({"progress": args.n})
+        ctx.writer.custom({"type": "data-note", "data": {"n": args.n}})
+        return {"done": args.n}
+
+    agent = Agent(id="a", model=ScriptedModel(_steps('{"n": 3}')), tools=[Tool("prog", "p", Args, prog)])
+    out = agent.stream("go")
+    types = []
+    async for chunk in out.full_stream:
+        types.append(chunk.type)
+    assert types.index("tool-output") < types.index("tool-result")
+    assert "data-note" in types
+    assert (await out.tool_results)[0].payload.result == {"done": 3}
+
+    async def boom(args: Args, ctx: ToolContext) -> None:
+        raise RuntimeError("kaput")
+
+    model = ScriptedModel(_steps('{"n": 1}'))
+    agent = Agent(id="a", model=model, tools=[Tool("prog", "p", Args, boom)])
+    out = agent.stream("go")
+    chunks = [c async for c in out.full_stream]
+    err = next(c for c in chunks if c.type == "tool-error")
+    assert str(err.payload.error) == "kaput"
+    tool_msg = model.calls[1].prompt[-1]
+    assert tool_msg["content"][0]["output"] == {"type": "error-text", "value": "kaput"}
+
+
+async def test_suspend_is_a_clear_seam() -> None:
+    ctx_holder: list[ToolContext] = []
+
+    async def grab(args: Args, ctx: ToolContext) -> None:
+        ctx_holder.append(ctx)
+        await ctx.suspend({})
+
+    agent = Agent(id="a", model=ScriptedModel(_steps('{"n": 1}')), tools=[Tool("prog", "p", Args, grab)])
+    chunks = [c async for c in agent.stream("go").full_stream]
+    err = next(c for c in chunks if c.type == "tool-error")
+    assert isinstance(err.payload.error, NotImplementedError)
+
+
+def test_tool_rejects_bad_definition() -> None:
+    with pytest.raises(ValueError):
+        Tool("", "x", {}, lambda i, c: None)
