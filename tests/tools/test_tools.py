@@ -18,7 +18,7 @@ def test_tool_decorator_schema_and_validation() -> None:
     assert add.id == "add" and add.description == "Add two numbers."
     schema = add.definition()["inputSchema"]
     assert schema["required"] == ["a"]
-    parsed, err = add.validation_error({"b": 2})
+    _parsed, err = add.validation_error({"b": 2})
     assert err is not None and "- a: Invalid input: expected number, received undefined" in err["message"]
     assert err["validationErrors"]["fields"]["a"]["errors"]
 
