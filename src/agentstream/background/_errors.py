@@ -1,0 +1,63 @@
+"""Errors raised by the background-task manager."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BackgroundTaskError",
+    "BackgroundTasksDisabledError",
+    "ConcurrencyLimitError",
+    "InvalidTaskStateError",
+    "TaskNotFoundError",
+    "TaskSuspended",
+    "TaskWaitTimeoutError",
+]
+
+
+class BackgroundTaskError(Exception):
+    """Base class of the manager's errors."""
+
+
+class BackgroundTasksDisabledError(BackgroundTaskError):
+    pass
+
+
+class TaskNotFoundError(BackgroundTaskError, LookupError):
+    def __init__(self, task_id: str) -> None:
+        super().__init__(f"Background task {task_id!r} not found")
+        self.task_id = task_id
+
+
+class InvalidTaskStateError(BackgroundTaskError):
+    """An operation that needs another status (resume a task that is not suspended, ...)."""
+
+    def __init__(self, task_id: str, status: str, message: str) -> None:
+        super().__init__(f"Background task {task_id!r}: {message}")
+        self.task_id = task_id
+        self.status = status
+
+
+class ConcurrencyLimitError(BackgroundTaskError):
+    def __init__(self, message: str, *, tool_name: str | None = None, task_id: str | None = None) -> None:
+        super().__init__(message)
+        self.tool_name = tool_name
+        self.task_id = task_id
+
+
+class TaskWaitTimeoutError(BackgroundTaskError, TimeoutError):
+    def __init__(self) -> None:
+        super().__init__("Timed out waiting for background task")
+
+
+class TaskSuspended(BaseException):
+    """Raised by ``await context.suspend(payload)`` inside a background task.
+
+    It derives from ``BaseException`` so that a tool's ``except Exception`` does not swallow it.
+    The task becomes ``suspended``; on ``resume`` the tool's ``execute`` runs again with
+    ``context.resume_data`` set (Mastra re-runs the suspended step with ``resumeData``).
+    """
+
+    def __init__(self, payload: Any) -> None:
+        super().__init__("background task suspended")
+        self.payload = payload

@@ -1,0 +1,999 @@
+"""``BackgroundTaskManager``: durable tool calls that run beside the agent loop.
+
+Mastra ``background-tasks/manager.ts`` + ``workflow.ts`` in one process (mode ``'full'``): the
+record lives in the storage's background-task domain, every status transition is a
+compare-and-set on the stored status (so a task is never run twice nor resurrected after a
+cancel), concurrency is counted with local slot reservations against ``global_concurrency`` and
+``per_agent_concurrency``, and the result topic is an in-process fan-out that :meth:`stream` and
+:meth:`subscribe` read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import time
+import traceback
+import uuid
+from collections import Counter, deque
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Literal, TypeAlias, cast
+
+import msgspec
+
+from .._abort import AbortController, AbortSignal
+from ..chunks import (
+    BackgroundTaskCancelled,
+    BackgroundTaskCancelledPayload,
+    BackgroundTaskCompleted,
+    BackgroundTaskCompletedPayload,
+    BackgroundTaskFailed,
+    BackgroundTaskFailedPayload,
+    BackgroundTaskOutput,
+    BackgroundTaskOutputPayload,
+    BackgroundTaskResumed,
+    BackgroundTaskResumedPayload,
+    BackgroundTaskRunning,
+    BackgroundTaskRunningPayload,
+    BackgroundTaskSuspended,
+    BackgroundTaskSuspendedPayload,
+    chunk_to_dict,
+)
+from ..storage import (
+    TERMINAL_TASK_STATUSES,
+    BackgroundTask,
+    Storage,
+    TaskError,
+    TaskPage,
+    TaskStatus,
+    TaskUpdate,
+    utc_now,
+)
+from ._config import BackgroundTaskManagerConfig
+from ._context import BackgroundTaskContext, BackgroundTaskWriter
+from ._errors import (
+    BackgroundTasksDisabledError,
+    ConcurrencyLimitError,
+    InvalidTaskStateError,
+    TaskNotFoundError,
+    TaskSuspended,
+    TaskWaitTimeoutError,
+)
+
+__all__ = [
+    "BackgroundTaskChunk",
+    "BackgroundTaskManager",
+    "EnqueueResult",
+    "Executor",
+    "TaskHooks",
+]
+
+log = logging.getLogger("agentstream.background")
+
+Executor: TypeAlias = Callable[[dict[str, Any], BackgroundTaskContext], Any]
+"""``execute(args, context)`` (sync or async). A :class:`agentstream.tools.Tool` is accepted too."""
+
+BackgroundTaskChunk: TypeAlias = (
+    BackgroundTaskRunning
+    | BackgroundTaskOutput
+    | BackgroundTaskCompleted
+    | BackgroundTaskFailed
+    | BackgroundTaskSuspended
+    | BackgroundTaskResumed
+    | BackgroundTaskCancelled
+)
+
+WORKFLOW_NAME = "__background-task"
+STALE_TASK_MESSAGE = "Worker process terminated before task completed"
+_WAIT_POLL_S = 0.05
+_ACTIVE: tuple[TaskStatus, ...] = ("pending", "running", "suspended")
+
+Callback: TypeAlias = Callable[[Any], object]
+
+
+@dataclass
+class TaskHooks:
+    """Per-task in-process closures (Mastra ``TaskContext``); never stored, lost on restart."""
+
+    executor: Any = None
+    """Overrides the registry for this task: an :data:`Executor` or a ``Tool``."""
+    on_chunk: Callback | None = None
+    """Called with the task's lifecycle chunk when it completes / fails / is cancelled."""
+    on_result: Callback | None = None
+    """Called with the final task record (completed or failed) — the result injector."""
+    on_complete: Callback | None = None
+    on_failed: Callback | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnqueueResult:
+    task: BackgroundTask
+    fallback_to_sync: bool = False
+    """``backpressure='fallback-sync'`` and no slot: the task was not kept; run the tool inline."""
+
+
+@dataclass(eq=False)
+class _LocalRun:
+    task_id: str
+    agent_id: str
+    controller: AbortController | None = None
+    inner: asyncio.Future[Any] | None = None
+    cancelled: bool = False
+    finished: bool = False
+    last_output: float = float("-inf")
+    resumed: bool = False
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    listener: Callable[[BackgroundTaskChunk], None]
+    agent_id: str | None = None
+    run_id: str | None = None
+    thread_id: str | None = None
+    resource_id: str | None = None
+    task_id: str | None = None
+
+    def wants(self, task: BackgroundTask) -> bool:
+        return (
+            (self.agent_id is None or task.agent_id == self.agent_id)
+            and (self.run_id is None or task.run_id == self.run_id)
+            and (self.thread_id is None or task.thread_id == self.thread_id)
+            and (self.resource_id is None or task.resource_id == self.resource_id)
+            and (self.task_id is None or task.id == self.task_id)
+        )
+
+
+@dataclass
+class _Suspended:
+    payload: Any
+
+
+@dataclass
+class _Outcome:
+    kind: Literal["success", "suspended", "cancelled", "timed_out", "failed", "retry"]
+    result: Any = None
+    error: TaskError | None = None
+    is_error: bool | None = None
+    suspend_payload: Any = None
+
+
+def _is_tool(obj: Any) -> bool:
+    return hasattr(obj, "run") and hasattr(obj, "validation_error")
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+class BackgroundTaskManager:
+    """Runs tool calls as durable background tasks.
+
+    ``tools`` is the executor registry used when a task carries no in-process executor (after a
+    restart, or for tasks dispatched without one): keys ``"<agent_id>:<tool_name>"`` or
+    ``"<tool_name>"``, values ``Tool`` objects or ``execute(args, context)`` callables.
+
+        async with BackgroundTaskManager(store, {"global_concurrency": 4}, tools={"research": research}) as m:
+            task = await m.dispatch("research", {"topic": "x"}, tool_call_id="c1", agent_id="a", run_id="r1")
+            done = await m.wait_for_completion(task.id)
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        config: BackgroundTaskManagerConfig | Mapping[str, Any] | None = None,
+        *,
+        tools: Mapping[str, Any] | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        cfg = BackgroundTaskManagerConfig.from_value(config)
+        if config is None:
+            cfg = BackgroundTaskManagerConfig(enabled=True)
+        self.storage = storage
+        self.config = cfg
+        self._registry: dict[str, Any] = dict(tools or {})
+        self._clock = clock
+        self._runs: dict[str, _LocalRun] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        self._global_used = 0
+        self._agent_used: Counter[str] = Counter()
+        self._pending: deque[tuple[str, str]] = deque()
+        self._hooks: dict[str, TaskHooks] = {}
+        self._subscribers: list[_Subscriber] = []
+        self._terminal_event = asyncio.Event()
+        self._start_lock = asyncio.Lock()
+        self._started = False
+        self._closing = False
+        self._cleanup_task: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------------------ lifecycle
+
+    async def __aenter__(self) -> BackgroundTaskManager:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        """Init storage, recover stale tasks, queue stored ``pending`` tasks, start periodic cleanup."""
+        async with self._start_lock:
+            if self._started:
+                return
+            await self.storage.init()
+            self._started = True
+            self._closing = False
+            if self.config.recover_stale_tasks_on_start:
+                await self._recover()
+            if self.config.cleanup is not None:
+                self._cleanup_task = asyncio.create_task(
+                    self._cleanup_loop(self.config.cleanup.cleanup_interval_ms)
+                )
+
+    async def shutdown(self, grace_ms: int | None = None) -> None:
+        """Stop: wait up to ``grace_ms`` (default ``shutdown_grace_ms``) for running tasks, then abandon them.
+
+        Abandoned tasks stay ``running`` in storage; the next :meth:`start` recovers them.
+        """
+        self._closing = True
+        if self._cleanup_task is not None:
+            self._cleanup_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._cleanup_task
+            self._cleanup_task = None
+        grace = self.config.shutdown_grace_ms if grace_ms is None else grace_ms
+        workers = set(self._workers)
+        if workers:
+            _, still = await asyncio.wait(workers, timeout=grace / 1000)
+            for run in list(self._runs.values()):
+                run.finished = True
+                if run.controller is not None:
+                    run.controller.abort(RuntimeError("Background task manager shutting down"))
+                if run.inner is not None:
+                    run.inner.cancel()
+            for worker in still:
+                worker.cancel()
+            if still:
+                await asyncio.wait(still, timeout=1)
+        self._pending.clear()
+        self._started = False
+
+    def register_tool(self, tool: Any, *, name: str | None = None, agent_id: str | None = None) -> None:
+        """Add an executor to the registry (``name`` defaults to ``tool.id``)."""
+        key = name or getattr(tool, "id", None)
+        if not key:
+            raise ValueError("register_tool needs name= for a plain callable")
+        self._registry[f"{agent_id}:{key}" if agent_id else key] = tool
+
+    # ------------------------------------------------------------------------------ dispatch
+
+    async def enqueue(
+        self,
+        tool_name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        tool_call_id: str,
+        agent_id: str,
+        run_id: str,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        timeout_ms: int | None = None,
+        max_retries: int | None = None,
+        hooks: TaskHooks | None = None,
+        task_id: str | None = None,
+    ) -> EnqueueResult:
+        """Create the ``pending`` record and admit it, queue it, reject it or hand it back (backpressure)."""
+        if not self.config.enabled:
+            raise BackgroundTasksDisabledError(
+                "background tasks are not enabled (background_tasks={'enabled': True})"
+            )
+        if self._closing:
+            raise BackgroundTasksDisabledError("background task manager is shut down")
+        await self.start()
+        task = BackgroundTask(
+            id=task_id or str(uuid.uuid4()),
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            agent_id=agent_id,
+            run_id=run_id,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            args=dict(args or {}),
+            status="pending",
+            max_retries=self.config.default_retries.max_retries if max_retries is None else max_retries,
+            timeout_ms=self.config.default_timeout_ms if timeout_ms is None else timeout_ms,
+            created_at=self._clock(),
+        )
+        task = await self.storage.create_task(task)
+        if self._has_slot(agent_id):
+            if hooks is not None:
+                self._hooks[task.id] = hooks
+            self._reserve(agent_id)
+            self._spawn(task, None)
+            return EnqueueResult(task)
+        if self.config.backpressure == "queue":
+            if hooks is not None:
+                self._hooks[task.id] = hooks
+            self._pending.append((task.id, agent_id))
+            return EnqueueResult(task)
+        await self.storage.delete_task(task.id)
+        if self.config.backpressure == "reject":
+            raise ConcurrencyLimitError(
+                f'Concurrency limit reached, cannot enqueue task for tool "{tool_name}"', tool_name=tool_name
+            )
+        return EnqueueResult(task, fallback_to_sync=True)
+
+    async def dispatch(
+        self, tool_name: str, args: Mapping[str, Any] | None = None, **kwargs: Any
+    ) -> BackgroundTask:
+        """:meth:`enqueue` returning the task; with ``fallback-sync`` and no slot raises
+        :class:`ConcurrencyLimitError` (use :meth:`enqueue` to run the tool inline instead)."""
+        result = await self.enqueue(tool_name, args, **kwargs)
+        if result.fallback_to_sync:
+            raise ConcurrencyLimitError(
+                f'Concurrency limit reached for tool "{tool_name}" (backpressure fallback-sync): run it inline',
+                tool_name=tool_name,
+            )
+        return result.task
+
+    # ------------------------------------------------------------------------------ control
+
+    async def get_task(self, task_id: str) -> BackgroundTask:
+        task = await self.storage.find_task(task_id)
+        if task is None:
+            raise TaskNotFoundError(task_id)
+        return task
+
+    async def list_tasks(self, **filters: Any) -> TaskPage:
+        """Storage listing with Mastra's ``TaskFilter`` (snake_case): status, agent_id, thread_id, ..."""
+        return await self.storage.list_tasks(**filters)
+
+    async def cancel(self, task_id: str) -> BackgroundTask:
+        """Cancel a pending, running or suspended task. A finished task raises :class:`InvalidTaskStateError`."""
+        while True:
+            task = await self.get_task(task_id)
+            if task.status in TERMINAL_TASK_STATUSES:
+                raise InvalidTaskStateError(
+                    task_id,
+                    task.status,
+                    f"cannot cancel a task in status {task.status!r} (it has already finished)",
+                )
+            now = self._clock()
+            won = await self.storage.update_task(
+                task_id, TaskUpdate(status="cancelled", completed_at=now), expected_status=task.status
+            )
+            if won:
+                break
+        cancelled = msgspec.structs.replace(task, status="cancelled", completed_at=now)
+        run = self._runs.get(task_id)
+        if run is not None:
+            run.cancelled = True
+            if run.controller is not None:
+                run.controller.abort(RuntimeError("Task cancelled"))
+            if run.inner is not None:
+                run.inner.cancel()
+        self._pending = deque(item for item in self._pending if item[0] != task_id)
+        chunk = BackgroundTaskCancelled(
+            payload=BackgroundTaskCancelledPayload(
+                task_id=task.id,
+                tool_name=task.tool_name,
+                tool_call_id=task.tool_call_id,
+                run_id=task.run_id,
+                agent_id=task.agent_id,
+                completed_at=now,
+            )
+        )
+        hooks = self._hooks.pop(task_id, None)
+        if hooks is not None and hooks.on_chunk is not None:
+            await self._call_hook(hooks.on_chunk, chunk)
+        self._publish(cancelled, chunk)
+        self._notify_terminal()
+        if self.config.on_task_cancelled is not None:
+            await self._call_hook(self.config.on_task_cancelled, cancelled)
+        return cancelled
+
+    async def resume(self, task_id: str, resume_data: Any = None) -> BackgroundTask:
+        """Resume a ``suspended`` task: its tool's ``execute`` runs again with ``context.resume_data``.
+
+        Works from a new process (the executor comes from the registry). Raises
+        :class:`TaskNotFoundError`, :class:`InvalidTaskStateError` (not suspended, or resumed
+        concurrently) or :class:`ConcurrencyLimitError` (no free slot).
+        """
+        await self.start()
+        task = await self.get_task(task_id)
+        if task.status != "suspended":
+            raise InvalidTaskStateError(
+                task_id, task.status, f"Cannot resume task in status '{task.status}' (expected 'suspended')"
+            )
+        if not self._has_slot(task.agent_id):
+            raise ConcurrencyLimitError(
+                f'Concurrency limit reached, cannot resume task {task_id!r} for tool "{task.tool_name}"',
+                tool_name=task.tool_name,
+                task_id=task_id,
+            )
+        self._reserve(task.agent_id)
+        try:
+            if resume_data is not None:
+                await self.storage.persist_workflow_snapshot(
+                    WORKFLOW_NAME, task_id, {"resumeData": resume_data}, resource_id=task.resource_id
+                )
+            now = self._clock()
+            won = await self.storage.update_task(
+                task_id,
+                TaskUpdate(status="running", suspend_payload=None, suspended_at=None, started_at=now),
+                expected_status="suspended",
+            )
+        except BaseException:
+            self._release(task.agent_id)
+            raise
+        if not won:
+            self._release(task.agent_id)
+            current = await self.get_task(task_id)
+            raise InvalidTaskStateError(
+                task_id,
+                current.status,
+                f"Cannot resume task in status '{current.status}' (expected 'suspended')",
+            )
+        running = msgspec.structs.replace(
+            task, status="running", suspend_payload=None, suspended_at=None, started_at=now
+        )
+        self._publish(
+            running,
+            BackgroundTaskResumed(
+                payload=BackgroundTaskResumedPayload(
+                    task_id=task.id,
+                    tool_name=task.tool_name,
+                    tool_call_id=task.tool_call_id,
+                    run_id=task.run_id,
+                    agent_id=task.agent_id,
+                    started_at=now,
+                    args=task.args,
+                )
+            ),
+        )
+        self._spawn(running, _Resume(resume_data, already_running=True))
+        return running
+
+    async def wait_for_next_task(
+        self,
+        task_ids: Iterable[str],
+        *,
+        timeout_ms: float | None = None,
+        on_progress: Callable[[float], object] | None = None,
+        progress_interval_ms: float = 3000,
+        abort_signal: AbortSignal | None = None,
+    ) -> BackgroundTask:
+        """The first of ``task_ids`` to reach completed / failed / cancelled / timed_out.
+
+        Polls storage every 50 ms (so tasks run by another process are seen) and wakes at once on
+        local completions. ``on_progress(elapsed_ms)`` every ``progress_interval_ms``.
+        """
+        ids = list(task_ids)
+        if not ids:
+            raise ValueError("wait_for_next_task needs at least one task id")
+        start = time.monotonic()
+        next_progress = progress_interval_ms / 1000
+        while True:
+            event = self._terminal_event
+            for tid in ids:
+                task = await self.storage.find_task(tid)
+                if task is None:
+                    raise TaskNotFoundError(tid)
+                if task.status in TERMINAL_TASK_STATUSES:
+                    return task
+            elapsed = time.monotonic() - start
+            if abort_signal is not None and abort_signal.aborted:
+                abort_signal.throw_if_aborted()
+            if timeout_ms is not None and elapsed * 1000 >= timeout_ms:
+                raise TaskWaitTimeoutError()
+            if on_progress is not None and elapsed >= next_progress:
+                next_progress += progress_interval_ms / 1000
+                await self._call_hook(on_progress, elapsed * 1000)
+            wait_s = _WAIT_POLL_S
+            if timeout_ms is not None:
+                wait_s = max(0.0, min(wait_s, timeout_ms / 1000 - elapsed))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), wait_s)
+
+    async def wait_for_completion(self, task_id: str, *, timeout_ms: float | None = None) -> BackgroundTask:
+        return await self.wait_for_next_task([task_id], timeout_ms=timeout_ms)
+
+    # ------------------------------------------------------------------------------ events
+
+    def subscribe(
+        self,
+        listener: Callable[[BackgroundTaskChunk], None],
+        *,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        task_id: str | None = None,
+    ) -> Callable[[], None]:
+        """Call ``listener(chunk)`` synchronously for every matching lifecycle chunk; returns an unsubscriber."""
+        sub = _Subscriber(listener, agent_id, run_id, thread_id, resource_id, task_id)
+        self._subscribers.append(sub)
+
+        def unsubscribe() -> None:
+            with contextlib.suppress(ValueError):
+                self._subscribers.remove(sub)
+
+        return unsubscribe
+
+    async def stream(
+        self,
+        *,
+        agent_id: str | None = None,
+        run_id: str | None = None,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        task_id: str | None = None,
+        abort_signal: AbortSignal | None = None,
+        include_existing: bool = True,
+    ) -> AsyncIterator[BackgroundTaskChunk]:
+        """Lifecycle chunks (no ``runId``/``from``) until ``abort_signal`` fires or the consumer stops.
+
+        With ``include_existing``, first a ``background-task-running`` for each task currently
+        ``running`` (Mastra replays only running tasks, not suspended ones).
+        """
+        queue: asyncio.Queue[BackgroundTaskChunk | None] = asyncio.Queue()
+        unsubscribe = self.subscribe(
+            queue.put_nowait,
+            agent_id=agent_id,
+            run_id=run_id,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            task_id=task_id,
+        )
+        remove_abort = abort_signal.add_listener(lambda _r: queue.put_nowait(None)) if abort_signal else None
+        try:
+            if include_existing:
+                page = await self.storage.list_tasks(
+                    status="running",
+                    agent_id=agent_id,
+                    run_id=run_id,
+                    thread_id=thread_id,
+                    resource_id=resource_id,
+                )
+                for task in page.tasks:
+                    if task_id is None or task.id == task_id:
+                        yield self._running_chunk(task)
+            while True:
+                if abort_signal is not None and abort_signal.aborted:
+                    return
+                chunk = await queue.get()
+                if chunk is None:
+                    return
+                yield chunk
+        finally:
+            unsubscribe()
+            if remove_abort is not None:
+                remove_abort()
+
+    # ------------------------------------------------------------------------------ cleanup
+
+    async def cleanup(self) -> int:
+        """Delete completed tasks older than ``completed_ttl_ms`` and failed/cancelled/timed_out ones
+        older than ``failed_ttl_ms`` (by ``completed_at``). Returns how many were deleted."""
+        ttls = self.config.cleanup_ttls
+        now = self._clock()
+        n = await self.storage.delete_tasks_older_than(
+            now - timedelta(milliseconds=ttls.completed_ttl_ms), status="completed"
+        )
+        n += await self.storage.delete_tasks_older_than(
+            now - timedelta(milliseconds=ttls.failed_ttl_ms), status=("failed", "cancelled", "timed_out")
+        )
+        return n
+
+    async def _cleanup_loop(self, interval_ms: int) -> None:
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            try:
+                await self.cleanup()
+            except Exception:  # pragma: no cover - logged, the loop keeps going
+                log.exception("background task cleanup failed")
+
+    # ------------------------------------------------------------------------------ internals
+
+    @property
+    def running_count(self) -> int:
+        """Slots reserved in this process."""
+        return self._global_used
+
+    def _has_slot(self, agent_id: str) -> bool:
+        return (
+            self._global_used < self.config.global_concurrency
+            and self._agent_used[agent_id] < self.config.per_agent_concurrency
+        )
+
+    def _reserve(self, agent_id: str) -> None:
+        self._global_used += 1
+        self._agent_used[agent_id] += 1
+
+    def _release(self, agent_id: str) -> None:
+        self._global_used -= 1
+        self._agent_used[agent_id] -= 1
+        if self._agent_used[agent_id] <= 0:
+            del self._agent_used[agent_id]
+        self._drain()
+
+    def _drain(self) -> None:
+        """Start queued tasks in FIFO order while slots allow (skipping agents at their limit)."""
+        if self._closing or not self._pending or self._global_used >= self.config.global_concurrency:
+            return
+        kept: deque[tuple[str, str]] = deque()
+        while self._pending:
+            task_id, agent_id = self._pending.popleft()
+            if self._global_used >= self.config.global_concurrency:
+                kept.append((task_id, agent_id))
+                kept.extend(self._pending)
+                self._pending.clear()
+                break
+            if self._agent_used[agent_id] >= self.config.per_agent_concurrency:
+                kept.append((task_id, agent_id))
+                continue
+            self._reserve(agent_id)
+            self._spawn_id(task_id, agent_id)
+        self._pending = kept
+
+    def _spawn(self, task: BackgroundTask, resume: _Resume | None) -> None:
+        run = _LocalRun(task.id, task.agent_id, resumed=resume is not None)
+        self._runs[task.id] = run
+        worker = asyncio.create_task(self._work(task, run, resume), name=f"background-task:{task.id}")
+        self._workers.add(worker)
+        worker.add_done_callback(self._workers.discard)
+
+    def _spawn_id(self, task_id: str, agent_id: str) -> None:
+        run = _LocalRun(task_id, agent_id)
+        self._runs[task_id] = run
+        worker = asyncio.create_task(self._work_by_id(task_id, run), name=f"background-task:{task_id}")
+        self._workers.add(worker)
+        worker.add_done_callback(self._workers.discard)
+
+    async def _work_by_id(self, task_id: str, run: _LocalRun) -> None:
+        try:
+            task = await self.storage.find_task(task_id)
+        except BaseException:
+            self._runs.pop(task_id, None)
+            self._release(run.agent_id)
+            raise
+        if task is None or task.status != "pending":
+            self._runs.pop(task_id, None)
+            self._release(run.agent_id)
+            return
+        resume: _Resume | None = None
+        snapshot = (
+            await self.storage.load_workflow_snapshot(WORKFLOW_NAME, task_id) if task.retry_count else None
+        )
+        if isinstance(snapshot, dict) and "resumeData" in snapshot:
+            resume = _Resume(snapshot["resumeData"], already_running=False)
+            run.resumed = True
+        await self._work(task, run, resume)
+
+    async def _work(self, task: BackgroundTask, run: _LocalRun, resume: _Resume | None) -> None:
+        try:
+            if resume is None or not resume.already_running:
+                now = self._clock()
+                won = await self.storage.update_task(
+                    task.id, TaskUpdate(status="running", started_at=now), expected_status="pending"
+                )
+                if not won:
+                    return
+                task = msgspec.structs.replace(task, status="running", started_at=now)
+                self._publish(task, self._running_chunk(task))
+            resume_data = resume.data if resume is not None else None
+            while True:
+                outcome = await self._attempt(task, run, resume_data)
+                if outcome.kind == "retry":
+                    task = msgspec.structs.replace(task, retry_count=task.retry_count + 1)
+                    won = await self.storage.update_task(
+                        task.id, TaskUpdate(retry_count=task.retry_count), expected_status="running"
+                    )
+                    if not won:
+                        return
+                    continue
+                await self._finish(task, run, outcome)
+                return
+        except asyncio.CancelledError:
+            if not self._closing:
+                raise
+        except Exception:  # pragma: no cover - storage failure: leave the record for recovery
+            log.exception("background task %s: worker failed", task.id)
+        finally:
+            run.finished = True
+            if self._runs.get(task.id) is run:
+                del self._runs[task.id]
+            self._release(run.agent_id)
+
+    async def _attempt(self, task: BackgroundTask, run: _LocalRun, resume_data: Any) -> _Outcome:
+        hooks = self._hooks.get(task.id)
+        executor = hooks.executor if hooks is not None and hooks.executor is not None else None
+        if executor is None:
+            executor = self._registry.get(f"{task.agent_id}:{task.tool_name}") or self._registry.get(
+                task.tool_name
+            )
+        if executor is None:
+            return _Outcome(
+                "failed", error=TaskError(message=f'No executor registered for tool "{task.tool_name}"')
+            )
+        controller = AbortController()
+        run.controller = controller
+        if run.cancelled:
+            return _Outcome("cancelled")
+
+        def emit(chunk: Any) -> None:
+            self._on_output(task, run, chunk)
+
+        context = BackgroundTaskContext(
+            task_id=task.id,
+            run_id=task.run_id,
+            tool_call_id=task.tool_call_id,
+            tool_name=task.tool_name,
+            agent_id=task.agent_id,
+            abort_signal=controller.signal,
+            writer=BackgroundTaskWriter(
+                emit, run_id=task.run_id, tool_call_id=task.tool_call_id, tool_name=task.tool_name
+            ),
+            thread_id=task.thread_id,
+            resource_id=task.resource_id,
+            resume_data=resume_data,
+            retry_count=task.retry_count,
+        )
+        inner = asyncio.ensure_future(self._execute(executor, dict(task.args), context))
+        run.inner = inner
+        timeout = task.timeout_ms / 1000 if task.timeout_ms > 0 else None
+        try:
+            done, _ = await asyncio.wait({inner}, timeout=timeout)
+        except asyncio.CancelledError:
+            inner.cancel()
+            raise
+        if run.cancelled:
+            return _Outcome("cancelled")
+        if not done:
+            message = f"Task timed out after {task.timeout_ms}ms"
+            controller.abort(TimeoutError(message))
+            inner.cancel()
+            return _Outcome("timed_out", error=TaskError(message=message))
+        if inner.cancelled():
+            return _Outcome("cancelled")
+        exc = inner.exception()
+        if exc is None:
+            value = inner.result()
+            if isinstance(value, _Suspended):
+                return _Outcome("suspended", suspend_payload=value.payload)
+            is_error = (
+                True
+                if isinstance(value, dict) and value.get("error") is True and _is_tool(executor)
+                else None
+            )
+            return _Outcome("success", result=value, is_error=is_error)
+        if controller.signal.aborted or isinstance(exc, TimeoutError):
+            message = f"Task timed out after {task.timeout_ms}ms"
+            return _Outcome("timed_out", error=TaskError(message=message))
+        error = TaskError(
+            message=str(exc) or type(exc).__name__, stack="".join(traceback.format_exception(exc))
+        )
+        if task.retry_count < task.max_retries:
+            return _Outcome("retry", error=error)
+        return _Outcome("failed", error=error)
+
+    @staticmethod
+    async def _execute(executor: Any, args: dict[str, Any], context: BackgroundTaskContext) -> Any:
+        try:
+            if _is_tool(executor):
+                parsed, error = executor.validation_error(args)
+                if error is not None:
+                    return error
+                return await executor.run(parsed, cast(Any, context))
+            if inspect.iscoroutinefunction(executor) or inspect.iscoroutinefunction(
+                getattr(executor, "__call__", None)  # noqa: B004
+            ):
+                return await executor(args, context)
+            result = await asyncio.to_thread(executor, args, context)
+            return await _maybe_await(result)
+        except TaskSuspended as suspended:
+            return _Suspended(suspended.payload)
+
+    async def _finish(self, task: BackgroundTask, run: _LocalRun, outcome: _Outcome) -> None:
+        now = self._clock()
+        hooks = self._hooks.get(task.id)
+        if outcome.kind == "cancelled":
+            return  # cancel() wrote the record and published
+        if outcome.kind == "suspended":
+            payload = _jsonable(outcome.suspend_payload)
+            won = await self.storage.update_task(
+                task.id,
+                TaskUpdate(status="suspended", suspend_payload=payload, suspended_at=now),
+                expected_status="running",
+            )
+            if won:
+                suspended = msgspec.structs.replace(
+                    task, status="suspended", suspend_payload=payload, suspended_at=now
+                )
+                chunk = BackgroundTaskSuspended(
+                    payload=BackgroundTaskSuspendedPayload(
+                        task_id=task.id,
+                        tool_name=task.tool_name,
+                        tool_call_id=task.tool_call_id,
+                        run_id=task.run_id,
+                        agent_id=task.agent_id,
+                        args=task.args,
+                        suspend_payload=payload,
+                        suspended_at=now,
+                    )
+                )
+                self._publish(suspended, chunk)
+            return
+        if outcome.kind == "success":
+            result = _jsonable(outcome.result)
+            won = await self.storage.update_task(
+                task.id,
+                TaskUpdate(status="completed", result=result, completed_at=now),
+                expected_status="running",
+            )
+            if not won:
+                return
+            final = msgspec.structs.replace(task, status="completed", result=result, completed_at=now)
+            completed = BackgroundTaskCompleted(
+                payload=BackgroundTaskCompletedPayload(
+                    task_id=task.id,
+                    tool_name=task.tool_name,
+                    tool_call_id=task.tool_call_id,
+                    agent_id=task.agent_id,
+                    run_id=task.run_id,
+                    completed_at=now,
+                    result=result,
+                    is_error=outcome.is_error,
+                )
+            )
+            self._hooks.pop(task.id, None)
+            if run.resumed:
+                await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, task.id)
+            if hooks is not None:
+                for hook in (hooks.on_chunk,):
+                    if hook is not None:
+                        await self._call_hook(hook, completed)
+                for hook in (hooks.on_result, hooks.on_complete):
+                    if hook is not None:
+                        await self._call_hook(hook, final)
+            self._publish(final, completed)
+            self._notify_terminal()
+            if self.config.on_task_complete is not None:
+                await self._call_hook(self.config.on_task_complete, final)
+            return
+        status: TaskStatus = "timed_out" if outcome.kind == "timed_out" else "failed"
+        error = outcome.error or TaskError(message="unknown error")
+        won = await self.storage.update_task(
+            task.id, TaskUpdate(status=status, error=error, completed_at=now), expected_status="running"
+        )
+        if not won:
+            return
+        final = msgspec.structs.replace(task, status=status, error=error, completed_at=now)
+        failed = BackgroundTaskFailed(
+            payload=BackgroundTaskFailedPayload(
+                task_id=task.id,
+                tool_name=task.tool_name,
+                tool_call_id=task.tool_call_id,
+                run_id=task.run_id,
+                agent_id=task.agent_id,
+                error={"message": error.message},
+                completed_at=now,
+            )
+        )
+        self._hooks.pop(task.id, None)
+        if run.resumed:
+            await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, task.id)
+        if hooks is not None:
+            if hooks.on_chunk is not None:
+                await self._call_hook(hooks.on_chunk, failed)
+            for hook in (hooks.on_result, hooks.on_failed):
+                if hook is not None:
+                    await self._call_hook(hook, final)
+        self._publish(final, failed)
+        self._notify_terminal()
+        if self.config.on_task_failed is not None:
+            await self._call_hook(self.config.on_task_failed, final)
+
+    def _on_output(self, task: BackgroundTask, run: _LocalRun, chunk: Any) -> None:
+        if run.finished or run.cancelled or (run.controller is not None and run.controller.signal.aborted):
+            return
+        throttle = self.config.progress_throttle_ms
+        if throttle:
+            now = time.monotonic()
+            if (now - run.last_output) * 1000 < throttle:
+                return
+            run.last_output = now
+        self._publish(
+            task,
+            BackgroundTaskOutput(
+                payload=BackgroundTaskOutputPayload(
+                    task_id=task.id,
+                    tool_name=task.tool_name,
+                    tool_call_id=task.tool_call_id,
+                    run_id=task.run_id,
+                    agent_id=task.agent_id,
+                    payload=chunk_to_dict(chunk),
+                )
+            ),
+        )
+
+    @staticmethod
+    def _running_chunk(task: BackgroundTask) -> BackgroundTaskRunning:
+        return BackgroundTaskRunning(
+            payload=BackgroundTaskRunningPayload(
+                task_id=task.id,
+                tool_name=task.tool_name,
+                tool_call_id=task.tool_call_id,
+                run_id=task.run_id,
+                agent_id=task.agent_id,
+                started_at=task.started_at or task.created_at,
+                args=task.args,
+            )
+        )
+
+    def _publish(self, task: BackgroundTask, chunk: BackgroundTaskChunk) -> None:
+        for sub in list(self._subscribers):
+            if sub.wants(task):
+                try:
+                    sub.listener(chunk)
+                except Exception:
+                    log.exception("background task subscriber failed")
+
+    def _notify_terminal(self) -> None:
+        event, self._terminal_event = self._terminal_event, asyncio.Event()
+        event.set()
+
+    @staticmethod
+    async def _call_hook(hook: Callable[[Any], object], value: Any) -> None:
+        try:
+            await _maybe_await(hook(value))
+        except Exception:
+            log.exception("background task callback failed")
+
+    async def _recover(self) -> None:
+        """Mastra startup recovery: stale ``running`` → ``pending`` (retries left) or ``failed``; then
+        queue every ``pending`` task in ``created_at`` order."""
+        stale = await self.storage.list_tasks(status="running")
+        for task in stale.tasks:
+            if task.id in self._runs:
+                continue
+            if task.max_retries > 0 and task.retry_count < task.max_retries:
+                await self.storage.update_task(
+                    task.id,
+                    TaskUpdate(status="pending", retry_count=task.retry_count + 1),
+                    expected_status="running",
+                )
+            else:
+                await self.storage.update_task(
+                    task.id,
+                    TaskUpdate(
+                        status="failed",
+                        error=TaskError(message=STALE_TASK_MESSAGE),
+                        completed_at=self._clock(),
+                    ),
+                    expected_status="running",
+                )
+        pending = await self.storage.list_tasks(status="pending")
+        queued = {tid for tid, _ in self._pending}
+        for task in pending.tasks:
+            if task.id not in queued and task.id not in self._runs:
+                self._pending.append((task.id, task.agent_id))
+        self._drain()
+
+
+@dataclass
+class _Resume:
+    data: Any
+    already_running: bool = field(default=False)
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    return value

@@ -1,0 +1,526 @@
+"""BackgroundTaskManager lifecycle over every storage backend."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from agentstream.background import (
+    STALE_TASK_MESSAGE,
+    BackgroundTaskContext,
+    BackgroundTaskManager,
+    ConcurrencyLimitError,
+    InvalidTaskStateError,
+    TaskHooks,
+    TaskNotFoundError,
+    TaskWaitTimeoutError,
+)
+from agentstream.chunks import chunk_to_dict
+from agentstream.storage import BackgroundTask, BaseStore, TaskUpdate, utc_now
+
+IDS = {"tool_call_id": "call-1", "agent_id": "agent-a", "run_id": "run-1"}
+
+
+class Recorder:
+    """Collects manager-stream chunks as wire dicts."""
+
+    def __init__(self, manager: BackgroundTaskManager, **filters: Any) -> None:
+        self.chunks: list[dict[str, Any]] = []
+        self.unsubscribe = manager.subscribe(lambda c: self.chunks.append(chunk_to_dict(c)), **filters)
+
+    def types(self, task_id: str | None = None) -> list[str]:
+        return [c["type"] for c in self.chunks if task_id is None or c["payload"]["taskId"] == task_id]
+
+
+async def echo(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+    ctx.writer.write({"progress": 50})
+    await asyncio.sleep(0)
+    return {"echo": args}
+
+
+async def test_completes_with_exact_chunks(store: BaseStore) -> None:
+    async with BackgroundTaskManager(store, tools={"echo": echo}) as m:
+        rec = Recorder(m)
+        task = await m.dispatch("echo", {"x": 1}, thread_id="t1", resource_id="u1", **IDS)
+        assert task.status == "pending"
+        done = await m.wait_for_completion(task.id, timeout_ms=5000)
+        assert done.status == "completed" and done.result == {"echo": {"x": 1}}
+        assert done.started_at is not None and done.completed_at is not None
+        await asyncio.sleep(0)
+    assert rec.types() == ["background-task-running", "background-task-output", "background-task-completed"]
+    running, output, completed = rec.chunks
+    for chunk in rec.chunks:
+        assert "runId" not in chunk and "from" not in chunk
+    assert running["payload"] == {
+        "taskId": task.id,
+        "toolName": "echo",
+        "toolCallId": "call-1",
+        "runId": "run-1",
+        "agentId": "agent-a",
+        "startedAt": running["payload"]["startedAt"],
+        "args": {"x": 1},
+    }
+    assert running["payload"]["startedAt"].endswith("Z") and len(running["payload"]["startedAt"]) == 24
+    assert output["payload"]["payload"] == {
+        "type": "tool-output",
+        "runId": "run-1",
+        "from": "USER",
+        "payload": {"output": {"progress": 50}, "toolCallId": "call-1", "toolName": "echo"},
+    }
+    assert completed["payload"]["result"] == {"echo": {"x": 1}}
+    assert set(completed["payload"]) == {
+        "taskId",
+        "toolName",
+        "toolCallId",
+        "agentId",
+        "runId",
+        "completedAt",
+        "result",
+    }
+
+
+async def test_failure_retries_then_fails(store: BaseStore) -> None:
+    calls = Counter[str]()
+
+    async def flaky(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        calls[ctx.task_id] += 1
+        if calls[ctx.task_id] <= args["fail_times"]:
+            raise RuntimeError(f"boom {calls[ctx.task_id]}")
+        return "ok"
+
+    async with BackgroundTaskManager(store, tools={"flaky": flaky}) as m:
+        rec = Recorder(m)
+        ok = await m.dispatch("flaky", {"fail_times": 2}, max_retries=2, **IDS)
+        bad = await m.dispatch("flaky", {"fail_times": 5}, max_retries=1, **IDS)
+        none = await m.dispatch("flaky", {"fail_times": 1}, **IDS)
+        assert (await m.wait_for_completion(ok.id)).status == "completed"
+        failed = await m.wait_for_completion(bad.id)
+        zero = await m.wait_for_completion(none.id)
+    got = await store.get_task(ok.id)
+    assert got.retry_count == 2 and got.result == "ok" and calls[ok.id] == 3
+    assert failed.status == "failed" and failed.error is not None and failed.error.message == "boom 2"
+    assert calls[bad.id] == 2
+    assert zero.status == "failed" and calls[none.id] == 1  # max_retries defaults to 0
+    assert rec.types(bad.id) == ["background-task-running", "background-task-failed"]
+    failed_chunk = [c for c in rec.chunks if c["payload"]["taskId"] == bad.id][-1]
+    assert failed_chunk["payload"]["error"] == {"message": "boom 2"}
+
+
+async def test_timeout_is_timed_out_surfaced_as_failed(store: BaseStore) -> None:
+    seen_abort: list[object] = []
+
+    async def hang(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        ctx.abort_signal.add_listener(seen_abort.append)
+        await asyncio.sleep(60)
+
+    async with BackgroundTaskManager(store, tools={"hang": hang}) as m:
+        rec = Recorder(m)
+        task = await m.dispatch("hang", {}, timeout_ms=50, max_retries=3, **IDS)
+        done = await m.wait_for_completion(task.id, timeout_ms=5000)
+    assert done.status == "timed_out" and done.error is not None
+    assert done.error.message == "Task timed out after 50ms"
+    assert done.retry_count == 0  # timeouts are not retried
+    assert rec.types() == ["background-task-running", "background-task-failed"]
+    assert rec.chunks[1]["payload"]["error"] == {"message": "Task timed out after 50ms"}
+    assert seen_abort and "timed out" in str(seen_abort[0])
+
+
+async def test_cancel_mid_write_and_errors(store: BaseStore) -> None:
+    started = asyncio.Event()
+
+    async def chatty(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        for i in range(10_000):
+            ctx.writer.write(i)
+            started.set()
+            await asyncio.sleep(0.001)
+        return "never"
+
+    async with BackgroundTaskManager(store, tools={"chatty": chatty}) as m:
+        rec = Recorder(m)
+        task = await m.dispatch("chatty", {}, **IDS)
+        await started.wait()
+        cancelled = await m.cancel(task.id)
+        assert cancelled.status == "cancelled"
+        await asyncio.sleep(0.05)
+        stored = await m.get_task(task.id)
+        assert stored.status == "cancelled" and stored.completed_at is not None and stored.result is None
+        types = rec.types()
+        assert types[-1] == "background-task-cancelled" and types.count("background-task-cancelled") == 1
+        assert "background-task-completed" not in types
+        with pytest.raises(InvalidTaskStateError, match=f"{task.id}.*'cancelled'") as info:
+            await m.cancel(task.id)
+        assert info.value.task_id == task.id and info.value.status == "cancelled"
+        with pytest.raises(InvalidTaskStateError, match="Cannot resume task in status 'cancelled'"):
+            await m.resume(task.id, {})
+        with pytest.raises(TaskNotFoundError, match="nope"):
+            await m.cancel("nope")
+        with pytest.raises(TaskNotFoundError, match="nope"):
+            await m.get_task("nope")
+        with pytest.raises(TaskNotFoundError, match="nope"):
+            await m.resume("nope")
+        done = await m.dispatch("chatty", {}, **IDS)
+        await m.cancel(done.id)
+
+
+async def test_suspend_then_resume(store: BaseStore) -> None:
+    runs: list[Any] = []
+
+    async def approve(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        runs.append(ctx.resume_data)
+        if ctx.resume_data is None:
+            await ctx.suspend({"question": f"approve {args['what']}?"})
+        return {"approved": ctx.resume_data["ok"]}
+
+    async with BackgroundTaskManager(store, tools={"approve": approve}) as m:
+        rec = Recorder(m)
+        task = await m.dispatch("approve", {"what": "x"}, **IDS)
+        for _ in range(200):
+            if (await m.get_task(task.id)).status == "suspended":
+                break
+            await asyncio.sleep(0.01)
+        parked = await m.get_task(task.id)
+        assert parked.status == "suspended" and parked.suspend_payload == {"question": "approve x?"}
+        assert parked.suspended_at is not None
+        assert m.running_count == 0  # a suspended task holds no slot
+        resumed = await m.resume(task.id, {"ok": True})
+        assert resumed.status == "running" and resumed.suspend_payload is None
+        with pytest.raises(InvalidTaskStateError, match="expected 'suspended'"):
+            await m.resume(task.id, {"ok": False})
+        done = await m.wait_for_completion(task.id, timeout_ms=5000)
+    assert done.status == "completed" and done.result == {"approved": True}
+    assert runs == [None, {"ok": True}]
+    assert rec.types() == [
+        "background-task-running",
+        "background-task-suspended",
+        "background-task-resumed",
+        "background-task-completed",
+    ]
+    suspended = rec.chunks[1]["payload"]
+    assert suspended["suspendPayload"] == {"question": "approve x?"} and suspended["args"] == {"what": "x"}
+    assert suspended["suspendedAt"].endswith("Z")
+
+
+async def test_concurrent_resume_runs_once(store: BaseStore) -> None:
+    runs: list[Any] = []
+
+    async def gate(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        runs.append(ctx.resume_data)
+        if ctx.resume_data is None:
+            await ctx.suspend("wait")
+        return ctx.resume_data
+
+    async with BackgroundTaskManager(store, tools={"gate": gate}) as m:
+        task = await m.dispatch("gate", {}, **IDS)
+        while (await m.get_task(task.id)).status != "suspended":
+            await asyncio.sleep(0.01)
+        results = await asyncio.gather(*(m.resume(task.id, i) for i in range(1, 6)), return_exceptions=True)
+        ok = [r for r in results if isinstance(r, BackgroundTask)]
+        assert len(ok) == 1
+        assert all(isinstance(r, InvalidTaskStateError) for r in results if r not in ok)
+        await m.wait_for_completion(task.id)
+    assert len(runs) == 2
+
+
+async def test_cancel_races_completion(store: BaseStore) -> None:
+    async def quick(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await asyncio.sleep(args["d"])
+        return "done"
+
+    async with BackgroundTaskManager(
+        store, {"global_concurrency": 50, "per_agent_concurrency": 50}, tools={"quick": quick}
+    ) as m:
+        rec = Recorder(m)
+        tasks = [await m.dispatch("quick", {"d": 0.002 * (i % 5)}, **IDS) for i in range(30)]
+
+        async def try_cancel(t: BackgroundTask) -> None:
+            await asyncio.sleep(0.002 * (t.args["d"] > 0.004))
+            try:
+                await m.cancel(t.id)
+            except InvalidTaskStateError:
+                pass
+
+        await asyncio.gather(*(try_cancel(t) for t in tasks))
+        await asyncio.sleep(0.1)
+        for t in tasks:
+            final = await m.get_task(t.id)
+            assert final.status in ("completed", "cancelled")
+            terminal = [
+                x for x in rec.types(t.id) if x in ("background-task-completed", "background-task-cancelled")
+            ]
+            assert terminal == [f"background-task-{final.status}"], (t.id, rec.types(t.id))
+
+
+async def test_200_tasks_respect_concurrency_limits(store: BaseStore) -> None:
+    active: Counter[str] = Counter()
+    peak: Counter[str] = Counter()
+    executed: Counter[str] = Counter()
+
+    async def work(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        assert ctx.agent_id is not None
+        executed[ctx.task_id] += 1
+        active["*"] += 1
+        active[ctx.agent_id] += 1
+        peak["*"] = max(peak["*"], active["*"])
+        peak[ctx.agent_id] = max(peak[ctx.agent_id], active[ctx.agent_id])
+        await asyncio.sleep(0.01)
+        active["*"] -= 1
+        active[ctx.agent_id] -= 1
+        return args["i"]
+
+    async with BackgroundTaskManager(
+        store, {"global_concurrency": 10, "per_agent_concurrency": 5}, tools={"work": work}
+    ) as m:
+        tasks = await asyncio.gather(
+            *(
+                m.dispatch(
+                    "work",
+                    {"i": i},
+                    tool_call_id=f"c{i}",
+                    agent_id="agent-0" if i % 10 < 7 else f"agent-{i % 3}",
+                    run_id="r",
+                )
+                for i in range(200)
+            )
+        )
+        assert m.running_count <= 10
+        await asyncio.gather(*(m.wait_for_completion(t.id, timeout_ms=60_000) for t in tasks))
+        page = await m.list_tasks(status="completed")
+    assert page.total == 200
+    assert len(executed) == 200 and set(executed.values()) == {1}
+    # limits hold; they are reached (by timing, so allow one slot in flight on slow backends)
+    assert 9 <= peak["*"] <= 10
+    assert 4 <= peak["agent-0"] <= 5 and max(peak[f"agent-{i}"] for i in range(3)) <= 5
+
+
+async def test_backpressure_reject_and_fallback(store: BaseStore) -> None:
+    release = asyncio.Event()
+
+    async def block(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await release.wait()
+        return 1
+
+    async with BackgroundTaskManager(
+        store, {"global_concurrency": 1, "backpressure": "reject"}, tools={"b": block}
+    ) as m:
+        first = await m.dispatch("b", {}, **IDS)
+        with pytest.raises(
+            ConcurrencyLimitError, match='Concurrency limit reached, cannot enqueue task for tool "b"'
+        ):
+            await m.dispatch("b", {}, **IDS)
+        assert (await m.list_tasks()).total == 1  # the rejected record was deleted
+        release.set()
+        await m.wait_for_completion(first.id)
+    release.clear()
+    async with BackgroundTaskManager(
+        store, {"global_concurrency": 1, "backpressure": "fallback-sync"}, tools={"b": block}
+    ) as m:
+        held = await m.enqueue("b", {}, **IDS)
+        assert not held.fallback_to_sync
+        fb = await m.enqueue("b", {}, **IDS)
+        assert fb.fallback_to_sync and await store.find_task(fb.task.id) is None
+        release.set()
+        await m.wait_for_completion(held.task.id)
+
+
+async def test_hooks_and_global_callbacks(store: BaseStore) -> None:
+    seen: list[tuple[str, Any]] = []
+
+    async def boom(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        raise ValueError("bad")
+
+    config = {
+        "on_task_complete": lambda t: seen.append(("global-complete", t.status)),
+        "on_task_failed": lambda t: seen.append(("global-failed", t.status)),
+    }
+    async with BackgroundTaskManager(store, config) as m:
+        hooks = TaskHooks(
+            executor=echo,
+            on_chunk=lambda c: seen.append(("chunk", c.type)),
+            on_result=lambda t: seen.append(("result", t.status)),
+            on_complete=lambda t: seen.append(("complete", t.status)),
+        )
+        t1 = await m.dispatch("no-registry", {"a": 1}, hooks=hooks, **IDS)
+        await m.wait_for_completion(t1.id)
+        t2 = await m.dispatch(
+            "boom",
+            {},
+            hooks=TaskHooks(executor=boom, on_failed=lambda t: seen.append(("failed", t.error.message))),
+            **IDS,
+        )
+        await m.wait_for_completion(t2.id)
+        t3 = await m.dispatch("missing", {}, **IDS)
+        missing = await m.wait_for_completion(t3.id)
+    assert seen[:4] == [
+        ("chunk", "background-task-completed"),
+        ("result", "completed"),
+        ("complete", "completed"),
+        ("global-complete", "completed"),
+    ]
+    assert ("failed", "bad") in seen and ("global-failed", "failed") in seen
+    assert missing.status == "failed" and missing.error is not None
+    assert missing.error.message == 'No executor registered for tool "missing"'
+
+
+async def test_stream_include_existing_and_filters(store: BaseStore) -> None:
+    release = asyncio.Event()
+
+    async def block(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await release.wait()
+        return args
+
+    async with BackgroundTaskManager(store, tools={"b": block}) as m:
+        a = await m.dispatch("b", {"n": 1}, thread_id="t1", **IDS)
+        await m.dispatch("b", {"n": 2}, thread_id="t2", **IDS)
+        while (await m.get_task(a.id)).status != "running":
+            await asyncio.sleep(0.01)
+        from agentstream._abort import AbortController
+
+        ctrl = AbortController()
+        got: list[dict[str, Any]] = []
+
+        async def read() -> None:
+            async for chunk in m.stream(thread_id="t1", abort_signal=ctrl.signal):
+                got.append(chunk_to_dict(chunk))
+                if chunk.type == "background-task-completed":
+                    ctrl.abort()
+
+        reader = asyncio.create_task(read())
+        await asyncio.sleep(0.02)
+        release.set()
+        await asyncio.wait_for(reader, 5)
+    assert [c["type"] for c in got] == ["background-task-running", "background-task-completed"]
+    assert all(c["payload"]["taskId"] == a.id for c in got)
+
+
+async def test_wait_for_next_task(store: BaseStore) -> None:
+    async def sleepy(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await asyncio.sleep(args["s"])
+        return args["s"]
+
+    async with BackgroundTaskManager(store, tools={"s": sleepy}) as m:
+        slow = await m.dispatch("s", {"s": 0.5}, **IDS)
+        fast = await m.dispatch("s", {"s": 0.01}, **IDS)
+        first = await m.wait_for_next_task([slow.id, fast.id], timeout_ms=3000)
+        assert first.id == fast.id
+        with pytest.raises(TaskWaitTimeoutError, match="Timed out waiting for background task"):
+            await m.wait_for_next_task([slow.id], timeout_ms=20)
+        progress: list[float] = []
+        await m.wait_for_next_task([slow.id], on_progress=progress.append, progress_interval_ms=100)
+        assert progress
+
+
+async def test_progress_throttle(store: BaseStore) -> None:
+    async def spam(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        for i in range(50):
+            ctx.writer.write(i)
+        return None
+
+    async with BackgroundTaskManager(store, {"progress_throttle_ms": 10_000}, tools={"spam": spam}) as m:
+        rec = Recorder(m)
+        t = await m.dispatch("spam", {}, **IDS)
+        await m.wait_for_completion(t.id)
+    assert rec.types().count("background-task-output") == 1
+
+
+async def test_sync_tool_in_thread_writes(store: BaseStore) -> None:
+    def blocking(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        ctx.writer.write("from-thread")
+        return 42
+
+    async with BackgroundTaskManager(store, tools={"blocking": blocking}) as m:
+        rec = Recorder(m)
+        t = await m.dispatch("blocking", {}, **IDS)
+        assert (await m.wait_for_completion(t.id)).result == 42
+        await asyncio.sleep(0.01)
+    assert "background-task-output" in rec.types()
+
+
+async def test_cleanup_ttls(store: BaseStore) -> None:
+    old = utc_now() - timedelta(hours=2)
+    very_old = utc_now() - timedelta(days=2)
+    for tid, status, when in [
+        ("c-old", "completed", old),
+        ("c-new", "completed", utc_now()),
+        ("f-old", "failed", old),
+        ("f-vold", "timed_out", very_old),
+    ]:
+        await store.create_task(
+            BackgroundTask(
+                id=tid,
+                tool_name="x",
+                tool_call_id="c",
+                agent_id="a",
+                run_id="r",
+                status=status,
+                completed_at=when,
+            )
+        )
+    m = BackgroundTaskManager(store)
+    await m.start()
+    assert await m.cleanup() == 2
+    left = sorted(t.id for t in (await m.list_tasks()).tasks)
+    assert left == ["c-new", "f-old"]
+    await m.shutdown()
+
+
+async def test_recovery_of_stale_tasks(store: BaseStore) -> None:
+    now = utc_now()
+    await store.create_task(
+        BackgroundTask(
+            id="s1",
+            tool_name="echo",
+            tool_call_id="c",
+            agent_id="a",
+            run_id="r",
+            status="running",
+            started_at=now,
+        )
+    )
+    await store.create_task(
+        BackgroundTask(
+            id="s2",
+            tool_name="echo",
+            tool_call_id="c",
+            agent_id="a",
+            run_id="r",
+            status="running",
+            started_at=now,
+            max_retries=1,
+            args={"again": True},
+        )
+    )
+    await store.create_task(
+        BackgroundTask(
+            id="p1",
+            tool_name="echo",
+            tool_call_id="c",
+            agent_id="a",
+            run_id="r",
+            status="pending",
+            args={"queued": True},
+        )
+    )
+    async with BackgroundTaskManager(store, tools={"echo": echo}) as m:
+        s1 = await m.get_task("s1")
+        assert s1.status == "failed" and s1.error is not None and s1.error.message == STALE_TASK_MESSAGE
+        s2 = await m.wait_for_completion("s2", timeout_ms=5000)
+        p1 = await m.wait_for_completion("p1", timeout_ms=5000)
+    assert s2.status == "completed" and s2.result == {"echo": {"again": True}} and s2.retry_count == 1
+    assert p1.status == "completed"
+
+
+async def test_disabled_and_config_errors(store: BaseStore) -> None:
+    from agentstream.background import BackgroundTasksDisabledError
+
+    m = BackgroundTaskManager(store, {"enabled": False})
+    with pytest.raises(BackgroundTasksDisabledError):
+        await m.dispatch("x", {}, **IDS)
+    with pytest.raises(ValueError, match="backpressure"):
+        BackgroundTaskManager(store, {"backpressure": "drop"})
+    with pytest.raises(ValueError, match="unknown key"):
+        BackgroundTaskManager(store, {"globalConcurrency": 3})
+    _ = TaskUpdate  # imported for type users
