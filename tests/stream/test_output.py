@@ -262,7 +262,7 @@ async def test_abort_reports_aborted_and_partial_text() -> None:
     assert await output.finish_reason == "aborted"
     assert output.tripwire is None
     assert aborts[0].text == "part" and len(aborts[0].steps) == 1
-    assert [f.finish_reason for f in finishes] == ["aborted"]
+    assert finishes == []  # recorded Mastra runs: on_abort, never on_finish, for an aborted run
 
 
 async def test_raising_callback_loses_no_chunk(caplog: pytest.LogCaptureFixture) -> None:
@@ -335,3 +335,21 @@ async def test_pipe_through_and_aclose_stop_the_run() -> None:
     with pytest.raises(UnresolvedResultError):
         await output.text
     assert [ch.type for ch in await collect(output)][-1] == "text-delta"  # ended, replayable
+
+
+async def test_error_then_finish_resolves_from_finish_as_recorded_mastra_runs_do() -> None:
+    finishes: list[FinishEvent] = []
+    errors: list[ErrorEvent] = []
+    boom = ConnectionError("Overloaded")
+    err = c("error", {"error": "x"})
+    err = err.__class__(run_id=R, payload=err.payload.__class__(error=boom))  # type: ignore[call-arg,union-attr]
+    chunks = [text("Once"), err, step_finish("error", {}), finish("error")]
+    output = ModelOutput(source(chunks), run_id=R, on_finish=finishes.append, on_error=errors.append)
+    assert [ch.type for ch in await collect(output)] == ["text-delta", "error", "step-finish", "finish"]
+    assert await output.text == "Once"
+    assert await output.finish_reason == "error"
+    assert await output.usage == {} and await output.total_usage == {"totalTokens": 0}
+    with pytest.raises(ConnectionError):
+        await output.object
+    assert output.status == "failed"
+    assert finishes == [] and errors == [ErrorEvent(error=boom)]

@@ -171,6 +171,7 @@ class ModelOutput:
         self._results: dict[str, Delayed[Any]] = {
             name: Delayed(self._ensure_started) for name in _RESULT_NAMES
         }
+        self._has_structured_output = has_structured_output
 
         self._step = _StepBuffers()
         self._step_start = 0
@@ -278,7 +279,15 @@ class ModelOutput:
     provider_metadata = property(lambda self: self._result("provider_metadata"), doc="Awaitable.")
     response = property(lambda self: self._result("response"), doc="Awaitable: response metadata.")
     request = property(lambda self: self._result("request"), doc="Awaitable: the last request.")
-    object = property(lambda self: self._result("object"), doc="Awaitable: the structured output.")
+
+    @property
+    def object(self) -> Delayed[Any]:
+        """Awaitable: the structured output; ``None`` at once when the run has no schema (and no error)."""
+        delayed = self._results["object"]
+        if not self._has_structured_output and self._error is None:
+            delayed.resolve(None)
+        return delayed
+
     suspend_payload = property(lambda self: self._result("suspend_payload"), doc="Awaitable.")
     resume_schema = property(lambda self: self._result("resume_schema"), doc="Awaitable.")
 
@@ -412,15 +421,10 @@ class ModelOutput:
         self._emit(chunk)
 
     async def _on_abort_chunk(self, chunk: Abort) -> None:
+        # The recorded runs show Mastra calls onAbort here and never onFinish for an aborted run.
         self._status = "canceled"
-        partial = self._step_text()
-        if not self._finish_callback_sent:
-            self._finish_callback_sent = True
-            await self._call(
-                self._cb_finish,
-                self._finish_event(text=self._all_text(), finish_reason="aborted", empty=True),
-            )
-        await self._call(self._cb_abort, AbortEvent(steps=list(self._steps), text=partial))
+        self._finish_callback_sent = True
+        await self._call(self._cb_abort, AbortEvent(steps=list(self._steps), text=self._step_text()))
         self._emit(chunk)
 
     async def _on_raw(self, chunk: Raw) -> None:
@@ -661,10 +665,14 @@ class ModelOutput:
         self._emit(chunk)
 
     async def _on_error_chunk(self, chunk: Error) -> None:
+        # Recorded Mastra runs: after an error the loop still closes the step and the run
+        # (step-finish, finish), the results then resolve from them, ``object`` stays rejected and
+        # on_finish is never called. If no finish follows, every pending result rejects at the end.
         error = chunk.payload.error
         self._error = error if isinstance(error, BaseException) else _RunError(error)
         self._status = "failed"
-        self._reject_pending(self._error)
+        self._finish_callback_sent = True
+        self._results["object"].reject(self._error)
         self._emit(chunk)
         await self._call(self._cb_error, ErrorEvent(error=self._error))
 
@@ -699,6 +707,8 @@ class ModelOutput:
         self._results["object"].resolve(self._object if self._has_object else None)
         if self._status == "suspended":
             self._resolve_all(text=self._all_text(), finish_reason="suspended")
+        if self._error is not None:  # failed and never finished: the run's error is the answer
+            self._reject_pending(self._error)
         for name, delayed in self._results.items():
             delayed.reject(
                 UnresolvedResultError(f"result '{name}' was not resolved or rejected when stream finished")
