@@ -339,7 +339,7 @@ async def test_whitespace_free_text_is_linear(chunking: str, char: str) -> None:
     text = char * n
     deltas = [td(text[i : i + 4]) for i in range(0, n, 4)]
     started = time.perf_counter()
-    out = await collect(smooth_stream(delay_in_ms=None, chunking=chunking), deltas + [td(" x", id="other")])
+    out = await collect(smooth_stream(delay_in_ms=None, chunking=chunking), [*deltas, td(" x", id="other")])
     elapsed = time.perf_counter() - started
     assert texts(out) == [text, " x"]
     assert elapsed < 10  # quadratic would be minutes; the bench prints the real figure
