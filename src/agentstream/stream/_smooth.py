@@ -532,6 +532,24 @@ class _QueuedReader:
         chunk, self.arrived = item
         return chunk  # type: ignore[no-any-return]
 
+    def take_if_same(self, cls: type | None, pid: str | None) -> Any:
+        """The next queued chunk if it is a well-formed delta of buffer (``cls``, ``pid``), else ``None``."""
+        queue = self._queue
+        if not queue:
+            return None
+        item = queue[0]
+        if type(item) is not tuple:
+            return None
+        chunk, arrived = item
+        if type(chunk) is not cls:
+            return None
+        payload = getattr(chunk, "payload", None)
+        if getattr(payload, "id", None) != pid or type(getattr(payload, "text", None)) is not str:
+            return None
+        queue.popleft()
+        self.arrived = arrived
+        return chunk
+
     async def close(self) -> None:
         task = self._task
         if task is not None and not task.done():
@@ -684,10 +702,12 @@ class SmoothStream:
                         arrivals.popleft()
                     lagging = bool(arrivals) and loop.time() - arrivals[0][1] > max_lag
                     if lagging:
-                        # Catch up: everything the buffer can give now, as one piece, no delay.
+                        # Catch up: everything the buffer can give now, plus the deltas of the
+                        # same buffer already waiting in the queue, as one piece, no delay.
                         parts = [piece]
                         try:
                             parts.extend(pieces)
+                            parts.extend(self._absorb(reader, buf, chunker, arrivals))
                         except Exception:
                             yield self._piece(buf, delta, "".join(parts))
                             raise
@@ -707,6 +727,26 @@ class SmoothStream:
                 aclose = getattr(source, "aclose", None)
                 if aclose is not None:
                     await aclose()
+
+    @staticmethod
+    def _absorb(
+        reader: _QueuedReader, buf: _Buffer, chunker: _Chunker, arrivals: collections.deque[tuple[int, float]]
+    ) -> list[str]:
+        """Feed the queued deltas of the current buffer now; every piece they complete."""
+        parts: list[str] = []
+        while (delta := reader.take_if_same(buf.key_type, buf.key_id)) is not None:
+            buf.last = delta
+            if delta.metadata is not None:
+                buf.metadata = delta.metadata
+            if delta.payload.provider_metadata is not None:
+                buf.provider_metadata = delta.payload.provider_metadata
+            if chunker.eager:
+                parts.extend(chunker.feed(delta.payload.text) or ())
+            else:
+                chunker.push(delta.payload.text)
+                parts.extend(iter(chunker.next_piece, None))
+            arrivals.append((chunker.total, reader.arrived))
+        return parts
 
     @staticmethod
     def _piece(buf: _Buffer, delta: Any, text: str) -> Chunk:
