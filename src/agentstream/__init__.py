@@ -1,8 +1,34 @@
-"""agentstream: AI agents whose whole life streams as one typed sequence of chunks."""
+"""agentstream: AI agents whose whole life streams as one typed sequence of chunks.
+
+The most used names are here; each subpackage has its own curated ``__all__``:
+``agentstream.chunks`` (the protocol), ``agentstream.stream`` (``ModelOutput``, ``smooth_stream``),
+``agentstream.models`` (providers), ``agentstream.tools``, ``agentstream.agent``,
+``agentstream.ai_sdk`` (useChat), ``agentstream.storage``, ``agentstream.testing``.
+"""
 
 from __future__ import annotations
 
 from ._abort import AbortController, AbortError, AbortSignal
+from ._mastra import Mastra
+from .agent import Agent
+from .chunks import Chunk, ChunkFrom, decode_chunk, encode_chunk
+from .stream import ModelOutput, smooth_stream
+from .tools import Tool, ToolContext, tool
 
-__all__ = ["AbortController", "AbortError", "AbortSignal"]
+__all__ = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "Agent",
+    "Chunk",
+    "ChunkFrom",
+    "Mastra",
+    "ModelOutput",
+    "Tool",
+    "ToolContext",
+    "decode_chunk",
+    "encode_chunk",
+    "smooth_stream",
+    "tool",
+]
 __version__ = "0.1.0"
