@@ -1,0 +1,271 @@
+"""``smooth_stream`` benchmarks against the real Mastra ``smoothStream`` measured in the same run.
+
+Run: ``.venv/bin/python bench/bench_smooth.py [--repeat N] [--skip-node] [--skip-mastra-no-whitespace]``.
+
+1. English throughput: the reference input (1 MB of English in ~222,918 text-deltas of 1-8 chars,
+   word chunking, no delay) produced by ``node bench.mjs --dump-input`` in a writable copy of
+   ``../shared/reference-bench`` at ``.cache/reference-bench`` (made with ``npm ci`` if missing).
+   Mastra's figure comes from ``node bench.mjs`` run by this script; the ratio to a bare async
+   generator passthrough is printed too. Goal: >= 1.5x Mastra's input chunks/s.
+2. Whitespace-free text (ASCII and CJK, 4-char deltas, word chunking): Mastra is cubic here
+   (``node bench.mjs --no-whitespace``); ours must be linear and under 20 ms for 4,000 chars, with
+   identical output.
+3. Linearity of every chunking mode: time for N and 4N characters.
+
+Without node/npm the Mastra columns are skipped with a note, and the English input is generated
+here with the same generator (mulberry32), so the Python figures still print.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+from agentstream.chunks import ChunkFrom, TextDelta, TextDeltaPayload, decode_chunk
+from agentstream.stream import smooth_stream
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_BENCH = Path(ROOT.parent / "shared" / "reference-bench")
+CACHE = ROOT / ".cache" / "reference-bench"
+INPUT = CACHE / "input.jsonl"
+
+
+def note(msg: str) -> None:
+    print(f"note: {msg}", flush=True)
+
+
+def have_node() -> bool:
+    return shutil.which("node") is not None and shutil.which("npm") is not None
+
+
+def prepare_reference() -> bool:
+    """A writable copy of the reference bench with node_modules; False when node/npm are missing."""
+    if not have_node():
+        note("node/npm not found: Mastra figures skipped")
+        return False
+    if not (CACHE / "node_modules" / "@mastra" / "core").exists():
+        if not SHARED_BENCH.exists():
+            note(f"{SHARED_BENCH} not found: Mastra figures skipped")
+            return False
+        CACHE.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(SHARED_BENCH, CACHE, dirs_exist_ok=True)
+        for path in CACHE.rglob("*"):
+            path.chmod(path.stat().st_mode | 0o200)
+        proc = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"], cwd=CACHE, capture_output=True, text=True
+        )
+        if proc.returncode != 0:
+            note(f"npm ci failed ({proc.stderr.strip()[-200:]}): Mastra figures skipped")
+            return False
+    if not INPUT.exists():
+        subprocess.run(
+            ["node", "bench.mjs", "--dump-input", str(INPUT)], cwd=CACHE, check=True, capture_output=True
+        )
+    return True
+
+
+def node_json(*args: str) -> dict[str, Any] | None:
+    proc = subprocess.run(["node", "bench.mjs", *args], cwd=CACHE, capture_output=True, text=True)
+    if proc.returncode != 0:
+        note(f"node bench.mjs {' '.join(args)} failed: {proc.stderr.strip()[-200:]}")
+        return None
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+# --- the same English input without node (bench.mjs's generator, ported) -------------------
+
+
+def _mulberry32(seed: int) -> Callable[[], float]:
+    a = seed & 0xFFFFFFFF
+
+    def imul(x: int, y: int) -> int:
+        return (x * y) & 0xFFFFFFFF
+
+    def rand() -> float:
+        nonlocal a
+        a = (a + 0x6D2B79F5) & 0xFFFFFFFF
+        t = a
+        t = imul(t ^ (t >> 15), t | 1)
+        t ^= (t + imul(t ^ (t >> 7), t | 61)) & 0xFFFFFFFF
+        return ((t ^ (t >> 14)) & 0xFFFFFFFF) / 4294967296
+
+    return rand
+
+
+_WORDS = (
+    "the of and to in a is that for it as was with be by on not he I this are or his from at which but have an "
+    "they you were her she there been one all we their has would when if so no will more out up into do any your what "
+    "time could some them other than then now only its people about over also new first two may way these like after "
+    "stream chunk buffer token model agent reasoning answer question weather Paris tool result message provider "
+    "delay word line text delta smooth output input network server client request response quickly carefully"
+).split(" ")
+_PUNCT = [",", ",", ".", ".", ".", "?", "!", ";", ":"]
+
+
+def english_chunks(n: int = 1_000_000, seed: int = 20250101) -> list[TextDelta]:
+    rand = _mulberry32(seed)
+    parts: list[str] = []
+    length = 0
+    sentence_start = True
+    while length < n:
+        w = _WORDS[int(rand() * len(_WORDS))]
+        if sentence_start:
+            w = w[0].upper() + w[1:]
+        sentence_start = False
+        if rand() < 0.12:
+            p = _PUNCT[int(rand() * len(_PUNCT))]
+            w += p
+            sentence_start = p in ".?!"
+        sep = "\n\n" if sentence_start and rand() < 0.15 else " "
+        parts.append(w + sep)
+        length += len(w) + len(sep)
+    text = "".join(parts)[:n]
+    chunks: list[TextDelta] = []
+    i = 0
+    while i < len(text):
+        size = 1 + int(rand() * 8)
+        chunks.append(delta(text[i : i + size], "bench"))
+        i += size
+    return chunks
+
+
+def delta(text: str, run_id: str = "bench") -> TextDelta:
+    return TextDelta(run_id=run_id, from_=ChunkFrom.AGENT, payload=TextDeltaPayload(id="txt-1", text=text))
+
+
+# --- timing ----------------------------------------------------------------------------------
+
+
+async def _source(chunks: list[Any]) -> AsyncIterator[Any]:
+    for c in chunks:
+        yield c
+
+
+async def _passthrough(stream: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    async for c in stream:
+        yield c
+
+
+async def _drain(stream: AsyncIterator[Any]) -> list[str]:
+    return [c.payload.text async for c in stream]
+
+
+def timed(
+    make: Callable[[AsyncIterator[Any]], AsyncIterator[Any]], chunks: list[Any], repeat: int
+) -> tuple[float, list[str]]:
+    best = float("inf")
+    pieces: list[str] = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        pieces = asyncio.run(_drain(make(_source(chunks))))
+        best = min(best, time.perf_counter() - start)
+    return best, pieces
+
+
+def english(repeat: int, with_node: bool) -> None:
+    print("\n== English, word chunking, no delay (reference input) ==", flush=True)
+    if INPUT.exists():
+        chunks: list[Any] = [decode_chunk(line) for line in INPUT.read_bytes().splitlines() if line.strip()]
+        source = str(INPUT.relative_to(ROOT))
+    else:
+        chunks = english_chunks()
+        source = "generated here (same generator as bench.mjs)"
+    text = "".join(c.payload.text for c in chunks)
+    print(f"input: {len(chunks):,} deltas, {len(text):,} chars ({source})")
+    mastra = node_json() if with_node else None
+    timed(lambda s: smooth_stream(delay_in_ms=None)(s), chunks[:20_000], 1)  # warm-up
+    pass_s, _ = timed(_passthrough, chunks, repeat)
+    ours_s, pieces = timed(lambda s: smooth_stream(delay_in_ms=None)(s), chunks, repeat)
+    assert "".join(pieces) == text, "output text differs from input text"
+    ours = len(chunks) / ours_s
+    print(f"python passthrough (async gen)   {len(chunks) / pass_s:>12,.0f} chunks/s  {pass_s:.3f} s")
+    print(
+        f"agentstream smooth_stream         {ours:>12,.0f} chunks/s  {ours_s:.3f} s  "
+        f"{len(text) / 1e6 / ours_s:.2f} MB/s  out={len(pieces):,}  = {pass_s / ours_s:.2f}x of passthrough"
+    )
+    if mastra:
+        m = mastra["smoothWord"]["chunksInPerSec"]
+        print(
+            f"mastra smoothStream (node)        {m:>12,} chunks/s  out={mastra['smoothWord']['outputChunks']:,}"
+        )
+        print(f"mastra no-op TransformStream      {mastra['passthrough']['chunksInPerSec']:>12,} chunks/s")
+        print(f"ratio ours / mastra: {ours / m:.2f}x (goal >= 1.5x)")
+        if mastra["smoothWord"]["outputChunks"] != len(pieces):
+            print("WARNING: output chunk count differs from Mastra's")
+
+
+def no_whitespace(with_node: bool, sizes: list[int]) -> None:
+    print("\n== whitespace-free text, 4-char deltas, word chunking ==", flush=True)
+    mastra_rows: dict[tuple[str, int], float] = {}
+    if with_node:
+        result = node_json("--no-whitespace", ",".join(map(str, sizes)))
+        for row in (result or {}).get("rows", []):
+            mastra_rows[(row["text"], row["chars"])] = row["smoothSeconds"]
+    for n in sizes:
+        for label, ch in (("ascii", "a"), ("cjk", "\u6f22")):
+            text = ch * n
+            chunks = [delta(text[i : i + 4]) for i in range(0, n, 4)]
+            secs, pieces = timed(lambda s: smooth_stream(delay_in_ms=None)(s), chunks, 3)
+            assert pieces == [text], "output differs from Mastra's (one piece at flush)"
+            m = mastra_rows.get((label, n))
+            ref = f"  mastra {m:8.3f} s  ({m / secs:,.0f}x)" if m else ""
+            print(f"{label:5} {n:>7,} chars  ours {secs * 1000:8.2f} ms{ref}")
+
+
+def linearity() -> None:
+    print("\n== linearity per chunking mode (time for N and 4N chars) ==", flush=True)
+    modes: list[tuple[str, Any, str]] = [
+        ("word", "word", "abc漢字"),
+        ("line", "line", "abc漢字"),
+        ("grapheme", "grapheme", "ab😀 漢"),
+        ("regex /[^,]*,/", "/[^,]*,/", "abc,"),
+    ]
+    try:
+        from agentstream.stream import Segmenter
+
+        modes.append(("segmenter ja word", Segmenter("ja", "word"), "こんにちは世界。"))
+    except ImportError:
+        note("icu4py missing: segmenter mode skipped")
+    for name, chunking, unit in modes:
+        row = []
+        for n in (50_000, 200_000):
+            text = (unit * (n // len(unit) + 1))[:n]
+            for size, label in ((4, "4-char deltas"), (n, "one delta")):
+                chunks = [delta(text[i : i + size]) for i in range(0, n, size)]
+                secs, pieces = timed(
+                    lambda s, c=chunking: smooth_stream(delay_in_ms=None, chunking=c)(s), chunks, 1
+                )
+                assert "".join(pieces) == text
+                row.append(f"{n:>7,} {label}: {secs * 1000:8.1f} ms")
+        print(f"{name:<20} " + " | ".join(row), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-node", action="store_true", help="do not run the Mastra reference")
+    parser.add_argument(
+        "--skip-mastra-no-whitespace", action="store_true", help="its 4,000-char rows take ~10 s"
+    )
+    parser.add_argument("--no-whitespace-sizes", default="1000,2000,4000")
+    args = parser.parse_args()
+    with_node = not args.skip_node and prepare_reference()
+    english(args.repeat, with_node)
+    no_whitespace(
+        with_node and not args.skip_mastra_no_whitespace,
+        [int(x) for x in args.no_whitespace_sizes.split(",")],
+    )
+    linearity()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
