@@ -13,6 +13,8 @@ async with BackgroundTaskManager(SQLiteStore("tasks.db"), {"global_concurrency":
 
 from __future__ import annotations
 
+from typing import Any
+
 from ._config import (
     BACKGROUND_OVERRIDE_JSON_SCHEMA,
     AgentBackgroundConfig,
@@ -53,6 +55,19 @@ from ._manager import (
     TaskHooks,
 )
 
+_LAZY = frozenset({"UntilIdleOutput", "stream_until_idle", "with_background_tasks"})
+
+
+def __getattr__(name: str) -> Any:
+    # the agent integration imports agentstream.agent; load it on demand so that the agent package
+    # can import this one without a cycle
+    if name in _LAZY:
+        from . import _agent_integration
+
+        return getattr(_agent_integration, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "BACKGROUND_OVERRIDE_JSON_SCHEMA",
     "STALE_TASK_MESSAGE",
@@ -80,6 +95,7 @@ __all__ = [
     "TaskSuspended",
     "TaskWaitTimeoutError",
     "ToolBackgroundConfig",
+    "UntilIdleOutput",
     "append_to_system_prompt",
     "background_system_prompt",
     "continuation_directive",
@@ -88,4 +104,6 @@ __all__ = [
     "placeholder_result_text",
     "resolve_background_config",
     "resumed_result_text",
+    "stream_until_idle",
+    "with_background_tasks",
 ]

@@ -114,6 +114,8 @@ class EnqueueResult:
     task: BackgroundTask
     fallback_to_sync: bool = False
     """``backpressure='fallback-sync'`` and no slot: the task was not kept; run the tool inline."""
+    admitted: bool = True
+    """Got a slot at once (``False``: queued until one frees)."""
 
 
 @dataclass(eq=False)
@@ -320,13 +322,13 @@ class BackgroundTaskManager:
             if hooks is not None:
                 self._hooks[task.id] = hooks
             self._pending.append((task.id, agent_id))
-            return EnqueueResult(task)
+            return EnqueueResult(task, admitted=False)
         await self.storage.delete_task(task.id)
         if self.config.backpressure == "reject":
             raise ConcurrencyLimitError(
                 f'Concurrency limit reached, cannot enqueue task for tool "{tool_name}"', tool_name=tool_name
             )
-        return EnqueueResult(task, fallback_to_sync=True)
+        return EnqueueResult(task, fallback_to_sync=True, admitted=False)
 
     async def dispatch(
         self, tool_name: str, args: Mapping[str, Any] | None = None, **kwargs: Any
@@ -499,6 +501,20 @@ class BackgroundTaskManager:
                 wait_s = max(0.0, min(wait_s, timeout_ms / 1000 - elapsed))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(event.wait(), wait_s)
+
+    async def wait_until_started(self, task_id: str, *, timeout_ms: float = 1000) -> bool:
+        """Wait until the task has left ``pending`` (or ``timeout_ms`` passed); returns whether it did."""
+        event = asyncio.Event()
+        unsubscribe = self.subscribe(lambda _c: event.set(), task_id=task_id)
+        try:
+            task = await self.storage.find_task(task_id)
+            if task is None or task.status != "pending":
+                return True
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(event.wait(), timeout_ms / 1000)
+            return event.is_set()
+        finally:
+            unsubscribe()
 
     async def wait_for_completion(self, task_id: str, *, timeout_ms: float | None = None) -> BackgroundTask:
         return await self.wait_for_next_task([task_id], timeout_ms=timeout_ms)

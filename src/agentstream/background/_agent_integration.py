@@ -1,0 +1,532 @@
+"""Background tasks inside the agent loop, through the loop's existing seams only.
+
+* :func:`with_background_tasks` derives an agent whose background-eligible tools are wrapped: the
+  wrapper's schema carries ``_background``, the system prompt gets Mastra's section, and a call
+  resolved to run in the background is dispatched to the manager (``background-task-started`` via
+  the tool writer, the placeholder string as the tool result, ``providerMetadata.mastra.backgroundTask``
+  added by the ``process_chunk`` hook). ``awaited`` blocks on the task and returns its real result;
+  ``fallback-sync`` runs the tool inline.
+* :func:`stream_until_idle` (Mastra ``stream(msgs, {untilIdle})``): one stream made of the first
+  turn, every background-task chunk of the agent/thread/resource and one continuation turn per
+  batch of finished tasks (the conversation with the real results swapped in, plus Mastra's
+  directive as a system message that is not kept). It closes when idle, on abort or after
+  ``max_idle_ms`` without news between turns. Awaitables on the returned object describe the first
+  turn only, as in Mastra.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+import weakref
+from collections.abc import AsyncIterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._abort import AbortSignal
+from ..agent import Agent, LoopHooks, StepInfo
+from ..chunks import (
+    BackgroundTaskStarted,
+    BackgroundTaskStartedPayload,
+    ChunkFrom,
+    StepFinish,
+    ToolResult,
+)
+from ..chunks._codec import Chunk
+from ..stream import ModelOutput
+from ..tools import Tool, ToolContext, json_schema_of
+from ._config import (
+    AgentBackgroundConfig,
+    ToolBackgroundConfig,
+    background_system_prompt,
+    continuation_directive,
+    inject_background_schema,
+    is_background_eligible,
+    placeholder_result_text,
+    resolve_background_config,
+)
+from ._manager import BackgroundTaskManager, TaskHooks
+
+__all__ = ["UntilIdleOutput", "stream_until_idle", "with_background_tasks"]
+
+TERMINAL_BG_CHUNKS = frozenset(
+    {
+        "background-task-completed",
+        "background-task-failed",
+        "background-task-cancelled",
+        "background-task-suspended",
+    }
+)
+DEFAULT_MAX_IDLE_MS = 5 * 60_000
+
+
+@dataclass
+class _Scope:
+    thread_id: str | None = None
+    resource_id: str | None = None
+
+
+_SCOPE: ContextVar[_Scope | None] = ContextVar("agentstream_background_scope", default=None)
+
+
+class _BackgroundHooks(LoopHooks):
+    """Adds ``providerMetadata.mastra.backgroundTask`` to the tool results of dispatched calls,
+    then hands every chunk, ``after_tools`` and ``end_of_step`` to the agent's own hooks."""
+
+    def __init__(self, inner: LoopHooks) -> None:
+        self.inner = inner
+        self.dispatched: dict[tuple[str, str], tuple[str, str]] = {}
+        self.process_chunk = self._process
+
+    def _process(self, chunk: Chunk) -> Chunk | None:
+        if isinstance(chunk, ToolResult) and chunk.run_id is not None:
+            hit = self.dispatched.pop((chunk.run_id, chunk.payload.tool_call_id), None)
+            if hit is not None:
+                meta = dict(chunk.payload.provider_metadata or {})
+                mastra = dict(meta.get("mastra") or {})
+                mastra["backgroundTask"] = {"taskId": hit[0], "status": hit[1]}
+                meta["mastra"] = mastra
+                payload = _replace(chunk.payload, provider_metadata=meta)
+                chunk = _replace(chunk, payload=payload)
+        inner = self.inner.process_chunk
+        return inner(chunk) if inner is not None else chunk
+
+    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
+        await self.inner.after_tools(step, results)
+
+    async def end_of_step(self, step: StepInfo) -> bool | None:
+        return await self.inner.end_of_step(step)
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    import msgspec
+
+    return msgspec.structs.replace(obj, **changes)
+
+
+async def _run_inline(tool: Tool, args: dict[str, Any], context: ToolContext) -> Any:
+    parsed, invalid = tool.validation_error(args)
+    if invalid is not None:
+        return invalid
+    return await tool.run(parsed, context)
+
+
+def _wrap_tool(
+    tool: Tool,
+    manager: BackgroundTaskManager,
+    tool_config: ToolBackgroundConfig | None,
+    agent_config: AgentBackgroundConfig | None,
+    hooks: _BackgroundHooks,
+) -> Tool:
+    schema = inject_background_schema(json_schema_of(tool.input_schema))
+
+    async def execute(args: Any, context: ToolContext) -> Any:
+        resolved = resolve_background_config(
+            args=args if isinstance(args, Mapping) else {},
+            tool_name=tool.id,
+            tool_config=tool_config,
+            agent_config=agent_config,
+            manager_config=manager.config,
+        )
+        if isinstance(args, dict):
+            # Mastra deletes `_background` from the call's args object (history and results included)
+            args.pop("_background", None)
+        if not resolved.run_in_background or not manager.config.enabled:
+            return await _run_inline(tool, resolved.args, context)
+        scope = _SCOPE.get() or _Scope()
+        on_complete = tool_config.on_complete if tool_config else None
+        on_failed = tool_config.on_failed if tool_config else None
+        if agent_config is not None:
+            on_complete = on_complete or agent_config.on_task_complete
+            on_failed = on_failed or agent_config.on_task_failed
+        result = await manager.enqueue(
+            tool.id,
+            resolved.args,
+            tool_call_id=context.tool_call_id,
+            agent_id=context.agent_id or "",
+            run_id=context.run_id,
+            thread_id=scope.thread_id,
+            resource_id=scope.resource_id,
+            timeout_ms=resolved.timeout_ms,
+            max_retries=resolved.max_retries,
+            hooks=TaskHooks(executor=tool, on_complete=on_complete, on_failed=on_failed),
+        )
+        if result.fallback_to_sync:
+            return await _run_inline(tool, resolved.args, context)
+        task = result.task
+        # the loop has no "emit a chunk" seam besides the tool writer's queue
+        context.writer._send(
+            BackgroundTaskStarted(
+                run_id=context.run_id,
+                from_=ChunkFrom.AGENT,
+                payload=BackgroundTaskStartedPayload(
+                    task_id=task.id, tool_name=tool.id, tool_call_id=context.tool_call_id
+                ),
+            )
+        )
+        if result.admitted:
+            await manager.wait_until_started(task.id)
+        if resolved.disposition == "awaited":
+            final = await manager.wait_for_completion(task.id)
+            if final.status != "completed":
+                message = final.error.message if final.error is not None else final.status
+                raise RuntimeError(f"Background task failed: {message}")
+            hooks.dispatched[(context.run_id, context.tool_call_id)] = (task.id, "completed")
+            return final.result
+        hooks.dispatched[(context.run_id, context.tool_call_id)] = (task.id, "running")
+        return placeholder_result_text(task.id, tool.id)
+
+    return Tool(
+        id=tool.id,
+        description=tool.description,
+        input_schema=schema,
+        execute=execute,
+        output_schema=None,
+    )
+
+
+_DERIVED: weakref.WeakKeyDictionary[Agent, tuple[BackgroundTaskManager, Agent]] = weakref.WeakKeyDictionary()
+
+
+def with_background_tasks(
+    agent: Agent,
+    manager: BackgroundTaskManager,
+    *,
+    agent_config: AgentBackgroundConfig | Mapping[str, Any] | None = None,
+    tool_configs: Mapping[str, ToolBackgroundConfig | Mapping[str, Any] | bool] | None = None,
+) -> Agent:
+    """A copy of ``agent`` whose eligible tools can run as background tasks of ``manager``.
+
+    A tool's config comes from ``tool_configs[tool.id]`` or the tool's ``background`` attribute.
+    The manager's registry also learns ``"<agent_id>:<tool>"`` so that a restarted process can run
+    or resume the task.
+    """
+    agent_cfg = AgentBackgroundConfig.from_value(agent_config)
+    hooks = _BackgroundHooks(agent.hooks)
+    tools: dict[str, Tool] = {}
+    prompt_configs: dict[str, ToolBackgroundConfig | None] = {}
+    for name, tool in agent.tools.items():
+        raw = (tool_configs or {}).get(name, getattr(tool, "background", None))
+        cfg = ToolBackgroundConfig.from_value(raw)
+        prompt_configs[name] = cfg
+        if is_background_eligible(name, cfg, agent_cfg):
+            tools[name] = _wrap_tool(tool, manager, cfg, agent_cfg, hooks)
+            manager.register_tool(tool, name=name, agent_id=agent.id)
+        else:
+            tools[name] = tool
+    section = background_system_prompt(prompt_configs, agent_cfg) if manager.config.enabled else None
+    instructions = agent.instructions
+    if section is not None:
+        instructions = f"{instructions}\n\n{section}" if instructions else section
+    derived = Agent(
+        id=agent.id,
+        name=agent.name,
+        instructions=instructions,
+        model=agent.model,
+        tools=tools,
+        default_options=agent.default_options,
+        hooks=hooks,
+    )
+    _DERIVED[derived] = (manager, derived)
+    return derived
+
+
+def _derived(agent: Agent, manager: BackgroundTaskManager) -> Agent:
+    known = _DERIVED.get(agent)
+    if known is not None and known[0] is manager:
+        return agent
+    return with_background_tasks(agent, manager)
+
+
+def _model_output(result: Any) -> dict[str, Any]:
+    if isinstance(result, str):
+        return {"type": "text", "value": result}
+    return {"type": "json", "value": result}
+
+
+@dataclass
+class _Outcome:
+    kind: str
+    task_id: str
+    tool_call_id: str
+    tool_name: str
+    result: Any = None
+    error: str | None = None
+
+
+@dataclass
+class _State:
+    running: set[str] = field(default_factory=set)
+    started_seen: set[str] = field(default_factory=set)
+    held: dict[str, list[Chunk]] = field(default_factory=dict)
+    pending: list[_Outcome] = field(default_factory=list)
+    processed: set[str] = field(default_factory=set)
+    outcomes: dict[str, _Outcome] = field(default_factory=dict)
+    task_of_call: dict[str, str] = field(default_factory=dict)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    processing: bool = False
+    closed: bool = False
+
+
+class UntilIdleOutput:
+    """The first turn's :class:`ModelOutput` whose :attr:`full_stream` is the combined stream.
+
+    Every other attribute (``text``, ``tool_calls``, ``get_full_output()``, ...) is the first
+    turn's. Each ``full_stream`` access replays the combined log from the start.
+    """
+
+    def __init__(
+        self,
+        agent: Agent,
+        manager: BackgroundTaskManager,
+        first: ModelOutput,
+        *,
+        continuation_options: dict[str, Any],
+        scope: _Scope,
+        max_idle_ms: float,
+        abort_signal: AbortSignal | None,
+    ) -> None:
+        self.first = first
+        self._agent = agent
+        self._manager = manager
+        self._options = continuation_options
+        self._scope = scope
+        self._max_idle_ms = max_idle_ms
+        self._abort_signal = abort_signal
+        self._log: list[Chunk] = []
+        self._done = False
+        self._changed = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._state = _State()
+        self._driver: asyncio.Task[None] | None = None
+        self._turn: ModelOutput | None = None
+        self.turns: list[ModelOutput] = [first]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.first, name)
+
+    @property
+    def full_stream(self) -> AsyncIterator[Chunk]:
+        self._ensure_started()
+        return self._follow()
+
+    async def consume_stream(self) -> None:
+        async for _ in self.full_stream:
+            pass
+
+    async def aclose(self) -> None:
+        """Force-close: stop the current turn and the background subscription (tasks keep running)."""
+        self._force_close()
+        if self._driver is not None:
+            await asyncio.gather(self._driver, return_exceptions=True)
+
+    # --------------------------------------------------------------------------- plumbing
+
+    def _ensure_started(self) -> None:
+        if self._driver is None:
+            self._driver = asyncio.get_running_loop().create_task(
+                self._drive(), name="agentstream-until-idle"
+            )
+
+    async def _follow(self) -> AsyncIterator[Chunk]:
+        i = 0
+        while True:
+            while i < len(self._log):
+                yield self._log[i]
+                i += 1
+            if self._done:
+                return
+            event = self._changed
+            await event.wait()
+
+    def _append(self, chunk: Chunk) -> None:
+        self._log.append(chunk)
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def _force_close(self) -> None:
+        st = self._state
+        if st.closed:
+            return
+        st.closed = True
+        for chunks in st.held.values():
+            for chunk in chunks:
+                self._append(chunk)
+        st.held.clear()
+        self._wake.set()
+
+    def _on_bg(self, chunk: Any) -> None:
+        st = self._state
+        if st.closed:
+            return
+        payload = chunk.payload
+        task_id: str = payload.task_id
+        kind: str = chunk.type
+        if kind in TERMINAL_BG_CHUNKS:
+            key = f"{task_id}:{kind}"
+            if key in st.processed:
+                return
+            st.processed.add(key)
+        if kind in ("background-task-running", "background-task-resumed"):
+            st.running.add(task_id)
+        elif kind in TERMINAL_BG_CHUNKS:
+            st.running.discard(task_id)
+            outcome = _Outcome(
+                kind.removeprefix("background-task-"), task_id, payload.tool_call_id, payload.tool_name
+            )
+            if kind == "background-task-completed":
+                outcome.result = payload.result
+            elif kind == "background-task-failed":
+                outcome.error = str(payload.error.get("message", ""))
+            st.pending.append(outcome)
+            st.outcomes[payload.tool_call_id] = outcome
+            st.task_of_call[payload.tool_call_id] = task_id
+            self._wake.set()
+        # keep causal order: a task of this run is announced (background-task-started) first
+        if payload.run_id == self._options.get("run_id") and task_id not in st.started_seen:
+            st.held.setdefault(task_id, []).append(chunk)
+            return
+        self._append(chunk)
+
+    async def _pipe(self, turn: ModelOutput) -> None:
+        st = self._state
+        self._turn = turn
+        st.processing = True
+        try:
+            async for chunk in turn.full_stream:
+                if st.closed:
+                    break
+                self._append(chunk)
+                if chunk.type == "background-task-started":
+                    task_id = chunk.payload.task_id  # type: ignore[union-attr]
+                    st.running.add(task_id)
+                    st.started_seen.add(task_id)
+                    st.task_of_call[chunk.payload.tool_call_id] = task_id  # type: ignore[union-attr]
+                    for held in st.held.pop(task_id, []):
+                        self._append(held)
+                elif isinstance(chunk, StepFinish):
+                    messages = chunk.payload.messages
+                    if isinstance(messages, Mapping) and isinstance(messages.get("all"), list):
+                        st.history = list(messages["all"])
+        finally:
+            st.processing = False
+            self._turn = None
+            if st.closed:
+                await turn.aclose()
+
+    async def _drive(self) -> None:
+        st = self._state
+        token = _SCOPE.set(self._scope)
+        unsubscribe = self._manager.subscribe(
+            self._on_bg,
+            agent_id=self._agent.id,
+            thread_id=self._scope.thread_id,
+            resource_id=self._scope.resource_id,
+        )
+        remove_abort = (
+            self._abort_signal.add_listener(lambda _r: self._force_close()) if self._abort_signal else None
+        )
+        try:
+            turn: ModelOutput | None = self.first
+            while turn is not None and not st.closed:
+                await self._pipe(turn)
+                turn = None
+                while not st.closed:
+                    if st.pending:
+                        batch, st.pending = st.pending, []
+                        turn = self._agent.stream(self._continuation_messages(batch), **self._options)
+                        self.turns.append(turn)
+                        break
+                    if not st.running:
+                        self._force_close()
+                        break
+                    self._wake.clear()
+                    try:
+                        await asyncio.wait_for(self._wake.wait(), self._max_idle_ms / 1000)
+                    except TimeoutError:
+                        self._force_close()
+        except BaseException as exc:
+            self._force_close()
+            if not isinstance(exc, asyncio.CancelledError):
+                raise
+        finally:
+            unsubscribe()
+            if remove_abort is not None:
+                remove_abort()
+            _SCOPE.reset(token)
+            self._done = True
+            self._changed.set()
+
+    def _continuation_messages(self, batch: list[_Outcome]) -> list[dict[str, Any]]:
+        st = self._state
+        directive = continuation_directive(
+            (o.kind, o.tool_call_id, o.tool_name, o.task_id)  # type: ignore[misc]
+            for o in batch
+        )
+        history = copy.deepcopy(st.history)
+        for message in history:
+            content = message.get("content")
+            if not isinstance(content, list):
+                continue
+            for part in content:
+                if not isinstance(part, dict) or part.get("type") not in ("tool-call", "tool-result"):
+                    continue
+                call_id = part.get("toolCallId")
+                task_id = st.task_of_call.get(str(call_id))
+                if task_id is None:
+                    continue
+                outcome = st.outcomes.get(str(call_id))
+                status = "running" if outcome is None else outcome.kind
+                mastra: dict[str, Any] = {"backgroundTask": {"taskId": task_id, "status": status}}
+                if outcome is not None and outcome.kind in ("completed", "failed"):
+                    mastra["modelOutput"] = None
+                    if part["type"] == "tool-result":
+                        part["output"] = (
+                            _model_output(outcome.result)
+                            if outcome.kind == "completed"
+                            else {"type": "error-text", "value": f"Background task failed: {outcome.error}"}
+                        )
+                part["providerOptions"] = {"mastra": mastra}
+        return [{"role": "system", "content": directive}, *history]
+
+
+def stream_until_idle(
+    agent: Agent,
+    messages: Any,
+    *,
+    manager: BackgroundTaskManager,
+    max_idle_ms: float | None = None,
+    thread_id: str | None = None,
+    resource_id: str | None = None,
+    abort_signal: AbortSignal | None = None,
+    **options: Any,
+) -> UntilIdleOutput:
+    """``agent.stream(messages, until_idle=True | {"max_idle_ms": n})`` (Mastra ``untilIdle``).
+
+    ``agent`` may be a plain agent (it is derived with :func:`with_background_tasks`) or an
+    already derived one. ``thread_id`` / ``resource_id`` scope the background tasks (Mastra's
+    memory thread/resource). Continuation turns reuse the run id and drop ``on_finish``.
+    """
+    derived = _derived(agent, manager)
+    run_id = str(options.get("run_id") or uuid.uuid4())
+    first_options = {**options, "run_id": run_id}
+    if abort_signal is not None:
+        first_options["abort_signal"] = abort_signal
+    continuation = {k: v for k, v in first_options.items() if k != "on_finish"}
+    scope = _Scope(thread_id, resource_id)
+    token = _SCOPE.set(scope)
+    try:
+        first = derived.stream(messages, **first_options)
+    finally:
+        _SCOPE.reset(token)
+    return UntilIdleOutput(
+        derived,
+        manager,
+        first,
+        continuation_options=continuation,
+        scope=scope,
+        max_idle_ms=DEFAULT_MAX_IDLE_MS if max_idle_ms is None else max_idle_ms,
+        abort_signal=abort_signal,
+    )
