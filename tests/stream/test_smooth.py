@@ -376,3 +376,19 @@ async def test_early_close_cancels_reader_and_closes_upstream() -> None:
         await stream.aclose()
         assert closed.is_set()
         assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+async def test_pipe_through_and_experimental_transform_shapes() -> None:
+    from agentstream.stream import ChunkStream, apply_transforms
+
+    piped = ChunkStream(aiter_of([td("Hel"), td("lo world ")])).pipe_through(smooth_stream(delay_in_ms=None))
+    assert texts([c async for c in piped]) == ["Hello ", "world "]
+    factory = smooth_stream_factory(delay_in_ms=None)
+    for factories in (factory, [factory, factory]):
+        stream = apply_transforms(aiter_of([td("Hel"), td("lo world ")]), factories)
+        assert texts([c async for c in stream]) == ["Hello ", "world "]
+
+
+async def test_non_string_detector_result_is_mastras_error() -> None:
+    with pytest.raises(TypeError, match=re.escape(EMPTY_DETECTION)):
+        await collect(smooth_stream(delay_in_ms=None, chunking=lambda b: 3), [td("abc")])

@@ -395,11 +395,7 @@ class _FunctionChunker(_WholeBufferChunker):
         found = self._fn(rest)
         if found is None:
             return None
-        if not isinstance(found, str):
-            raise TypeError(
-                f"The chunking function must return a string or None, got {type(found).__name__}."
-            )
-        if not found:
+        if not isinstance(found, str) or not found:  # Mastra: `!m.length` (a non-string has no length)
             raise TypeError(EMPTY_DETECTION)
         if not rest.startswith(found):
             raise TypeError(NOT_A_PREFIX)
