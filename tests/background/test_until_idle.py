@@ -321,3 +321,48 @@ async def test_abort_and_max_idle(store: BaseStore) -> None:
         assert seen[-1] == "finish"
         running = (await manager.list_tasks(status="running")).total
         assert running == 2  # tasks outlive the closed stream
+
+
+async def test_suspended_and_cancelled_tasks_get_a_continuation(store: BaseStore) -> None:
+    started = asyncio.Event()
+
+    async def gated(args: dict[str, Any], ctx: Any) -> Any:
+        if args["q"] == "ask":
+            if ctx.resume_data is None:
+                await ctx.suspend({"secret": "do-not-leak"})
+            return {"resumed": ctx.resume_data}
+        started.set()
+        await asyncio.sleep(3600)
+
+    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=gated)
+    model = ScriptedModel(_steps(("c1", "lookup", {"q": "ask"}), "Asked.", "Waiting for you."))
+    async with BackgroundTaskManager(store) as manager:
+        out = stream_until_idle(
+            Agent(id="a", model=model, tools=[tool]), "go", manager=manager, thread_id="t"
+        )
+        chunks = [chunk_to_dict(c) async for c in out.full_stream]
+        types = [c["type"] for c in chunks]
+        assert "background-task-suspended" in types and types.count("start") == 2
+        directive = model.calls[2].prompt[1]["content"]
+        assert "are suspended: c1 (lookup)" in directive and "do-not-leak" not in directive
+        task_id = next(c for c in chunks if c["type"] == "background-task-started")["payload"]["taskId"]
+        # resumed later (e.g. by the user's next request): completes from the registry executor
+        await manager.resume(task_id, {"ok": True})
+        done = await manager.wait_for_completion(task_id)
+        assert done.result == {"resumed": {"ok": True}}
+
+        model = ScriptedModel(_steps(("c9", "lookup", {"q": "long"}), "Working.", "Cancelled it."))
+        out = stream_until_idle(Agent(id="b", model=model, tools=[tool]), "go", manager=manager)
+
+        async def cancel_soon() -> None:
+            await started.wait()
+            running = await manager.list_tasks(status="running", agent_id="b")
+            await manager.cancel(running.tasks[0].id)
+
+        canceller = asyncio.create_task(cancel_soon())
+        types = [c.type async for c in out.full_stream]
+        await canceller
+        assert "background-task-cancelled" in types and types.count("start") == 2
+        assert (
+            "were cancelled by the user before completion: c9 (lookup)" in model.calls[2].prompt[1]["content"]
+        )

@@ -13,7 +13,7 @@ async with BackgroundTaskManager(SQLiteStore("tasks.db"), {"global_concurrency":
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._config import (
     BACKGROUND_OVERRIDE_JSON_SCHEMA,
@@ -54,6 +54,9 @@ from ._manager import (
     Executor,
     TaskHooks,
 )
+
+if TYPE_CHECKING:
+    from ._agent_integration import UntilIdleOutput, stream_until_idle, with_background_tasks
 
 _LAZY = frozenset({"UntilIdleOutput", "stream_until_idle", "with_background_tasks"})
 
