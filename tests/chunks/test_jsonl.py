@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import AsyncIterator
 
 import pytest
@@ -28,7 +29,9 @@ def test_round_trip_sync_skips_blank_lines() -> None:
     assert [c.type for c in chunks] == ["text-delta", "data-progress"]
     out = io.BytesIO()
     assert write_jsonl(chunks, out) == 2
-    assert out.getvalue() == LINES[0] + LINES[2]
+    written = out.getvalue().splitlines(keepends=True)
+    assert [json.loads(line) for line in written] == [json.loads(LINES[0]), json.loads(LINES[2])]
+    assert all(line.endswith(b"\n") for line in written)
     assert b"".join(encode_jsonl(chunks)) == out.getvalue()
 
 
@@ -52,4 +55,4 @@ async def test_async_round_trip() -> None:
     async def source() -> AsyncIterator[TextDelta]:
         yield decode_chunk(LINES[0])  # type: ignore[misc]
 
-    assert [line async for line in aencode_jsonl(source())] == [LINES[0]]
+    assert [json.loads(line) async for line in aencode_jsonl(source())] == [json.loads(LINES[0])]
