@@ -353,3 +353,32 @@ async def test_error_then_finish_resolves_from_finish_as_recorded_mastra_runs_do
         await output.object
     assert output.status == "failed"
     assert finishes == [] and errors == [ErrorEvent(error=boom)]
+
+
+async def test_goal_continue_truncates_replay_and_results_but_not_usage() -> None:
+    goal = decode_chunk({"type": "goal", "runId": R, "from": "AGENT", "payload": {"shouldContinue": True}})
+    chunks = [
+        text("draft "),
+        goal,
+        step_finish("stop", {"inputTokens": 5, "outputTokens": 1}),
+        text("final answer"),
+        step_finish("stop", {"inputTokens": 7, "outputTokens": 2}),
+        finish(),
+    ]
+    output = ModelOutput(source(chunks), run_id=R)
+    early = output.full_stream  # attached before the goal: keeps everything it was promised
+    seen_early = [ch async for ch in early]
+    assert len(seen_early) == len(chunks)
+    late = await collect(output)  # a new consumer replays only the round the goal kept
+    assert [ch.type for ch in late] == ["text-delta", "step-finish", "finish"]
+    assert await output.text == "final answer"
+    steps = await output.steps
+    assert [s.text for s in steps] == ["final answer"]
+    assert await output.usage == {"inputTokens": 12, "outputTokens": 3}
+
+
+async def test_goal_without_continue_changes_nothing() -> None:
+    goal = decode_chunk({"type": "goal", "runId": R, "from": "AGENT", "payload": {"shouldContinue": False}})
+    output = ModelOutput(source([text("a"), goal, step_finish("stop", {}), finish()]), run_id=R)
+    assert len(await collect(output)) == 4
+    assert await output.text == "a"

@@ -25,6 +25,7 @@ from ..chunks import (
     ErrorPayload,
     File,
     Finish,
+    Goal,
     ObjectResult,
     Raw,
     ReasoningDelta,
@@ -157,6 +158,9 @@ class ModelOutput:
         self._transforms = experimental_transform
 
         self._log: list[Chunk] = []
+        self._replay_start = 0
+        """Where a new consumer starts replaying: moved forward when a goal restarts the run."""
+        self._truncate_at_step_finish = False
         self._done = False
         self._changed: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
@@ -217,7 +221,8 @@ class ModelOutput:
     @property
     def full_stream(self) -> ChunkStream:
         """Every chunk of the run, replayed from the first, then live; a new consumer per access."""
-        return ChunkStream(apply_transforms(self._follow(), self._transforms))
+        # The replay point is fixed at access, as a JS ReadableStream's start() runs at construction.
+        return ChunkStream(apply_transforms(self._follow(self._replay_start), self._transforms))
 
     @property
     def text_stream(self) -> AsyncIterator[str]:
@@ -239,10 +244,10 @@ class ModelOutput:
             if type(chunk) is ObjectChunk:
                 yield chunk.object
 
-    async def _follow(self) -> AsyncIterator[Chunk]:
+    async def _follow(self, start: int | None = None) -> AsyncIterator[Chunk]:
         self._ensure_started()
         log = self._log
-        index = 0
+        index = self._replay_start if start is None else start
         while True:
             if index < len(log):
                 # Slice the new part: one C-level copy, then a tight loop over it.
@@ -535,7 +540,7 @@ class ModelOutput:
         self._emit(chunk)
 
     def _all_text(self) -> str:
-        return _joined_text(self._log, 0)
+        return _joined_text(self._log, self._replay_start)
 
     def _step_text(self) -> str:
         return _joined_text(self._log, self._step_start)
@@ -627,6 +632,28 @@ class ModelOutput:
         self._step = _StepBuffers()
         self._emit(chunk)
         self._step_start = len(self._log)
+        if self._truncate_at_step_finish:
+            self._truncate_at_step_finish = False
+            self._truncate()
+
+    async def _on_goal(self, chunk: Goal) -> None:
+        self._emit(chunk)
+        if chunk.payload.should_continue is True:
+            # The goal judge sent the run round again: what came before is no longer the answer.
+            # New consumers replay from here; the step in flight is dropped when it finishes.
+            self._truncate()
+            self._truncate_at_step_finish = True
+
+    def _truncate(self) -> None:
+        """Forget the run so far for replay and results (Mastra keeps usage, per-step state, object)."""
+        self._replay_start = len(self._log)
+        self._steps.clear()
+        self._reasoning.clear()
+        self._sources.clear()
+        self._files.clear()
+        self._tool_calls.clear()
+        self._tool_results.clear()
+        self._synthetic_calls.clear()
 
     async def _on_tripwire(self, chunk: Tripwire) -> Any:
         p = chunk.payload
@@ -841,6 +868,7 @@ _HANDLERS: dict[type[Any], Callable[[ModelOutput, Any], Awaitable[object]]] = {
     StepStart: ModelOutput._on_step_start,
     StepFinish: ModelOutput._on_step_finish,
     Tripwire: ModelOutput._on_tripwire,
+    Goal: ModelOutput._on_goal,
     Finish: ModelOutput._on_finish,
     Error: ModelOutput._on_error_chunk,
 }
