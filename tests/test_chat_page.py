@@ -1,0 +1,163 @@
+"""The build-free chat page (``GET /`` of ``agentstream serve``) driven for real in headless Chromium.
+
+The app (demo agent, smoothing on) runs on loopback in a uvicorn thread; ``node`` with
+``playwright-core`` (installed into ``.cache/clients`` by ``scripts/clients.sh``) drives
+``/usr/bin/chromium``: type, send, wait for the answer, read the rendered DOM, then a second turn
+that sends the first turn's assistant message (with its tool part) back. Screenshot:
+``.cache/e2e/page.png``. Skipped (with the reason) when chromium / node / playwright-core are missing,
+unless ``CI`` is set, where that is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PLAYWRIGHT = ROOT / ".cache" / "clients" / "node_modules" / "playwright-core"
+CHROMIUM = Path(os.environ.get("AGENTSTREAM_CHROMIUM", "/usr/bin/chromium"))
+SCREENSHOT = ROOT / ".cache" / "e2e" / "page.png"
+
+DRIVER = r"""
+const [playwrightPath, url, screenshot, ...prompts] = process.argv.slice(2);
+const { chromium } = require(playwrightPath);
+(async () => {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"],
+  });
+  const out = { turns: [], consoleErrors: [], requests: [] };
+  try {
+    const page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
+    page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
+    page.on("response", (r) => {
+      const path = new URL(r.url()).pathname;
+      if (path.startsWith("/api/") || r.status() >= 400) out.requests.push(r.request().method() + " " + path + " " + r.status());
+    });
+    await page.goto(url);
+    await page.waitForFunction(() => document.querySelectorAll("#agent option").length > 0);
+    out.agents = await page.$$eval("#agent option", (os) => os.map((o) => o.value));
+    for (const prompt of prompts) {
+      const before = await page.$$eval(".msg.assistant", (ms) => ms.length);
+      await page.fill("#input", prompt);
+      await page.click("#send");
+      await page.waitForFunction(
+        (n) => document.querySelectorAll(".msg.assistant").length === n + 1 &&
+               document.getElementById("log").getAttribute("aria-busy") === "false",
+        before, { timeout: 30000 },
+      );
+      out.turns.push(await page.evaluate(() => {
+        const msgs = [...document.querySelectorAll(".msg")];
+        const last = msgs[msgs.length - 1];
+        return {
+          roles: msgs.map((m) => m.querySelector(".role").textContent),
+          user: msgs[msgs.length - 2].querySelector(".text")?.textContent,
+          text: [...last.querySelectorAll(".text")].map((t) => t.textContent).join(""),
+          tools: [...last.querySelectorAll(".tool")].map((t) => ({
+            name: t.querySelector(".name").textContent, state: t.querySelector(".state").textContent,
+            body: [...t.querySelectorAll("pre")].map((p) => p.textContent),
+          })),
+          errors: [...last.querySelectorAll(".error")].map((e) => e.textContent),
+          button: document.getElementById("send").textContent,
+          input: document.getElementById("input").value,
+        };
+      }));
+    }
+    await page.screenshot({ path: screenshot, fullPage: true });
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+
+
+def _missing() -> str | None:
+    if not CHROMIUM.exists():
+        return f"{CHROMIUM} is missing (scripts/clients.sh --browser installs it)"
+    if shutil.which("node") is None:
+        return "node is not on PATH"
+    if not (PLAYWRIGHT / "package.json").exists():
+        return f"{PLAYWRIGHT.relative_to(ROOT)} is missing (run scripts/clients.sh)"
+    return None
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    reason = _missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"chat page check cannot run on CI: {reason}")
+        pytest.skip(reason)
+    import uvicorn
+
+    from agentstream._app import create_app
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = int(s.getsockname()[1])
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(delay_in_ms=5), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the app did not start")
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def drive(base_url: str, tmp_path: Path, *prompts: str) -> dict[str, Any]:
+    script = tmp_path / "drive.cjs"
+    script.write_text(DRIVER, encoding="utf-8")
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        ["node", str(script), str(PLAYWRIGHT), base_url, str(SCREENSHOT), *prompts],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        env={**os.environ, "CHROMIUM": str(CHROMIUM)},
+    )
+    assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
+def test_two_turns_with_a_tool_card(base_url: str, tmp_path: Path) -> None:
+    out = drive(base_url, tmp_path, "What is the weather in Paris?", "Explain how rainbows form")
+    assert out["agents"] == ["demo"]
+    assert out["consoleErrors"] == [], out["requests"]
+    assert out["requests"] == ["GET /api/agents 200", "POST /api/chat/demo 200", "POST /api/chat/demo 200"]
+    first, second = out["turns"]
+
+    assert first["roles"] == ["user", "assistant"]
+    assert first["user"] == "What is the weather in Paris?"
+    assert [(t["name"], t["state"]) for t in first["tools"]] == [("🔧 weather", "output-available")]
+    body = "\n".join(first["tools"][0]["body"])
+    assert '"city":"Paris"' in body and "temperatureC" in body
+    assert "Paris" in first["text"]
+    assert first["errors"] == []
+    assert first["button"] == "Send" and first["input"] == ""
+
+    # The second request carried the first turn (tool part included) back; it was answered.
+    assert second["roles"] == ["user", "assistant", "user", "assistant"]
+    assert second["user"] == "Explain how rainbows form"
+    assert "rainbow" in second["text"].lower()
+    assert second["tools"] == [] and second["errors"] == []
+    assert SCREENSHOT.stat().st_size > 10_000
