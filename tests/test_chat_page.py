@@ -148,7 +148,7 @@ def test_two_turns_with_a_tool_card(base_url: str, tmp_path: Path) -> None:
 
     assert first["roles"] == ["user", "assistant"]
     assert first["user"] == "What is the weather in Paris?"
-    assert [(t["name"], t["state"]) for t in first["tools"]] == [("🔧 weather", "output-available")]
+    assert [(t["name"], t["state"]) for t in first["tools"]] == [("tool weather", "output-available")]
     body = "\n".join(first["tools"][0]["body"])
     assert '"city":"Paris"' in body and "temperatureC" in body
     assert "Paris" in first["text"]
