@@ -3,4 +3,4 @@
 set -euo pipefail
 here="$(dirname "$0")"
 bash "$here/postgres.sh"
-bash "$here/clients.sh"
+bash "$here/clients.sh" --browser  # chromium (Debian) for the chat page test
