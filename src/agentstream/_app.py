@@ -12,12 +12,23 @@ __all__ = ["create_app", "demo_mastra", "load_mastra"]
 
 
 def demo_mastra() -> Mastra:
-    """A ``Mastra`` holding the demo agent (offline ``demo`` model unless ``model`` is configured)."""
+    """A ``Mastra`` holding the demo agent (offline ``demo`` model unless ``AGENTSTREAM_MODEL`` is set).
+
+    Background tasks are on and every chat request is an until-idle stream, so the ``research``
+    tool's ``data-background-task-*`` parts and the continuation answer reach the page. Storage is
+    in memory unless ``AGENTSTREAM_DB`` names a SQLite file.
+    """
     import os
 
-    from .agent._demo_agent import demo_agent
+    from .agent._demo_agent import demo_mastra as build
+    from .storage import SQLiteStore
 
-    return Mastra(agents={"demo": demo_agent(os.environ.get("AGENTSTREAM_MODEL", "demo"))})
+    db = os.environ.get("AGENTSTREAM_DB")
+    return build(
+        os.environ.get("AGENTSTREAM_MODEL", "demo"),
+        storage=SQLiteStore(db) if db else None,
+        until_idle={"max_idle_ms": 120_000},
+    )
 
 
 def load_mastra(spec: str) -> Mastra:

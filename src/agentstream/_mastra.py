@@ -1,26 +1,89 @@
-"""``Mastra``: the registry of agents (``mastra.get_agent(id)``)."""
+"""``Mastra``: the registry of agents, their storage and the background-task manager."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from .agent import Agent
+from .storage import InMemoryStore, Storage
+
+if TYPE_CHECKING:
+    from .background import BackgroundTaskManager, BackgroundTaskManagerConfig
 
 __all__ = ["Mastra"]
 
+log = logging.getLogger("agentstream")
+
 
 class Mastra:
-    """Holds the application's agents by registration key (Mastra's ``new Mastra({agents})``)."""
+    """Holds the application's agents by registration key (Mastra's ``new Mastra({...})``).
 
-    def __init__(self, *, agents: Mapping[str, Agent] | None = None) -> None:
+    * ``storage`` — every domain (memory threads/messages, background tasks, ...). Default: an
+      :class:`~agentstream.storage.InMemoryStore`, as in Mastra (nothing survives the process);
+      pass ``SQLiteStore(path)`` / ``PostgresStore(dsn)`` to persist. Schema migrations run when the
+      store is first used.
+    * ``background_tasks`` — ``True`` or a :class:`~agentstream.background.BackgroundTaskManagerConfig`
+      dict (``global_concurrency`` 10, ``per_agent_concurrency`` 5, ``backpressure`` ``"queue"``,
+      ``default_timeout_ms`` 300 000, ``default_retries``, ``cleanup``, callbacks...). A dict without
+      ``enabled`` counts as enabled (giving a config is opting in; Mastra requires ``enabled``).
+      A ready ``BackgroundTaskManager`` over the same storage is accepted too (e.g. with a
+      ``clock``). Then :attr:`background_task_manager` exists (started lazily on first use) and the agents'
+      tools with ``background={"enabled": True}`` run as background tasks.
+
+    Close with ``await mastra.aclose()`` or ``async with Mastra(...) as mastra``: stops the manager
+    and closes the storage if this ``Mastra`` created it.
+    """
+
+    def __init__(
+        self,
+        *,
+        agents: Mapping[str, Agent] | None = None,
+        storage: Storage | None = None,
+        background_tasks: BackgroundTaskManagerConfig
+        | Mapping[str, Any]
+        | bool
+        | BackgroundTaskManager
+        | None = None,
+    ) -> None:
+        from .background import BackgroundTaskManager
+
+        self._background_task_manager: BackgroundTaskManager | None = None
+        if isinstance(background_tasks, BackgroundTaskManager):
+            if storage is not None and storage is not background_tasks.storage:
+                raise ValueError("background_tasks: the manager must use the Mastra's storage")
+            storage = storage or background_tasks.storage
+        self._owns_storage = storage is None
+        self.storage: Storage = storage if storage is not None else InMemoryStore()
+        if isinstance(background_tasks, BackgroundTaskManager):
+            self._background_task_manager = background_tasks if background_tasks.config.enabled else None
+            config = None
+        else:
+            config = _background_config(background_tasks)
+        if config is not None and config.enabled:
+            self._background_task_manager = BackgroundTaskManager(self.storage, config)
         self._agents: dict[str, Agent] = {}
         for key, agent in (agents or {}).items():
             self.register_agent(key, agent)
+
+    @property
+    def background_task_manager(self) -> BackgroundTaskManager | None:
+        """The manager (``None`` unless ``background_tasks`` is enabled). ``resume(task_id, data)``,
+        ``cancel``, ``list_tasks``, ``stream``... start it when needed."""
+        return self._background_task_manager
 
     def register_agent(self, key: str, agent: Agent) -> None:
         if not isinstance(agent, Agent):
             raise TypeError(f"Mastra agents must be Agent instances, got {type(agent).__name__} for {key!r}")
         self._agents[key] = agent
+        agent._register_mastra(self)
+        manager = self._background_task_manager
+        if manager is not None:
+            # executors for tasks recovered or resumed after a restart ("<agent_id>:<tool>")
+            for name, tool in agent.tools.items():
+                if tool.background is not None and tool.background.enabled:
+                    manager.register_tool(tool, name=name, agent_id=agent.id)
 
     def get_agent(self, key: str) -> Agent:
         """The agent registered under ``key`` (or whose ``id`` is ``key``)."""
@@ -34,3 +97,30 @@ class Mastra:
 
     def get_agents(self) -> dict[str, Agent]:
         return dict(self._agents)
+
+    async def aclose(self) -> None:
+        """Shut the background-task manager down (running tasks get its grace period; the ones
+        still running stay ``running`` in storage and are recovered on the next start) and close
+        the storage if it is the default one."""
+        if self._background_task_manager is not None:
+            await self._background_task_manager.shutdown()
+        if self._owns_storage:
+            await self.storage.close()
+
+    async def __aenter__(self) -> Mastra:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _background_config(value: Any) -> BackgroundTaskManagerConfig | None:
+    if value is None or value is False:
+        return None
+    from .background import BackgroundTaskManagerConfig
+
+    if value is True:
+        return BackgroundTaskManagerConfig(enabled=True)
+    if isinstance(value, Mapping) and "enabled" not in value:
+        value = {**value, "enabled": True}
+    return BackgroundTaskManagerConfig.from_value(value)

@@ -1,5 +1,6 @@
-"""The agent integration: dispatch from the tool-call step and stream_until_idle, checked against
-the recorded Mastra run ``conformance/agent/background-task-until-idle.json``."""
+"""The agent integration: dispatch from the tool-call step and until-idle streams, checked against
+the recorded Mastra run ``conformance/agent/background-task-until-idle.json`` (through the public
+``Mastra(background_tasks=...)`` + ``agent.stream(..., until_idle=True, memory=...)``)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-
+from agentstream import Mastra
 from agentstream._abort import AbortController
 from agentstream.agent import Agent
 from agentstream.background import (
@@ -19,7 +19,7 @@ from agentstream.background import (
     with_background_tasks,
 )
 from agentstream.chunks import chunk_to_dict, to_jsonable
-from agentstream.storage import BaseStore, InMemoryStore
+from agentstream.storage import BaseStore
 from agentstream.testing import ScriptedModel
 from agentstream.tools import Tool, ToolContext
 from tests.conformance import CONFORMANCE, load, to_wire
@@ -63,7 +63,11 @@ def _research_tool(gate: asyncio.Event, spec: dict[str, Any]) -> Tool:
         return {"topic": args["topic"], "summary": "Research complete"}
 
     return Tool(
-        id="research", description=spec["description"], input_schema=spec["inputSchema"], execute=research
+        id="research",
+        description=spec["description"],
+        input_schema=spec["inputSchema"],
+        execute=research,
+        background=spec["background"],
     )
 
 
@@ -84,14 +88,13 @@ async def _run_vector(
         tools=[_research_tool(gate, spec["tools"][0])],
     )
     manager = BackgroundTaskManager(store, {"enabled": True}, clock=lambda: FROZEN)
-    await manager.start()
+    mastra = Mastra(agents={spec["registeredAs"]: agent}, storage=store, background_tasks=manager)
+    assert mastra.background_task_manager is manager
     calls: dict[str, list[Any]] = {"onFinish": [], "onStepFinish": []}
-    out = stream_until_idle(
-        agent,
+    out = agent.stream(
         vector["prompt"],
-        manager=manager,
-        thread_id="thread-1",
-        resource_id="user-1",
+        until_idle=True,
+        memory={"thread": "thread-1", "resource": "user-1"},
         run_id="run-1",
         clock=lambda: FROZEN_MS,
         on_finish=calls["onFinish"].append,
@@ -105,15 +108,7 @@ async def _run_vector(
     return vector, chunks, model, out, manager, calls
 
 
-@pytest.fixture(autouse=True)
-def _tool_background_attr(monkeypatch: pytest.MonkeyPatch) -> None:
-    # Tool has no `background` field yet (asked for in the report): the vector's tool config
-    # `background: {enabled: true}` is given as a class default for these tests.
-    monkeypatch.setattr(Tool, "background", {"enabled": True}, raising=False)
-
-
-async def test_until_idle_matches_recording() -> None:
-    store = InMemoryStore()
+async def test_until_idle_matches_recording(store: BaseStore) -> None:
     vector, chunks, model, out, manager, calls = await _run_vector(store)
     expected = to_wire(vector["expectedChunks"])
     assert [c["type"] for c in chunks] == [c["type"] for c in expected]
@@ -165,6 +160,20 @@ async def test_until_idle_matches_recording() -> None:
     after = to_wire(vector["backgroundTasksAfter"])
     tasks = [chunk_to_dict_task(t) for t in (await manager.list_tasks()).tasks]
     _matches(after, tasks, "backgroundTasksAfter")
+
+    # memory: the user message, the first turn (placeholder replaced by the real result), the continuation
+    stored = (await store.list_messages("thread-1")).messages
+    assert [m.role for m in stored] == ["user", "assistant", "assistant"]
+    assert stored[0].content["parts"] == [{"type": "text", "text": "Research quantum computing"}]
+    first = stored[1].content
+    inv = next(p for p in first["parts"] if p["type"] == "tool-invocation")
+    assert inv["toolInvocation"]["state"] == "result"
+    assert inv["toolInvocation"]["result"] == {"topic": "quantum computing", "summary": "Research complete"}
+    assert inv["providerMetadata"]["mastra"]["backgroundTask"] == {"taskId": task_id, "status": "completed"}
+    assert first["metadata"]["backgroundTasks"]["call-1"]["taskId"] == task_id
+    assert first["content"] == "Research started."
+    assert stored[2].content["content"] == "The research is complete."
+    assert "IMPORTANT" not in json.dumps([m.content for m in stored])  # the directive is not kept
     await manager.shutdown()
 
 
@@ -239,7 +248,7 @@ async def test_failed_task_continuation_and_awaited(store: BaseStore) -> None:
             raise ValueError("no luck")
         return {"answer": args["q"]}
 
-    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=flaky)
+    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=flaky, background=True)
     model = ScriptedModel(
         _steps(
             ("c1", "lookup", {"q": "bad"}),
@@ -278,7 +287,7 @@ async def test_foreground_override_and_plain_stream(store: BaseStore) -> None:
     async def fast(args: dict[str, Any], ctx: ToolContext) -> Any:
         return {"q": args["q"]}
 
-    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=fast)
+    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=fast, background=True)
     model = ScriptedModel(
         _steps(("c1", "lookup", {"q": "x", "_background": {"disposition": "foreground"}}), "ok")
     )
@@ -296,7 +305,7 @@ async def test_abort_and_max_idle(store: BaseStore) -> None:
     async def never(args: dict[str, Any], ctx: ToolContext) -> Any:
         await asyncio.sleep(3600)
 
-    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=never)
+    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=never, background=True)
     async with BackgroundTaskManager(store) as manager:
         model = ScriptedModel(_steps(("c1", "lookup", {"q": "x"}), "Started."))
         out = stream_until_idle(
@@ -334,7 +343,7 @@ async def test_suspended_and_cancelled_tasks_get_a_continuation(store: BaseStore
         started.set()
         await asyncio.sleep(3600)
 
-    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=gated)
+    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=gated, background=True)
     model = ScriptedModel(_steps(("c1", "lookup", {"q": "ask"}), "Asked.", "Waiting for you."))
     async with BackgroundTaskManager(store) as manager:
         out = stream_until_idle(

@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController, AbortSignal
+from ..chunks._codec import Chunk
+from ..memory import Memory, MemoryScope, TurnRecorder, resolve_memory_option
+from ..memory._memory import CURRENT_SCOPE
 from ..models._base import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import Tool
 from ._loop import LoopHooks, RunConfig, StopCondition, run_loop
 from ._messages import MessageInput, to_prompt
 from ._structured import StructuredOutputConfig
+
+if TYPE_CHECKING:
+    from ..background import BackgroundTaskManager, UntilIdleOutput
 
 __all__ = ["Agent", "has_tool_call", "step_count_is"]
 
@@ -36,6 +42,8 @@ _OPTIONS = frozenset(
         "tool_call_concurrency",
         "run_id",
         "clock",
+        "memory",
+        "until_idle",
     }
 )
 
@@ -59,7 +67,12 @@ class Agent:
 
     ``model`` is a :class:`~agentstream.models.LanguageModel` or a router string (``"openai/gpt-4o-mini"``,
     ``"demo"``). ``tools`` is a list of :class:`~agentstream.tools.Tool` or a ``{id: Tool}`` mapping.
-    ``default_options`` are merged under the options of every ``stream()`` call.
+    ``default_options`` are merged under the options of every ``stream()`` call. ``memory`` (a
+    :class:`~agentstream.memory.Memory`) serves ``stream(..., memory={"thread", "resource"})``; without
+    one, an agent registered in a ``Mastra`` uses a default ``Memory`` over the Mastra's storage.
+
+    Registered in a ``Mastra(background_tasks=...)``, the agent's tools with ``background`` enabled
+    run as background tasks of ``mastra.background_task_manager``.
     """
 
     def __init__(
@@ -72,6 +85,7 @@ class Agent:
         tools: Iterable[Tool] | Mapping[str, Tool] | None = None,
         default_options: Mapping[str, Any] | None = None,
         hooks: LoopHooks | None = None,
+        memory: Memory | None = None,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
@@ -95,6 +109,57 @@ class Agent:
         self.default_options = dict(default_options or {})
         _check_options(self.default_options)
         self.hooks = hooks or LoopHooks()
+        if memory is not None and not isinstance(memory, Memory):
+            raise TypeError(f"agent {id!r}: memory must be a Memory, got {type(memory).__name__}")
+        self.memory = memory
+        self._mastra: Any = None
+        self._background_of: Agent | None = None
+        self._background_cache: tuple[BackgroundTaskManager, Agent] | None = None
+
+    # ----------------------------------------------------------------------------- Mastra wiring
+
+    def _register_mastra(self, mastra: Any) -> None:
+        """Called by ``Mastra.register_agent`` (Mastra's ``__registerMastra``)."""
+        self._mastra = mastra
+        self._background_cache = None
+
+    @property
+    def background_task_manager(self) -> BackgroundTaskManager | None:
+        """The manager of the ``Mastra`` this agent is registered in (``None``: tools run inline)."""
+        if self._mastra is None:
+            return None
+        manager: BackgroundTaskManager | None = self._mastra.background_task_manager
+        return manager
+
+    def _background_view(self, manager: BackgroundTaskManager | None = None) -> Agent:
+        """This agent with its background-eligible tools dispatching to ``manager`` (cached)."""
+        if self._background_of is not None:
+            return self
+        manager = manager or self.background_task_manager
+        if manager is None or not manager.config.enabled:
+            return self
+        cached = self._background_cache
+        if cached is not None and cached[0] is manager:
+            return cached[1]
+        from ..background._agent_integration import with_background_tasks
+
+        derived = with_background_tasks(self, manager)
+        self._background_cache = (manager, derived)
+        return derived
+
+    def _memory_for_run(self) -> Memory:
+        storage = self._mastra.storage if self._mastra is not None else None
+        memory = self.memory
+        if memory is None:
+            if storage is None:
+                raise ValueError(
+                    f"agent {self.id!r}: memory= needs Agent(memory=Memory(storage)) or the agent "
+                    "registered in a Mastra (whose storage is used)"
+                )
+            return Memory(storage)
+        if memory.storage is None and storage is not None:
+            return memory.bound(storage)
+        return memory
 
     @property
     def model(self) -> LanguageModel:
@@ -105,17 +170,94 @@ class Agent:
         return self._model
 
     def stream(self, messages: MessageInput, **options: Any) -> ModelOutput:
-        """Start a run (lazily: it begins when the output is first read or awaited)."""
+        """Start a run (lazily: it begins when the output is first read or awaited).
+
+        ``memory={"thread": id | {"id", "title"?, "metadata"?}, "resource": id}`` loads the thread's
+        history first and stores the turn at the end. ``until_idle=True | {"max_idle_ms": n}``
+        returns :meth:`stream_until_idle`'s combined stream instead.
+        """
         _check_options(options)
         opts = {**self.default_options, **options}
+        until_idle = opts.pop("until_idle", None)
+        if until_idle is not None and until_idle is not False:
+            return self._until_idle(messages, until_idle, opts)  # type: ignore[return-value]
+        return self._stream_turn(messages, opts)
+
+    def stream_until_idle(
+        self,
+        messages: MessageInput,
+        *,
+        max_idle_ms: float | None = None,
+        manager: BackgroundTaskManager | None = None,
+        **options: Any,
+    ) -> UntilIdleOutput | ModelOutput:
+        """``stream(messages, until_idle={"max_idle_ms": ...})`` (Mastra's deprecated ``streamUntilIdle``).
+
+        One stream: the first turn, every background-task chunk of this agent (and memory thread),
+        and a continuation turn whenever finished tasks are waiting and nothing runs; it closes when
+        idle, on abort, or after ``max_idle_ms`` (default 5 min) without news between turns.
+        ``manager`` defaults to the Mastra's; with none at all this is a plain :meth:`stream`.
+        """
+        _check_options(options)
+        opts = {**self.default_options, **options}
+        opts.pop("until_idle", None)
+        spec: dict[str, Any] = {} if max_idle_ms is None else {"max_idle_ms": max_idle_ms}
+        return self._until_idle(messages, spec or True, opts, manager=manager)
+
+    def _until_idle(
+        self,
+        messages: MessageInput,
+        spec: Any,
+        opts: dict[str, Any],
+        *,
+        manager: BackgroundTaskManager | None = None,
+    ) -> UntilIdleOutput | ModelOutput:
+        max_idle_ms: float | None = None
+        if isinstance(spec, Mapping):
+            unknown = set(spec) - {"max_idle_ms"}
+            if unknown:
+                raise TypeError(
+                    f"unknown until_idle option(s): {', '.join(sorted(unknown))} (known: max_idle_ms)"
+                )
+            if spec.get("max_idle_ms") is not None:
+                max_idle_ms = float(spec["max_idle_ms"])
+                if max_idle_ms <= 0:
+                    raise ValueError(f"until_idle max_idle_ms must be > 0, got {spec['max_idle_ms']!r}")
+        elif spec is not True:
+            raise TypeError(f'until_idle must be True or {{"max_idle_ms": n}}, got {spec!r}')
+        manager = manager or self.background_task_manager
+        if manager is None or not manager.config.enabled:
+            return self._stream_turn(messages, opts)  # as in Mastra: no manager → a plain stream
+        from ..background._agent_integration import stream_until_idle
+
+        return stream_until_idle(self, messages, manager=manager, max_idle_ms=max_idle_ms, **opts)
+
+    def _stream_turn(
+        self,
+        messages: MessageInput,
+        options: Mapping[str, Any],
+        *,
+        continuation: bool = False,
+        manager: BackgroundTaskManager | None = None,
+    ) -> ModelOutput:
+        """One turn. ``continuation``: an until-idle continuation whose ``messages`` already hold the
+        history (memory is not reloaded and only the response is stored)."""
+        view = self._background_view(manager)
+        if view is not self:
+            return view._stream_turn(messages, options, continuation=continuation)
+        opts = {**self.default_options, **options}
+        opts.pop("until_idle", None)
+        memory_option = opts.get("memory")
+        scope = resolve_memory_option(memory_option) if memory_option is not None else None
+        memory = self._memory_for_run() if scope is not None else None
         now_ms: Callable[[], float] = opts.get("clock") or _now_ms
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
         if self.instructions:
             prompt.append({"role": "system", "content": self.instructions})
-        prompt.extend(to_prompt(messages, created_at=int(now_ms())))
-
+        inputs = to_prompt(messages, created_at=int(now_ms()))
+        prompt.extend(inputs)
         cancel = AbortController()
         user_signal: AbortSignal | None = opts.get("abort_signal")
         signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
@@ -150,8 +292,13 @@ class Agent:
             tool_call_concurrency=int(concurrency),
             hooks=self.hooks,
         )
+        source: AsyncIterator[Chunk] = run_loop(config)
+        if scope is not None and memory is not None:
+            source = _remembered(
+                source, config, memory, scope, [] if continuation else inputs, load=not continuation
+            )
         return ModelOutput(
-            run_loop(config),
+            source,
             run_id=run_id,
             message_id=message_id,
             include_raw_chunks=config.include_raw_chunks,
@@ -166,10 +313,42 @@ class Agent:
 
     async def generate(self, messages: MessageInput, **options: Any) -> FullOutput:
         """Run to the end and return every result at once (raises the run's error if it failed)."""
-        return await self.stream(messages, **options).get_full_output()
+        if options.get("until_idle") not in (None, False):
+            raise TypeError("generate() does not take until_idle: use stream(..., until_idle=True)")
+        _check_options(options)
+        return await self._stream_turn(messages, {**self.default_options, **options}).get_full_output()
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, model={self._model_spec!r}, tools={list(self.tools)})"
+
+
+async def _remembered(
+    source: AsyncIterator[Chunk],
+    config: RunConfig,
+    memory: Memory,
+    scope: MemoryScope,
+    inputs: list[dict[str, Any]],
+    *,
+    load: bool,
+) -> AsyncIterator[Chunk]:
+    """The run's chunks, with the thread's history loaded before and the turn stored after."""
+    CURRENT_SCOPE.set(scope)  # background tasks dispatched by this run belong to the thread
+    if load:
+        history = await memory.history(scope)
+        at = next((i for i, m in enumerate(config.prompt) if m.get("role") != "system"), len(config.prompt))
+        config.prompt[at:at] = history
+    else:
+        await memory.ensure_thread(scope)
+    recorder = TurnRecorder(scope)
+    finished = broken = False
+    async for chunk in source:
+        recorder.observe(chunk)
+        kind = getattr(chunk, "type", None)
+        finished = finished or kind == "finish"
+        broken = broken or kind in ("abort", "error", "tripwire")
+        yield chunk
+    if finished and not broken:  # an aborted or failed turn is not stored
+        await memory.save(recorder.records(inputs, message_id=config.message_id))
 
 
 def _check_options(options: Mapping[str, Any]) -> None:

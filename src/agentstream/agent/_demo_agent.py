@@ -1,15 +1,24 @@
-"""The demo agent used by ``agentstream run``: a ``weather`` tool and a slow ``research`` tool."""
+"""The demo agent used by ``agentstream run``: a ``weather`` tool and a slow ``research`` tool.
+
+``research`` is background-enabled: under ``Mastra(background_tasks=...)`` (see :func:`demo_mastra`)
+it runs as a background task and the model gets a placeholder; elsewhere it runs inline.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+from typing import TYPE_CHECKING, Any
 
 from ..models._base import LanguageModel
 from ..tools import ToolContext, tool
 from ._agent import Agent
 
-__all__ = ["demo_agent"]
+if TYPE_CHECKING:
+    from .._mastra import Mastra
+    from ..storage import Storage
+
+__all__ = ["demo_agent", "demo_mastra"]
 
 _CONDITIONS = ("sunny", "partly cloudy", "overcast", "light rain", "windy", "clear")
 
@@ -22,7 +31,7 @@ async def weather(city: str) -> dict[str, object]:
     return {"city": city, "temperatureC": 5 + h[0] % 25, "conditions": _CONDITIONS[h[1] % len(_CONDITIONS)]}
 
 
-@tool
+@tool(background={"enabled": True, "timeout_ms": 60_000})
 async def research(topic: str, context: ToolContext) -> dict[str, object]:
     """Research a topic in depth (slow)."""
     for step in ("searching", "reading", "summarising"):
@@ -36,11 +45,35 @@ async def research(topic: str, context: ToolContext) -> dict[str, object]:
     return {"topic": topic, "summary": f"Three sources agree on the basics of {topic}; details vary."}
 
 
-def demo_agent(model: LanguageModel | str = "demo") -> Agent:
+def demo_agent(
+    model: LanguageModel | str = "demo", *, default_options: dict[str, Any] | None = None
+) -> Agent:
     return Agent(
         id="demo-agent",
         name="Demo Agent",
         instructions="You are a helpful assistant. Use the tools when they help.",
         model=model,
         tools=[weather, research],
+        default_options=default_options,
+    )
+
+
+def demo_mastra(
+    model: LanguageModel | str = "demo",
+    *,
+    storage: Storage | None = None,
+    until_idle: bool | dict[str, Any] = False,
+) -> Mastra:
+    """The demo agent (key ``demo``) in a ``Mastra`` with background tasks enabled.
+
+    ``until_idle`` becomes a default option of the agent, so that every ``stream()`` (e.g. the chat
+    route's) is an until-idle stream carrying the background-task chunks and the continuation turn.
+    """
+    from .._mastra import Mastra
+
+    options: dict[str, Any] = {"until_idle": until_idle} if until_idle else {}
+    return Mastra(
+        agents={"demo": demo_agent(model, default_options=options)},
+        storage=storage,
+        background_tasks={"enabled": True},
     )

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -35,6 +35,8 @@ from ..chunks import (
     ToolResult,
 )
 from ..chunks._codec import Chunk
+from ..memory import Memory, MemoryScope, resolve_memory_option
+from ..memory._memory import CURRENT_SCOPE
 from ..stream import ModelOutput
 from ..tools import Tool, ToolContext, json_schema_of
 from ._config import (
@@ -50,6 +52,8 @@ from ._config import (
 from ._manager import BackgroundTaskManager, TaskHooks
 
 __all__ = ["UntilIdleOutput", "stream_until_idle", "with_background_tasks"]
+
+log = logging.getLogger("agentstream.background")
 
 TERMINAL_BG_CHUNKS = frozenset(
     {
@@ -135,7 +139,10 @@ def _wrap_tool(
             args.pop("_background", None)
         if not resolved.run_in_background or not manager.config.enabled:
             return await _run_inline(tool, resolved.args, context)
-        scope = _SCOPE.get() or _Scope()
+        scope = _SCOPE.get()
+        if scope is None:
+            remembered = CURRENT_SCOPE.get()
+            scope = _Scope(remembered.thread_id, remembered.resource_id) if remembered else _Scope()
         on_complete = tool_config.on_complete if tool_config else None
         on_failed = tool_config.on_failed if tool_config else None
         if agent_config is not None:
@@ -187,9 +194,6 @@ def _wrap_tool(
     )
 
 
-_DERIVED: weakref.WeakKeyDictionary[Agent, tuple[BackgroundTaskManager, Agent]] = weakref.WeakKeyDictionary()
-
-
 def with_background_tasks(
     agent: Agent,
     manager: BackgroundTaskManager,
@@ -199,16 +203,17 @@ def with_background_tasks(
 ) -> Agent:
     """A copy of ``agent`` whose eligible tools can run as background tasks of ``manager``.
 
-    A tool's config comes from ``tool_configs[tool.id]`` or the tool's ``background`` attribute.
+    A tool's config comes from ``tool_configs[tool.id]`` or the tool's ``background`` field.
     The manager's registry also learns ``"<agent_id>:<tool>"`` so that a restarted process can run
-    or resume the task.
+    or resume the task. An agent registered in ``Mastra(background_tasks=...)`` does this by itself
+    (``agent.stream`` runs through the derived agent); call it for an agent outside a Mastra.
     """
     agent_cfg = AgentBackgroundConfig.from_value(agent_config)
     hooks = _BackgroundHooks(agent.hooks)
     tools: dict[str, Tool] = {}
     prompt_configs: dict[str, ToolBackgroundConfig | None] = {}
     for name, tool in agent.tools.items():
-        raw = (tool_configs or {}).get(name, getattr(tool, "background", None))
+        raw = (tool_configs or {}).get(name, tool.background)
         cfg = ToolBackgroundConfig.from_value(raw)
         prompt_configs[name] = cfg
         if is_background_eligible(name, cfg, agent_cfg):
@@ -228,16 +233,11 @@ def with_background_tasks(
         tools=tools,
         default_options=agent.default_options,
         hooks=hooks,
+        memory=agent.memory,
     )
-    _DERIVED[derived] = (manager, derived)
+    derived._mastra = agent._mastra
+    derived._background_of = agent
     return derived
-
-
-def _derived(agent: Agent, manager: BackgroundTaskManager) -> Agent:
-    known = _DERIVED.get(agent)
-    if known is not None and known[0] is manager:
-        return agent
-    return with_background_tasks(agent, manager)
 
 
 def _model_output(result: Any) -> dict[str, Any]:
@@ -287,8 +287,10 @@ class UntilIdleOutput:
         scope: _Scope,
         max_idle_ms: float,
         abort_signal: AbortSignal | None,
+        memory: tuple[Memory, MemoryScope] | None = None,
     ) -> None:
         self.first = first
+        self._memory = memory
         self._agent = agent
         self._manager = manager
         self._options = continuation_options
@@ -436,7 +438,10 @@ class UntilIdleOutput:
                 while not st.closed:
                     if st.pending:
                         batch, st.pending = st.pending, []
-                        turn = self._agent.stream(self._continuation_messages(batch), **self._options)
+                        await self._inject(batch)
+                        turn = self._agent._stream_turn(
+                            self._continuation_messages(batch), self._options, continuation=True
+                        )
                         self.turns.append(turn)
                         break
                     if not st.running:
@@ -456,8 +461,32 @@ class UntilIdleOutput:
             if remove_abort is not None:
                 remove_abort()
             _SCOPE.reset(token)
+            if st.pending:  # closed with results no turn saw: still store them in the thread
+                batch, st.pending = st.pending, []
+                await asyncio.shield(self._inject(batch))
             self._done = True
             self._changed.set()
+
+    async def _inject(self, batch: list[_Outcome]) -> None:
+        """Mastra's result injector, for the thread in memory: the stored placeholder invocation
+        becomes the task's result (completed) or error (failed)."""
+        if self._memory is None:
+            return
+        memory, scope = self._memory
+        for outcome in batch:
+            if outcome.kind not in ("completed", "failed", "cancelled"):
+                continue
+            try:
+                await memory.inject_result(
+                    scope,
+                    tool_call_id=outcome.tool_call_id,
+                    task_id=outcome.task_id,
+                    status=outcome.kind,
+                    result=outcome.result,
+                    error=outcome.error,
+                )
+            except Exception:  # pragma: no cover - storage failure must not break the stream
+                log.exception("could not store the result of background task %s", outcome.task_id)
 
     def _continuation_messages(self, batch: list[_Outcome]) -> list[dict[str, Any]]:
         st = self._state
@@ -506,10 +535,18 @@ def stream_until_idle(
     """``agent.stream(messages, until_idle=True | {"max_idle_ms": n})`` (Mastra ``untilIdle``).
 
     ``agent`` may be a plain agent (it is derived with :func:`with_background_tasks`) or an
-    already derived one. ``thread_id`` / ``resource_id`` scope the background tasks (Mastra's
-    memory thread/resource). Continuation turns reuse the run id and drop ``on_finish``.
+    already derived one. ``thread_id`` / ``resource_id`` scope the background tasks; they default
+    to the ``memory={"thread", "resource"}`` option, which also loads/stores the conversation
+    (continuation turns and injected results included). Continuation turns reuse the run id and
+    drop ``on_finish``.
     """
-    derived = _derived(agent, manager)
+    derived = agent._background_view(manager)
+    remembered: tuple[Memory, MemoryScope] | None = None
+    if options.get("memory") is not None:
+        mscope = resolve_memory_option(options["memory"])
+        remembered = (derived._memory_for_run(), mscope)
+        thread_id = thread_id or mscope.thread_id
+        resource_id = resource_id or mscope.resource_id
     run_id = str(options.get("run_id") or uuid.uuid4())
     first_options = {**options, "run_id": run_id}
     if abort_signal is not None:
@@ -518,7 +555,7 @@ def stream_until_idle(
     scope = _Scope(thread_id, resource_id)
     token = _SCOPE.set(scope)
     try:
-        first = derived.stream(messages, **first_options)
+        first = derived._stream_turn(messages, first_options, manager=manager)
     finally:
         _SCOPE.reset(token)
     return UntilIdleOutput(
@@ -529,4 +566,5 @@ def stream_until_idle(
         scope=scope,
         max_idle_ms=DEFAULT_MAX_IDLE_MS if max_idle_ms is None else max_idle_ms,
         abort_signal=abort_signal,
+        memory=remembered,
     )

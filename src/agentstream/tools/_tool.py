@@ -8,7 +8,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any, get_type_hints, overload
 
 import pydantic
 
@@ -86,10 +86,14 @@ class ToolContext:
     """The prompt of the model call that asked for this tool (V2 prompt messages)."""
 
     async def suspend(self, payload: Any = None) -> Any:
-        """Suspend the run waiting for input (``tool-call-suspended``): not available yet."""
+        """Suspend waiting for input. Works when the tool runs as a background task (the task becomes
+        ``suspended``; ``mastra.background_task_manager.resume(task_id, data)`` re-runs it with
+        ``context.resume_data``); suspending a foreground run (``tool-call-suspended``) is not
+        available yet."""
         raise NotImplementedError(
-            "ToolContext.suspend() is not implemented yet: suspending tools (tool-call-suspended) and "
-            "resumeStream arrive with the background-task / approval work"
+            "ToolContext.suspend() works only for tools running as background tasks "
+            "(Tool(background={'enabled': True}) under Mastra(background_tasks=...)); suspending a "
+            "foreground run (tool-call-suspended / resumeStream) is not implemented yet"
         )
 
 
@@ -104,6 +108,13 @@ class Tool:
     ``input_schema`` is a JSON Schema dict or a pydantic model (the model gets its JSON Schema; the
     tool gets a validated instance). ``execute(input, context)`` may be async or sync (sync runs in a
     worker thread). ``output_schema`` (optional) validates what ``execute`` returns.
+
+    ``background`` (Mastra ``createTool({background})``): ``{"enabled": True, "timeout_ms": ...,
+    "max_retries": ..., "default_disposition": "deferred" | "foreground", "on_complete": ...,
+    "on_failed": ...}``, ``True``/``False`` or a
+    :class:`~agentstream.background.ToolBackgroundConfig` (normalised to one). It only matters when
+    the agent runs with a background-task manager (``Mastra(background_tasks=...)``); without one
+    the tool runs inline.
     """
 
     id: str
@@ -111,12 +122,19 @@ class Tool:
     input_schema: Schema
     execute: ToolExecute
     output_schema: Schema | None = None
+    background: Any = None
+    """``ToolBackgroundConfig | None`` after construction (typed ``Any``: the background package
+    imports this one)."""
 
     def __post_init__(self) -> None:
         if not self.id:
             raise ValueError("a tool needs a non-empty id")
         if not callable(self.execute):
             raise TypeError(f"tool {self.id!r}: execute must be callable")
+        if self.background is not None:
+            from ..background._config import ToolBackgroundConfig
+
+            self.background = ToolBackgroundConfig.from_value(self.background)
         self._is_async = inspect.iscoroutinefunction(self.execute) or inspect.iscoroutinefunction(
             getattr(self.execute, "__call__", None)  # noqa: B004
         )
@@ -172,16 +190,39 @@ def _is_context_param(name: str, annotation: Any) -> bool:
     return annotation is ToolContext or name in ("context", "ctx")
 
 
+@overload
+def tool(
+    fn: Callable[..., Any],
+    *,
+    id: str | None = None,
+    description: str | None = None,
+    background: Any = None,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    *,
+    id: str | None = None,
+    description: str | None = None,
+    background: Any = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
 def tool(
     fn: Callable[..., Any] | None = None,
     *,
     id: str | None = None,
     description: str | None = None,
+    background: Any = None,
 ) -> Any:
     """Build a :class:`Tool` from a type-hinted function (sync or async).
 
     Parameters become the input schema (via pydantic); a parameter named ``context`` (or annotated
     :class:`ToolContext`) receives the context. The description defaults to the docstring.
+    ``background`` is the tool's background-task config (see :class:`Tool`), e.g.
+    ``@tool(background={"enabled": True, "timeout_ms": 60_000})``.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -226,6 +267,7 @@ def tool(
             description=description if description is not None else doc.strip().split("\n\n")[0],
             input_schema=model,
             execute=execute,
+            background=background,
         )
 
     if fn is not None:
