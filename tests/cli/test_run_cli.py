@@ -62,3 +62,33 @@ def test_ctrl_c_aborts_with_130() -> None:
     seen += [json.loads(line)["type"] for line in rest.splitlines()]
     assert proc.returncode == 130
     assert "abort" in seen
+
+
+def test_until_idle_shows_the_background_cycle_and_the_continuation() -> None:
+    proc = _run("research tides", "--until-idle", "--smooth", "none")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    lines = out.splitlines()
+    started = next(i for i, line in enumerate(lines) if "started in the background" in line)
+    running = next(
+        i for i, line in enumerate(lines) if line.startswith("⧗ [bg research") and "running" in line
+    )
+    outputs = [i for i, line in enumerate(lines) if "[bg research" in line and '"status": ' in line]
+    completed = next(
+        i for i, line in enumerate(lines) if line.startswith("✓ [bg research") and "completed" in line
+    )
+    continuation = lines.index("── continuation ──")
+    assert started < running < outputs[0] < completed < continuation
+    assert len(outputs) == 3  # searching, reading, summarising
+    assert "Background task started. Task ID:" in out  # the placeholder result of the first turn
+    assert "Here is what I found about tides" in "\n".join(lines[continuation:])
+    assert "[usage]" in proc.stderr
+
+
+def test_until_idle_jsonl_has_two_turns() -> None:
+    proc = _run("research tides", "--until-idle", "--jsonl")
+    assert proc.returncode == 0, proc.stderr
+    types = [json.loads(line)["type"] for line in proc.stdout.splitlines()]
+    assert types.count("start") == 2 and types[-1] == "finish"
+    assert types.index("background-task-started") < types.index("background-task-completed")
+    assert types.index("background-task-completed") < len(types) - 1 - types[::-1].index("start")

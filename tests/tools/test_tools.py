@@ -98,3 +98,24 @@ async def test_suspend_is_a_clear_seam() -> None:
 def test_tool_rejects_bad_definition() -> None:
     with pytest.raises(ValueError):
         Tool("", "x", {}, lambda i, c: None)
+
+
+def test_background_config_field_and_decorator() -> None:
+    from agentstream.background import ToolBackgroundConfig
+
+    assert add.background is None
+    plain = Tool("t", "d", {"type": "object"}, lambda i, c: None, background=True)
+    assert plain.background == ToolBackgroundConfig(enabled=True)
+
+    @tool(background={"enabled": True, "timeout_ms": 5_000, "max_retries": 2})
+    async def slow(topic: str) -> str:
+        """Slow."""
+        return topic
+
+    assert isinstance(slow, Tool)
+    assert slow.background == ToolBackgroundConfig(enabled=True, timeout_ms=5_000, max_retries=2)
+    assert "_background" not in str(slow.definition())  # injected only when an agent runs it in a Mastra
+    with pytest.raises(ValueError, match="default_disposition"):
+        Tool("t", "d", {}, lambda i, c: None, background={"enabled": True, "default_disposition": "later"})
+    with pytest.raises(TypeError):
+        Tool("t", "d", {}, lambda i, c: None, background="yes")
