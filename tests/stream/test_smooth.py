@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -338,11 +337,10 @@ async def test_whitespace_free_text_is_linear(chunking: str, char: str) -> None:
     n = 200_000
     text = char * n
     deltas = [td(text[i : i + 4]) for i in range(0, n, 4)]
-    started = time.perf_counter()
+    # No timed assertion (bench/bench_smooth.py reports the time); a quadratic scan would make
+    # this case run for minutes instead of a fraction of a second.
     out = await collect(smooth_stream(delay_in_ms=None, chunking=chunking), [*deltas, td(" x", id="other")])
-    elapsed = time.perf_counter() - started
     assert texts(out) == [text, " x"]
-    assert elapsed < 10  # quadratic would be minutes; the bench prints the real figure
 
 
 async def test_one_huge_delta_with_segmenter_is_linear() -> None:
@@ -350,11 +348,9 @@ async def test_one_huge_delta_with_segmenter_is_linear() -> None:
     from agentstream.stream import Segmenter
 
     text = "こんにちは世界。" * 5_000
-    started = time.perf_counter()
     out = await collect(smooth_stream(delay_in_ms=None, chunking=Segmenter("ja", "word")), [td(text)])
     assert "".join(texts(out)) == text
     assert texts(out)[:3] == ["こんにちは", "世界", "。"]
-    assert time.perf_counter() - started < 20
 
 
 async def test_early_close_cancels_reader_and_closes_upstream() -> None:
