@@ -12,6 +12,7 @@ from ._abort import AbortController, AbortError, AbortSignal
 from ._mastra import Mastra
 from .agent import Agent
 from .chunks import Chunk, ChunkFrom, decode_chunk, encode_chunk
+from .memory import Memory
 from .stream import ModelOutput, smooth_stream
 from .tools import Tool, ToolContext, tool
 
@@ -23,6 +24,7 @@ __all__ = [
     "Chunk",
     "ChunkFrom",
     "Mastra",
+    "Memory",
     "ModelOutput",
     "Tool",
     "ToolContext",
