@@ -8,7 +8,15 @@ them into Mastra chunks. Ported from the behaviour of ``@ai-sdk/openai`` (chat +
 from __future__ import annotations
 
 from ._anthropic import AnthropicModel, convert_to_anthropic_messages
-from ._base import APICallError, CallOptions, FinishReason, LanguageModel, StreamPart
+from ._base import (
+    APICallError,
+    CallOptions,
+    FinishReason,
+    LanguageModel,
+    ModelStream,
+    ResponseFormat,
+    StreamPart,
+)
 from ._openai_chat import OpenAIChatModel, OpenAICompatible, convert_to_openai_chat_messages
 from ._openai_responses import OpenAIResponsesModel, convert_to_openai_responses_input
 from ._prompt import InvalidPromptError
@@ -22,9 +30,11 @@ __all__ = [
     "InvalidPromptError",
     "LanguageModel",
     "MissingAPIKeyError",
+    "ModelStream",
     "OpenAIChatModel",
     "OpenAICompatible",
     "OpenAIResponsesModel",
+    "ResponseFormat",
     "StreamPart",
     "UnknownProviderError",
     "convert_to_anthropic_messages",

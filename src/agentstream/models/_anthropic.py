@@ -68,10 +68,18 @@ def _file_block(part: dict[str, Any]) -> dict[str, Any]:
     mt = media_type(part)
     kind, value = file_data(part)
     if mt.startswith("image/"):
-        source = {"type": "url", "url": value} if kind == "url" else {"type": "base64", "media_type": mt, "data": value}
+        source = (
+            {"type": "url", "url": value}
+            if kind == "url"
+            else {"type": "base64", "media_type": mt, "data": value}
+        )
         return {"type": "image", "source": source}
     if mt == "application/pdf":
-        source = {"type": "url", "url": value} if kind == "url" else {"type": "base64", "media_type": mt, "data": value}
+        source = (
+            {"type": "url", "url": value}
+            if kind == "url"
+            else {"type": "base64", "media_type": mt, "data": value}
+        )
         return {"type": "document", "source": source}
     if mt == "text/plain" and kind == "base64" and value is not None:
         import base64
@@ -99,7 +107,9 @@ def convert_to_anthropic_messages(
         content: Any = message.get("content")
         if role == "system":
             if messages:
-                raise InvalidPromptError("system messages must come before user and assistant messages for Anthropic")
+                raise InvalidPromptError(
+                    "system messages must come before user and assistant messages for Anthropic"
+                )
             system.append(_with_cache({"type": "text", "text": content}, message))
         elif role == "user":
             parts: Any = [{"type": "text", "text": content}] if isinstance(content, str) else content
@@ -109,7 +119,11 @@ def convert_to_anthropic_messages(
                     blocks.append(_with_cache({"type": "text", "text": part["text"]}, part))
                 elif part.get("type") in ("file", "image"):
                     if part.get("type") == "image":
-                        part = {**part, "data": part.get("image"), "mediaType": part.get("mediaType") or "image/jpeg"}
+                        part = {
+                            **part,
+                            "data": part.get("image"),
+                            "mediaType": part.get("mediaType") or "image/jpeg",
+                        }
                     blocks.append(_with_cache(_file_block(part), part))
                 else:
                     raise InvalidPromptError(f"unsupported user content part {part.get('type')!r}")
@@ -120,7 +134,11 @@ def convert_to_anthropic_messages(
                 if part.get("type") != "tool-result":
                     continue
                 text, is_error = tool_output_text(part)
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": part["toolCallId"], "content": text}
+                block: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": part["toolCallId"],
+                    "content": text,
+                }
                 if is_error:
                     block["is_error"] = True
                 blocks.append(_with_cache(block, part))
@@ -136,8 +154,13 @@ def convert_to_anthropic_messages(
                 elif kind == "reasoning":
                     opts = provider_opts(part, "anthropic")
                     if opts.get("signature"):
-                        blocks.append({"type": "thinking", "thinking": part.get("text", ""),
-                                       "signature": opts["signature"]})
+                        blocks.append(
+                            {
+                                "type": "thinking",
+                                "thinking": part.get("text", ""),
+                                "signature": opts["signature"],
+                            }
+                        )
                     elif opts.get("redactedData"):
                         blocks.append({"type": "redacted_thinking", "data": opts["redactedData"]})
                     # reasoning without a signature cannot be replayed to Anthropic: dropped
@@ -145,13 +168,22 @@ def convert_to_anthropic_messages(
                     value = part.get("input")
                     if isinstance(value, str):
                         value = _json_decode(value) if value else {}
-                    block = {"type": "server_tool_use" if part.get("providerExecuted") else "tool_use",
-                             "id": part["toolCallId"], "name": part["toolName"], "input": value}
+                    block = {
+                        "type": "server_tool_use" if part.get("providerExecuted") else "tool_use",
+                        "id": part["toolCallId"],
+                        "name": part["toolName"],
+                        "input": value,
+                    }
                     blocks.append(_with_cache(block, part))
                 elif kind == "tool-result":  # provider-executed tool results replayed in assistant turns
                     output = part.get("output") or {}
-                    blocks.append({"type": f"{part['toolName']}_tool_result", "tool_use_id": part["toolCallId"],
-                                   "content": output.get("value") if isinstance(output, dict) else output})
+                    blocks.append(
+                        {
+                            "type": f"{part['toolName']}_tool_result",
+                            "tool_use_id": part["toolCallId"],
+                            "content": output.get("value") if isinstance(output, dict) else output,
+                        }
+                    )
             push("assistant", blocks)
         else:
             raise InvalidPromptError(f"unsupported message role {role!r}")
@@ -161,9 +193,53 @@ def convert_to_anthropic_messages(
 # -- stream transformer -------------------------------------------------------------------------
 
 
+JSON_TOOL_NAME = "json"
+
+
+def json_response_tool(
+    response_format: Any, has_tools: bool, warnings: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The forced ``json`` tool that stands in for a JSON response format (``@ai-sdk/anthropic`` v2).
+
+    The Messages API has no JSON mode in the AI SDK v2 provider: a schema becomes the only tool,
+    ``tool_choice`` forces it, and its streamed input is reported as the answer's text. Without a
+    schema the format is ignored (warning); the call's own tools are dropped (warning).
+    """
+    if not isinstance(response_format, dict) or response_format.get("type") != "json":
+        return None
+    schema = response_format.get("schema")
+    if schema is None:
+        warnings.append(
+            {
+                "type": "unsupported-setting",
+                "setting": "responseFormat",
+                "details": "JSON response format requires a schema. The response format is ignored.",
+            }
+        )
+        return None
+    if has_tools:
+        warnings.append(
+            {
+                "type": "unsupported-setting",
+                "setting": "tools",
+                "details": "JSON response format does not support tools. The provided tools are ignored.",
+            }
+        )
+    return {
+        "name": JSON_TOOL_NAME,
+        "description": response_format.get("description") or "Respond with a JSON object.",
+        "input_schema": schema,
+    }
+
+
 class _AnthropicTransformer(_Transformer):
-    def __init__(self, model: AnthropicModel) -> None:
+    """Messages API events → V2 parts. In ``json_mode`` the forced ``json`` tool's input is the text
+    (``text-start``/``-delta``/``-end`` with the block index as id), other text is dropped and
+    ``tool_use`` finishes as ``stop``."""
+
+    def __init__(self, model: AnthropicModel, *, json_mode: bool = False) -> None:
         self._model = model
+        self.json_mode = json_mode
         self._gen_id = model._generate_id
         self.blocks: dict[int, dict[str, Any]] = {}
         self.server_tools: dict[str, str] = {}
@@ -211,6 +287,8 @@ class _AnthropicTransformer(_Transformer):
             delta = value.get("delta") or {}
             if "stop_reason" in delta:
                 self.finish_reason = map_anthropic_stop_reason(delta.get("stop_reason"))
+                if self.json_mode and self.finish_reason == "tool-calls":
+                    self.finish_reason = "stop"
                 self.stop_sequence = delta.get("stop_sequence")
             self._usage(value.get("usage") or {})
             return []
@@ -220,8 +298,12 @@ class _AnthropicTransformer(_Transformer):
             message = err.get("message") if isinstance(err, dict) else str(err)
             status = 529 if isinstance(err, dict) and err.get("type") == "overloaded_error" else None
             error = self._model._error(
-                str(message or "stream error"), self._model._url, status=status,
-                body=msgspec.json.encode(value).decode(), retryable=status == 529, data=value,
+                str(message or "stream error"),
+                self._model._url,
+                status=status,
+                body=msgspec.json.encode(value).decode(),
+                retryable=status == 529,
+                data=value,
             )
             return [{"type": "error", "error": error}]
         return []  # ping, message_stop, unknown future events
@@ -229,6 +311,11 @@ class _AnthropicTransformer(_Transformer):
     def _start(self, index: int, block: dict[str, Any]) -> list[StreamPart]:
         kind = block.get("type")
         sid = str(index)
+        if self.json_mode and kind in ("text", "tool_use"):
+            if kind == "text":  # prose around the JSON tool call is not part of the answer
+                return []
+            self.blocks[index] = {"type": "text"}
+            return [{"type": "text-start", "id": sid}]
         if kind == "text":
             self.blocks[index] = {"type": "text"}
             return [{"type": "text-start", "id": sid}]
@@ -237,14 +324,23 @@ class _AnthropicTransformer(_Transformer):
             return [{"type": "reasoning-start", "id": sid}]
         if kind == "redacted_thinking":
             self.blocks[index] = {"type": "reasoning"}
-            return [{"type": "reasoning-start", "id": sid,
-                     "providerMetadata": {"anthropic": {"redactedData": block.get("data")}}}]
+            return [
+                {
+                    "type": "reasoning-start",
+                    "id": sid,
+                    "providerMetadata": {"anthropic": {"redactedData": block.get("data")}},
+                }
+            ]
         if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
             provider_executed = kind != "tool_use"
             initial = block.get("input")
             self.blocks[index] = {
-                "type": "tool-call", "toolCallId": block["id"], "toolName": block["name"],
-                "input": "", "initial": initial, "providerExecuted": provider_executed,
+                "type": "tool-call",
+                "toolCallId": block["id"],
+                "toolName": block["name"],
+                "input": "",
+                "initial": initial,
+                "providerExecuted": provider_executed,
             }
             if provider_executed:
                 self.server_tools[block["id"]] = block["name"]
@@ -267,15 +363,34 @@ class _AnthropicTransformer(_Transformer):
         if kind == "web_search_tool_result" and isinstance(content, list):
             result = []
             for item in content:
-                result.append({"url": item.get("url"), "title": item.get("title"), "pageAge": item.get("page_age"),
-                               "encryptedContent": item.get("encrypted_content"), "type": item.get("type")})
-                out.append({"type": "source", "sourceType": "url", "id": self._gen_id(), "url": item.get("url"),
-                            "title": item.get("title"),
-                            "providerMetadata": {"anthropic": {"pageAge": item.get("page_age")}}})
+                result.append(
+                    {
+                        "url": item.get("url"),
+                        "title": item.get("title"),
+                        "pageAge": item.get("page_age"),
+                        "encryptedContent": item.get("encrypted_content"),
+                        "type": item.get("type"),
+                    }
+                )
+                out.append(
+                    {
+                        "type": "source",
+                        "sourceType": "url",
+                        "id": self._gen_id(),
+                        "url": item.get("url"),
+                        "title": item.get("title"),
+                        "providerMetadata": {"anthropic": {"pageAge": item.get("page_age")}},
+                    }
+                )
         elif isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
             is_error = True
-        part: StreamPart = {"type": "tool-result", "toolCallId": call_id, "toolName": tool_name,
-                            "result": result, "providerExecuted": True}
+        part: StreamPart = {
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "toolName": tool_name,
+            "result": result,
+            "providerExecuted": True,
+        }
         if is_error:
             part["isError"] = True
         return [part, *out]
@@ -286,17 +401,27 @@ class _AnthropicTransformer(_Transformer):
         kind = delta.get("type")
         sid = str(index)
         if kind == "text_delta":
+            if self.json_mode and index not in self.blocks:  # prose around the JSON is dropped
+                return []
             return [{"type": "text-delta", "id": sid, "delta": delta.get("text", "")}]
         if kind == "thinking_delta":
             return [{"type": "reasoning-delta", "id": sid, "delta": delta.get("thinking", "")}]
         if kind == "signature_delta":
             if self.blocks.get(index, {}).get("type") == "reasoning":
-                return [{"type": "reasoning-delta", "id": sid, "delta": "",
-                         "providerMetadata": {"anthropic": {"signature": delta.get("signature")}}}]
+                return [
+                    {
+                        "type": "reasoning-delta",
+                        "id": sid,
+                        "delta": "",
+                        "providerMetadata": {"anthropic": {"signature": delta.get("signature")}},
+                    }
+                ]
             return []
         if kind == "input_json_delta":
             block = self.blocks.get(index)
             chunk = delta.get("partial_json") or ""
+            if self.json_mode and block is not None and block.get("type") == "text":
+                return [{"type": "text-delta", "id": sid, "delta": chunk}] if chunk else []
             if block is None or block.get("type") != "tool-call" or not chunk:
                 return []
             block["input"] += chunk
@@ -304,10 +429,21 @@ class _AnthropicTransformer(_Transformer):
         if kind == "citations_delta":
             citation = delta.get("citation") or {}
             if citation.get("type") == "web_search_result_location":
-                return [{"type": "source", "sourceType": "url", "id": self._gen_id(), "url": citation.get("url"),
-                         "title": citation.get("title"),
-                         "providerMetadata": {"anthropic": {"citedText": citation.get("cited_text"),
-                                                            "encryptedIndex": citation.get("encrypted_index")}}}]
+                return [
+                    {
+                        "type": "source",
+                        "sourceType": "url",
+                        "id": self._gen_id(),
+                        "url": citation.get("url"),
+                        "title": citation.get("title"),
+                        "providerMetadata": {
+                            "anthropic": {
+                                "citedText": citation.get("cited_text"),
+                                "encryptedIndex": citation.get("encrypted_index"),
+                            }
+                        },
+                    }
+                ]
             return []
         return []
 
@@ -325,7 +461,12 @@ class _AnthropicTransformer(_Transformer):
         if not text:
             initial = block.get("initial")
             text = msgspec.json.encode(initial).decode() if initial else "{}"
-        call: StreamPart = {"type": "tool-call", "toolCallId": call_id, "toolName": block["toolName"], "input": text}
+        call: StreamPart = {
+            "type": "tool-call",
+            "toolCallId": call_id,
+            "toolName": block["toolName"],
+            "input": text,
+        }
         if block["providerExecuted"]:
             call["providerExecuted"] = True
         return [{"type": "tool-input-end", "id": call_id}, call]
@@ -338,14 +479,24 @@ class _AnthropicTransformer(_Transformer):
             "inputTokens": self.input_tokens,
             "outputTokens": self.output_tokens,
             "totalTokens": (self.input_tokens or 0) + (self.output_tokens or 0)
-            if self.input_tokens is not None or self.output_tokens is not None else None,
+            if self.input_tokens is not None or self.output_tokens is not None
+            else None,
         }
         if self.cached is not None:
             usage["cachedInputTokens"] = self.cached
-        meta: dict[str, Any] = {"usage": self.raw_usage, "cacheCreationInputTokens": self.cache_creation,
-                                "stopSequence": self.stop_sequence}
-        out.append({"type": "finish", "finishReason": "error" if self.errored else self.finish_reason,
-                    "usage": usage, "providerMetadata": {"anthropic": meta}})
+        meta: dict[str, Any] = {
+            "usage": self.raw_usage,
+            "cacheCreationInputTokens": self.cache_creation,
+            "stopSequence": self.stop_sequence,
+        }
+        out.append(
+            {
+                "type": "finish",
+                "finishReason": "error" if self.errored else self.finish_reason,
+                "usage": usage,
+                "providerMetadata": {"anthropic": meta},
+            }
+        )
         return out
 
 
@@ -381,9 +532,18 @@ class AnthropicModel(_HTTPStreamingModel):
         generate_id: Callable[[], str] | None = None,
     ) -> None:
         super().__init__(
-            model_id, provider=provider, base_url=base_url, api_key=api_key, headers=headers,
-            timeout=timeout, max_retries=max_retries, retry_initial_delay=retry_initial_delay,
-            sleep=sleep, http_client=http_client, transport=transport, generate_id=generate_id,
+            model_id,
+            provider=provider,
+            base_url=base_url,
+            api_key=api_key,
+            headers=headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_initial_delay=retry_initial_delay,
+            sleep=sleep,
+            http_client=http_client,
+            transport=transport,
+            generate_id=generate_id,
         )
         self.default_max_tokens = default_max_tokens
         self.anthropic_version = anthropic_version
@@ -406,12 +566,19 @@ class AnthropicModel(_HTTPStreamingModel):
         }
         if system:
             body["system"] = system
-        for key, api in (("temperature", "temperature"), ("top_p", "top_p"), ("top_k", "top_k"),
-                         ("stop_sequences", "stop_sequences")):
+        for key, api in (
+            ("temperature", "temperature"),
+            ("top_p", "top_p"),
+            ("top_k", "top_k"),
+            ("stop_sequences", "stop_sequences"),
+        ):
             if options.get(key) is not None:
                 body[api] = options.get(key)
-        for key, setting in (("seed", "seed"), ("presence_penalty", "presencePenalty"),
-                             ("frequency_penalty", "frequencyPenalty")):
+        for key, setting in (
+            ("seed", "seed"),
+            ("presence_penalty", "presencePenalty"),
+            ("frequency_penalty", "frequencyPenalty"),
+        ):
             if options.get(key) is not None:
                 warnings.append({"type": "unsupported-setting", "setting": setting})
         extra = dict((options.get("provider_options") or {}).get("anthropic") or {})
@@ -422,24 +589,40 @@ class AnthropicModel(_HTTPStreamingModel):
             body["max_tokens"] += budget
             for key in ("temperature", "top_p", "top_k"):
                 if body.pop(key, None) is not None:
-                    warnings.append({"type": "unsupported-setting", "setting": key,
-                                     "details": f"{key} is not supported when thinking is enabled"})
+                    warnings.append(
+                        {
+                            "type": "unsupported-setting",
+                            "setting": key,
+                            "details": f"{key} is not supported when thinking is enabled",
+                        }
+                    )
         elif thinking is not None:
             body["thinking"] = thinking
         choice = options.get("tool_choice")
         tools = options.get("tools") or []
-        if tools and not (choice and choice.get("type") == "none"):
+        json_tool = json_response_tool(options.get("response_format"), bool(tools), warnings)
+        if json_tool is not None:
+            body["tools"] = [json_tool]
+            body["tool_choice"] = {"type": "tool", "name": json_tool["name"]}
+        elif tools and not (choice and choice.get("type") == "none"):
             out_tools: list[dict[str, Any]] = []
             for tool in tools:
                 if tool.get("type", "function") == "function":
-                    entry: dict[str, Any] = {"name": tool["name"],
-                                             "input_schema": tool.get("inputSchema") or {"type": "object"}}
+                    entry: dict[str, Any] = {
+                        "name": tool["name"],
+                        "input_schema": tool.get("inputSchema") or {"type": "object"},
+                    }
                     if tool.get("description"):
                         entry["description"] = tool["description"]
                     out_tools.append(entry)
                 elif tool.get("type") == "provider-defined":
-                    out_tools.append({"type": tool["id"].split(".", 1)[-1], "name": tool["name"],
-                                      **{camel_to_snake(k): v for k, v in (tool.get("args") or {}).items()}})
+                    out_tools.append(
+                        {
+                            "type": tool["id"].split(".", 1)[-1],
+                            "name": tool["name"],
+                            **{camel_to_snake(k): v for k, v in (tool.get("args") or {}).items()},
+                        }
+                    )
             body["tools"] = out_tools
             if choice:
                 kind = choice.get("type")
@@ -454,4 +637,5 @@ class AnthropicModel(_HTTPStreamingModel):
         return "POST", self._url, body, warnings
 
     def _transformer(self, options: CallOptions) -> _Transformer:
-        return _AnthropicTransformer(self)
+        json_mode = json_response_tool(options.get("response_format"), False, []) is not None
+        return _AnthropicTransformer(self, json_mode=json_mode)

@@ -7,7 +7,7 @@ them unchanged.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from .._abort import AbortSignal
@@ -17,6 +17,8 @@ __all__ = [
     "CallOptions",
     "FinishReason",
     "LanguageModel",
+    "ModelStream",
+    "ResponseFormat",
     "StreamPart",
 ]
 
@@ -24,6 +26,20 @@ StreamPart = dict[str, Any]
 """One ``LanguageModelV2StreamPart`` as JSON (``{"type": "text-delta", "id": "0", "delta": "Hi"}``)."""
 
 FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"]
+
+
+class ResponseFormat(TypedDict, total=False):
+    """``LanguageModelV2CallOptions.responseFormat``: ``{"type": "text"}`` or JSON, optionally with a schema.
+
+    ``{"type": "json", "schema": <JSON Schema>, "name": ..., "description": ...}`` asks for a JSON answer
+    (OpenAI chat: ``response_format``; Responses: ``text.format``; Anthropic: a forced ``json`` tool whose
+    input is streamed back as text).
+    """
+
+    type: Literal["text", "json"]
+    schema: dict[str, Any] | None
+    name: str | None
+    description: str | None
 
 
 class CallOptions(TypedDict, total=False):
@@ -43,6 +59,8 @@ class CallOptions(TypedDict, total=False):
     seed: int | None
     presence_penalty: float | None
     frequency_penalty: float | None
+    response_format: ResponseFormat | None
+    """Ask for JSON output (see :class:`ResponseFormat`)."""
     headers: Mapping[str, str] | None
     """Extra HTTP headers for this call."""
     provider_options: dict[str, dict[str, Any]] | None
@@ -50,6 +68,44 @@ class CallOptions(TypedDict, total=False):
     include_raw_chunks: bool
     """Emit ``{"type": "raw", "rawValue": event_json}`` before the parts made from each event."""
     abort_signal: AbortSignal | None
+
+
+class ModelStream(AsyncIterator[StreamPart]):
+    """The parts of one ``do_stream`` call plus what went over the wire (AI SDK ``doStream`` result).
+
+    The AI SDK returns ``{stream, request: {body}, response: {headers}}``; here the stream *is* the
+    result and carries the rest as attributes, filled in by the time the first part is produced:
+
+    * ``request`` — ``{"body": <the JSON request body, as sent>}`` (``{}`` until the request is built);
+    * ``response`` — ``{"headers": {name: value}}`` of the HTTP response (``{}`` until it arrives).
+
+    ``do_stream`` may return any async iterator; consumers read these attributes with ``getattr`` and
+    treat a plain async generator (``ScriptedModel``) as ``{}``.
+    """
+
+    __slots__ = ("_parts", "request", "response")
+
+    def __init__(self) -> None:
+        self.request: dict[str, Any] = {}
+        self.response: dict[str, Any] = {}
+        self._parts: AsyncGenerator[StreamPart, None] | None = None
+
+    def attach(self, parts: AsyncGenerator[StreamPart, None]) -> ModelStream:
+        """Set the generator that produces the parts (it may fill ``request`` / ``response``)."""
+        self._parts = parts
+        return self
+
+    def __aiter__(self) -> ModelStream:
+        return self
+
+    async def __anext__(self) -> StreamPart:
+        if self._parts is None:
+            raise StopAsyncIteration
+        return await self._parts.__anext__()
+
+    async def aclose(self) -> None:
+        if self._parts is not None:
+            await self._parts.aclose()
 
 
 @runtime_checkable
@@ -61,7 +117,11 @@ class LanguageModel(Protocol):
     model_id: str
 
     def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
-        """Stream the model's answer as ``LanguageModelV2StreamPart`` dicts (an async generator)."""
+        """Stream the model's answer as ``LanguageModelV2StreamPart`` dicts.
+
+        An async generator, or a :class:`ModelStream` that also reports the request body and the
+        response headers.
+        """
         ...
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import itertools
+import json
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
@@ -34,7 +35,7 @@ import msgspec
 from httpx_sse import EventSource, SSEError
 
 from .._abort import AbortError, AbortSignal
-from ._base import APICallError, CallOptions, StreamPart
+from ._base import APICallError, CallOptions, ModelStream, StreamPart
 
 __all__ = ["DEFAULT_TIMEOUT", "Sleep", "iso_timestamp"]
 
@@ -222,15 +223,16 @@ class _HTTPStreamingModel:
         client: httpx.AsyncClient,
         method: str,
         url: str,
-        body: dict[str, Any] | None,
+        content: bytes | None,
         headers: dict[str, str],
         signal: AbortSignal | None,
+        info: ModelStream,
     ) -> httpx.Response | APICallError:
-        """Send with retries; return the open 2xx response or the final error."""
+        """Send with retries; return the open 2xx response or the final error (headers → ``info``)."""
         attempt = 0
         while True:
             response: httpx.Response | None = None
-            request = client.build_request(method, url, json=body, headers=headers)
+            request = client.build_request(method, url, content=content, headers=headers)
             try:
                 response = await _abortable(client.send(request, stream=True), signal)
             except httpx.TimeoutException as exc:
@@ -245,6 +247,7 @@ class _HTTPStreamingModel:
                     cause=exc,
                 )
             else:
+                info.response = {"headers": dict(response.headers.items())}
                 if response.status_code < 300:
                     return response
                 try:
@@ -258,14 +261,27 @@ class _HTTPStreamingModel:
             await _abortable(self._sleep(_retry_delay(response, attempt, self.retry_initial_delay)), signal)
             attempt += 1
 
-    async def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
-        """Stream one model call as AI SDK ``LanguageModelV2StreamPart`` dicts."""
+    def do_stream(self, options: CallOptions) -> ModelStream:
+        """Stream one model call as AI SDK ``LanguageModelV2StreamPart`` dicts.
+
+        The returned :class:`ModelStream` reports the request body (``request``) and the response
+        headers (``response``) once the first part is out.
+        """
+        info = ModelStream()
+        return info.attach(self._stream(options, info))
+
+    async def _stream(self, options: CallOptions, info: ModelStream) -> AsyncGenerator[StreamPart, None]:
         signal = options.get("abort_signal")
         if signal is not None:
             signal.throw_if_aborted()
         method, url, body, warnings = self._request(options)
         headers = {**self._auth_headers(), **self._headers, **dict(options.get("headers") or {})}
+        content: bytes | None = None
         if body is not None:
+            text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            info.request = {"body": text}
+            content = text.encode("utf-8")
+            headers.setdefault("content-type", "application/json")
             headers.setdefault("accept", "text/event-stream")
         include_raw = bool(options.get("include_raw_chunks"))
         transformer = self._transformer(options)
@@ -273,7 +289,7 @@ class _HTTPStreamingModel:
         own_client = self._client is None
         client = self._client or httpx.AsyncClient(timeout=self._timeout, transport=self._transport)
         try:
-            opened = await self._open(client, method, url, body, headers, signal)
+            opened = await self._open(client, method, url, content, headers, signal, info)
             if isinstance(opened, APICallError):
                 yield {"type": "error", "error": opened}
                 return

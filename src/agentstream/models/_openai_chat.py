@@ -481,6 +481,36 @@ def convert_openai_chat_usage(usage: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
+def chat_response_format(
+    response_format: Any, structured_outputs: bool, strict: bool, warnings: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """``responseFormat`` → Chat Completions ``response_format`` (``@ai-sdk/openai`` ``getArgs``).
+
+    A schema becomes ``{"type": "json_schema", "json_schema": {name, description?, schema, strict}}``
+    (``name`` defaults to ``"response"``); without a schema, or when the server has no structured
+    outputs, ``{"type": "json_object"}`` (plus an ``unsupported-setting`` warning if a schema is dropped).
+    """
+    if not isinstance(response_format, dict) or response_format.get("type") != "json":
+        return None
+    schema = response_format.get("schema")
+    if schema is None or not structured_outputs:
+        if schema is not None:
+            warnings.append(
+                {
+                    "type": "unsupported-setting",
+                    "setting": "responseFormat",
+                    "details": "JSON response format schema is only supported with structuredOutputs",
+                }
+            )
+        return {"type": "json_object"}
+    json_schema: dict[str, Any] = {"name": response_format.get("name") or "response"}
+    if response_format.get("description"):
+        json_schema["description"] = response_format["description"]
+    json_schema["schema"] = schema
+    json_schema["strict"] = strict
+    return {"type": "json_schema", "json_schema": json_schema}
+
+
 # -- the model ------------------------------------------------------------------------------------
 
 
@@ -496,6 +526,9 @@ class OpenAIChatModel(_HTTPStreamingModel):
     * `include_usage` — send ``stream_options.include_usage`` (default true).
     * `parse_think_tags` — treat ``<think>…</think>`` inside ``content`` as reasoning.
     * `send_reasoning` — replay assistant reasoning as ``reasoning_content`` (DeepSeek tool loops).
+    * `structured_outputs` — send a ``response_format`` JSON schema (default true); false sends
+      ``json_object`` (servers without structured outputs). Provider options ``structuredOutputs``
+      and ``strictJsonSchema`` (default false) override per call.
     * `timeout`, `max_retries`, `retry_initial_delay`, `sleep`, `http_client`, `transport`,
       `headers`, `generate_id` — transport settings shared by all providers.
     """
@@ -511,6 +544,7 @@ class OpenAIChatModel(_HTTPStreamingModel):
         include_usage: bool = True,
         parse_think_tags: bool = False,
         send_reasoning: bool = False,
+        structured_outputs: bool = True,
         system_role: str = "system",
         headers: Mapping[str, str] | None = None,
         timeout: httpx.Timeout | float | None = None,
@@ -539,6 +573,7 @@ class OpenAIChatModel(_HTTPStreamingModel):
         self.include_usage = include_usage
         self.parse_think_tags = parse_think_tags
         self.send_reasoning = send_reasoning
+        self.structured_outputs = structured_outputs
         self.system_role = system_role
         self._url = f"{self.base_url}/chat/completions"
 
@@ -575,7 +610,12 @@ class OpenAIChatModel(_HTTPStreamingModel):
             body["tools"] = tools
             if choice is not None:
                 body["tool_choice"] = choice
-        extra = (options.get("provider_options") or {}).get(self.provider_key) or {}
+        extra = dict((options.get("provider_options") or {}).get(self.provider_key) or {})
+        structured = bool(extra.pop("structuredOutputs", self.structured_outputs))
+        strict = bool(extra.pop("strictJsonSchema", False))
+        response_format = chat_response_format(options.get("response_format"), structured, strict, warnings)
+        if response_format is not None:
+            body["response_format"] = response_format
         for key, value in extra.items():
             body[camel_to_snake(key)] = value
         return "POST", self._url, body, warnings

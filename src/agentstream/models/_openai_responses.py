@@ -43,8 +43,11 @@ def _user_part(part: dict[str, Any]) -> dict[str, Any]:
         if mt.startswith("image/"):
             return {"type": "input_image", "image_url": data_url(part)}
         if mt == "application/pdf":
-            return {"type": "input_file", "filename": part.get("filename") or "document.pdf",
-                    "file_data": data_url(part)}
+            return {
+                "type": "input_file",
+                "filename": part.get("filename") or "document.pdf",
+                "file_data": data_url(part),
+            }
         raise InvalidPromptError(f"file parts with media type {mt!r} are not supported by the Responses API")
     raise InvalidPromptError(f"unsupported user content part {kind!r}")
 
@@ -69,14 +72,20 @@ def convert_to_openai_responses_input(
                 kind = part.get("type")
                 opts = provider_opts(part, "openai")
                 if kind == "text":
-                    item: dict[str, Any] = {"role": "assistant",
-                                            "content": [{"type": "output_text", "text": part.get("text", "")}]}
+                    item: dict[str, Any] = {
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": part.get("text", "")}],
+                    }
                     if opts.get("itemId"):
                         item["id"] = opts["itemId"]
                     items.append(item)
                 elif kind == "tool-call" and not part.get("providerExecuted"):
-                    item = {"type": "function_call", "call_id": part["toolCallId"], "name": part["toolName"],
-                            "arguments": tool_input_json(part.get("input"))}
+                    item = {
+                        "type": "function_call",
+                        "call_id": part["toolCallId"],
+                        "name": part["toolName"],
+                        "arguments": tool_input_json(part.get("input")),
+                    }
                     if opts.get("itemId"):
                         item["id"] = opts["itemId"]
                     items.append(item)
@@ -95,7 +104,9 @@ def convert_to_openai_responses_input(
             for part in content:
                 if part.get("type") == "tool-result":
                     text, _ = tool_output_text(part)
-                    items.append({"type": "function_call_output", "call_id": part["toolCallId"], "output": text})
+                    items.append(
+                        {"type": "function_call_output", "call_id": part["toolCallId"], "output": text}
+                    )
         else:
             raise InvalidPromptError(f"unsupported message role {role!r}")
     return items
@@ -140,10 +151,21 @@ class _ResponsesTransformer(_Transformer):
             state = self.reasoning.setdefault(item_id, {"encrypted": None, "parts": [0]})
             if index not in state["parts"]:
                 state["parts"].append(index)
-                out.append({"type": "reasoning-start", "id": f"{item_id}:{index}",
-                            "providerMetadata": self._reasoning_meta(item_id)})
-            out.append({"type": "reasoning-delta", "id": f"{item_id}:{index}", "delta": value.get("delta", ""),
-                        "providerMetadata": {"openai": {"itemId": item_id}}})
+                out.append(
+                    {
+                        "type": "reasoning-start",
+                        "id": f"{item_id}:{index}",
+                        "providerMetadata": self._reasoning_meta(item_id),
+                    }
+                )
+            out.append(
+                {
+                    "type": "reasoning-delta",
+                    "id": f"{item_id}:{index}",
+                    "delta": value.get("delta", ""),
+                    "providerMetadata": {"openai": {"itemId": item_id}},
+                }
+            )
             return out
         if kind == "response.reasoning_summary_part.added":
             item_id = value["item_id"]
@@ -152,8 +174,13 @@ class _ResponsesTransformer(_Transformer):
             if index in state["parts"]:
                 return []
             state["parts"].append(index)
-            return [{"type": "reasoning-start", "id": f"{item_id}:{index}",
-                     "providerMetadata": self._reasoning_meta(item_id)}]
+            return [
+                {
+                    "type": "reasoning-start",
+                    "id": f"{item_id}:{index}",
+                    "providerMetadata": self._reasoning_meta(item_id),
+                }
+            ]
         if kind == "response.output_item.added":
             return self._item_added(value["output_index"], value["item"])
         if kind == "response.output_item.done":
@@ -161,8 +188,12 @@ class _ResponsesTransformer(_Transformer):
         if kind == "response.output_text.annotation.added":
             annotation = value.get("annotation") or {}
             if annotation.get("type") == "url_citation":
-                source: StreamPart = {"type": "source", "sourceType": "url", "id": self._gen_id(),
-                                      "url": annotation.get("url")}
+                source: StreamPart = {
+                    "type": "source",
+                    "sourceType": "url",
+                    "id": self._gen_id(),
+                    "url": annotation.get("url"),
+                }
                 if annotation.get("title"):
                     source["title"] = annotation["title"]
                 return [source]
@@ -199,7 +230,9 @@ class _ResponsesTransformer(_Transformer):
 
     def _error_part(self, err: Any) -> StreamPart:
         message = err.get("message") if isinstance(err, dict) else str(err)
-        error = self._model._error(str(message or "stream error"), self._model._url, retryable=False, data=err)
+        error = self._model._error(
+            str(message or "stream error"), self._model._url, retryable=False, data=err
+        )
         return {"type": "error", "error": error}
 
     def _map_finish(self, reason: str | None) -> str:
@@ -218,13 +251,31 @@ class _ResponsesTransformer(_Transformer):
             return [{"type": "tool-input-start", "id": item["call_id"], "toolName": item["name"]}]
         if kind == "web_search_call":
             self.calls[index] = {"toolCallId": item["id"], "toolName": "web_search"}
-            return [{"type": "tool-input-start", "id": item["id"], "toolName": "web_search", "providerExecuted": True}]
+            return [
+                {
+                    "type": "tool-input-start",
+                    "id": item["id"],
+                    "toolName": "web_search",
+                    "providerExecuted": True,
+                }
+            ]
         if kind == "message":
-            return [{"type": "text-start", "id": item["id"], "providerMetadata": {"openai": {"itemId": item["id"]}}}]
+            return [
+                {
+                    "type": "text-start",
+                    "id": item["id"],
+                    "providerMetadata": {"openai": {"itemId": item["id"]}},
+                }
+            ]
         if kind == "reasoning":
             self.reasoning[item["id"]] = {"encrypted": item.get("encrypted_content"), "parts": [0]}
-            return [{"type": "reasoning-start", "id": f"{item['id']}:0",
-                     "providerMetadata": self._reasoning_meta(item["id"])}]
+            return [
+                {
+                    "type": "reasoning-start",
+                    "id": f"{item['id']}:0",
+                    "providerMetadata": self._reasoning_meta(item["id"]),
+                }
+            ]
         return []
 
     def _item_done(self, index: int, item: dict[str, Any]) -> list[StreamPart]:
@@ -234,18 +285,33 @@ class _ResponsesTransformer(_Transformer):
             self.has_function_call = True
             return [
                 {"type": "tool-input-end", "id": item["call_id"]},
-                {"type": "tool-call", "toolCallId": item["call_id"], "toolName": item["name"],
-                 "input": item.get("arguments") or "{}", "providerMetadata": {"openai": {"itemId": item["id"]}}},
+                {
+                    "type": "tool-call",
+                    "toolCallId": item["call_id"],
+                    "toolName": item["name"],
+                    "input": item.get("arguments") or "{}",
+                    "providerMetadata": {"openai": {"itemId": item["id"]}},
+                },
             ]
         if kind == "web_search_call":
             self.calls.pop(index, None)
             action = item.get("action")
             return [
                 {"type": "tool-input-end", "id": item["id"]},
-                {"type": "tool-call", "toolCallId": item["id"], "toolName": "web_search",
-                 "input": tool_input_json({"action": action} if action else {}), "providerExecuted": True},
-                {"type": "tool-result", "toolCallId": item["id"], "toolName": "web_search",
-                 "result": {"status": item.get("status")}, "providerExecuted": True},
+                {
+                    "type": "tool-call",
+                    "toolCallId": item["id"],
+                    "toolName": "web_search",
+                    "input": tool_input_json({"action": action} if action else {}),
+                    "providerExecuted": True,
+                },
+                {
+                    "type": "tool-result",
+                    "toolCallId": item["id"],
+                    "toolName": "web_search",
+                    "result": {"status": item.get("status")},
+                    "providerExecuted": True,
+                },
             ]
         if kind == "message":
             return [{"type": "text-end", "id": item["id"]}]
@@ -253,8 +319,10 @@ class _ResponsesTransformer(_Transformer):
             state = self.reasoning.pop(item["id"], {"parts": [0]})
             encrypted = item.get("encrypted_content")
             meta = {"openai": {"itemId": item["id"], "reasoningEncryptedContent": encrypted}}
-            return [{"type": "reasoning-end", "id": f"{item['id']}:{i}", "providerMetadata": meta}
-                    for i in state["parts"]]
+            return [
+                {"type": "reasoning-end", "id": f"{item['id']}:{i}", "providerMetadata": meta}
+                for i in state["parts"]
+            ]
         return []
 
     def finish(self) -> list[StreamPart]:
@@ -262,8 +330,11 @@ class _ResponsesTransformer(_Transformer):
         if self.usage:
             inp = self.usage.get("input_tokens")
             outp = self.usage.get("output_tokens")
-            usage = {"inputTokens": inp, "outputTokens": outp,
-                     "totalTokens": self.usage.get("total_tokens", (inp or 0) + (outp or 0))}
+            usage = {
+                "inputTokens": inp,
+                "outputTokens": outp,
+                "totalTokens": self.usage.get("total_tokens", (inp or 0) + (outp or 0)),
+            }
             reasoning = (self.usage.get("output_tokens_details") or {}).get("reasoning_tokens")
             if reasoning is not None:
                 usage["reasoningTokens"] = reasoning
@@ -275,14 +346,39 @@ class _ResponsesTransformer(_Transformer):
             meta["logprobs"] = self.logprobs
         if self.service_tier:
             meta["serviceTier"] = self.service_tier
-        return [{"type": "finish", "finishReason": "error" if self.errored else self.finish_reason,
-                 "usage": usage, "providerMetadata": {"openai": meta}}]
+        return [
+            {
+                "type": "finish",
+                "finishReason": "error" if self.errored else self.finish_reason,
+                "usage": usage,
+                "providerMetadata": {"openai": meta},
+            }
+        ]
 
 
 _RESPONSES_OPTIONS = {
     "reasoningEffort": ("reasoning", "effort"),
     "reasoningSummary": ("reasoning", "summary"),
+    "textVerbosity": ("text", "verbosity"),
 }
+
+
+def responses_text_format(response_format: Any, strict: bool) -> dict[str, Any] | None:
+    """``responseFormat`` → Responses ``text.format`` (``@ai-sdk/openai`` responses ``getArgs``)."""
+    if not isinstance(response_format, dict) or response_format.get("type") != "json":
+        return None
+    schema = response_format.get("schema")
+    if schema is None:
+        return {"type": "json_object"}
+    out: dict[str, Any] = {
+        "type": "json_schema",
+        "strict": strict,
+        "name": response_format.get("name") or "response",
+    }
+    if response_format.get("description"):
+        out["description"] = response_format["description"]
+    out["schema"] = schema
+    return out
 
 
 class OpenAIResponsesModel(_HTTPStreamingModel):
@@ -312,9 +408,18 @@ class OpenAIResponsesModel(_HTTPStreamingModel):
         generate_id: Callable[[], str] | None = None,
     ) -> None:
         super().__init__(
-            model_id, provider=provider, base_url=base_url, api_key=api_key, headers=headers,
-            timeout=timeout, max_retries=max_retries, retry_initial_delay=retry_initial_delay,
-            sleep=sleep, http_client=http_client, transport=transport, generate_id=generate_id,
+            model_id,
+            provider=provider,
+            base_url=base_url,
+            api_key=api_key,
+            headers=headers,
+            timeout=timeout,
+            max_retries=max_retries,
+            retry_initial_delay=retry_initial_delay,
+            sleep=sleep,
+            http_client=http_client,
+            transport=transport,
+            generate_id=generate_id,
         )
         self.system_role = system_role
         self._url = f"{self.base_url}/responses"
@@ -326,15 +431,25 @@ class OpenAIResponsesModel(_HTTPStreamingModel):
         warnings: list[dict[str, Any]] = []
         body: dict[str, Any] = {
             "model": self.model_id,
-            "input": convert_to_openai_responses_input(options.get("prompt") or [], system_role=self.system_role),
+            "input": convert_to_openai_responses_input(
+                options.get("prompt") or [], system_role=self.system_role
+            ),
             "stream": True,
         }
-        for key, api in (("max_output_tokens", "max_output_tokens"), ("temperature", "temperature"),
-                         ("top_p", "top_p")):
+        for key, api in (
+            ("max_output_tokens", "max_output_tokens"),
+            ("temperature", "temperature"),
+            ("top_p", "top_p"),
+        ):
             if options.get(key) is not None:
                 body[api] = options.get(key)
-        for key, setting in (("top_k", "topK"), ("seed", "seed"), ("stop_sequences", "stopSequences"),
-                             ("presence_penalty", "presencePenalty"), ("frequency_penalty", "frequencyPenalty")):
+        for key, setting in (
+            ("top_k", "topK"),
+            ("seed", "seed"),
+            ("stop_sequences", "stopSequences"),
+            ("presence_penalty", "presencePenalty"),
+            ("frequency_penalty", "frequencyPenalty"),
+        ):
             if options.get(key) is not None:
                 warnings.append({"type": "unsupported-setting", "setting": setting})
         tools = options.get("tools") or []
@@ -342,14 +457,21 @@ class OpenAIResponsesModel(_HTTPStreamingModel):
             out: list[dict[str, Any]] = []
             for tool in tools:
                 if tool.get("type", "function") == "function":
-                    entry: dict[str, Any] = {"type": "function", "name": tool["name"],
-                                             "parameters": tool.get("inputSchema") or {"type": "object"}}
+                    entry: dict[str, Any] = {
+                        "type": "function",
+                        "name": tool["name"],
+                        "parameters": tool.get("inputSchema") or {"type": "object"},
+                    }
                     if tool.get("description"):
                         entry["description"] = tool["description"]
                     out.append(entry)
                 elif tool.get("type") == "provider-defined":
-                    out.append({"type": tool["id"].split(".", 1)[-1],
-                                **{camel_to_snake(k): v for k, v in (tool.get("args") or {}).items()}})
+                    out.append(
+                        {
+                            "type": tool["id"].split(".", 1)[-1],
+                            **{camel_to_snake(k): v for k, v in (tool.get("args") or {}).items()},
+                        }
+                    )
                 else:
                     warnings.append({"type": "unsupported-tool", "tool": tool})
             body["tools"] = out
@@ -360,7 +482,13 @@ class OpenAIResponsesModel(_HTTPStreamingModel):
                     body["tool_choice"] = kind
                 elif kind == "tool":
                     body["tool_choice"] = {"type": "function", "name": choice["toolName"]}
-        for key, value in ((options.get("provider_options") or {}).get("openai") or {}).items():
+        extra = dict((options.get("provider_options") or {}).get("openai") or {})
+        text_format = responses_text_format(
+            options.get("response_format"), bool(extra.pop("strictJsonSchema", False))
+        )
+        if text_format is not None:
+            body["text"] = {"format": text_format}
+        for key, value in extra.items():
             if key in _RESPONSES_OPTIONS:
                 outer, inner = _RESPONSES_OPTIONS[key]
                 body.setdefault(outer, {})[inner] = value
