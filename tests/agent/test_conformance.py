@@ -29,13 +29,43 @@ DEFERRED = {
     "tool-suspended": "context.suspend() / tool-call-suspended is a later issue",
 }
 
-# Where we deliberately do better than the recording (docs/decisions.md): Mastra runs the tool with
-# ``{}`` and reports ``{}`` when streamed arguments need repair; we keep the repaired arguments.
-MODEL_OUTPUT_DIVERGENCES: dict[str, dict[str, str]] = {
-    "malformed-tool-json": {
-        "results.toolCalls": "ModelOutput keeps the provider's repaired args in the tool call ({} in Mastra)"
-    },
-}
+# Checks skipped where the recording cannot be matched (none at present).
+MODEL_OUTPUT_DIVERGENCES: dict[str, dict[str, str]] = {}
+
+REPAIRED_ARGS = {"city": "Oslo"}
+REPAIRED_RESULT = {"city": "Oslo", "temperatureC": 21, "conditions": "sunny"}
+
+
+def _run_with_repaired_args(vector: dict[str, Any]) -> None:
+    """``malformed-tool-json``: Mastra runs the tool with ``{}`` (validation fails) and reports ``{}``
+    in ``toolCalls`` although the history holds the repaired input. We deliberately do better
+    (docs/decisions.md): the tool runs with the provider's repaired arguments, so its result, the
+    tool message fed back to the model and the tool calls carry them. Everything else (the chunk
+    sequence, the streamed synthetic tool-call with ``{}``, texts, usage) is checked unchanged."""
+
+    def patch(chunks: list[dict[str, Any]]) -> int:
+        n = 0
+        for chunk in chunks:
+            payload = chunk.get("payload") or {}
+            if chunk.get("type") == "tool-result" and payload.get("toolCallId") == "call-1":
+                assert payload["args"] == {} and payload["result"]["error"] is True
+                payload["args"], payload["result"] = dict(REPAIRED_ARGS), dict(REPAIRED_RESULT)
+                n += 1
+        return n
+
+    assert patch(vector["expectedChunks"]) == 1
+    assert patch(vector["results"]["toolResults"]) == 1
+    assert patch(vector["callbacks"]["onChunk"]) == 1
+    (call,) = vector["results"]["toolCalls"]
+    assert call["payload"]["args"] == {}
+    call["payload"]["args"] = dict(REPAIRED_ARGS)
+    (result_part,) = vector["modelCalls"][1]["prompt"][-1]["content"]
+    assert result_part["input"] == REPAIRED_ARGS and result_part["output"]["value"]["error"] is True
+    result_part["output"] = {"type": "json", "value": dict(REPAIRED_RESULT)}
+
+
+# Where we deliberately do better than the recording: rewrite its expectations to what we do.
+BETTER_THAN_MASTRA = {"malformed-tool-json": _run_with_repaired_args}
 
 VECTORS = vector_files("agent")
 
@@ -157,6 +187,8 @@ async def _settle(awaitable: Any) -> tuple[bool, Any]:
 @pytest.mark.parametrize("path", _params())
 async def test_vector(path: Any) -> None:
     vector = load(path)
+    if path.stem in BETTER_THAN_MASTRA:
+        BETTER_THAN_MASTRA[path.stem](vector)
     output, chunks, calls, model = await _run(vector)
     expected = to_wire(vector["expectedChunks"])
 

@@ -12,7 +12,13 @@ from typing import Any
 
 import jiter
 
-__all__ = ["normalize_finish_reason", "normalize_usage", "parse_streamed_args", "parse_tool_input"]
+__all__ = [
+    "normalize_finish_reason",
+    "normalize_usage",
+    "parse_streamed_args",
+    "parse_tool_input",
+    "try_parse_streamed_args",
+]
 
 _CONTROL_TOKENS = re.compile(r"<\|[^|]*\|>\s*")
 _SINGLE_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
@@ -117,10 +123,15 @@ def parse_tool_input(text: Any) -> tuple[bool, Any]:
 
 def parse_streamed_args(text: str) -> Any:
     """Args of the synthetic tool-call built from streamed deltas: ``JSON.parse`` or ``{}``."""
+    return try_parse_streamed_args(text)[1]
+
+
+def try_parse_streamed_args(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` if the streamed JSON parses (empty text is ``{}``), else ``(False, {})``."""
     if not text:
-        return {}
+        return True, {}
     ok, value = _loads(text)
-    return value if ok else {}
+    return (True, value) if ok else (False, {})
 
 
 def parse_partial_json(text: str) -> tuple[bool, Any]:

@@ -7,6 +7,11 @@ before and one ``finish`` after. ``ModelOutput`` does the accounting (synthetic 
 raw filtering, awaitables, callbacks), so none of that happens here.
 
 Seams for later work (processors, goals, approvals, background tasks): :class:`LoopHooks`.
+
+What the provider sent and got back (a :class:`~agentstream.models.ModelStream`'s ``request`` /
+``response``) goes into ``step-start.request`` and the step's metadata (``request``, ``headers``);
+after a step whose response header ``x-ratelimit-remaining-tokens`` is between 0 and 2000 (exclusive)
+the loop pauses 10 s before the next model call (Mastra's ``model.loop.ts``; ``RunConfig.sleep``).
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,12 +76,26 @@ from ..chunks import (
     ToolResultPayload,
 )
 from ..chunks._codec import Chunk, format_date
-from ..models._base import LanguageModel
+from ..models._base import CallOptions, LanguageModel
 from ..tools import Tool, ToolContext, ToolWriter
-from ._convert import normalize_finish_reason, normalize_usage, parse_streamed_args, parse_tool_input
+from ._convert import (
+    normalize_finish_reason,
+    normalize_usage,
+    parse_streamed_args,
+    parse_tool_input,
+    try_parse_streamed_args,
+)
 from ._structured import StructuredOutputConfig, StructuredOutputState
 
-__all__ = ["AgentStreamError", "LoopHooks", "RunConfig", "StepInfo", "ToolNotFoundError", "run_loop"]
+__all__ = [
+    "AgentStreamError",
+    "LoopHooks",
+    "PendingToolCall",
+    "RunConfig",
+    "StepInfo",
+    "ToolNotFoundError",
+    "run_loop",
+]
 
 log = logging.getLogger("agentstream.agent")
 
@@ -143,17 +163,51 @@ class StepInfo:
     errored: bool = False
 
 
+@dataclass
+class PendingToolCall:
+    """One client-side tool call of a step, as the loop runs it."""
+
+    call_id: str
+    name: str
+    exec_args: Any
+    """The arguments the tool is run with (the streamed JSON, or the provider's repaired input)."""
+    history_args: Any
+    """The arguments recorded in the message history (the provider's ``tool-call`` input)."""
+    provider_executed: bool | None
+    args: Any = None
+    """``exec_args`` validated against the tool's input schema (set just before the tool runs)."""
+
+
+_Call = PendingToolCall
+
+
 class LoopHooks:
     """Where processors, goals, approvals and background tasks plug into each step (no-ops here).
 
     * ``process_chunk(chunk)`` — per-chunk output processing; return the chunk, a replacement, or
       ``None`` to drop it (output processors / tripwire).
+    * ``execute_tool(call, tool, context, default)`` — the tool-execution seam: called for every
+      client tool call whose tool exists and whose input validated (``call.args``); the default
+      awaits ``default()``, which runs the tool. An override may run it elsewhere instead (the
+      background-task package dispatches eligible tools and returns a placeholder result). What it
+      returns is the tool's result; what it raises becomes a ``tool-error``. It may stream chunks
+      into the run with ``context.writer.emit(chunk)`` (e.g. ``background-task-started``, which
+      also reaches ``on_chunk``); they appear before the step's ``tool-result`` chunks.
     * ``after_tools(step, results)`` — after the step's tools ran (approvals, background dispatch).
     * ``end_of_step(step)`` — before ``step-finish``; return ``True``/``False`` to force continuing or
       stopping, ``None`` to keep the loop's decision (goals, is-task-complete).
     """
 
     process_chunk: Callable[[Chunk], Chunk | None] | None = None
+
+    async def execute_tool(
+        self,
+        call: PendingToolCall,
+        tool: Tool,
+        context: ToolContext,
+        default: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        return await default()
 
     async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
         return None
@@ -186,32 +240,16 @@ class RunConfig:
     model_settings: dict[str, Any] = field(default_factory=dict)
     tool_call_concurrency: int = 10
     hooks: LoopHooks = field(default_factory=LoopHooks)
-
-
-@dataclass
-class _Call:
-    call_id: str
-    name: str
-    exec_args: Any
-    history_args: Any
-    provider_executed: bool | None
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    """Used for the rate-limit pause between steps (inject a virtual clock in tests)."""
 
 
 _DONE = object()
 _ABORTED = object()
-_CALL_SETTINGS = {
-    "temperature": "temperature",
-    "top_p": "top_p",
-    "top_k": "top_k",
-    "max_output_tokens": "max_output_tokens",
-    "max_tokens": "max_output_tokens",
-    "stop_sequences": "stop_sequences",
-    "seed": "seed",
-    "presence_penalty": "presence_penalty",
-    "frequency_penalty": "frequency_penalty",
-    "headers": "headers",
-    "provider_options": "provider_options",
-}
+RATE_LIMIT_HEADER = "x-ratelimit-remaining-tokens"
+RATE_LIMIT_THRESHOLD = 2000
+RATE_LIMIT_PAUSE_S = 10.0
+_LEADING_INT = re.compile(r"\s*([+-]?\d+)")
 
 
 def _tool_choice(choice: Any) -> dict[str, Any] | None:
@@ -283,6 +321,7 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
     include_raw = cfg.include_raw_chunks
     steps: list[StepInfo] = []
     model = cfg.model
+    call_settings: CallOptions = _call_settings(settings)
     model_metadata = {
         "modelId": model.model_id,
         "modelVersion": getattr(model, "specification_version", "v2"),
@@ -313,7 +352,8 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                 if first_ms
                 else None
             )
-            options: dict[str, Any] = {
+            options: CallOptions = {
+                **call_settings,
                 "prompt": list(messages),
                 "include_raw_chunks": include_raw,
                 "abort_signal": model_signal,
@@ -321,9 +361,6 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
             if tool_defs:
                 options["tools"] = tool_defs
                 options["tool_choice"] = _tool_choice(cfg.tool_choice) or {"type": "auto"}
-            for key, target in _CALL_SETTINGS.items():
-                if settings.get(key) is not None:
-                    options[target] = settings[key]
             so: StructuredOutputState | None = None
             if cfg.structured_output is not None:
                 so = StructuredOutputState(cfg.structured_output, run_id)
@@ -355,25 +392,18 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
             stream: AsyncIterator[dict[str, Any]] | None = None
             first: dict[str, Any] | None = None
             try:
-                stream = model.do_stream(options)  # type: ignore[arg-type]
+                stream = model.do_stream(options)
                 first = await stream.__anext__()
             except StopAsyncIteration:
                 first = None
             except Exception as exc:
-                if signal.aborted:
-                    aborted = True
-                elif step_ctrl.signal.aborted or total_ctrl.signal.aborted:
-                    timed_out = (
-                        exc if isinstance(exc, TimeoutError) else _timeout_reason(step_ctrl, total_ctrl)
-                    )
-                else:
-                    error = exc
+                aborted, timed_out, error = _classify(exc, signal, step_ctrl, total_ctrl)
             if first_timer is not None:
                 first_timer.cancel()
             if first is not None and first.get("type") == "stream-start":
                 warnings = list(first.get("warnings") or [])
                 first = None
-            request: dict[str, Any] = {}
+            request: dict[str, Any] = _sent_request(stream)
             start_chunk = StepStart(
                 run_id=run_id,
                 from_=AGENT,
@@ -568,11 +598,13 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                                     "could not parse tool-call input for %s: %r", name, part.get("input")
                                 )
                             pexec = part.get("providerExecuted")
-                            exec_args = (
-                                parse_streamed_args("".join(streamed[cid]))
-                                if cid in streamed
-                                else (args if ok else {})
-                            )
+                            exec_args = args if ok else {}
+                            if cid in streamed:
+                                # Mastra runs the tool with {} when the streamed JSON does not parse;
+                                # we run it with the provider's repaired input (docs/decisions.md).
+                                parsed_ok, streamed_args = try_parse_streamed_args("".join(streamed[cid]))
+                                if parsed_ok or not ok:
+                                    exec_args = streamed_args
                             calls.append(_Call(cid, name, exec_args, args if ok else {}, pexec))
                             call_part: dict[str, Any] = {
                                 "type": "tool-call",
@@ -742,14 +774,8 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                             await _call_on_chunk(on_chunk, chunk)
                         yield chunk
                 except Exception as exc:
-                    if signal.aborted:
-                        aborted = True
-                    elif step_ctrl.signal.aborted or total_ctrl.signal.aborted:
-                        timed_out = (
-                            exc if isinstance(exc, TimeoutError) else _timeout_reason(step_ctrl, total_ctrl)
-                        )
-                    else:
-                        error = exc
+                    aborted, timed_out, error = _classify(exc, signal, step_ctrl, total_ctrl)
+                    if error is not UNSET:
                         yield Error(
                             run_id=run_id,
                             from_=AGENT,
@@ -769,24 +795,22 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                     timer.cancel()
 
             step_text = "".join(text_chunks)
+            response_headers = _response_headers(stream)
             metadata: dict[str, Any] = {
                 "id": response.get("id") or str(uuid.uuid4()),
                 "timestamp": _timestamp(response.get("timestamp"), cfg.now_ms()),
                 "modelId": response.get("modelId") or model.model_id,
-                "modelMetadata": model_metadata,
-                "request": request,
             }
+            if response_headers is not None:
+                metadata["headers"] = response_headers
+            metadata["modelMetadata"] = model_metadata
+            metadata["request"] = request
             if provider_metadata is not None:
                 metadata["providerMetadata"] = provider_metadata
 
             if aborted:
                 yield Abort(run_id=run_id, from_=AGENT)
-                last_finish = {
-                    "messageId": cfg.message_id,
-                    "stepResult": {"reason": "tripwire", "isContinued": False},
-                    "metadata": metadata,
-                    "output": {"text": step_text, "toolCalls": [], "usage": {}},
-                }
+                last_finish = _aborted_finish(cfg.message_id, metadata, step_text)
                 break
             if timed_out is not None:
                 yield Error(run_id=run_id, from_=AGENT, payload=ErrorPayload(error=timed_out))
@@ -849,6 +873,8 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                             item = process(item)
                             if item is None:
                                 continue
+                        if on_chunk is not None and item.type in ON_CHUNK_TYPES:
+                            await _call_on_chunk(on_chunk, item)  # background-task-started
                         yield item
                 finally:
                     remove()
@@ -856,12 +882,7 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                         task.cancel()
                 if aborted:
                     yield Abort(run_id=run_id, from_=AGENT)
-                    last_finish = {
-                        "messageId": cfg.message_id,
-                        "stepResult": {"reason": "tripwire", "isContinued": False},
-                        "metadata": metadata,
-                        "output": {"text": step_text, "toolCalls": [], "usage": {}},
-                    }
+                    last_finish = _aborted_finish(cfg.message_id, metadata, step_text)
                     break
                 for call, (failed, value) in zip(pending, outcome, strict=True):
                     results.append((call, failed, value))
@@ -986,6 +1007,13 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                 break
             if cfg.stop_when and await _any_stop(cfg.stop_when, steps):
                 break
+            if rate_limited(response_headers):
+                # model.loop.ts: few tokens left in the provider's window; wait before the next call
+                await _pause(cfg.sleep, RATE_LIMIT_PAUSE_S, signal)
+                if signal.aborted:
+                    yield Abort(run_id=run_id, from_=AGENT)
+                    last_finish = _aborted_finish(cfg.message_id, metadata, "")
+                    break
     finally:
         if total_timer is not None:
             total_timer.cancel()
@@ -1015,6 +1043,97 @@ async def _any_stop(conditions: list[StopCondition], steps: list[StepInfo]) -> b
         if result:
             return True
     return False
+
+
+def _classify(
+    exc: BaseException, signal: AbortSignal, step_ctrl: AbortController, total_ctrl: AbortController
+) -> tuple[bool, BaseException | None, Any]:
+    """``(aborted, timed_out, error)`` for an exception out of the model stream.
+
+    The user's abort wins; a fired step / first-chunk / total timeout makes it a timeout (the
+    exception itself if it is a ``TimeoutError``, else the timer's reason); anything else is a
+    step error (``UNSET`` when there is none).
+    """
+    if signal.aborted:
+        return True, None, UNSET
+    if step_ctrl.signal.aborted or total_ctrl.signal.aborted:
+        return False, exc if isinstance(exc, TimeoutError) else _timeout_reason(step_ctrl, total_ctrl), UNSET
+    return False, None, exc
+
+
+def _call_settings(settings: Mapping[str, Any]) -> CallOptions:
+    """The ``model_settings`` that are call options, under their ``CallOptions`` names."""
+
+    def get(*keys: str) -> Any:
+        return next((settings[k] for k in keys if settings.get(k) is not None), None)
+
+    out: CallOptions = {}
+    if (value := get("temperature")) is not None:
+        out["temperature"] = value
+    if (value := get("top_p")) is not None:
+        out["top_p"] = value
+    if (value := get("top_k")) is not None:
+        out["top_k"] = value
+    if (value := get("max_output_tokens", "max_tokens")) is not None:
+        out["max_output_tokens"] = value
+    if (value := get("stop_sequences")) is not None:
+        out["stop_sequences"] = value
+    if (value := get("seed")) is not None:
+        out["seed"] = value
+    if (value := get("presence_penalty")) is not None:
+        out["presence_penalty"] = value
+    if (value := get("frequency_penalty")) is not None:
+        out["frequency_penalty"] = value
+    if (value := get("headers")) is not None:
+        out["headers"] = value
+    if (value := get("provider_options")) is not None:
+        out["provider_options"] = value
+    return out
+
+
+def _sent_request(stream: Any) -> dict[str, Any]:
+    """``{"body": ...}`` a :class:`~agentstream.models.ModelStream` reports; ``{}`` for other streams."""
+    request = getattr(stream, "request", None)
+    return dict(request) if isinstance(request, Mapping) else {}
+
+
+def _response_headers(stream: Any) -> dict[str, str] | None:
+    response = getattr(stream, "response", None)
+    headers = response.get("headers") if isinstance(response, Mapping) else None
+    return dict(headers) if isinstance(headers, Mapping) else None
+
+
+def rate_limited(headers: Mapping[str, str] | None) -> bool:
+    """``x-ratelimit-remaining-tokens`` parses (``parseInt``) to ``0 < n < 2000``."""
+    if not headers:
+        return False
+    value = headers.get(RATE_LIMIT_HEADER)
+    if value is None:
+        value = next((v for k, v in headers.items() if k.lower() == RATE_LIMIT_HEADER), None)
+    match = _LEADING_INT.match(value) if isinstance(value, str) else None
+    return match is not None and 0 < int(match.group(1)) < RATE_LIMIT_THRESHOLD
+
+
+async def _pause(sleep: Callable[[float], Awaitable[None]], seconds: float, signal: AbortSignal) -> None:
+    """``await sleep(seconds)``, cut short when the run is aborted."""
+    if signal.aborted:
+        return
+    sleeper = asyncio.ensure_future(sleep(seconds))
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait((sleeper, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (sleeper, waiter):
+            task.cancel()
+
+
+def _aborted_finish(message_id: str, metadata: dict[str, Any], step_text: str) -> dict[str, Any]:
+    return {
+        "messageId": message_id,
+        "stepResult": {"reason": "tripwire", "isContinued": False},
+        "metadata": metadata,
+        "output": {"text": step_text, "toolCalls": [], "usage": {}},
+    }
 
 
 def _timeout_reason(*controllers: AbortController) -> BaseException:
@@ -1099,8 +1218,13 @@ async def _execute(
         writer=ToolWriter(emit, run_id=cfg.run_id, tool_call_id=call.call_id, tool_name=call.name),
         messages=list(messages),
     )
+    call.args = parsed
+
+    async def default() -> Any:
+        return await tool_obj.run(parsed, context)
+
     try:
-        return False, await tool_obj.run(parsed, context)
+        return False, await cfg.hooks.execute_tool(call, tool_obj, context, default)
     except asyncio.CancelledError:
         raise
     except Exception as exc:

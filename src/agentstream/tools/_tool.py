@@ -23,7 +23,8 @@ ToolExecute = Callable[[Any, "ToolContext"], Any]
 
 
 class ToolWriter:
-    """What ``context.writer`` is: ``write(x)`` emits ``tool-output``, ``custom(chunk)`` a ``data-*`` chunk.
+    """What ``context.writer`` is: ``write(x)`` emits ``tool-output``, ``custom(chunk)`` a ``data-*`` chunk,
+    ``emit(chunk)`` any chunk.
 
     Safe to call from a sync tool running in a worker thread.
     """
@@ -57,6 +58,14 @@ class ToolWriter:
                 ),
             )
         )
+
+    def emit(self, chunk: Chunk) -> None:
+        """Put any chunk into the run's stream as it is (e.g. ``background-task-started``).
+
+        It appears among the step's tool chunks, before the ``tool-result`` chunks; chunk types on
+        the loop's ``on_chunk`` list also reach ``on_chunk``.
+        """
+        self._send(chunk)
 
     def custom(self, chunk: DataChunk | dict[str, Any]) -> None:
         """Emit a ``data-*`` chunk (a :class:`DataChunk` or its dict ``{type: 'data-x', data, ...}``)."""

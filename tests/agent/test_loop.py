@@ -1,0 +1,427 @@
+"""The loop's provider seams: request/response metadata, the rate-limit pause, the tool-execution hook,
+repaired tool arguments and structured output through a real provider on the loopback server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncGenerator
+from typing import Any
+
+import pytest
+
+from agentstream._abort import AbortController, AbortSignal
+from agentstream.agent import Agent, LoopHooks, RunConfig, run_loop
+from agentstream.agent._loop import PendingToolCall, _classify, rate_limited
+from agentstream.chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, ChunkFrom, chunk_to_dict
+from agentstream.chunks._codec import Chunk
+from agentstream.models import CallOptions, ModelStream, OpenAIChatModel, StreamPart
+from agentstream.testing import FakeClock, ScriptedModel
+from agentstream.tools import Tool, ToolContext
+from tests.models.conftest import API_KEY, ReplayServer, Reply
+
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+
+
+def _tool_step(call_id: str = "call-1", args: str = '{"city": "Oslo"}') -> list[StreamPart]:
+    return [
+        {"type": "stream-start", "warnings": []},
+        {"type": "tool-call", "toolCallId": call_id, "toolName": "weather", "input": args},
+        {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 1}},
+    ]
+
+
+def _text_step(text: str = "done") -> list[StreamPart]:
+    return [
+        {"type": "stream-start", "warnings": []},
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": text},
+        {"type": "text-end", "id": "t"},
+        {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1}},
+    ]
+
+
+class WireModel:
+    """A scripted model that returns ``ModelStream`` objects, as the HTTP providers do."""
+
+    specification_version = "v2"
+    provider = "wire"
+    model_id = "wire-1"
+
+    def __init__(self, steps: list[list[StreamPart]], headers: list[dict[str, str]]) -> None:
+        self.steps = steps
+        self.headers = headers
+        self.calls: list[CallOptions] = []
+
+    def do_stream(self, options: CallOptions) -> ModelStream:
+        index = len(self.calls)
+        self.calls.append(options)
+        stream = ModelStream()
+
+        async def parts() -> AsyncGenerator[StreamPart, None]:
+            stream.request = {"body": json.dumps({"call": index})}
+            stream.response = {"headers": self.headers[index]}
+            for part in self.steps[index]:
+                yield part
+
+        return stream.attach(parts())
+
+
+def _weather_tool(ran: list[Any] | None = None) -> Tool:
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+        if ran is not None:
+            ran.append(args)
+        return {"city": args["city"], "temperatureC": 21}
+
+    return Tool(id="weather", description="weather", input_schema=WEATHER_SCHEMA, execute=execute)
+
+
+def _config(model: Any, **kw: Any) -> RunConfig:
+    defaults: dict[str, Any] = {
+        "agent_id": "a",
+        "run_id": "run-1",
+        "message_id": "m-1",
+        "model": model,
+        "prompt": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+        "tools": {"weather": _weather_tool()},
+        "signal": AbortController().signal,
+        "now_ms": lambda: 0.0,
+    }
+    defaults.update(kw)
+    return RunConfig(**defaults)
+
+
+async def _collect(cfg: RunConfig) -> list[dict[str, Any]]:
+    return [chunk_to_dict(c) async for c in run_loop(cfg)]
+
+
+# -- request body and response headers ------------------------------------------------------------
+
+
+async def test_step_start_request_and_response_headers_from_the_provider() -> None:
+    model = WireModel([_tool_step(), _text_step()], [{"x-request-id": "r1"}, {"x-request-id": "r2"}])
+    chunks = await _collect(_config(model))
+    starts = [c for c in chunks if c["type"] == "step-start"]
+    assert [s["payload"]["request"] for s in starts] == [{"body": '{"call": 0}'}, {"body": '{"call": 1}'}]
+    finishes = [c for c in chunks if c["type"] == "step-finish"]
+    assert [f["payload"]["metadata"]["headers"] for f in finishes] == [
+        {"x-request-id": "r1"},
+        {"x-request-id": "r2"},
+    ]
+    assert finishes[0]["payload"]["metadata"]["request"] == {"body": '{"call": 0}'}
+
+
+async def test_scripted_model_reports_an_empty_request() -> None:
+    chunks = await _collect(_config(ScriptedModel([_text_step()])))
+    (start,) = [c for c in chunks if c["type"] == "step-start"]
+    assert start["payload"]["request"] == {}
+    (finish,) = [c for c in chunks if c["type"] == "step-finish"]
+    assert "headers" not in finish["payload"]["metadata"]
+
+
+async def test_real_provider_body_reaches_step_start_and_response_metadata() -> None:
+    server = ReplayServer()
+    await server.start()
+    try:
+        body = (
+            "".join(
+                f"data: {json.dumps(e)}\n\n"
+                for e in [
+                    {
+                        "id": "c1",
+                        "model": "gpt-4o",
+                        "created": 0,
+                        "choices": [{"index": 0, "delta": {"content": "Hi"}}],
+                    },
+                    {
+                        "id": "c1",
+                        "model": "gpt-4o",
+                        "created": 0,
+                        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                    },
+                ]
+            )
+            + "data: [DONE]\n\n"
+        )
+        server.replies.append(Reply(body=body, headers={"x-ratelimit-remaining-tokens": "90000"}))
+        model = OpenAIChatModel("gpt-4o", base_url=server.url + "/v1", api_key=API_KEY)
+        output = Agent(id="a", name="A", instructions="Be brief.", model=model).stream("hello")
+        chunks = [chunk_to_dict(c) async for c in output.full_stream]
+        (start,) = [c for c in chunks if c["type"] == "step-start"]
+        assert json.loads(start["payload"]["request"]["body"]) == server.received[-1].body
+        (finish,) = [c for c in chunks if c["type"] == "step-finish"]
+        assert finish["payload"]["metadata"]["headers"]["x-ratelimit-remaining-tokens"] == "90000"
+        assert (await output.response)["headers"]["x-ratelimit-remaining-tokens"] == "90000"
+    finally:
+        await server.stop()
+
+
+# -- rate-limit pause -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "pauses"),
+    [
+        ("1999", True),
+        ("1", True),
+        ("1500.7", True),
+        (" 12abc", True),
+        ("0", False),
+        ("2000", False),
+        ("-5", False),
+        ("abc", False),
+        ("", False),
+    ],
+)
+def test_rate_limited_parses_like_parse_int(value: str, pauses: bool) -> None:
+    assert rate_limited({"x-ratelimit-remaining-tokens": value}) is pauses
+    assert rate_limited({"X-RateLimit-Remaining-Tokens": value}) is pauses
+
+
+def test_rate_limited_without_the_header() -> None:
+    assert not rate_limited(None) and not rate_limited({}) and not rate_limited({"x-other": "5"})
+
+
+async def test_rate_limit_pause_waits_ten_virtual_seconds_before_the_next_step() -> None:
+    clock = FakeClock()
+    low = {"x-ratelimit-remaining-tokens": "1500"}
+    model = WireModel([_tool_step(), _text_step()], [low, low])
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for chunk in run_loop(_config(model, sleep=clock.sleep)):
+            seen.append(chunk.type)
+
+    task = asyncio.create_task(consume())
+    for _ in range(50):
+        await asyncio.sleep(0.005)  # the tool runs, step 1 finishes
+    assert seen[-1] == "step-finish" and len(model.calls) == 1
+    await clock.advance(9.9)
+    await asyncio.sleep(0.01)
+    assert len(model.calls) == 1, "the next model call waits 10 s"
+    await clock.advance(0.1)
+    await asyncio.wait_for(task, 1)  # no pause after the last step: the run ends without more time
+    assert len(model.calls) == 2 and seen[-1] == "finish"
+
+
+async def test_no_pause_when_enough_tokens_remain() -> None:
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    model = WireModel([_tool_step(), _text_step()], [{"x-ratelimit-remaining-tokens": "2000"}, {}])
+    await _collect(_config(model, sleep=sleep))
+    assert slept == [] and len(model.calls) == 2
+    model = WireModel([_tool_step(), _text_step()], [{"x-ratelimit-remaining-tokens": "10"}, {}])
+    await _collect(_config(model, sleep=sleep))
+    assert slept == [10.0]
+
+
+async def test_abort_during_the_pause_ends_the_run() -> None:
+    clock = FakeClock()
+    ctrl = AbortController()
+    model = WireModel([_tool_step(), _text_step()], [{"x-ratelimit-remaining-tokens": "5"}, {}])
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for chunk in run_loop(_config(model, sleep=clock.sleep, signal=ctrl.signal)):
+            seen.append(chunk.type)
+
+    task = asyncio.create_task(consume())
+    for _ in range(50):
+        await asyncio.sleep(0.005)
+    assert seen[-1] == "step-finish"
+    ctrl.abort()
+    await asyncio.wait_for(task, 1)
+    assert seen[-2:] == ["abort", "finish"] and len(model.calls) == 1
+
+
+# -- repaired tool arguments ------------------------------------------------------------------------
+
+
+async def test_tool_runs_with_the_providers_repaired_arguments() -> None:
+    ran: list[Any] = []
+    step = [
+        {"type": "stream-start", "warnings": []},
+        {"type": "tool-input-start", "id": "call-1", "toolName": "weather"},
+        {"type": "tool-input-delta", "id": "call-1", "delta": "{city: 'Oslo',}"},
+        {"type": "tool-input-end", "id": "call-1"},
+        {"type": "tool-call", "toolCallId": "call-1", "toolName": "weather", "input": "{city: 'Oslo',}"},
+        {"type": "finish", "finishReason": "tool-calls", "usage": {}},
+    ]
+    cfg = _config(ScriptedModel([step, _text_step()]), tools={"weather": _weather_tool(ran)})
+    chunks = await _collect(cfg)
+    assert ran == [{"city": "Oslo"}]
+    (result,) = [c for c in chunks if c["type"] == "tool-result"]
+    assert result["payload"]["args"] == {"city": "Oslo"}
+    assert result["payload"]["result"] == {"city": "Oslo", "temperatureC": 21}
+
+
+async def test_unrepairable_arguments_still_run_with_an_empty_object() -> None:
+    step = [
+        {"type": "stream-start", "warnings": []},
+        {"type": "tool-input-start", "id": "call-1", "toolName": "weather"},
+        {"type": "tool-input-delta", "id": "call-1", "delta": "{{{"},
+        {"type": "tool-input-end", "id": "call-1"},
+        {"type": "tool-call", "toolCallId": "call-1", "toolName": "weather", "input": "{{{"},
+        {"type": "finish", "finishReason": "tool-calls", "usage": {}},
+    ]
+    chunks = await _collect(_config(ScriptedModel([step, _text_step()])))
+    (result,) = [c for c in chunks if c["type"] == "tool-result"]
+    assert result["payload"]["args"] == {} and result["payload"]["result"]["error"] is True
+
+
+# -- the tool-execution seam ------------------------------------------------------------------------
+
+
+class Dispatching(LoopHooks):
+    """What the background-task package does: dispatch instead of running, announce the task."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any, str]] = []
+
+    async def execute_tool(
+        self, call: PendingToolCall, tool: Tool, context: ToolContext, default: Any
+    ) -> Any:
+        self.seen.append((call.call_id, call.args, tool.id))
+        context.writer.emit(
+            BackgroundTaskStarted(
+                run_id=context.run_id,
+                from_=ChunkFrom.AGENT,
+                payload=BackgroundTaskStartedPayload(
+                    task_id="task-1", tool_name=call.name, tool_call_id=call.call_id
+                ),
+            )
+        )
+        return {"status": "running", "taskId": "task-1"}
+
+
+async def test_execute_tool_hook_replaces_the_run_and_streams_background_task_started() -> None:
+    ran: list[Any] = []
+    hooks = Dispatching()
+    on_chunk: list[str] = []
+    cfg = _config(
+        ScriptedModel([_tool_step(), _text_step()]),
+        tools={"weather": _weather_tool(ran)},
+        hooks=hooks,
+        on_chunk=lambda c: on_chunk.append(c.type),
+    )
+    chunks = await _collect(cfg)
+    assert ran == [], "the hook did not call default(): the tool did not run"
+    assert hooks.seen == [("call-1", {"city": "Oslo"}, "weather")]
+    types = [c["type"] for c in chunks]
+    assert types.index("background-task-started") < types.index("tool-result")
+    (started,) = [c for c in chunks if c["type"] == "background-task-started"]
+    assert started["payload"] == {"taskId": "task-1", "toolName": "weather", "toolCallId": "call-1"}
+    (result,) = [c for c in chunks if c["type"] == "tool-result"]
+    assert result["payload"]["result"] == {"status": "running", "taskId": "task-1"}
+    assert on_chunk.index("background-task-started") < on_chunk.index("tool-result")
+
+
+async def test_default_execute_tool_runs_the_tool_and_hook_errors_become_tool_errors() -> None:
+    ran: list[Any] = []
+
+    class Wrapping(LoopHooks):
+        async def execute_tool(
+            self, call: PendingToolCall, tool: Tool, context: ToolContext, default: Any
+        ) -> Any:
+            if call.call_id == "call-2":
+                raise RuntimeError("dispatch failed")
+            return {"wrapped": await default()}
+
+    step = [
+        {"type": "stream-start", "warnings": []},
+        {"type": "tool-call", "toolCallId": "call-1", "toolName": "weather", "input": '{"city": "Oslo"}'},
+        {"type": "tool-call", "toolCallId": "call-2", "toolName": "weather", "input": '{"city": "Bergen"}'},
+        {"type": "finish", "finishReason": "tool-calls", "usage": {}},
+    ]
+    cfg = _config(
+        ScriptedModel([step, _text_step()]), tools={"weather": _weather_tool(ran)}, hooks=Wrapping()
+    )
+    chunks = await _collect(cfg)
+    assert ran == [{"city": "Oslo"}]
+    by_type = {c["type"]: c for c in chunks if c["type"] in ("tool-result", "tool-error")}
+    assert by_type["tool-result"]["payload"]["result"] == {"wrapped": {"city": "Oslo", "temperatureC": 21}}
+    assert by_type["tool-error"]["payload"]["toolCallId"] == "call-2"
+    assert by_type["tool-error"]["payload"]["error"]["message"] == "dispatch failed"
+
+    plain = await _collect(
+        _config(ScriptedModel([_tool_step(), _text_step()]), tools={"weather": _weather_tool(ran)})
+    )
+    assert ran[-1] == {"city": "Oslo"} and any(c["type"] == "tool-result" for c in plain)
+
+
+async def test_tool_writer_emit_streams_any_chunk() -> None:
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> str:
+        chunk: Chunk = BackgroundTaskStarted(
+            run_id=ctx.run_id,
+            from_=ChunkFrom.AGENT,
+            payload=BackgroundTaskStartedPayload(
+                task_id="t", tool_name=ctx.tool_name, tool_call_id=ctx.tool_call_id
+            ),
+        )
+        ctx.writer.emit(chunk)
+        return "ok"
+
+    tool = Tool(id="weather", description="w", input_schema=WEATHER_SCHEMA, execute=execute)
+    chunks = await _collect(_config(ScriptedModel([_tool_step(), _text_step()]), tools={"weather": tool}))
+    assert [c["type"] for c in chunks].count("background-task-started") == 1
+
+
+# -- exception classification ----------------------------------------------------------------------
+
+
+def test_classify() -> None:
+    user, step, total = AbortController(), AbortController(), AbortController()
+    exc = ValueError("boom")
+    assert _classify(exc, user.signal, step, total) == (False, None, exc)
+    step.abort(TimeoutError("step"))
+    aborted, timed_out, _ = _classify(exc, user.signal, step, total)
+    assert not aborted and isinstance(timed_out, TimeoutError) and str(timed_out) == "step"
+    own = TimeoutError("own")
+    assert _classify(own, user.signal, step, total)[1] is own
+    user.abort()
+    assert _classify(exc, user.signal, step, total)[0] is True
+    assert isinstance(user.signal, AbortSignal)
+
+
+# -- structured output through a real provider ------------------------------------------------------
+
+
+async def test_structured_output_through_openai_chat() -> None:
+    server = ReplayServer()
+    await server.start()
+    try:
+        pieces = ['{"city"', ': "Oslo"}']
+        events = [
+            {"id": "c1", "model": "gpt-4o", "created": 0, "choices": [{"index": 0, "delta": {"content": p}}]}
+            for p in pieces
+        ] + [
+            {
+                "id": "c1",
+                "model": "gpt-4o",
+                "created": 0,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            }
+        ]
+        server.replies.append(
+            Reply(body="".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n")
+        )
+        model = OpenAIChatModel("gpt-4o", base_url=server.url + "/v1", api_key=API_KEY)
+        schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+        output = Agent(id="a", name="A", instructions="", model=model).stream(
+            "a city", structured_output={"schema": schema}
+        )
+        assert await output.object == {"city": "Oslo"}
+        sent = server.received[-1].body
+        assert sent["response_format"]["type"] == "json_schema"
+        assert sent["response_format"]["json_schema"]["name"] == "response"
+        assert sent["response_format"]["json_schema"]["schema"]["properties"] == schema["properties"]
+    finally:
+        await server.stop()
