@@ -23,7 +23,7 @@ from .vector_tools import tools_for
 FROZEN_MS = 946684800000
 
 DEFERRED = {
-    "background-task-until-idle": "background tasks + untilIdle continuation turns are a later issue",
+    "background-task-until-idle": "run through Mastra(background_tasks=...) in tests/background/test_until_idle.py",
     "goal-judge-done": "goals (judge model, goal chunks, data-signal) are a later issue",
     "tool-approval-required": "tool approval (requireToolApproval, tool-call-approval, suspend) is a later issue",
     "tool-suspended": "context.suspend() / tool-call-suspended is a later issue",

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
-from ._loop import AgentStreamError, LoopHooks, RunConfig, StepInfo, ToolNotFoundError, run_loop
+from ._loop import (
+    AgentStreamError,
+    LoopHooks,
+    PendingToolCall,
+    RunConfig,
+    StepInfo,
+    ToolNotFoundError,
+    run_loop,
+)
 from ._structured import StructuredOutputConfig, StructuredOutputError
 
 
@@ -20,6 +28,7 @@ __all__ = [
     "Agent",
     "AgentStreamError",
     "LoopHooks",
+    "PendingToolCall",
     "RunConfig",
     "StepInfo",
     "StructuredOutputConfig",
