@@ -80,10 +80,11 @@ class Mastra:
         agent._register_mastra(self)
         manager = self._background_task_manager
         if manager is not None:
-            # executors for tasks recovered or resumed after a restart ("<agent_id>:<tool>")
-            for name, tool in agent.tools.items():
-                if tool.background is not None and tool.background.enabled:
-                    manager.register_tool(tool, name=name, agent_id=agent.id)
+            # executors for tasks recovered or resumed after a restart ("<agent_id>:<tool>");
+            # the agent's runs install the background dispatch hooks themselves (Agent.stream)
+            from .background._dispatch import register_background_tools
+
+            register_background_tools(agent, manager)
 
     def get_agent(self, key: str) -> Agent:
         """The agent registered under ``key`` (or whose ``id`` is ``key``)."""

@@ -223,6 +223,29 @@ async def test_no_pause_when_enough_tokens_remain() -> None:
     assert slept == [10.0]
 
 
+async def test_agent_sleep_option_is_the_rate_limit_pause() -> None:
+    """``Agent.stream(..., sleep=...)`` (like ``clock=``, also as a default option) reaches the loop."""
+    slept: list[tuple[str, float]] = []
+
+    def recorder(tag: str) -> Any:
+        async def sleep(seconds: float) -> None:
+            slept.append((tag, seconds))
+
+        return sleep
+
+    low = [{"x-ratelimit-remaining-tokens": "1999"}, {}]
+    agent = Agent(id="a", model=WireModel([_tool_step(), _text_step()], low), tools=[_weather_tool()])
+    assert await agent.stream("go", sleep=recorder("option")).text == "done"
+    agent = Agent(
+        id="b",
+        model=WireModel([_tool_step(), _text_step()], low),
+        tools=[_weather_tool()],
+        default_options={"sleep": recorder("default")},
+    )
+    assert (await agent.generate("go")).text == "done"
+    assert slept == [("option", 10.0), ("default", 10.0)]
+
+
 async def test_abort_during_the_pause_ends_the_run() -> None:
     clock = FakeClock()
     ctrl = AbortController()

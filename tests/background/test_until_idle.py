@@ -13,11 +13,7 @@ from typing import Any
 from agentstream import Mastra
 from agentstream._abort import AbortController
 from agentstream.agent import Agent
-from agentstream.background import (
-    BackgroundTaskManager,
-    stream_until_idle,
-    with_background_tasks,
-)
+from agentstream.background import BackgroundTaskManager, stream_until_idle
 from agentstream.chunks import chunk_to_dict, to_jsonable
 from agentstream.storage import BaseStore
 from agentstream.testing import ScriptedModel
@@ -275,8 +271,8 @@ async def test_failed_task_continuation_and_awaited(store: BaseStore) -> None:
     )
     agent2 = Agent(id="a2", instructions="sys", model=model2, tools=[tool])
     async with BackgroundTaskManager(store) as manager:
-        derived = with_background_tasks(agent2, manager)
-        chunks = [chunk_to_dict(c) async for c in derived.stream("go").full_stream]
+        Mastra(agents={"a2": agent2}, background_tasks=manager)
+        chunks = [chunk_to_dict(c) async for c in agent2.stream("go").full_stream]
     result = next(c for c in chunks if c["type"] == "tool-result")
     assert result["payload"]["result"] == {"answer": "ok"}
     assert result["payload"]["providerMetadata"]["mastra"]["backgroundTask"]["status"] == "completed"
@@ -292,8 +288,9 @@ async def test_foreground_override_and_plain_stream(store: BaseStore) -> None:
         _steps(("c1", "lookup", {"q": "x", "_background": {"disposition": "foreground"}}), "ok")
     )
     async with BackgroundTaskManager(store) as manager:
-        derived = with_background_tasks(Agent(id="a", model=model, tools=[tool]), manager)
-        chunks = [chunk_to_dict(c) async for c in derived.stream("go").full_stream]
+        agent = Agent(id="a", model=model, tools=[tool])
+        Mastra(agents={"a": agent}, background_tasks=manager)
+        chunks = [chunk_to_dict(c) async for c in agent.stream("go").full_stream]
         assert (await manager.list_tasks()).total == 0
     result = next(c for c in chunks if c["type"] == "tool-result")
     assert result["payload"]["result"] == {"q": "x"} and "providerMetadata" not in result["payload"]

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController, AbortSignal
 from ..chunks._codec import Chunk
 from ..memory import Memory, MemoryScope, TurnRecorder, resolve_memory_option
-from ..memory._memory import CURRENT_SCOPE
 from ..models._base import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import Tool
@@ -19,7 +19,7 @@ from ._messages import MessageInput, to_prompt
 from ._structured import StructuredOutputConfig
 
 if TYPE_CHECKING:
-    from ..background import BackgroundTaskManager, UntilIdleOutput
+    from ..background import AgentBackgroundConfig, BackgroundTaskManager, UntilIdleOutput
 
 __all__ = ["Agent", "has_tool_call", "step_count_is"]
 
@@ -42,6 +42,7 @@ _OPTIONS = frozenset(
         "tool_call_concurrency",
         "run_id",
         "clock",
+        "sleep",
         "memory",
         "until_idle",
     }
@@ -72,7 +73,12 @@ class Agent:
     one, an agent registered in a ``Mastra`` uses a default ``Memory`` over the Mastra's storage.
 
     Registered in a ``Mastra(background_tasks=...)``, the agent's tools with ``background`` enabled
-    run as background tasks of ``mastra.background_task_manager``.
+    run as background tasks of ``mastra.background_task_manager``. ``background_tasks`` (Mastra's
+    agent ``backgroundTasks``: ``{"tools": "all" | {name: bool | {...}}, "disabled": ...}`` or an
+    :class:`~agentstream.background.AgentBackgroundConfig`) overrides the tools' own settings.
+
+    Run options include ``clock`` (``() -> ms``, timestamps) and ``sleep`` (``async (seconds) ->
+    None``, the pause after a rate-limited step), injectable for tests.
     """
 
     def __init__(
@@ -86,6 +92,7 @@ class Agent:
         default_options: Mapping[str, Any] | None = None,
         hooks: LoopHooks | None = None,
         memory: Memory | None = None,
+        background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
@@ -112,16 +119,18 @@ class Agent:
         if memory is not None and not isinstance(memory, Memory):
             raise TypeError(f"agent {id!r}: memory must be a Memory, got {type(memory).__name__}")
         self.memory = memory
+        self.background_config: AgentBackgroundConfig | None = None
+        if background_tasks is not None:
+            from ..background._config import AgentBackgroundConfig
+
+            self.background_config = AgentBackgroundConfig.from_value(background_tasks)
         self._mastra: Any = None
-        self._background_of: Agent | None = None
-        self._background_cache: tuple[BackgroundTaskManager, Agent] | None = None
 
     # ----------------------------------------------------------------------------- Mastra wiring
 
     def _register_mastra(self, mastra: Any) -> None:
         """Called by ``Mastra.register_agent`` (Mastra's ``__registerMastra``)."""
         self._mastra = mastra
-        self._background_cache = None
 
     @property
     def background_task_manager(self) -> BackgroundTaskManager | None:
@@ -130,22 +139,6 @@ class Agent:
             return None
         manager: BackgroundTaskManager | None = self._mastra.background_task_manager
         return manager
-
-    def _background_view(self, manager: BackgroundTaskManager | None = None) -> Agent:
-        """This agent with its background-eligible tools dispatching to ``manager`` (cached)."""
-        if self._background_of is not None:
-            return self
-        manager = manager or self.background_task_manager
-        if manager is None or not manager.config.enabled:
-            return self
-        cached = self._background_cache
-        if cached is not None and cached[0] is manager:
-            return cached[1]
-        from ..background._agent_integration import with_background_tasks
-
-        derived = with_background_tasks(self, manager)
-        self._background_cache = (manager, derived)
-        return derived
 
     def _memory_for_run(self) -> Memory:
         storage = self._mastra.storage if self._mastra is not None else None
@@ -239,23 +232,38 @@ class Agent:
         *,
         continuation: bool = False,
         manager: BackgroundTaskManager | None = None,
+        background_scope: tuple[str | None, str | None] | None = None,
     ) -> ModelOutput:
         """One turn. ``continuation``: an until-idle continuation whose ``messages`` already hold the
-        history (memory is not reloaded and only the response is stored)."""
-        view = self._background_view(manager)
-        if view is not self:
-            return view._stream_turn(messages, options, continuation=continuation)
+        history (memory is not reloaded and only the response is stored).
+
+        With an enabled background-task manager (``manager`` or the Mastra's), the run gets the
+        background tools, instructions and hooks of :func:`~agentstream.background._dispatch.background_run`;
+        its tasks belong to ``background_scope`` (thread, resource), by default the memory thread's.
+        """
         opts = {**self.default_options, **options}
         opts.pop("until_idle", None)
         memory_option = opts.get("memory")
         scope = resolve_memory_option(memory_option) if memory_option is not None else None
         memory = self._memory_for_run() if scope is not None else None
         now_ms: Callable[[], float] = opts.get("clock") or _now_ms
+        sleep: Callable[[float], Awaitable[None]] = opts.get("sleep") or asyncio.sleep
+        tools, instructions, hooks = self.tools, self.instructions, self.hooks
+        manager = manager or self.background_task_manager
+        if manager is not None and manager.config.enabled:
+            from ..background._dispatch import background_run
+
+            if background_scope is None:
+                background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
+            run = background_run(
+                self, manager, thread_id=background_scope[0], resource_id=background_scope[1]
+            )
+            tools, instructions, hooks = run.tools, run.instructions, run.hooks
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
-        if self.instructions:
-            prompt.append({"role": "system", "content": self.instructions})
+        if instructions:
+            prompt.append({"role": "system", "content": instructions})
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
         cancel = AbortController()
@@ -278,7 +286,7 @@ class Agent:
             message_id=message_id,
             model=self.model,
             prompt=prompt,
-            tools=self.tools,
+            tools=tools,
             signal=signal,
             now_ms=now_ms,
             max_steps=int(max_steps) if max_steps is not None else (5 if not conditions else 10**9),
@@ -290,7 +298,8 @@ class Agent:
             active_tools=opts.get("active_tools"),
             model_settings=dict(opts.get("model_settings") or {}),
             tool_call_concurrency=int(concurrency),
-            hooks=self.hooks,
+            hooks=hooks,
+            sleep=sleep,
         )
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:
@@ -332,7 +341,6 @@ async def _remembered(
     load: bool,
 ) -> AsyncIterator[Chunk]:
     """The run's chunks, with the thread's history loaded before and the turn stored after."""
-    CURRENT_SCOPE.set(scope)  # background tasks dispatched by this run belong to the thread
     if load:
         history = await memory.history(scope)
         at = next((i for i, m in enumerate(config.prompt) if m.get("role") != "system"), len(config.prompt))

@@ -56,9 +56,9 @@ from ._manager import (
 )
 
 if TYPE_CHECKING:
-    from ._agent_integration import UntilIdleOutput, stream_until_idle, with_background_tasks
+    from ._agent_integration import UntilIdleOutput, stream_until_idle
 
-_LAZY = frozenset({"UntilIdleOutput", "stream_until_idle", "with_background_tasks"})
+_LAZY = frozenset({"UntilIdleOutput", "stream_until_idle"})
 
 
 def __getattr__(name: str) -> Any:
@@ -108,5 +108,4 @@ __all__ = [
     "resolve_background_config",
     "resumed_result_text",
     "stream_until_idle",
-    "with_background_tasks",
 ]

@@ -1,17 +1,10 @@
-"""Background tasks inside the agent loop, through the loop's existing seams only.
+"""Until-idle streams (Mastra ``stream(msgs, {untilIdle})``); dispatch itself is in ``_dispatch``.
 
-* :func:`with_background_tasks` derives an agent whose background-eligible tools are wrapped: the
-  wrapper's schema carries ``_background``, the system prompt gets Mastra's section, and a call
-  resolved to run in the background is dispatched to the manager (``background-task-started`` via
-  the tool writer, the placeholder string as the tool result, ``providerMetadata.mastra.backgroundTask``
-  added by the ``process_chunk`` hook). ``awaited`` blocks on the task and returns its real result;
-  ``fallback-sync`` runs the tool inline.
-* :func:`stream_until_idle` (Mastra ``stream(msgs, {untilIdle})``): one stream made of the first
-  turn, every background-task chunk of the agent/thread/resource and one continuation turn per
-  batch of finished tasks (the conversation with the real results swapped in, plus Mastra's
-  directive as a system message that is not kept). It closes when idle, on abort or after
-  ``max_idle_ms`` without news between turns. Awaitables on the returned object describe the first
-  turn only, as in Mastra.
+:func:`stream_until_idle`: one stream made of the first turn, every background-task chunk of the
+agent/thread/resource and one continuation turn per batch of finished tasks (the conversation with
+the real results swapped in, plus Mastra's directive as a system message that is not kept). It
+closes when idle, on abort or after ``max_idle_ms`` without news between turns. Awaitables on the
+returned object describe the first turn only, as in Mastra.
 """
 
 from __future__ import annotations
@@ -21,37 +14,19 @@ import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from .._abort import AbortSignal
-from ..agent import Agent, LoopHooks, StepInfo
-from ..chunks import (
-    BackgroundTaskStarted,
-    BackgroundTaskStartedPayload,
-    ChunkFrom,
-    StepFinish,
-    ToolResult,
-)
+from ..agent import Agent
+from ..chunks import StepFinish
 from ..chunks._codec import Chunk
 from ..memory import Memory, MemoryScope, resolve_memory_option
-from ..memory._memory import CURRENT_SCOPE
 from ..stream import ModelOutput
-from ..tools import Tool, ToolContext, json_schema_of
-from ._config import (
-    AgentBackgroundConfig,
-    ToolBackgroundConfig,
-    background_system_prompt,
-    continuation_directive,
-    inject_background_schema,
-    is_background_eligible,
-    placeholder_result_text,
-    resolve_background_config,
-)
-from ._manager import BackgroundTaskManager, TaskHooks
+from ._config import continuation_directive
+from ._manager import BackgroundTaskManager
 
-__all__ = ["UntilIdleOutput", "stream_until_idle", "with_background_tasks"]
+__all__ = ["UntilIdleOutput", "stream_until_idle"]
 
 log = logging.getLogger("agentstream.background")
 
@@ -70,174 +45,6 @@ DEFAULT_MAX_IDLE_MS = 5 * 60_000
 class _Scope:
     thread_id: str | None = None
     resource_id: str | None = None
-
-
-_SCOPE: ContextVar[_Scope | None] = ContextVar("agentstream_background_scope", default=None)
-
-
-class _BackgroundHooks(LoopHooks):
-    """Adds ``providerMetadata.mastra.backgroundTask`` to the tool results of dispatched calls,
-    then hands every chunk, ``after_tools`` and ``end_of_step`` to the agent's own hooks."""
-
-    def __init__(self, inner: LoopHooks) -> None:
-        self.inner = inner
-        self.dispatched: dict[tuple[str, str], tuple[str, str]] = {}
-        self.process_chunk = self._process
-
-    def _process(self, chunk: Chunk) -> Chunk | None:
-        if isinstance(chunk, ToolResult) and chunk.run_id is not None:
-            hit = self.dispatched.pop((chunk.run_id, chunk.payload.tool_call_id), None)
-            if hit is not None:
-                meta = dict(chunk.payload.provider_metadata or {})
-                mastra = dict(meta.get("mastra") or {})
-                mastra["backgroundTask"] = {"taskId": hit[0], "status": hit[1]}
-                meta["mastra"] = mastra
-                payload = _replace(chunk.payload, provider_metadata=meta)
-                chunk = _replace(chunk, payload=payload)
-        inner = self.inner.process_chunk
-        return inner(chunk) if inner is not None else chunk
-
-    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
-        await self.inner.after_tools(step, results)
-
-    async def end_of_step(self, step: StepInfo) -> bool | None:
-        return await self.inner.end_of_step(step)
-
-
-def _replace(obj: Any, **changes: Any) -> Any:
-    import msgspec
-
-    return msgspec.structs.replace(obj, **changes)
-
-
-async def _run_inline(tool: Tool, args: dict[str, Any], context: ToolContext) -> Any:
-    parsed, invalid = tool.validation_error(args)
-    if invalid is not None:
-        return invalid
-    return await tool.run(parsed, context)
-
-
-def _wrap_tool(
-    tool: Tool,
-    manager: BackgroundTaskManager,
-    tool_config: ToolBackgroundConfig | None,
-    agent_config: AgentBackgroundConfig | None,
-    hooks: _BackgroundHooks,
-) -> Tool:
-    schema = inject_background_schema(json_schema_of(tool.input_schema))
-
-    async def execute(args: Any, context: ToolContext) -> Any:
-        resolved = resolve_background_config(
-            args=args if isinstance(args, Mapping) else {},
-            tool_name=tool.id,
-            tool_config=tool_config,
-            agent_config=agent_config,
-            manager_config=manager.config,
-        )
-        if isinstance(args, dict):
-            # Mastra deletes `_background` from the call's args object (history and results included)
-            args.pop("_background", None)
-        if not resolved.run_in_background or not manager.config.enabled:
-            return await _run_inline(tool, resolved.args, context)
-        scope = _SCOPE.get()
-        if scope is None:
-            remembered = CURRENT_SCOPE.get()
-            scope = _Scope(remembered.thread_id, remembered.resource_id) if remembered else _Scope()
-        on_complete = tool_config.on_complete if tool_config else None
-        on_failed = tool_config.on_failed if tool_config else None
-        if agent_config is not None:
-            on_complete = on_complete or agent_config.on_task_complete
-            on_failed = on_failed or agent_config.on_task_failed
-        result = await manager.enqueue(
-            tool.id,
-            resolved.args,
-            tool_call_id=context.tool_call_id,
-            agent_id=context.agent_id or "",
-            run_id=context.run_id,
-            thread_id=scope.thread_id,
-            resource_id=scope.resource_id,
-            timeout_ms=resolved.timeout_ms,
-            max_retries=resolved.max_retries,
-            hooks=TaskHooks(executor=tool, on_complete=on_complete, on_failed=on_failed),
-        )
-        if result.fallback_to_sync:
-            return await _run_inline(tool, resolved.args, context)
-        task = result.task
-        # the loop has no "emit a chunk" seam besides the tool writer's queue
-        context.writer._send(
-            BackgroundTaskStarted(
-                run_id=context.run_id,
-                from_=ChunkFrom.AGENT,
-                payload=BackgroundTaskStartedPayload(
-                    task_id=task.id, tool_name=tool.id, tool_call_id=context.tool_call_id
-                ),
-            )
-        )
-        if result.admitted:
-            await manager.wait_until_started(task.id)
-        if resolved.disposition == "awaited":
-            final = await manager.wait_for_completion(task.id)
-            if final.status != "completed":
-                message = final.error.message if final.error is not None else final.status
-                raise RuntimeError(f"Background task failed: {message}")
-            hooks.dispatched[(context.run_id, context.tool_call_id)] = (task.id, "completed")
-            return final.result
-        hooks.dispatched[(context.run_id, context.tool_call_id)] = (task.id, "running")
-        return placeholder_result_text(task.id, tool.id)
-
-    return Tool(
-        id=tool.id,
-        description=tool.description,
-        input_schema=schema,
-        execute=execute,
-        output_schema=None,
-    )
-
-
-def with_background_tasks(
-    agent: Agent,
-    manager: BackgroundTaskManager,
-    *,
-    agent_config: AgentBackgroundConfig | Mapping[str, Any] | None = None,
-    tool_configs: Mapping[str, ToolBackgroundConfig | Mapping[str, Any] | bool] | None = None,
-) -> Agent:
-    """A copy of ``agent`` whose eligible tools can run as background tasks of ``manager``.
-
-    A tool's config comes from ``tool_configs[tool.id]`` or the tool's ``background`` field.
-    The manager's registry also learns ``"<agent_id>:<tool>"`` so that a restarted process can run
-    or resume the task. An agent registered in ``Mastra(background_tasks=...)`` does this by itself
-    (``agent.stream`` runs through the derived agent); call it for an agent outside a Mastra.
-    """
-    agent_cfg = AgentBackgroundConfig.from_value(agent_config)
-    hooks = _BackgroundHooks(agent.hooks)
-    tools: dict[str, Tool] = {}
-    prompt_configs: dict[str, ToolBackgroundConfig | None] = {}
-    for name, tool in agent.tools.items():
-        raw = (tool_configs or {}).get(name, tool.background)
-        cfg = ToolBackgroundConfig.from_value(raw)
-        prompt_configs[name] = cfg
-        if is_background_eligible(name, cfg, agent_cfg):
-            tools[name] = _wrap_tool(tool, manager, cfg, agent_cfg, hooks)
-            manager.register_tool(tool, name=name, agent_id=agent.id)
-        else:
-            tools[name] = tool
-    section = background_system_prompt(prompt_configs, agent_cfg) if manager.config.enabled else None
-    instructions = agent.instructions
-    if section is not None:
-        instructions = f"{instructions}\n\n{section}" if instructions else section
-    derived = Agent(
-        id=agent.id,
-        name=agent.name,
-        instructions=instructions,
-        model=agent.model,
-        tools=tools,
-        default_options=agent.default_options,
-        hooks=hooks,
-        memory=agent.memory,
-    )
-    derived._mastra = agent._mastra
-    derived._background_of = agent
-    return derived
 
 
 def _model_output(result: Any) -> dict[str, Any]:
@@ -420,7 +227,6 @@ class UntilIdleOutput:
 
     async def _drive(self) -> None:
         st = self._state
-        token = _SCOPE.set(self._scope)
         unsubscribe = self._manager.subscribe(
             self._on_bg,
             agent_id=self._agent.id,
@@ -440,7 +246,11 @@ class UntilIdleOutput:
                         batch, st.pending = st.pending, []
                         await self._inject(batch)
                         turn = self._agent._stream_turn(
-                            self._continuation_messages(batch), self._options, continuation=True
+                            self._continuation_messages(batch),
+                            self._options,
+                            continuation=True,
+                            manager=self._manager,
+                            background_scope=(self._scope.thread_id, self._scope.resource_id),
                         )
                         self.turns.append(turn)
                         break
@@ -460,7 +270,6 @@ class UntilIdleOutput:
             unsubscribe()
             if remove_abort is not None:
                 remove_abort()
-            _SCOPE.reset(token)
             if st.pending:  # closed with results no turn saw: still store them in the thread
                 batch, st.pending = st.pending, []
                 await asyncio.shield(self._inject(batch))
@@ -534,17 +343,15 @@ def stream_until_idle(
 ) -> UntilIdleOutput:
     """``agent.stream(messages, until_idle=True | {"max_idle_ms": n})`` (Mastra ``untilIdle``).
 
-    ``agent`` may be a plain agent (it is derived with :func:`with_background_tasks`) or an
-    already derived one. ``thread_id`` / ``resource_id`` scope the background tasks; they default
-    to the ``memory={"thread", "resource"}`` option, which also loads/stores the conversation
+    ``thread_id`` / ``resource_id`` scope the background tasks; they default to the
+    ``memory={"thread", "resource"}`` option, which also loads/stores the conversation
     (continuation turns and injected results included). Continuation turns reuse the run id and
     drop ``on_finish``.
     """
-    derived = agent._background_view(manager)
     remembered: tuple[Memory, MemoryScope] | None = None
     if options.get("memory") is not None:
         mscope = resolve_memory_option(options["memory"])
-        remembered = (derived._memory_for_run(), mscope)
+        remembered = (agent._memory_for_run(), mscope)
         thread_id = thread_id or mscope.thread_id
         resource_id = resource_id or mscope.resource_id
     run_id = str(options.get("run_id") or uuid.uuid4())
@@ -553,13 +360,11 @@ def stream_until_idle(
         first_options["abort_signal"] = abort_signal
     continuation = {k: v for k, v in first_options.items() if k != "on_finish"}
     scope = _Scope(thread_id, resource_id)
-    token = _SCOPE.set(scope)
-    try:
-        first = derived._stream_turn(messages, first_options, manager=manager)
-    finally:
-        _SCOPE.reset(token)
+    first = agent._stream_turn(
+        messages, first_options, manager=manager, background_scope=(thread_id, resource_id)
+    )
     return UntilIdleOutput(
-        derived,
+        agent,
         manager,
         first,
         continuation_options=continuation,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -37,10 +36,6 @@ class MemoryScope:
     resource_id: str
     title: str | None = None
     metadata: dict[str, Any] | None = None
-
-
-CURRENT_SCOPE: ContextVar[MemoryScope | None] = ContextVar("agentstream_memory_scope", default=None)
-"""Set while a run with ``memory=`` executes: background tasks it dispatches get its thread/resource."""
 
 
 def resolve_memory_option(value: Any) -> MemoryScope:

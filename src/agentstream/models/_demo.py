@@ -3,6 +3,10 @@
 It thinks out loud (reasoning), calls the demo agent's tools when the prompt asks for them
 (``weather`` for "weather in <city>", the slow ``research`` tool for "research <topic>"), and then
 answers in several sentences, in bursty, uneven deltas. Pacing honours the call's abort signal.
+
+A tool result that is a background task's placeholder ("Background task started. Task ID: ...")
+gets a natural "running in the background, the answer will follow" reply; the continuation turn
+(Mastra's directive plus the real result) is answered from the result.
 """
 
 from __future__ import annotations
@@ -35,6 +39,11 @@ _WEATHER = re.compile(
     r"weather\s+(?:in|for|at)\s+([A-Za-z][\w .'-]*?)(?:[?.!,]|\s+(?:and|today|now)\b|$)", re.I
 )
 _RESEARCH = re.compile(r"research\s+(?:on\s+|about\s+)?(.+?)(?:[?.!]|$)", re.I)
+_PLACEHOLDER = "Background task started. Task ID:"
+
+
+def _is_placeholder(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(_PLACEHOLDER)
 
 
 def _last_user_text(prompt: list[dict[str, Any]]) -> str:
@@ -129,6 +138,8 @@ class DemoModel:
                 + ("s" if len(calls) > 1 else "")
                 + " first."
             )
+        elif results and all(_is_placeholder(r.get("output", {}).get("value")) for r in results):
+            thought = "The tool is running in the background; I'll tell the user the answer will follow."
         elif results:
             thought = "I have the tool results; let me summarise them clearly for the user."
         else:
@@ -182,7 +193,9 @@ class DemoModel:
             lines = []
             for result in results:
                 value = result.get("output", {}).get("value")
-                if result.get("toolName") == "weather" and isinstance(value, dict):
+                if _is_placeholder(value):
+                    lines.append(_running_in_background(result))
+                elif result.get("toolName") == "weather" and isinstance(value, dict):
                     lines.append(
                         f"In {value.get('city')} it is currently {value.get('temperatureC')}°C and "
                         f"{value.get('conditions')}."
@@ -193,6 +206,8 @@ class DemoModel:
                     lines.append(
                         f"The {result.get('toolName')} tool returned: {json.dumps(value, default=str)}."
                     )
+            if all(_is_placeholder(r.get("output", {}).get("value")) for r in results):
+                return " ".join(lines)
             return " ".join(lines) + " Let me know if you would like more detail."
         if re.search(r"rainbow", question, re.I):
             return _RAINBOW
@@ -203,3 +218,18 @@ class DemoModel:
             "Set AGENTSTREAM_MODEL (for example openai/gpt-4o-mini) and an API key to get a real answer. "
             "Try asking about the weather in a city, or how rainbows form."
         )
+
+
+def _running_in_background(result: dict[str, Any]) -> str:
+    """The reply to a background task's placeholder result (instead of quoting it)."""
+    args = result.get("input")
+    subject = next(iter(args.values()), None) if isinstance(args, dict) and args else None
+    if result.get("toolName") == "research" and subject:
+        return (
+            f"I've started researching {subject}; it is running in the background. "
+            "I'll follow up with what I find as soon as it's done."
+        )
+    return (
+        f"The {result.get('toolName')} tool is running in the background; "
+        "I'll follow up with its answer as soon as it finishes."
+    )
