@@ -334,8 +334,12 @@ def check_error(report: dict[str, Any], calls: list[RecordedCall], client: str) 
     assert report["error"]["message"] == ERROR_TEXT
     errors = [e["chunk"] for e in report["chunks"] if e.get("chunk", {}).get("type") == "error"]
     assert errors == [{"type": "error", "errorText": ERROR_TEXT}]
-    # Nothing else failed: a well-formed stream that ended in an error.
-    assert chunk_types(report)[0] == "start" and report["chunks"][-1] == {"done": True}
+    # Nothing else failed: a well-formed stream that ended in an error. After the error the run
+    # only closes its step and itself (Mastra emits step-finish and finish after an error); how much
+    # of that tail the client still reads is up to its own scheduling, so any prefix of it is fine.
+    types = chunk_types(report)
+    assert types[0] == "start"
+    assert set(types[types.index("error") + 1 :]) <= {"finish-step", "finish"}
     assert report["onFinish"]["isError"] is True
     assert len(calls) == 1
 
