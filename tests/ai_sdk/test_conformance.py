@@ -107,3 +107,38 @@ async def test_real_client_message(path: Path) -> None:
         assert report["error"]["message"] == ui_error["message"]
     elif ui_error is None:
         assert code == 0, report["error"]
+
+
+async def test_continuation_turns_stay_in_one_message() -> None:
+    """An until-idle stream carries a second run (``start`` … ``finish``); the UI sees one message."""
+    from agentstream.ai_sdk import to_ai_sdk_stream
+    from agentstream.chunks import decode_chunk
+
+    def run(message_id: str, text: str) -> list[dict[str, object]]:
+        base = {"runId": message_id, "from": "AGENT"}
+        return [
+            {"type": "start", **base, "payload": {"id": "a", "messageId": message_id}},
+            {"type": "step-start", **base, "payload": {"request": {}, "messageId": message_id}},
+            {"type": "text-start", **base, "payload": {"id": text}},
+            {"type": "text-delta", **base, "payload": {"id": text, "text": text}},
+            {"type": "text-end", **base, "payload": {"id": text}},
+            {
+                "type": "step-finish",
+                **base,
+                "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}},
+            },
+            {
+                "type": "finish",
+                **base,
+                "payload": {"stepResult": {"reason": "stop"}, "output": {"usage": {}}, "metadata": {}},
+            },
+        ]
+
+    async def chunks():  # type: ignore[no-untyped-def]
+        for raw in [*run("m1", "first"), *run("m2", "second")]:
+            yield decode_chunk(raw)
+
+    ui = [part async for part in to_ai_sdk_stream(chunks())]
+    assert [p["type"] for p in ui].count("start") == 1
+    assert ui[0] == {"type": "start", "messageId": "m1"}
+    assert [p["delta"] for p in ui if p["type"] == "text-delta"] == ["first", "second"]

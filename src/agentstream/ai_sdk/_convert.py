@@ -207,6 +207,7 @@ class UIChunkConverter:
         self.on_error: OnErrorFn = on_error or default_error_text
         self.include_sub_agent_metadata = include_sub_agent_metadata
         self._held_start: UIChunk | None = None
+        self._start_seen = False
         self._held_start_message_id: str | None = None
         self._held: list[UIChunk] = []
         self._tripwire = False
@@ -301,9 +302,13 @@ class UIChunkConverter:
     # --- framing ------------------------------------------------------------------------------
 
     def _start(self, chunk: Start) -> None:
-        if not self.send_start:
+        # A second ``start`` comes from a continuation turn of an until-idle stream. Mastra forwards
+        # it, and the client then re-files everything streamed so far under the new message id (the
+        # user sees the first turn twice); one response is one assistant message, so it is dropped.
+        if not self.send_start or self._start_seen:
             self._observe(chunk)
             return
+        self._start_seen = True
         message_id = chunk.payload.message_id
         part: dict[str, Any] = {"type": "start"}
         if message_id:
