@@ -12,7 +12,13 @@ from ._base import LanguageModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 
-__all__ = ["MissingAPIKeyError", "UnknownProviderError", "register_model_factory", "resolve_model"]
+__all__ = [
+    "MissingAPIKeyError",
+    "UnknownProviderError",
+    "known_providers",
+    "register_model_factory",
+    "resolve_model",
+]
 
 ModelFactory = Callable[..., LanguageModel]
 """``factory(model_id, **kwargs) -> LanguageModel``."""
@@ -23,7 +29,7 @@ class MissingAPIKeyError(ValueError):
 
 
 class UnknownProviderError(ValueError):
-    """The model string names a provider the router does not know."""
+    """The model string names no provider, or one the router does not know (the message lists them)."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,11 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
     _factories[prefix] = factory
 
 
+def known_providers() -> list[str]:
+    """Every prefix :func:`resolve_model` accepts (built-in providers and registered factories), sorted."""
+    return sorted({*_COMPAT, "anthropic", "openai.chat", "openai.responses", *_factories})
+
+
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
     if given:
         return given
@@ -94,8 +105,13 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
     prefix, sep, model_id = spec.partition("/")
     if prefix in _factories:
         return _factories[prefix](model_id, **kwargs)
-    if not sep or not model_id:
-        raise ValueError(f"model string must look like 'provider/model-id', got {spec!r}")
+    if not sep:
+        raise UnknownProviderError(
+            f"model {spec!r} names no provider: use 'provider/model-id' (e.g. 'openai/gpt-4o-mini'); "
+            f"known providers: {', '.join(known_providers())}"
+        )
+    if not model_id:
+        raise ValueError(f"model {spec!r} names no model id: use '{prefix}/<model-id>'")
 
     api = kwargs.pop("api", None)
     api_key = kwargs.pop("api_key", None)
@@ -112,11 +128,12 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         prefix = "openai"
     compat = _COMPAT.get(prefix)
     if compat is None:
-        known = sorted({*_COMPAT, "anthropic", "openai.responses", *_factories})
-        raise UnknownProviderError(f"unknown model provider {prefix!r} in {spec!r}; known: {', '.join(known)}")
+        raise UnknownProviderError(
+            f"unknown model provider {prefix!r} in {spec!r}; known providers: {', '.join(known_providers())}"
+        )
     if api not in (None, "chat"):
         raise ValueError(f"provider {prefix!r} supports api='chat' only, got {api!r}")
-    key = _key(prefix, compat.key_env, api_key, compat.key_required)
+    key = _key("OpenAI" if prefix == "openai" else prefix, compat.key_env, api_key, compat.key_required)
     url = base_url or (os.environ.get(compat.base_url_env) if compat.base_url_env else None) or compat.base_url
     options = dict(compat.kwargs)
     options.update(kwargs)
