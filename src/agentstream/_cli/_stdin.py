@@ -32,12 +32,17 @@ async def read_lines(fd: int) -> AsyncIterator[bytes]:
         yield bytes(pending)
 
 
+def _settle(ready: asyncio.Future[None]) -> None:
+    if not ready.done():
+        ready.set_result(None)
+
+
 async def _reads(fd: int) -> AsyncIterator[bytes]:
     loop = asyncio.get_running_loop()
     while True:
-        ready = loop.create_future()
+        ready: asyncio.Future[None] = loop.create_future()
         try:
-            loop.add_reader(fd, lambda: ready.done() or ready.set_result(None))
+            loop.add_reader(fd, _settle, ready)
         except NotImplementedError:  # pragma: no cover - an event loop without add_reader (Windows)
             data = await asyncio.to_thread(os.read, fd, _SIZE)  # joined by asyncio.run at exit
         except OSError:  # a regular file or /dev/null: reading never waits

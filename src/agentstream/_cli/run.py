@@ -105,7 +105,9 @@ async def _main(args: argparse.Namespace) -> int:
     from agentstream.agent._demo_agent import demo_agent
 
     if not args.prompt.strip():
-        raise UsageError("the prompt is empty: say what to ask, e.g. agentstream run \"Explain how rainbows form\"")
+        raise UsageError(
+            'the prompt is empty: say what to ask, e.g. agentstream run "Explain how rainbows form"'
+        )
     model = _model(args)
     controller = AbortController()
     mastra: Any = None

@@ -46,11 +46,17 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--agent", metavar="ID", help="agent answering POST /api/chat (default: the first)")
     parser.add_argument("--no-smooth", action="store_true", help="turn off smoothing (word chunking)")
     parser.add_argument(
-        "--delay-ms", type=milliseconds_or_none, default=10.0, metavar="N|none",
+        "--delay-ms",
+        type=milliseconds_or_none,
+        default=10.0,
+        metavar="N|none",
         help="smoothing delay per piece (10)",
     )
     parser.add_argument(
-        "--heartbeat-ms", type=milliseconds, default=15_000, metavar="N",
+        "--heartbeat-ms",
+        type=milliseconds,
+        default=15_000,
+        metavar="N",
         help="SSE heartbeat interval, 0 disables (15000)",
     )
     parser.set_defaults(func=run)

@@ -73,7 +73,9 @@ def _regex(source: str) -> Any:
     from agentstream.stream._jsregex import js_regex, parse_js_literal
 
     if not source:
-        raise UsageError("--chunking regex: needs a pattern after 'regex:', e.g. 'regex:[^,]*,\\s*' or 'regex:/b,/i'")
+        raise UsageError(
+            "--chunking regex: needs a pattern after 'regex:', e.g. 'regex:[^,]*,\\s*' or 'regex:/b,/i'"
+        )
     try:
         pattern = parse_js_literal(source) or js_regex(source)
     except ValueError as exc:

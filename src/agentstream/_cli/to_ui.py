@@ -38,7 +38,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 async def _main(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[bytes]) -> None:
     from agentstream.ai_sdk import encode_sse_frame, to_ai_sdk_stream
     from agentstream.ai_sdk._sse import DONE_FRAME, _dumps
-
     from agentstream.chunks import aiter_jsonl
 
     parts = to_ai_sdk_stream(

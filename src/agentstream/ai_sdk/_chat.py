@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from .._abort import AbortSignal
+from ..stream._smooth import check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, TransformFactory, UIChunk, Version, to_ai_sdk_stream
 from ._errors import UIMessageError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
@@ -112,6 +113,7 @@ async def handle_chat_stream(
     defaults = dict(default_options or {})
     transform = experimental_transform or defaults.pop("experimental_transform", None)
     defaults.pop("experimental_transform", None)
+    check_transform_factories(transform, "handle_chat_stream(experimental_transform=...)")
     options: dict[str, Any] = {**defaults}
     if isinstance(extra.get("runId"), str):
         options["run_id"] = extra["runId"]

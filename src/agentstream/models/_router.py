@@ -49,14 +49,20 @@ _COMPAT: dict[str, _Compat] = {
     "deepseek": _Compat("https://api.deepseek.com", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"),
     "mistral": _Compat("https://api.mistral.ai/v1", "MISTRAL_API_KEY", "MISTRAL_BASE_URL"),
     "xai": _Compat("https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL"),
-    "together": _Compat("https://api.together.xyz/v1", "TOGETHER_API_KEY", "TOGETHER_BASE_URL",
-                        kwargs=(("parse_think_tags", True),)),
+    "together": _Compat(
+        "https://api.together.xyz/v1",
+        "TOGETHER_API_KEY",
+        "TOGETHER_BASE_URL",
+        kwargs=(("parse_think_tags", True),),
+    ),
     "fireworks": _Compat("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY", "FIREWORKS_BASE_URL"),
     "cerebras": _Compat("https://api.cerebras.ai/v1", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL"),
     "zai": _Compat("https://api.z.ai/api/paas/v4", "ZAI_API_KEY", "ZAI_BASE_URL"),
     "huggingface": _Compat("https://router.huggingface.co/v1", "HF_TOKEN", "HF_BASE_URL"),
     "ollama": _Compat("http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_BASE_URL", key_required=False),
-    "lmstudio": _Compat("http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL", key_required=False),
+    "lmstudio": _Compat(
+        "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL", key_required=False
+    ),
     "vllm": _Compat("http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL", key_required=False),
 }
 
@@ -134,7 +140,9 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
     if api not in (None, "chat"):
         raise ValueError(f"provider {prefix!r} supports api='chat' only, got {api!r}")
     key = _key("OpenAI" if prefix == "openai" else prefix, compat.key_env, api_key, compat.key_required)
-    url = base_url or (os.environ.get(compat.base_url_env) if compat.base_url_env else None) or compat.base_url
+    url = (
+        base_url or (os.environ.get(compat.base_url_env) if compat.base_url_env else None) or compat.base_url
+    )
     options = dict(compat.kwargs)
     options.update(kwargs)
     return OpenAIChatModel(model_id, api_key=key, base_url=url, provider=prefix, **options)

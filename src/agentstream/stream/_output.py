@@ -58,6 +58,7 @@ from ._results import (
     final_usage,
     total_usage,
 )
+from ._smooth import check_transform_factories
 from ._types import ChunkStream, TransformFactory, apply_transforms
 
 __all__ = ["ModelOutput", "RunStatus", "UnresolvedResultError"]
@@ -155,6 +156,7 @@ class ModelOutput:
         self._cb_error = on_error
         self._cb_abort = on_abort
         self._on_cancel = on_cancel
+        check_transform_factories(experimental_transform, "experimental_transform")
         self._transforms = experimental_transform
 
         self._log: list[Chunk] = []
@@ -215,6 +217,11 @@ class ModelOutput:
     @property
     def used_fallback_value(self) -> bool:
         return self._used_fallback_value
+
+    @property
+    def turns(self) -> list[ModelOutput]:
+        """The turns of this stream: this one (an until-idle stream adds one per continuation)."""
+        return [self]
 
     # ---------------------------------------------------------------- streams
 
