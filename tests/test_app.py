@@ -91,7 +91,9 @@ def test_load_app_takes_a_mastra_an_agent_an_asgi_app_or_a_factory(
     assert isinstance(load_app("served_here:mastra"), Mastra)
     assert load_app("served_here:factory") is load_app("served_here:mastra")
     assert callable(load_app("served_here:asgi"))
-    with pytest.raises(AppLoadError, match="calling served_here:broken\\(\\) failed: RuntimeError: boom") as info:
+    with pytest.raises(
+        AppLoadError, match="calling served_here:broken\\(\\) failed: RuntimeError: boom"
+    ) as info:
         load_app("served_here:broken")
     assert not info.value.usage
 
@@ -99,6 +101,6 @@ def test_load_app_takes_a_mastra_an_agent_an_asgi_app_or_a_factory(
 def test_check_models_names_the_agent_and_the_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     mastra = Mastra(agents={"writer": Agent(id="w", name="W", instructions="", model="openai/gpt-4o-mini")})
-    with pytest.raises(AppLoadError, match="agent 'writer' cannot use its model: .*OPENAI_API_KEY"):
+    with pytest.raises(AppLoadError, match=r"agent 'writer' cannot use its model: .*OPENAI_API_KEY"):
         check_models(mastra)
     check_models(Mastra(agents={"demo": Agent(id="d", name="D", instructions="", model="demo")}))

@@ -21,13 +21,15 @@ class Parser(argparse.ArgumentParser):
 def _number(value: str, allow_none: bool) -> float | None:
     if allow_none and value.strip().lower() in ("none", "null"):
         return None
+    alternative = " or 'none'" if allow_none else ""
     try:
         number = float(value)
     except ValueError:
-        expected = "a number of milliseconds or 'none'" if allow_none else "a number of milliseconds"
-        raise argparse.ArgumentTypeError(f"expected {expected}, got {value!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"expected a number of milliseconds{alternative}, got {value!r}"
+        ) from None
     if not math.isfinite(number) or number < 0:
-        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {value!r}")
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0{alternative}, got {value!r}")
     return number
 
 

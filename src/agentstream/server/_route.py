@@ -155,7 +155,9 @@ def chat_route(
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
-    check_transform_factories((default_options or {}).get("experimental_transform"), "chat_route(default_options=...)")
+    check_transform_factories(
+        (default_options or {}).get("experimental_transform"), "chat_route(default_options=...)"
+    )
     if agent is None and "{agent_id}" not in path:
         raise ValueError("chat_route: the path needs an {agent_id} parameter, or pass agent=")
 
