@@ -129,3 +129,16 @@ def test_bad_input_lines_are_one_line_and_exit_1() -> None:
     assert_one_line(proc, "smooth", 1, "line 2")
     proc = agentstream("to-ui", stdin=f"{DELTA}\n[1]\n")
     assert_one_line(proc, "to-ui", 1, "line 2")
+
+
+def test_a_connection_error_names_the_url() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    env = clean_env(OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=url)
+    for extra in ([], ["--jsonl"]):
+        proc = agentstream("run", "hi", "--model", "openai/gpt-4o-mini", *extra, env=env)
+        assert_one_line(proc, "run", 1, "the run failed", "cannot connect", f"{url}/chat/completions")

@@ -192,6 +192,19 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def _failure(output: Any, payload: Any) -> str:
+    """The run's error in one line; a failed HTTP call names its URL (the user runs this locally)."""
+    error = getattr(output, "error", None)
+    if isinstance(payload, dict):
+        message = str(payload.get("message") or payload.get("name") or payload)
+    else:
+        message = str(error if error is not None else payload)
+    url = getattr(error, "url", None)
+    if url and str(url) not in message:
+        message = f"{message} ({url})"
+    return f"the run failed: {message}"
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
@@ -220,7 +233,7 @@ class _Terminal:
         self.at_line_start = True
         self.starts = 0
         self.aborted = False
-        self.failed = False
+        self.error: Any = None
 
     def write(self, text: str, code: str = "") -> None:
         if text:
@@ -267,9 +280,8 @@ class _Terminal:
             self.line(f"← {payload.tool_name}: {_json(payload.result)}", GREEN)
         elif kind == "tool-error":
             self.line(f"← {payload.tool_name} failed: {payload.error}", RED)
-        elif kind == "error":
-            self.failed = True
-            self.line(f"error: {payload.error}", RED)
+        elif kind == "error":  # reported on stderr once the stream has ended
+            self.error = payload.error
         elif kind == "abort":
             self.aborted = True
             self.line("[aborted]", RED)
@@ -284,20 +296,29 @@ async def _render(args: argparse.Namespace, output: Any, controller: Any) -> int
 
     out = sys.stdout
     if args.jsonl:
-        kinds: set[str] = set()
+        error: Any = None
+        aborted = False
         async for chunk in output.full_stream:
             out.buffer.write(encode_chunk(chunk) + b"\n")
             out.flush()
-            kinds.add(getattr(chunk, "type", ""))
-        return 130 if "abort" in kinds else 1 if "error" in kinds else 0
+            kind = getattr(chunk, "type", "")
+            aborted = aborted or kind == "abort"
+            if kind == "error":
+                error = chunk.payload.error
+        if error is not None:
+            raise CLIError(_failure(output, error))
+        return 130 if aborted else 0
     terminal = _Terminal(out)
     async for chunk in output.full_stream:
         terminal.chunk(getattr(chunk, "type", ""), getattr(chunk, "payload", None))
         out.flush()
     if terminal.aborted:
         return 130
-    if terminal.failed:
-        return 1
+    if terminal.error is not None:
+        if not terminal.at_line_start:
+            out.write("\n")
+            out.flush()
+        raise CLIError(_failure(output, terminal.error))
     usage = await output.usage
     out.write("\n")
     out.flush()
