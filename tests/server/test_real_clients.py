@@ -110,9 +110,7 @@ def serve(model: ReplayingModel) -> Iterator[str]:
         thread.join(5)
 
 
-def run_client(
-    url: str, client: str, body: dict[str, Any] | None, prompt: str
-) -> tuple[int, dict[str, Any]]:
+def run_client(url: str, client: str, body: dict[str, Any] | None, prompt: str) -> tuple[int, dict[str, Any]]:
     """Run ``node-client.mjs`` (``--chunks``: the report lists the parsed SSE chunks too)."""
     clients = require_clients()
     with tempfile.TemporaryDirectory() as tmp:
