@@ -44,7 +44,7 @@ find_bindir() {
 # Run a command as the cluster owner: `postgres` when we are root, ourselves otherwise.
 as_owner() {
   if [[ "$(id -u)" == 0 ]]; then
-    runuser -u postgres -- "$@"
+    (cd / && runuser -u postgres -- "$@")  # from /: the checkout may be closed to postgres
   else
     "$@"
   fi
