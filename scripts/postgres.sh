@@ -3,6 +3,7 @@
 #
 #   scripts/postgres.sh         install (Debian packages, only if missing), initdb, start, wait; idempotent
 #   scripts/postgres.sh stop    stop this checkout's server
+#   scripts/postgres.sh remove  stop it and delete its cluster directory
 #   scripts/postgres.sh status  say whether something accepts connections on the port
 #
 # Tests connect with AGENTSTREAM_TEST_PG_DSN, default postgresql://postgres@127.0.0.1:54329/postgres.
@@ -58,16 +59,18 @@ ready() {
 BINDIR="$(find_bindir || true)"
 
 case "$CMD" in
-  stop)
+  stop | remove)
     if [[ -z "$BINDIR" || ! -f "$DATA/PG_VERSION" ]]; then
       say "no cluster in $DATA; nothing to stop"
-      exit 0
-    fi
-    if as_owner "$BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+    elif as_owner "$BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
       as_owner "$BINDIR/pg_ctl" -D "$DATA" stop -m fast -w >/dev/null
       say "stopped server on $HOST:$PORT (data $DATA)"
     else
       say "server in $DATA is not running"
+    fi
+    if [[ "$CMD" == remove && -d "$BASE" ]]; then
+      rm -rf "$BASE"
+      say "removed $BASE"
     fi
     exit 0
     ;;
@@ -81,7 +84,7 @@ case "$CMD" in
     ;;
   start) ;;
   *)
-    echo "usage: $0 [start|stop|status]" >&2
+    echo "usage: $0 [start|stop|remove|status]" >&2
     exit 2
     ;;
 esac
