@@ -50,7 +50,7 @@ fi
 [[ "$BROWSER" == 1 ]] || exit 0
 
 # 3. The browser (Debian's; playwright-core drives it, nothing is downloaded by playwright).
-if [[ ! -x "${AGENTSTREAM_CHROMIUM:-/usr/bin/chromium}" ]]; then
+if [[ -z "${AGENTSTREAM_CHROMIUM:-}" ]] && ! command -v chromium >/dev/null; then
   apt_install chromium
 fi
 

@@ -8,13 +8,13 @@
 //   --prompt <text>     one turn per --prompt, each sent after the previous answer finished, so
 //                       later requests carry the earlier messages back (default: one weather question)
 //   --timeout <ms>      wait at most this long per turn (default 60000)
-//   --chromium <path>   the browser (default $AGENTSTREAM_CHROMIUM or /usr/bin/chromium)
+//   --chromium <path>   the browser (default $AGENTSTREAM_CHROMIUM, else `chromium` on PATH)
 //
 // Exit: 0 ok; 1 useChat ended in "error" or the page threw; 2 usage, timeout or browser failure;
 // 3 no assistant message.
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { chromium } from 'playwright-core';
 import { servePage } from './web/serve.mjs';
@@ -36,7 +36,7 @@ function readOptions() {
         screenshot: { type: 'string' },
         prompt: { type: 'string', multiple: true, default: [] },
         timeout: { type: 'string', default: '60000' },
-        chromium: { type: 'string', default: process.env.AGENTSTREAM_CHROMIUM ?? '/usr/bin/chromium' },
+        chromium: { type: 'string', default: process.env.AGENTSTREAM_CHROMIUM ?? onPath('chromium') },
       },
     }));
   } catch (err) {
@@ -44,6 +44,7 @@ function readOptions() {
   }
   if (!values.backend) usage('--backend <chat-url> is required');
   if (!values.screenshot) usage('--screenshot <path> is required');
+  if (!values.chromium) usage('no chromium on PATH: give --chromium <path> (scripts/clients.sh --browser installs it)');
   const timeout = Number(values.timeout);
   if (!(timeout > 0)) usage(`--timeout ${JSON.stringify(values.timeout)}: expected milliseconds > 0`);
   const prompts = values.prompt.length ? values.prompt : ['What is the weather in Berlin?'];
@@ -51,6 +52,11 @@ function readOptions() {
 }
 
 const probe = () => window.chatProbe ?? null;
+
+function onPath(name) {
+  const dir = (process.env.PATH ?? '').split(delimiter).find(d => d && existsSync(join(d, name)));
+  return dir ? join(dir, name) : undefined;
+}
 
 // One turn: type, send, wait until useChat has finished request number `n` and is idle again.
 async function turn(page, prompt, n, timeout) {
