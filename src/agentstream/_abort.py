@@ -34,10 +34,12 @@ class AbortSignal:
 
     @property
     def aborted(self) -> bool:
+        """Whether the signal has fired."""
         return self._aborted
 
     @property
     def reason(self) -> Any:
+        """Why the signal fired (`None` until it has)."""
         return self._reason
 
     def add_listener(self, callback: Callable[[Any], object]) -> Callable[[], None]:
@@ -62,6 +64,7 @@ class AbortSignal:
         return self._reason
 
     def throw_if_aborted(self) -> None:
+        """Raise `AbortError(reason)` if the signal has fired; otherwise do nothing."""
         if self._aborted:
             raise AbortError(self._reason)
 
@@ -95,4 +98,5 @@ class AbortController:
         self.signal = AbortSignal()
 
     def abort(self, reason: Any = None) -> None:
+        """Fire the signal: every listener runs and waiters wake with `reason` (default: an `AbortError`)."""
         self.signal._fire(AbortError() if reason is None else reason)

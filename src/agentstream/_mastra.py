@@ -74,6 +74,11 @@ class Mastra:
         return self._background_task_manager
 
     def register_agent(self, key: str, agent: Agent) -> None:
+        """Register `agent` under `key` (as `Mastra(agents={key: agent})` does).
+
+        The agent gets this `Mastra`'s storage and background-task manager; a non-`Agent` raises
+        `TypeError`.
+        """
         if not isinstance(agent, Agent):
             raise TypeError(f"Mastra agents must be Agent instances, got {type(agent).__name__} for {key!r}")
         self._agents[key] = agent
@@ -97,6 +102,7 @@ class Mastra:
         return agent
 
     def get_agents(self) -> dict[str, Agent]:
+        """A copy of the registered agents, by registration key."""
         return dict(self._agents)
 
     async def aclose(self) -> None:

@@ -121,6 +121,7 @@ class ScriptedModel:
                 )
 
     def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        """Record the call and stream the next step of the script; `ScriptExhaustedError` when none is left."""
         index = len(self.calls)
         recorded = {k: v for k, v in options.items() if k != "prompt"}
         self.calls.append(RecordedCall(index, list(options.get("prompt", [])), recorded))
@@ -165,12 +166,15 @@ class FakeClock:
         self._seq = itertools.count()
 
     def now(self) -> float:
+        """The virtual time in seconds."""
         return self._now
 
     def now_ms(self) -> float:
+        """The virtual time in milliseconds."""
         return self._now * 1000.0
 
     async def sleep(self, seconds: float) -> None:
+        """Wait until `advance` moves the virtual time `seconds` forward (a non-positive value just yields)."""
         if seconds <= 0:
             await asyncio.sleep(0)
             return

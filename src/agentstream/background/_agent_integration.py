@@ -118,10 +118,14 @@ class UntilIdleOutput:
 
     @property
     def full_stream(self) -> AsyncIterator[Chunk]:
+        """The combined stream: the first turn, every background task's chunks, then the continuation turns.
+        Each access replays from the start.
+        """
         self._ensure_started()
         return self._follow()
 
     async def consume_stream(self) -> None:
+        """Read the combined stream to its end without keeping the chunks (the results stay awaitable)."""
         async for _ in self.full_stream:
             pass
 

@@ -23,6 +23,7 @@ class ChunkDecodeError(ValueError):
         super().__init__(f"{where}{path or '<chunk>'}: expected {expected}, got {got}")
 
     def at_line(self, line: int) -> ChunkDecodeError:
+        """The same error, located at `line` of a JSON-lines stream."""
         return ChunkDecodeError(self.path, self.expected, self.got, line=line)
 
 

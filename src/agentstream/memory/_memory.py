@@ -85,6 +85,7 @@ class Memory:
         return self.storage
 
     async def ensure_thread(self, scope: MemoryScope) -> ThreadRecord:
+        """The scope's thread, created if missing; `ValueError` if it belongs to another resource."""
         store = self._store()
         found = await store.find_thread(scope.thread_id)
         if found is not None:
@@ -233,6 +234,7 @@ class TurnRecorder:
     background: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def observe(self, chunk: Any) -> None:
+        """Fold one chunk of the turn into the message parts being recorded."""
         kind = getattr(chunk, "type", "")
         payload: Any = getattr(chunk, "payload", None)
         if kind == "step-start":

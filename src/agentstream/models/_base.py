@@ -104,6 +104,7 @@ class ModelStream(AsyncIterator[StreamPart]):
         return await self._parts.__anext__()
 
     async def aclose(self) -> None:
+        """Close the underlying provider stream (and its HTTP response) early."""
         if self._parts is not None:
             await self._parts.aclose()
 

@@ -201,10 +201,12 @@ class ModelOutput:
 
     @property
     def status(self) -> RunStatus:
+        """Where the run is: `"running"`, `"success"`, `"failed"`, `"canceled"` or `"suspended"`."""
         return self._status
 
     @property
     def error(self) -> BaseException | None:
+        """The error that ended the run, once it has ended with one (else `None`)."""
         return self._error
 
     @property
@@ -214,6 +216,7 @@ class ModelOutput:
 
     @property
     def used_fallback_value(self) -> bool:
+        """Whether structured output fell back to the configured `fallback_value`."""
         return self._used_fallback_value
 
     # ---------------------------------------------------------------- streams

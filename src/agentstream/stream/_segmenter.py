@@ -74,6 +74,7 @@ class Segmenter:
         return f"Segmenter({self.locale!r}, granularity={self.granularity!r})"
 
     def segment(self, text: str) -> Iterator[Segment]:
+        """Split `text` into segments (words, sentences or graphemes) that cover it exactly, in order."""
         if not text:
             return
         safe = _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text

@@ -107,7 +107,8 @@ class ToolContext:
 
 
 class ToolInputValidationError(ValueError):
-    pass
+    """A tool was called with arguments that do not match its input schema; the message names the field."""
+
 
 
 @dataclass
