@@ -14,7 +14,7 @@ __all__ = ["AbortController", "AbortError", "AbortSignal"]
 
 
 class AbortError(Exception):
-    """Raised by :meth:`AbortSignal.throw_if_aborted` once the signal has fired."""
+    """Raised by ``AbortSignal.throw_if_aborted`` once the signal has fired."""
 
     def __init__(self, reason: Any = None) -> None:
         super().__init__("This operation was aborted" if reason is None else str(reason))
@@ -22,7 +22,7 @@ class AbortError(Exception):
 
 
 class AbortSignal:
-    """Read side of an :class:`AbortController`. Safe to share between tasks of one event loop."""
+    """Read side of an ``AbortController``. Safe to share between tasks of one event loop."""
 
     __slots__ = ("_aborted", "_event", "_listeners", "_reason")
 
@@ -90,7 +90,7 @@ class AbortSignal:
 
 
 class AbortController:
-    """Owns an :class:`AbortSignal` and fires it with :meth:`abort`."""
+    """Owns an ``AbortSignal`` and fires it with ``abort``."""
 
     __slots__ = ("signal",)
 

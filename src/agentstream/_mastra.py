@@ -21,15 +21,15 @@ class Mastra:
     """Holds the application's agents by registration key (Mastra's ``new Mastra({...})``).
 
     * ``storage`` — every domain (memory threads/messages, background tasks, ...). Default: an
-      :class:`~agentstream.storage.InMemoryStore`, as in Mastra (nothing survives the process);
+      ``InMemoryStore``, as in Mastra (nothing survives the process);
       pass ``SQLiteStore(path)`` / ``PostgresStore(dsn)`` to persist. Schema migrations run when the
       store is first used.
-    * ``background_tasks`` — ``True`` or a :class:`~agentstream.background.BackgroundTaskManagerConfig`
+    * ``background_tasks`` — ``True`` or a ``BackgroundTaskManagerConfig``
       dict (``global_concurrency`` 10, ``per_agent_concurrency`` 5, ``backpressure`` ``"queue"``,
       ``default_timeout_ms`` 300 000, ``default_retries``, ``cleanup``, callbacks...). A dict without
       ``enabled`` counts as enabled (giving a config is opting in; Mastra requires ``enabled``).
       A ready ``BackgroundTaskManager`` over the same storage is accepted too (e.g. with a
-      ``clock``). Then :attr:`background_task_manager` exists (started lazily on first use) and the agents'
+      ``clock``). Then ``background_task_manager`` exists (started lazily on first use) and the agents'
       tools with ``background={"enabled": True}`` run as background tasks.
 
     Close with ``await mastra.aclose()`` or ``async with Mastra(...) as mastra``: stops the manager

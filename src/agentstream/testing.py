@@ -3,7 +3,7 @@
 ``ScriptedModel(steps)`` plays back the conformance vectors' ``modelSteps`` unchanged: call *i* of
 ``do_stream`` streams ``steps[i]`` (a list of AI SDK ``LanguageModelV2`` stream-part dicts) or raises
 ``steps[i]["throws"]`` before streaming. The tags the vectors use are understood: ``{"$date": iso}``
-becomes a :class:`~datetime.datetime`, ``{"$bytes": b64}`` bytes, ``{"$error": {...}}`` an exception,
+becomes a ``datetime``, ``{"$bytes": b64}`` bytes, ``{"$error": {...}}`` an exception,
 ``{"$undefined": true}`` removes the key, and the part ``{"$waitForAbort": true}`` holds the stream
 until the call's abort signal fires (then raises the abort reason, as a provider's fetch would).
 """
@@ -155,7 +155,7 @@ class _Sleeper:
 
 
 class FakeClock:
-    """Virtual time: ``await clock.sleep(s)`` returns when :meth:`advance` passes its deadline.
+    """Virtual time: ``await clock.sleep(s)`` returns when ``advance`` passes its deadline.
 
     ``now()`` is seconds, ``now_ms()`` milliseconds (pass ``clock.now_ms`` where a clock is taken).
     """

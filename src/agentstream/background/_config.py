@@ -4,7 +4,7 @@ Mastra: ``background-tasks/types.ts`` (config shapes and defaults), ``resolve-co
 call runs in the background), ``schema-injection.ts`` (the ``_background`` argument),
 ``system-prompt.ts`` (the prompt section) and ``stream-until-idle-helpers.ts`` (the continuation
 directive). Keys are snake_case; ``Mastra(background_tasks={...})`` passes a dict that
-:meth:`BackgroundTaskManagerConfig.from_value` turns into the dataclass.
+``BackgroundTaskManagerConfig.from_value`` turns into the dataclass.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _BACKPRESSURE: tuple[str, ...] = get_args(Backpressure)
 _DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
 
 TaskCallback: TypeAlias = Callable[[Any], object]
-"""Called with the task record (:class:`agentstream.storage.BackgroundTask`); may be async."""
+"""Called with the task record (``agentstream.storage.BackgroundTask``); may be async."""
 
 
 def _check_ms(name: str, value: object, *, allow_none: bool = False) -> None:
@@ -103,7 +103,7 @@ class CleanupConfig:
 class BackgroundTaskManagerConfig:
     """``BackgroundTaskManagerConfig`` with Mastra's defaults.
 
-    ``cleanup=None`` keeps the default TTLs for :meth:`BackgroundTaskManager.cleanup` but starts no
+    ``cleanup=None`` keeps the default TTLs for ``BackgroundTaskManager.cleanup`` but starts no
     periodic cleanup (Mastra starts the interval only when ``cleanup`` is configured).
     """
 

@@ -19,7 +19,7 @@ wraps its ``tool-output`` chunks in ``background-task-output``."""
 
 @dataclass
 class BackgroundTaskContext:
-    """Duck-compatible with :class:`agentstream.tools.ToolContext`, plus the task's identity.
+    """Duck-compatible with ``agentstream.tools.ToolContext``, plus the task's identity.
 
     ``await context.suspend(payload)`` parks the task (status ``suspended``, payload stored); it
     does not return: after ``manager.resume(task_id, data)`` (from this or another process)

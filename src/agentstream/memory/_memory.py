@@ -5,7 +5,7 @@ the new input and, when the run ends, stores the turn as ``MastraDBMessage`` rec
 2): the new user message(s), then one assistant message with the turn's parts in order:
 ``step-start``, ``reasoning``, ``text``, ``tool-invocation`` (``state: 'result'`` with the result, or
 ``'call'`` if it never got one) and non-transient ``data-*`` parts. Background-task results replace
-their placeholder in the stored invocation when the task finishes (:meth:`Memory.inject_result`).
+their placeholder in the stored invocation when the task finishes (``Memory.inject_result``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class MemoryScope:
 
 
 def resolve_memory_option(value: Any) -> MemoryScope:
-    """``{"thread": id | {"id", "title"?, "metadata"?}, "resource": id}`` → :class:`MemoryScope`."""
+    """``{"thread": id | {"id", "title"?, "metadata"?}, "resource": id}`` → ``MemoryScope``."""
     if not isinstance(value, Mapping):
         raise TypeError(f'memory= must be a dict {{"thread": ..., "resource": ...}}, got {value!r}')
     unknown = set(value) - {"thread", "resource"}
@@ -110,7 +110,7 @@ class Memory:
         return list(page.messages)
 
     async def history(self, scope: MemoryScope) -> list[dict[str, Any]]:
-        """:meth:`recall` as V2 prompt messages."""
+        """``recall`` as V2 prompt messages."""
         return db_messages_to_prompt(await self.recall(scope))
 
     async def save(self, records: Sequence[MessageRecord]) -> None:

@@ -60,7 +60,7 @@ class CallOptions(TypedDict, total=False):
     presence_penalty: float | None
     frequency_penalty: float | None
     response_format: ResponseFormat | None
-    """Ask for JSON output (see :class:`ResponseFormat`)."""
+    """Ask for JSON output (see ``ResponseFormat``)."""
     headers: Mapping[str, str] | None
     """Extra HTTP headers for this call."""
     provider_options: dict[str, dict[str, Any]] | None
@@ -120,7 +120,7 @@ class LanguageModel(Protocol):
     def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
         """Stream the model's answer as ``LanguageModelV2StreamPart`` dicts.
 
-        An async generator, or a :class:`ModelStream` that also reports the request body and the
+        An async generator, or a ``ModelStream`` that also reports the request body and the
         response headers.
         """
         ...

@@ -57,7 +57,7 @@ class Segmenter:
     """Locale-aware segmentation like ``new Intl.Segmenter(locale, {granularity})``.
 
     The default granularity is ``"word"`` (``Intl.Segmenter`` defaults to ``"grapheme"``).
-    ``segment(text)`` yields :class:`Segment` objects lazily, in order; their texts concatenate to
+    ``segment(text)`` yields ``Segment`` objects lazily, in order; their texts concatenate to
     ``text``. Pass an instance as ``smooth_stream(chunking=...)``.
     """
 
