@@ -51,6 +51,7 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `agentstream` command line with `argv` (default: `sys.argv[1:]`); returns the exit code."""
     args = build_parser().parse_args(argv)
     command = f"agentstream {args.command}"
     try:

@@ -1,6 +1,6 @@
 """Until-idle streams (Mastra ``stream(msgs, {untilIdle})``); dispatch itself is in ``_dispatch``.
 
-:func:`stream_until_idle`: one stream made of the first turn, every background-task chunk of the
+``stream_until_idle``: one stream made of the first turn, every background-task chunk of the
 agent/thread/resource and one continuation turn per batch of finished tasks (the conversation with
 the real results swapped in, plus Mastra's directive as a system message that is not kept). It
 closes when idle, on abort or after ``max_idle_ms`` without news between turns. ``await output.text``
@@ -81,7 +81,7 @@ class _State:
 
 
 class UntilIdleOutput:
-    """The first turn's :class:`ModelOutput` whose :attr:`full_stream` is the combined stream.
+    """The first turn's ``ModelOutput`` whose ``full_stream`` is the combined stream.
 
     * :attr:`full_stream`: every turn's chunks and the background-task chunks, in order; each
       access replays the combined log from the start.
@@ -130,6 +130,9 @@ class UntilIdleOutput:
 
     @property
     def full_stream(self) -> AsyncIterator[Chunk]:
+        """The combined stream: the first turn, every background task's chunks, then the continuation turns.
+        Each access replays from the start.
+        """
         self._ensure_started()
         return self._follow()
 
@@ -156,6 +159,7 @@ class UntilIdleOutput:
             self._text.resolve("\n\n".join(text for text in texts if text))
 
     async def consume_stream(self) -> None:
+        """Read the combined stream to its end without keeping the chunks (the results stay awaitable)."""
         async for _ in self.full_stream:
             pass
 
