@@ -166,3 +166,18 @@ def test_colour_on_a_terminal_unless_no_color() -> None:
     assert "\x1b[2m" in coloured and "[reasoning]" not in coloured
     plain = _on_a_terminal("What is the weather in Oslo?", "--delay-ms", "0", NO_COLOR="1")
     assert "\x1b[" not in plain and "[reasoning] " in plain
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentstream", "run", "Explain how rainbows form", "--delay-ms", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read1(16)  # `| head -c 16`
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    err = proc.stderr.read().decode()
+    assert "Traceback" not in err and "Exception" not in err and "Broken" not in err, err
