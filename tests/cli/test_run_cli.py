@@ -170,7 +170,8 @@ def test_colour_on_a_terminal_unless_no_color() -> None:
 
 def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agentstream", "run", "Explain how rainbows form", "--delay-ms", "0"],
+        # paced, so the answer is still being written when the reader leaves (it would fit in the pipe)
+        [sys.executable, "-m", "agentstream", "run", "Explain how rainbows form", "--delay-ms", "50"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=ENV,
