@@ -11,7 +11,7 @@ from ._convert import MessageMetadataFn, OnErrorFn, TransformFactory, UIChunk, V
 from ._errors import UIMessageError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
 
-__all__ = ["ChatRequestError", "handle_chat_stream"]
+__all__ = ["ChatRequestError", "check_transform_factories", "handle_chat_stream"]
 
 
 class ChatRequestError(ValueError):

@@ -20,10 +20,9 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._abort import AbortController
-from ..ai_sdk._chat import ChatRequestError, handle_chat_stream
+from ..ai_sdk._chat import ChatRequestError, check_transform_factories, handle_chat_stream
 from ..ai_sdk._convert import MessageMetadataFn, OnErrorFn, TransformFactory, Version
 from ..ai_sdk._sse import UI_MESSAGE_STREAM_HEADERS, encode_sse
-from ..stream._smooth import check_transform_factories
 
 __all__ = ["HEARTBEAT_FRAME", "SSEStreamResponse", "assert_valid_heartbeat_ms", "chat_route"]
 
