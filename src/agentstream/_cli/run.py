@@ -125,7 +125,7 @@ async def _main(args: argparse.Namespace) -> int:
         output = agent.stream(args.prompt, **options)
         with _interrupts(controller, cancel_at_once=not args.jsonl) as interrupted:
             try:
-                return await _render(args, output, controller)
+                return await _render(args, output)
             except asyncio.CancelledError:
                 if not interrupted():
                     raise
@@ -151,12 +151,14 @@ def _interrupts(controller: Any, *, cancel_at_once: bool) -> Iterator[Callable[[
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     count = 0
+    cancelled = False
 
     def on_sigint() -> None:
-        nonlocal count
+        nonlocal count, cancelled
         count += 1
         controller.abort()
-        if (cancel_at_once or count > 1) and task is not None:
+        if (cancel_at_once or count > 1) and task is not None and not cancelled:
+            cancelled = True
             task.cancel()
 
     try:
@@ -166,8 +168,8 @@ def _interrupts(controller: Any, *, cancel_at_once: bool) -> Iterator[Callable[[
     try:
         yield lambda: count > 0
     finally:
-        if count and task is not None:
-            task.uncancel()
+        if cancelled and task is not None:
+            task.uncancel()  # the cancellation was ours, and handled
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.remove_signal_handler(signal.SIGINT)
 
@@ -291,7 +293,7 @@ class _Terminal:
         return f"[bg {getattr(payload, 'tool_name', '')} {str(getattr(payload, 'task_id', ''))[:8]}]"
 
 
-async def _render(args: argparse.Namespace, output: Any, controller: Any) -> int:
+async def _render(args: argparse.Namespace, output: Any) -> int:
     from agentstream.chunks import encode_chunk
 
     out = sys.stdout
