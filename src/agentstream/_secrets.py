@@ -14,11 +14,21 @@ import json
 import os
 import re
 import threading
+import traceback
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit, urlunsplit
 
-__all__ = ["MASK", "MIN_SECRET_LENGTH", "redact", "redact_value", "register_secret", "safe_url", "shorten"]
+__all__ = [
+    "MASK",
+    "MIN_SECRET_LENGTH",
+    "loggable",
+    "redact",
+    "redact_value",
+    "register_secret",
+    "safe_url",
+    "shorten",
+]
 
 MASK = "***"
 MIN_SECRET_LENGTH = 8
@@ -89,6 +99,23 @@ def shorten(text: str, limit: int, extra: Iterable[str | None] = ()) -> str:
     """Redact, *then* cut to ``limit`` characters (``…`` marks a cut)."""
     text = redact(text, extra)
     return text if len(text) <= limit else text[:limit] + "…"
+
+
+def loggable(error: object) -> str:
+    """A run error for the server log: the message, the upstream details a provider error carries
+    (URL, status, response headers and body, which a client never sees) and the traceback or cause
+    chain, all redacted."""
+    if not isinstance(error, BaseException):
+        return redact(repr(error))
+    lines = ["".join(traceback.format_exception(error)).rstrip()]
+    for label, attr in (("url", "url"), ("status", "status_code"), ("response headers", "response_headers")):
+        value = getattr(error, attr, None)
+        if value is not None:
+            lines.append(f"{label}: {value}")
+    body = getattr(error, "response_body", None)
+    if isinstance(body, str) and body:
+        lines.append(f"response body: {body}")
+    return redact("\n".join(lines))
 
 
 def safe_url(url: str, extra: Iterable[str | None] = ()) -> str:
