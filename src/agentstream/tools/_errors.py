@@ -74,7 +74,7 @@ def _masked(error: Exception, mask: ToolErrorMask, tool_name: str) -> BaseExcept
         shown = f"tool {tool_name} failed"
     if isinstance(shown, BaseException):
         return _redacted(shown)
-    return RedactedToolError(redact(str(shown)), _js_name(error))
+    return RedactedToolError(redact(str(shown)), "Error")  # like ``new Error(text)``: no original name
 
 
 def reported_tool_error(
@@ -82,7 +82,8 @@ def reported_tool_error(
 ) -> BaseException:
     """Log ``error`` (run id, tool, traceback; secrets masked) and return what may be shown.
 
-    That is ``mask(error)`` when an ``on_tool_error`` mask is configured, else ``error`` itself
+    That is ``mask(error)`` when an ``on_tool_error`` mask is configured (a string becomes an
+    ``Error`` with that message), else ``error`` itself
     if no configured secret appears in it, else a :class:`RedactedToolError` with the same name.
     """
     trace = "".join(traceback.format_exception(error)).rstrip()
