@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote, quote_plus
@@ -50,7 +51,7 @@ def spellings(secret: str) -> list[str]:
         json.dumps(json_escaped.replace("/", "\\/"))[1:-1],  # quoted once more inside JSON
         quote(secret, safe=""),
         quote_plus(secret),
-        quote(secret, safe="").lower(),
+        re.sub("%[0-9A-F]{2}", lambda m: m.group(0).lower(), quote(secret, safe="")),  # %2f
         secret[:12],  # what a length limit cutting the key in half would leave
     ]
 
@@ -219,3 +220,24 @@ async def test_a_custom_client_on_error_still_gets_a_redacted_provider_error(pro
     _, raw = await chat(agent, on_error=on_error)
     assert_absent(KEY, raw, "the SSE body")
     assert seen and "***" in seen[0].response_body
+
+
+# --- the redaction primitives -------------------------------------------------------------------
+
+
+def test_redact_covers_every_spelling_and_runs_before_the_cut() -> None:
+    from agentstream._secrets import redact, register_secret, shorten
+
+    register_secret(KEY)
+    for form in spellings(KEY)[:-1]:
+        assert redact(f"<{form}>") == "<***>"
+    assert shorten("x" * 490 + KEY, 500) == "x" * 490 + "***"
+    register_secret("short")  # placeholders such as "ollama" or "none" are not secrets
+    assert redact("a short text") == "a short text"
+
+
+def test_safe_url_drops_credentials() -> None:
+    from agentstream._secrets import safe_url
+
+    url = f"https://user:{ENV_KEY}@llm.internal/v1/chat?api-key={ENV_KEY}&api-version=2024-06&token=abc"
+    assert safe_url(url) == "https://llm.internal/v1/chat?api-key=***&api-version=2024-06&token=***"
