@@ -241,3 +241,61 @@ def test_safe_url_drops_credentials() -> None:
 
     url = f"https://user:{ENV_KEY}@llm.internal/v1/chat?api-key={ENV_KEY}&api-version=2024-06&token=abc"
     assert safe_url(url) == "https://llm.internal/v1/chat?api-key=***&api-version=2024-06&token=***"
+
+
+# --- the real server: what the browser gets vs. what the operator's log gets ---------------------
+
+APP_MODULE = """
+import os
+from agentstream import Agent, Mastra
+from agentstream.models import OpenAIChatModel
+
+model = OpenAIChatModel("gpt-4o", base_url=os.environ["PROVIDER_URL"] + "/v1", api_key=os.environ["LEAKY_KEY"])
+mastra = Mastra(agents={"weather": Agent(id="weather", instructions="Be brief.", model=model)})
+"""
+
+
+async def test_serve_logs_the_upstream_error_and_sends_the_client_one_line(
+    provider: ReplayServer, tmp_path: Any
+) -> None:
+    import asyncio
+    import os
+    import socket
+    import sys
+
+    escaped = json.dumps(KEY)[1:-1].replace("/", "\\/")
+    provider.replies.append(Reply(status=401, content_type="application/json",
+                                  body='{"error": {"message": "Incorrect API key provided: ' + escaped + '"}}'))
+    (tmp_path / "leaky_app.py").write_text(APP_MODULE, encoding="utf-8")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "PROVIDER_URL": provider.url, "LEAKY_KEY": KEY}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "agentstream", "serve", "--app", "leaky_app:mastra", "--port", str(port),
+        "--no-smooth", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:
+            for _ in range(300):  # wait for the server to listen (no timing asserted)
+                try:
+                    await client.get("/api/agents")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+            response = await client.post(
+                "/api/chat/weather",
+                json={"id": "chat-1", "messages": [USER], "trigger": "submit-message", "runId": RUN_ID},
+            )
+    finally:
+        proc.terminate()
+        _, stderr = await asyncio.wait_for(proc.communicate(), 30)
+    log = stderr.decode()
+    assert_absent(KEY, response.content, "the SSE body")
+    assert_absent(KEY, log, "the server's stderr")
+    [error] = [p for p in sse_parts(response.content) if p["type"] == "error"]
+    assert error["errorText"] == "openai (status 401): Incorrect API key provided: ***"
+    assert provider.url not in response.text
+    assert f"ERROR:  agentstream.runs: run {RUN_ID} failed" in log
+    assert f"url: {provider.url}/v1/chat/completions" in log and "status: 401" in log
+    assert "response body: " in log and "***" in log
