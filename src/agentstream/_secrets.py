@@ -2,7 +2,7 @@
 
 Provider API keys are registered when a model is built; keys in the environment (``*_API_KEY``,
 ``*_TOKEN``, ``*_SECRET``, ``*_PASSWORD``) count too, so a tool that reads its own key is covered.
-:func:`redact` replaces every such value in any spelling it is likely to take in an error: raw,
+`redact` replaces every such value in any spelling it is likely to take in an error: raw,
 JSON-escaped (also with ``\\/`` and escaped twice, as in a body quoted inside JSON) and URL-encoded.
 Redaction always runs on the whole text, *before* anything is shortened: a key cut in half by a
 length limit would no longer match.
@@ -85,7 +85,7 @@ def redact(text: str, extra: Iterable[str | None] = ()) -> str:
 
 
 def redact_value(value: Any, extra: Iterable[str | None] = ()) -> Any:
-    """A JSON-like value (dicts, lists, strings) with :func:`redact` applied to every string in it."""
+    """A JSON-like value (dicts, lists, strings) with `redact` applied to every string in it."""
     if isinstance(value, str):
         return redact(value, extra)
     if isinstance(value, dict):

@@ -140,7 +140,7 @@ def default_error_text(error: Any) -> str:
     """Mastra's default ``onError``: compact JSON of the error, ``String(error)`` when that says nothing.
 
     Two departures keep secrets from the client: an error that offers a ``client_message`` (a
-    provider's :class:`~agentstream.models.APICallError`) is sent as that short line
+    provider's `APICallError`) is sent as that short line
     (``openai (status 401): Incorrect API key provided: ***.``), and keys holding provider
     request/response dumps or endpoints (``responseBody``/``response_body``, ``url``, ``data`` ...)
     are left out. Every configured key is then redacted from the text.

@@ -133,8 +133,8 @@ class APICallError(Exception):
     ``message`` is the provider's own error message; ``str()`` is ``"openai (status 401): <message>"``,
     plus the URL when the endpoint could not be reached or read (no status). Request headers are
     never stored; the message, ``response_body``, ``response_headers`` and ``url`` are redacted
-    (every configured key in every spelling, see :mod:`agentstream._secrets`) when the error is
-    built, before anything is shortened. What a client may see is :attr:`client_message`: no URL,
+    (every configured key in every spelling, see `agentstream._secrets`) when the error is
+    built, before anything is shortened. What a client may see is `client_message`: no URL,
     no body, no headers.
     """
 

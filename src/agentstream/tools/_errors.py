@@ -3,7 +3,7 @@ the client and the model.
 
 The agent loop turns the exception a tool raised into a ``tool-error`` chunk (sent to the client)
 and an ``error-text`` tool result (sent to the model). Both are built from what
-:func:`reported_tool_error` returns, so a secret caught in a tool's exception message reaches
+`reported_tool_error` returns, so a secret caught in a tool's exception message reaches
 neither; the server log keeps the original, with the traceback and the run id, secrets masked.
 """
 
@@ -39,7 +39,8 @@ class RedactedToolError(Exception):
             setattr(self, key, value)
 
     @property
-    def name(self) -> str:  # a property, so JSON forms (own attributes) do not list it
+    def name(self) -> str:
+        """The original error's name (a property, so JSON forms, built from own attributes, skip it)."""
         return self._name
 
 
@@ -84,7 +85,7 @@ def reported_tool_error(
 
     That is ``mask(error)`` when an ``on_tool_error`` mask is configured (a string becomes an
     ``Error`` with that message), else ``error`` itself
-    if no configured secret appears in it, else a :class:`RedactedToolError` with the same name.
+    if no configured secret appears in it, else a `RedactedToolError` with the same name.
     """
     trace = "".join(traceback.format_exception(error)).rstrip()
     log.warning("run %s: tool %s failed\n%s", run_id, tool_name, redact(trace))
