@@ -80,8 +80,8 @@ class Agent:
 
     Run options include ``clock`` (``() -> ms``, timestamps) and ``sleep`` (``async (seconds) ->
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
-    `ToolErrorMask`: what the client and the model see of a tool's
-    exception; configured secrets are redacted from tool errors either way).
+    `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
+    are redacted from tool errors either way).
     """
 
     def __init__(
