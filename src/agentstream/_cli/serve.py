@@ -126,7 +126,19 @@ def run(args: argparse.Namespace) -> int:
         )
     shown = f"[{host}]" if ":" in host else host
     print(f"agentstream serve: http://{shown}:{port}/", file=sys.stderr, flush=True)
+    _log_to_stderr()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     with sock:
         server.run(sockets=[sock])
     return 0
+
+
+def _log_to_stderr() -> None:
+    """Run and tool errors (with their run ids and upstream details, redacted) are the server log."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s:  %(name)s: %(message)s"))
+    logger = logging.getLogger("agentstream")
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)
