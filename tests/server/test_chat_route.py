@@ -109,7 +109,7 @@ async def test_request_errors() -> None:
 def test_route_http_errors_are_400_json() -> None:
     app = Starlette(routes=[chat_route(mastra_with(ScriptedModel([])))])
     client = TestClient(app)
-    r = client.post("/chat/weather", content=b"{")
+    r = client.post("/chat/weather", content=b"{", headers={"content-type": "application/json"})
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
     r = client.post("/chat/weather", json=body({"id": "u", "role": "robot", "parts": []}))
     assert r.status_code == 400

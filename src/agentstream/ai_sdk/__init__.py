@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._chat import ChatRequestError, handle_chat_stream
+from ._chat import MAX_ID_LENGTH, AgentRegistry, ChatRequestError, handle_chat_stream, parse_json_body
 from ._convert import (
     MessageMetadataFn,
     OnErrorFn,
@@ -32,7 +32,9 @@ from ._sse import (
 )
 
 __all__ = [
+    "MAX_ID_LENGTH",
     "UI_MESSAGE_STREAM_HEADERS",
+    "AgentRegistry",
     "ChatRequest",
     "ChatRequestError",
     "MessageMetadataFn",
@@ -51,6 +53,7 @@ __all__ = [
     "encode_sse_frame",
     "handle_chat_stream",
     "parse_chat_request",
+    "parse_json_body",
     "smooth_stream",
     "to_ai_sdk_stream",
     "validate_ui_messages",
