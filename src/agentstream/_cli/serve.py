@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -26,7 +27,44 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--heartbeat-ms", type=float, default=15_000, help="SSE heartbeat interval, 0 disables"
     )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("AGENTSTREAM_TOKEN") or None,
+        help="require 'Authorization: Bearer TOKEN' on the API (default: $AGENTSTREAM_TOKEN; off)",
+    )
+    parser.add_argument(
+        "--allow-host", action="append", default=None, metavar="HOST", help="serve this Host too"
+    )
+    parser.add_argument(
+        "--allow-origin", action="append", default=[], metavar="ORIGIN", help="accept (with CORS) this origin"
+    )
     parser.set_defaults(func=run)
+
+
+def _guard(args: argparse.Namespace) -> Any:
+    from agentstream.server import RequestGuard, bearer_token_auth
+
+    if args.token is None and not _is_loopback(args.host):
+        print(
+            f"agentstream serve: warning: {args.host} is not a loopback address and there is no --token "
+            "(or AGENTSTREAM_TOKEN): anyone who can reach it can run the agents",
+            file=sys.stderr,
+        )
+    return RequestGuard(
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
+        cors=bool(args.allow_origin),
+        auth=bearer_token_auth(args.token) if args.token else None,
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
             smooth=not args.no_smooth,
             delay_in_ms=delay,
             heartbeat_ms=args.heartbeat_ms,
+            guard=_guard(args),
         )
     except (ImportError, AttributeError, TypeError, ValueError) as exc:
         print(f"agentstream serve: {exc}", file=sys.stderr)
@@ -55,6 +94,8 @@ def run(args: argparse.Namespace) -> int:
             "agentstream serve: serving the demo agent (offline demo model unless AGENTSTREAM_MODEL is set)",
             file=sys.stderr,
         )
-    print(f"agentstream serve: http://{args.host}:{args.port}/", file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    fragment = f"#token={args.token}" if args.token else ""
+    print(f"agentstream serve: http://{args.host}:{args.port}/{fragment}", file=sys.stderr)
+    # Open streams get a short grace on SIGTERM, then are cancelled (uvicorn's default waits forever).
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", timeout_graceful_shutdown=2)
     return 0

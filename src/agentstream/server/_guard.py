@@ -184,6 +184,12 @@ class RequestGuard:
         headers["access-control-max-age"] = "600"
         return Response(status_code=204, headers=headers)
 
+    async def admit(self, request: Request) -> object | None:
+        """Host, origin and auth checks in that order; the principal (``None`` without ``auth``)."""
+        self.check_host(request)
+        self.check_origin(request)
+        return await self.authenticate(request)
+
     async def authenticate(self, request: Request) -> object | None:
         """Run the ``auth`` hook: its principal, or :class:`AuthError` (401 when it returns ``None``)."""
         if self.auth is None:

@@ -96,11 +96,9 @@ def chat_route(
     checks = guard or RequestGuard()
 
     async def start(request: Request) -> Response:
-        checks.check_host(request)
         if request.method == "OPTIONS":
             return checks.preflight(request)
-        checks.check_origin(request)
-        await checks.authenticate(request)
+        await checks.admit(request)
         body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
         if not isinstance(body, Mapping):
             raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
