@@ -185,7 +185,47 @@ async def test_heartbeat_frames() -> None:
     assert b": ping\n\n" not in sent
 
 
-async def test_disconnect_aborts_the_run_and_leaves_no_task() -> None:
+async def test_no_ping_while_frames_flow_and_never_two_sends_at_once() -> None:
+    async def frames() -> AsyncIterator[dict[str, Any]]:
+        for i in range(50):
+            yield {"type": "text-delta", "id": "t", "delta": str(i)}
+
+    sent = await _call(SSEStreamResponse(frames(), heartbeat_ms=60_000))
+    assert b": ping\n\n" not in sent and len(sent) == 52
+
+    # A slow client: one write blocks well past the 10 ms interval. The heartbeat must not write
+    # while it is blocked (ASGI sends are not concurrent-safe), and pings resume once idle.
+    in_send = False
+    bodies: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal in_send
+        assert not in_send, "two sends at once"
+        in_send = True
+        try:
+            if message.get("body") == b'data: {"type":"slow"}\n\n':
+                await asyncio.sleep(0.1)
+            bodies.append(message.get("body", b""))
+        finally:
+            in_send = False
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def slow_then_idle() -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "slow"}
+        await asyncio.sleep(0.1)
+        yield {"type": "done"}
+
+    await SSEStreamResponse(slow_then_idle(), heartbeat_ms=10)({"type": "http"}, receive, send)
+    slow = bodies.index(b'data: {"type":"slow"}\n\n')
+    assert b": ping\n\n" in bodies[slow:]
+    assert bodies[-2:] == [b"data: [DONE]\n\n", b""]
+
+
+@pytest.mark.parametrize("heartbeat_ms", [0, 10])
+async def test_disconnect_aborts_the_run_and_leaves_no_task(heartbeat_ms: int) -> None:
     model = ScriptedModel([text_step("one ", wait=True)])
     mastra = mastra_with(model)
     controller = AbortController()
@@ -195,7 +235,10 @@ async def test_disconnect_aborts_the_run_and_leaves_no_task() -> None:
     before = asyncio.all_tasks()
     # The client disconnects right after the first text-delta frame (4th body message).
     sent = await asyncio.wait_for(
-        _call(SSEStreamResponse(stream, controller=controller, heartbeat_ms=0), disconnect_after=4), 5
+        _call(
+            SSEStreamResponse(stream, controller=controller, heartbeat_ms=heartbeat_ms), disconnect_after=4
+        ),
+        5,
     )
     assert b'"delta":"one "' in b"".join(sent)
     assert controller.signal.aborted

@@ -146,8 +146,11 @@ class _Call:
     async def heartbeat(self) -> None:
         assert self._interval is not None
         while True:
-            due = self.last_sent + self._interval
-            await asyncio.sleep(max(0.0, due - self._loop.time()))
-            # Only when the sender is idle (a blocked write means the client is slow, not silent).
-            if not self.busy and self._loop.time() - self.last_sent >= self._interval:
+            delay = self.last_sent + self._interval - self._loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            elif self.busy:
+                # A blocked write means a slow client, not a silent stream: check again later.
+                await asyncio.sleep(self._interval)
+            else:
                 await self._send_ping()
