@@ -2,13 +2,15 @@
 
 The server (127.0.0.1, a free port) serves the storm app of ``_storm`` with 20 ms heartbeats. After
 five warm-up storms and three more (200 clients each reading one frame, then resetting), its RSS is
-within 10 % of the post-warm-up figure and it still answers; with streams open, SIGTERM stops it
+within 10 % of the post-warm-up figure and it still answers; a 50 MB chunked upload is refused
+(413) without the server's memory growing by it; with streams open, SIGTERM stops it
 (asserted only as "exited before a generous timeout"). Figures are printed (``pytest -s``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -64,6 +66,27 @@ async def _hold_open(port: int, count: int) -> list[asyncio.StreamWriter]:
     return writers
 
 
+async def _post_50_mb_chunked(port: int) -> bytes:
+    """POST a 50 MB chunked body without Content-Length; the answer, read while still sending."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = f"POST /api/chat/echo HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+    writer.write(head.encode() + b"Transfer-Encoding: chunked\r\n\r\n")
+    chunk = b"100000\r\n" + b"[" * 0x100000 + b"\r\n"
+
+    async def upload() -> None:
+        with contextlib.suppress(OSError):
+            for _ in range(50):
+                writer.write(chunk)
+                await writer.drain()
+
+    sending = asyncio.ensure_future(upload())
+    try:
+        return await asyncio.wait_for(reader.read(4096), 60)
+    finally:
+        sending.cancel()
+        writer.transport.abort()
+
+
 def test_serve_survives_storms_and_stops_on_sigterm() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -84,6 +107,11 @@ def test_serve_survives_storms_and_stops_on_sigterm() -> None:
             after = _rss_kib(process.pid)
             answer = client.post("/api/chat/echo", json=_storm.BODY_JSON)
             assert answer.status_code == 200 and '"delta":"pong"' in answer.text
+            before_upload = _rss_kib(process.pid)
+            head = asyncio.run(_post_50_mb_chunked(port))
+            assert head.startswith(b"HTTP/1.1 413 "), head[:200]
+            print(f"RSS before a 50 MB upload {before_upload} KiB, after {_rss_kib(process.pid)} KiB")
+            assert _rss_kib(process.pid) < before_upload + 20 * 1024
             print(f"\nRSS idle {idle} KiB, after 5 warm-up storms {warm} KiB, after 3 more {after} KiB")
             assert after <= warm * 1.10
 
