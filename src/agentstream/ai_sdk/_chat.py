@@ -55,6 +55,7 @@ class ChatRequestError(ValueError):
         self.headers = dict(headers or {})
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON error body: `{"error": {"name": ..., "message": ..., "path"?: ...}}`."""
         error: dict[str, Any] = {"name": self.name, "message": str(self)}
         if self.path is not None:
             error["path"] = self.path
