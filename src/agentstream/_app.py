@@ -61,7 +61,7 @@ def create_app(
     """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``.
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
-    ``guard`` (a :class:`~agentstream.server.RequestGuard`) checks the API requests; errors are JSON.
+    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON.
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException

@@ -35,7 +35,7 @@ class ChatRequestError(ValueError):
     by a request guard (401/403/405/413/415).
 
     ``status_code`` is the HTTP status to answer with, ``headers`` extra response headers and
-    :meth:`to_dict` the JSON body ``{"error": {"name", "message", "path"?}}``. Messages and paths
+    `to_dict` the JSON body ``{"error": {"name", "message", "path"?}}``. Messages and paths
     are clipped, so a client's over-long value is never echoed back in full.
     """
 
@@ -63,9 +63,11 @@ class ChatRequestError(ValueError):
 
 
 class AgentRegistry(Protocol):
-    """What :func:`handle_chat_stream` needs of a ``Mastra``: agents by id (``KeyError`` if unknown)."""
+    """What `handle_chat_stream` needs of a ``Mastra``: agents by id (``KeyError`` if unknown)."""
 
-    def get_agent(self, key: str) -> Any: ...
+    def get_agent(self, key: str) -> Any:
+        """The agent registered under ``key``; raises ``KeyError`` (or ``LookupError``) if none is."""
+        ...
 
 
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
@@ -97,7 +99,7 @@ def _decode_problem(raw: bytes, exc: msgspec.DecodeError) -> str:
 
 
 def parse_json_body(raw: bytes | bytearray | memoryview | str, *, max_depth: int = 64) -> Any:
-    """Decode a request body as strict JSON; raises :class:`ChatRequestError` (400) naming the problem.
+    """Decode a request body as strict JSON; raises `ChatRequestError` (400) naming the problem.
 
     Refuses ``NaN``/``Infinity`` and out-of-range numbers (not JSON) and nesting deeper than
     ``max_depth`` arrays/objects (checked before decoding, so a 100k-deep body costs a scan, not a
@@ -188,11 +190,11 @@ async def handle_chat_stream(
 ) -> AsyncIterator[UIChunk]:
     """Run agent ``agent_id`` on a ``useChat`` request and return its UI message stream.
 
-    ``params`` is the request body (dict, JSON bytes/str or :class:`ChatRequest`). Raises
-    :class:`ChatRequestError` *before* streaming for a malformed body or an unknown agent. Messages
+    ``params`` is the request body (dict, JSON bytes/str or `ChatRequest`). Raises
+    `ChatRequestError` *before* streaming for a malformed body or an unknown agent. Messages
     with ``role: "system"`` are refused unless ``allow_system_messages`` (a client must not replace
-    the agent's instructions); ids longer than :data:`MAX_ID_LENGTH` are refused; JSON bytes/str
-    are decoded strictly (:func:`parse_json_body`, ``max_json_depth``). The UI
+    the agent's instructions); ids longer than `MAX_ID_LENGTH` are refused; JSON bytes/str
+    are decoded strictly (`parse_json_body`, ``max_json_depth``). The UI
     messages are converted to model messages; ``trigger="regenerate-message"`` drops a trailing
     assistant message; a trailing assistant message otherwise is continued (its id becomes the
     ``start`` message id). ``default_options`` are agent options under the request's; the

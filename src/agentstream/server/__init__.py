@@ -1,7 +1,7 @@
-"""ASGI pieces for serving agents to the AI SDK UI: :func:`chat_route` (Starlette / FastAPI).
+"""ASGI pieces for serving agents to the AI SDK UI: `chat_route` (Starlette / FastAPI).
 
-:class:`RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
-:class:`SSEStreamResponse` the streaming answer. Needs the ``server`` extra (starlette).
+`RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
+`SSEStreamResponse` the streaming answer. Needs the ``server`` extra (starlette).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Host and Origin checks (so a web page elsewhere, or a DNS-rebinding one, cannot drive a local
 server), CORS preflights when configured, an authentication hook, ``application/json`` only, and a
-body size limit enforced while the body streams in. Every refusal is a :class:`ChatRequestError`
+body size limit enforced while the body streams in. Every refusal is a `ChatRequestError`
 with the status to answer and a message naming what was wrong.
 """
 
@@ -25,12 +25,12 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "AuthError", "AuthHook", "RequestGuard", "b
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 AuthHook = Callable[[Request], "Awaitable[object] | object"]
-"""Receives the request; returns a principal (anything but ``None``) or raises :class:`AuthError`.
+"""Receives the request; returns a principal (anything but ``None``) or raises `AuthError`.
 Returning ``None`` refuses with 401."""
 
 
 class AuthError(ChatRequestError):
-    """Refuses a request from an :data:`AuthHook`: 401 (not authenticated) or 403 (not allowed)."""
+    """Refuses a request from an `AuthHook`: 401 (not authenticated) or 403 (not allowed)."""
 
     name = "AuthError"
 
@@ -42,7 +42,7 @@ class AuthError(ChatRequestError):
 
 
 def bearer_token_auth(token: str) -> AuthHook:
-    """An :data:`AuthHook` accepting ``Authorization: Bearer <token>`` (compared in constant time)."""
+    """An `AuthHook` accepting ``Authorization: Bearer <token>`` (compared in constant time)."""
     if not token:
         raise ValueError("bearer_token_auth needs a non-empty token")
     expected = token.encode()
@@ -92,7 +92,7 @@ def _matches(name: str, pattern: str) -> bool:
 
 @dataclass(frozen=True, kw_only=True)
 class RequestGuard:
-    """Request checks for :func:`~agentstream.server.chat_route` (all on by default).
+    """Request checks for `chat_route` (all on by default).
 
     * ``allowed_hosts``: ``Host`` names served (``"*.example.com"`` and ``"*"`` allowed). Default:
       on a loopback bind only loopback names (``localhost``, ``127.0.0.1``, ``[::1]``), which stops
@@ -101,7 +101,7 @@ class RequestGuard:
       request without ``Origin`` (curl, a server) passes.
     * ``cors``: answer CORS preflights and add CORS headers for ``allowed_origins``.
     * ``max_body_bytes`` (1 MiB) and ``max_json_depth`` (64): 413 / 400 beyond them.
-    * ``auth``: an :data:`AuthHook`; its principal is kept in ``request.state.principal``.
+    * ``auth``: an `AuthHook`; its principal is kept in ``request.state.principal``.
     """
 
     allowed_hosts: Sequence[str] | None = None
@@ -191,7 +191,7 @@ class RequestGuard:
         return await self.authenticate(request)
 
     async def authenticate(self, request: Request) -> object | None:
-        """Run the ``auth`` hook: its principal, or :class:`AuthError` (401 when it returns ``None``)."""
+        """Run the ``auth`` hook: its principal, or `AuthError` (401 when it returns ``None``)."""
         if self.auth is None:
             return None
         principal = self.auth(request)

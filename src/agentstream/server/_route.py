@@ -1,9 +1,9 @@
 """``chat_route``: a Starlette ``Route`` serving ``POST /chat/{agent_id}`` to ``useChat``.
 
-A request passes the :class:`RequestGuard` (host, origin, auth, content type, size, JSON depth)
+A request passes the `RequestGuard` (host, origin, auth, content type, size, JSON depth)
 before the agent runs; every refusal, and any unexpected failure before streaming starts, is
 answered as JSON ``{"error": {"name", "message", "path"?}}``. The response is an
-:class:`SSEStreamResponse`: heartbeats, and a client disconnect stops the run.
+`SSEStreamResponse`: heartbeats, and a client disconnect stops the run.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def chat_route(
 
     Usable in Starlette (``Starlette(routes=[chat_route(mastra)])``) and FastAPI
     (``app.router.routes.append(chat_route(mastra))``). ``guard`` sets the request checks
-    (default :class:`RequestGuard`: loopback hosts on a loopback bind, same origin, JSON bodies up
+    (default `RequestGuard`: loopback hosts on a loopback bind, same origin, JSON bodies up
     to 1 MiB and 64 levels); client ``system`` messages are refused unless
     ``allow_system_messages``. A refused or malformed request gets 4xx JSON and an unknown agent a
     404, ``{"error": {"name", "message", "path"?}}``; everything else streams.
