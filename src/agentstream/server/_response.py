@@ -136,7 +136,9 @@ class _Call:
             self._ping = None
 
     async def send_all(self, status: int, headers: Any, frames: AsyncIterator[bytes]) -> None:
+        self.busy = True  # no ping may go out before the response has started
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
+        self.busy = False
         async for frame in frames:
             await self._body(frame)
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
