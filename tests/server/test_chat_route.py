@@ -176,6 +176,7 @@ async def _call(response: SSEStreamResponse, *, disconnect_after: int | None = N
     return sent
 
 
+@pytest.mark.looptime
 async def test_heartbeat_frames() -> None:
     sent = await _call(SSEStreamResponse(_slow(), heartbeat_ms=30))
     assert sent[0] == b'data: {"type":"start","messageId":"m1"}\n\n'
@@ -185,6 +186,7 @@ async def test_heartbeat_frames() -> None:
     assert b": ping\n\n" not in sent
 
 
+@pytest.mark.looptime
 async def test_no_ping_while_frames_flow_and_never_two_sends_at_once() -> None:
     async def frames() -> AsyncIterator[dict[str, Any]]:
         for i in range(50):

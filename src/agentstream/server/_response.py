@@ -24,6 +24,9 @@ __all__ = ["HEARTBEAT_FRAME", "SSEStreamResponse", "assert_valid_heartbeat_ms"]
 
 HEARTBEAT_FRAME = b": ping\n\n"
 _MAX_TIMER_MS = 2_147_483_647
+# A timer may fire a hair early (clock resolution, fake loop clocks): that close to due is due,
+# or the heartbeat would spin on sub-microsecond sleeps.
+_SLACK = 0.001
 
 
 def assert_valid_heartbeat_ms(heartbeat_ms: float) -> None:
@@ -149,7 +152,7 @@ class _Call:
         assert self._interval is not None
         while True:
             delay = self.last_sent + self._interval - self._loop.time()
-            if delay > 0:
+            if delay > _SLACK:
                 await asyncio.sleep(delay)
             elif self.busy:
                 # A blocked write means a slow client, not a silent stream: check again later.
