@@ -58,7 +58,9 @@ async def test_unknown_agent_and_bad_body_are_client_errors() -> None:
             "/api/chat/nope", json={"id": "c", "messages": [], "trigger": "submit-message"}
         )
         assert missing.status_code in (400, 404)
-        bad = await client.post("/api/chat", content=b"{not json")
+        bad = await client.post(
+            "/api/chat", content=b"{not json", headers={"content-type": "application/json"}
+        )
         assert bad.status_code == 400 and "error" in bad.json()
 
 

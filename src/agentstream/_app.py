@@ -7,9 +7,12 @@ import inspect
 import os
 import sys
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._mastra import Mastra
+
+if TYPE_CHECKING:
+    from .server import RequestGuard
 
 __all__ = ["AppLoadError", "check_models", "create_app", "demo_mastra", "load_app", "load_mastra"]
 
@@ -158,18 +161,22 @@ def create_app(
     heartbeat_ms: float = 15_000,
     send_reasoning: bool = True,
     send_sources: bool = True,
+    guard: RequestGuard | None = None,
 ) -> Any:
     """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``.
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
+    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON.
     """
     from starlette.applications import Starlette
+    from starlette.exceptions import HTTPException
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
-    from .ai_sdk import smooth_stream
-    from .server import chat_route
+    from .ai_sdk import ChatRequestError, smooth_stream
+    from .server import InternalServerError, chat_route, error_response
+    from .server import RequestGuard as Guard
 
     mastra = mastra or demo_mastra()
     agents = mastra.get_agents()
@@ -182,21 +189,33 @@ def create_app(
         "send_reasoning": send_reasoning,
         "send_sources": send_sources,
         "experimental_transform": smooth_stream(delay_in_ms=delay_in_ms) if smooth else None,
+        "guard": guard or Guard(),
     }
 
     async def index(_: Request) -> HTMLResponse:
         return HTMLResponse(page)
 
-    async def list_agents(_: Request) -> JSONResponse:
+    async def list_agents(request: Request) -> JSONResponse:
+        try:
+            await options["guard"].admit(request)
+        except ChatRequestError as exc:
+            return error_response(exc)
         listed = [{"id": key, "name": agent.name} for key, agent in agents.items()]
         listed.sort(key=lambda a: a["id"] != default)
         return JSONResponse({"agents": listed})
 
+    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+        if not isinstance(exc, HTTPException):
+            return error_response(InternalServerError())  # the traceback still reaches the log
+        error = ChatRequestError(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
+        return error_response(error)
+
     return Starlette(
+        exception_handlers={HTTPException: http_error, Exception: http_error},
         routes=[
             Route("/", index),
             Route("/api/agents", list_agents),
             chat_route(mastra, "/api/chat", agent=default, **options),
             chat_route(mastra, "/api/chat/{agent_id}", **options),
-        ]
+        ],
     )

@@ -109,7 +109,7 @@ async def test_request_errors() -> None:
 def test_route_http_errors_are_400_json() -> None:
     app = Starlette(routes=[chat_route(mastra_with(ScriptedModel([])))])
     client = TestClient(app)
-    r = client.post("/chat/weather", content=b"{")
+    r = client.post("/chat/weather", content=b"{", headers={"content-type": "application/json"})
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
     r = client.post("/chat/weather", json=body({"id": "u", "role": "robot", "parts": []}))
     assert r.status_code == 400
@@ -176,6 +176,7 @@ async def _call(response: SSEStreamResponse, *, disconnect_after: int | None = N
     return sent
 
 
+@pytest.mark.looptime
 async def test_heartbeat_frames() -> None:
     sent = await _call(SSEStreamResponse(_slow(), heartbeat_ms=30))
     assert sent[0] == b'data: {"type":"start","messageId":"m1"}\n\n'
@@ -185,7 +186,48 @@ async def test_heartbeat_frames() -> None:
     assert b": ping\n\n" not in sent
 
 
-async def test_disconnect_aborts_the_run_and_leaves_no_task() -> None:
+@pytest.mark.looptime
+async def test_no_ping_while_frames_flow_and_never_two_sends_at_once() -> None:
+    async def frames() -> AsyncIterator[dict[str, Any]]:
+        for i in range(50):
+            yield {"type": "text-delta", "id": "t", "delta": str(i)}
+
+    sent = await _call(SSEStreamResponse(frames(), heartbeat_ms=60_000))
+    assert b": ping\n\n" not in sent and len(sent) == 52
+
+    # A slow client: one write blocks well past the 10 ms interval. The heartbeat must not write
+    # while it is blocked (ASGI sends are not concurrent-safe), and pings resume once idle.
+    in_send = False
+    bodies: list[bytes] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal in_send
+        assert not in_send, "two sends at once"
+        in_send = True
+        try:
+            if message.get("body") == b'data: {"type":"slow"}\n\n':
+                await asyncio.sleep(0.1)
+            bodies.append(message.get("body", b""))
+        finally:
+            in_send = False
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()
+        return {"type": "http.disconnect"}
+
+    async def slow_then_idle() -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "slow"}
+        await asyncio.sleep(0.1)
+        yield {"type": "done"}
+
+    await SSEStreamResponse(slow_then_idle(), heartbeat_ms=10)({"type": "http"}, receive, send)
+    slow = bodies.index(b'data: {"type":"slow"}\n\n')
+    assert b": ping\n\n" in bodies[slow:]
+    assert bodies[-2:] == [b"data: [DONE]\n\n", b""]
+
+
+@pytest.mark.parametrize("heartbeat_ms", [0, 10])
+async def test_disconnect_aborts_the_run_and_leaves_no_task(heartbeat_ms: int) -> None:
     model = ScriptedModel([text_step("one ", wait=True)])
     mastra = mastra_with(model)
     controller = AbortController()
@@ -195,7 +237,10 @@ async def test_disconnect_aborts_the_run_and_leaves_no_task() -> None:
     before = asyncio.all_tasks()
     # The client disconnects right after the first text-delta frame (4th body message).
     sent = await asyncio.wait_for(
-        _call(SSEStreamResponse(stream, controller=controller, heartbeat_ms=0), disconnect_after=4), 5
+        _call(
+            SSEStreamResponse(stream, controller=controller, heartbeat_ms=heartbeat_ms), disconnect_after=4
+        ),
+        5,
     )
     assert b'"delta":"one "' in b"".join(sent)
     assert controller.signal.aborted

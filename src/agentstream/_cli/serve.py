@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import socket
 import sys
 from typing import Any
@@ -59,6 +60,17 @@ def add_parser(subparsers: Any) -> None:
         metavar="N",
         help="SSE heartbeat interval, 0 disables (15000)",
     )
+    parser.add_argument(
+        "--token",
+        default=os.environ.get("AGENTSTREAM_TOKEN") or None,
+        help="require 'Authorization: Bearer TOKEN' on the API (default: $AGENTSTREAM_TOKEN; off)",
+    )
+    parser.add_argument(
+        "--allow-host", action="append", default=None, metavar="HOST", help="serve this Host too"
+    )
+    parser.add_argument(
+        "--allow-origin", action="append", default=[], metavar="ORIGIN", help="accept (with CORS) this origin"
+    )
     parser.set_defaults(func=run)
 
 
@@ -81,6 +93,7 @@ def _app(args: argparse.Namespace) -> Any:
             smooth=not args.no_smooth,
             delay_in_ms=args.delay_ms,
             heartbeat_ms=args.heartbeat_ms,
+            guard=_guard(args),
         )
     except AppLoadError as exc:
         raise (UsageError if exc.usage else CLIError)(str(exc)) from exc
@@ -111,6 +124,32 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _guard(args: argparse.Namespace) -> Any:
+    from agentstream.server import RequestGuard, bearer_token_auth
+
+    if args.token is None and not _is_loopback(args.host):
+        print(
+            f"agentstream serve: warning: {args.host} is not a loopback address and there is no --token "
+            "(or AGENTSTREAM_TOKEN): anyone who can reach it can run the agents",
+            file=sys.stderr,
+        )
+    return RequestGuard(
+        allowed_hosts=args.allow_host,
+        allowed_origins=args.allow_origin,
+        cors=bool(args.allow_origin),
+        auth=bearer_token_auth(args.token) if args.token else None,
+    )
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
@@ -125,9 +164,11 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     shown = f"[{host}]" if ":" in host else host
-    print(f"agentstream serve: http://{shown}:{port}/", file=sys.stderr, flush=True)
+    fragment = f"#token={args.token}" if args.token else ""
+    print(f"agentstream serve: http://{shown}:{port}/{fragment}", file=sys.stderr, flush=True)
     _log_to_stderr()
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    # Open streams get a short grace on SIGTERM, then are cancelled (uvicorn's default waits forever).
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))
     with sock:
         server.run(sockets=[sock])
     return 0

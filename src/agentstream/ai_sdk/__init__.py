@@ -11,7 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._chat import ChatRequestError, handle_chat_stream
+from ..stream import check_transform_factories
+from ._chat import (
+    MAX_ID_LENGTH,
+    AgentRegistry,
+    ChatRequestError,
+    handle_chat_stream,
+    parse_json_body,
+)
 from ._convert import (
     MessageMetadataFn,
     OnErrorFn,
@@ -32,7 +39,9 @@ from ._sse import (
 )
 
 __all__ = [
+    "MAX_ID_LENGTH",
     "UI_MESSAGE_STREAM_HEADERS",
+    "AgentRegistry",
     "ChatRequest",
     "ChatRequestError",
     "MessageMetadataFn",
@@ -44,6 +53,7 @@ __all__ = [
     "UIMessageError",
     "UIMessageStreamError",
     "Version",
+    "check_transform_factories",
     "convert_ui_messages",
     "create_ui_message_stream_response",
     "default_error_text",
@@ -51,6 +61,7 @@ __all__ = [
     "encode_sse_frame",
     "handle_chat_stream",
     "parse_chat_request",
+    "parse_json_body",
     "smooth_stream",
     "to_ai_sdk_stream",
     "validate_ui_messages",

@@ -2,44 +2,162 @@
 
 from __future__ import annotations
 
+import re
+from array import array
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from itertools import accumulate
+from typing import Any, Protocol
+
+import msgspec
 
 from .._abort import AbortSignal
-from ..stream._smooth import check_transform_factories
+from ..stream import check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, TransformFactory, UIChunk, Version, to_ai_sdk_stream
 from ._errors import UIMessageError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
 
-__all__ = ["ChatRequestError", "check_transform_factories", "handle_chat_stream"]
+__all__ = [
+    "MAX_ID_LENGTH",
+    "AgentRegistry",
+    "ChatRequestError",
+    "handle_chat_stream",
+    "parse_json_body",
+]
+
+MAX_ID_LENGTH = 256
+"""Longest ``id``/``messageId``/``runId``/message id a request may carry (longer ones are refused)."""
+_MAX_MESSAGE = 500
+_MAX_PATH = 200
+
+
+def _clip(text: str, limit: int) -> str:
+    # Error messages quote the client's values; a megabyte id must not come back in full.
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]}… ({len(text) - limit + 40} more characters)"
 
 
 class ChatRequestError(ValueError):
-    """A chat request that cannot be served: malformed body (400) or unknown agent (404).
+    """A chat request that cannot be served: malformed body (400), unknown agent (404), or refused
+    by a request guard (401/403/405/413/415).
 
-    ``status_code`` is the HTTP status to answer with and :meth:`to_dict` the JSON body.
+    ``status_code`` is the HTTP status to answer with, ``headers`` extra response headers and
+    `to_dict` the JSON body ``{"error": {"name", "message", "path"?}}``. Messages and paths
+    are clipped, so a client's over-long value is never echoed back in full.
     """
 
-    def __init__(self, message: str, *, status_code: int = 400, path: str | None = None) -> None:
-        super().__init__(message)
+    name = "ChatRequestError"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int = 400,
+        path: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(_clip(message, _MAX_MESSAGE))
         self.status_code = status_code
-        self.path = path
+        self.path = None if path is None else _clip(path, _MAX_PATH)
+        self.headers = dict(headers or {})
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON error body: `{"error": {"name": "ChatRequestError", "message": ..., "path"?: ...}}`."""
-        error: dict[str, Any] = {"name": "ChatRequestError", "message": str(self)}
+        """The JSON error body: `{"error": {"name": ..., "message": ..., "path"?: ...}}`."""
+        error: dict[str, Any] = {"name": self.name, "message": str(self)}
         if self.path is not None:
             error["path"] = self.path
         return {"error": error}
 
 
-def _request(params: Any) -> ChatRequest:
-    if isinstance(params, ChatRequest):
-        return params
+class AgentRegistry(Protocol):
+    """What `handle_chat_stream` needs of a ``Mastra``: agents by id (``KeyError`` if unknown)."""
+
+    def get_agent(self, key: str) -> Any:
+        """The agent registered under ``key``; raises ``KeyError`` (or ``LookupError``) if none is."""
+        ...
+
+
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+# Brackets as signed bytes: opening +1, closing -1 (0xFF), so a running sum is the nesting depth.
+_BRACKETS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[{]}")))
+_NOT_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
+
+
+def _nesting(raw: bytes, limit: int) -> bool:
+    """Whether ``raw`` nests arrays/objects deeper than ``limit`` (brackets inside strings ignored)."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return False
+    depths = array("b")
+    depths.frombytes(_STRING.sub(b"", raw).translate(_BRACKETS, _NOT_BRACKETS))
+    return max(accumulate(depths), default=0) > limit
+
+
+def _decode_problem(raw: bytes, exc: msgspec.DecodeError) -> str:
+    match = re.search(r"\(byte (\d+)\)", str(exc))
+    if match is not None:
+        at = int(match.group(1))
+        for word in _NOT_JSON_NUMBERS:
+            if raw.startswith(word, at):
+                return f"the request body is not valid JSON: {word.decode()} at byte {at} (numbers must be finite)"
+    if "out of range" in str(exc):
+        return f"the request body is not valid JSON: a number is out of range ({exc})"
+    return f"the request body is not valid JSON ({exc})"
+
+
+def parse_json_body(raw: bytes | bytearray | memoryview | str, *, max_depth: int = 64) -> Any:
+    """Decode a request body as strict JSON; raises `ChatRequestError` (400) naming the problem.
+
+    Refuses ``NaN``/``Infinity`` and out-of-range numbers (not JSON) and nesting deeper than
+    ``max_depth`` arrays/objects (checked before decoding, so a 100k-deep body costs a scan, not a
+    ``RecursionError``).
+    """
+    data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
+    if _nesting(data, max_depth):
+        raise ChatRequestError(f"the request body nests arrays/objects deeper than {max_depth} levels")
     try:
-        return parse_chat_request(params)
-    except UIMessageError as exc:
-        raise ChatRequestError(str(exc), path=exc.path) from None
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ChatRequestError(_decode_problem(data, exc)) from None
+    except RecursionError:  # unreachable below max_depth, kept so it can never become a 500
+        raise ChatRequestError(f"the request body nests deeper than {max_depth} levels") from None
+
+
+def _check_ids(request: ChatRequest) -> None:
+    extra = request.model_extra or {}
+    named = {"id": request.id, "messageId": request.message_id, "runId": extra.get("runId")}
+    named.update({f"messages[{i}].id": m.get("id") for i, m in enumerate(request.messages)})
+    for path, value in named.items():
+        if isinstance(value, str) and len(value) > MAX_ID_LENGTH:
+            raise ChatRequestError(
+                f"{path}: expected an id of at most {MAX_ID_LENGTH} characters, got {len(value)}", path=path
+            )
+
+
+def _check_roles(request: ChatRequest) -> None:
+    for i, message in enumerate(request.messages):
+        if message.get("role") == "system":
+            raise ChatRequestError(
+                f"messages[{i}].role: system messages from the client are refused (the agent's "
+                "instructions are the system prompt); allow them with allow_system_messages=True",
+                path=f"messages[{i}].role",
+            )
+
+
+def _request(params: Any, *, allow_system_messages: bool, max_json_depth: int) -> ChatRequest:
+    if isinstance(params, ChatRequest):
+        request = params
+    else:
+        if isinstance(params, (bytes, bytearray, memoryview, str)):
+            params = parse_json_body(params, max_depth=max_json_depth)
+        try:
+            request = parse_chat_request(params)
+        except UIMessageError as exc:
+            raise ChatRequestError(str(exc), path=exc.path) from None
+    _check_ids(request)
+    if not allow_system_messages:
+        _check_roles(request)
+    return request
 
 
 async def _guarded(
@@ -61,9 +179,9 @@ async def _guarded(
 
 async def handle_chat_stream(
     *,
-    mastra: Any,
+    mastra: AgentRegistry,
     agent_id: str,
-    params: Any,
+    params: Mapping[str, Any] | ChatRequest | bytes | str,
     default_options: Mapping[str, Any] | None = None,
     experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
     version: Version = "v5",
@@ -74,22 +192,27 @@ async def handle_chat_stream(
     on_error: OnErrorFn | None = None,
     message_metadata: MessageMetadataFn | None = None,
     abort_signal: AbortSignal | None = None,
+    allow_system_messages: bool = False,
+    max_json_depth: int = 64,
 ) -> AsyncIterator[UIChunk]:
     """Run agent ``agent_id`` on a ``useChat`` request and return its UI message stream.
 
-    ``params`` is the request body (dict, JSON bytes/str or :class:`ChatRequest`). Raises
-    :class:`ChatRequestError` *before* streaming for a malformed body or an unknown agent. The UI
+    ``params`` is the request body (dict, JSON bytes/str or `ChatRequest`). Raises
+    `ChatRequestError` *before* streaming for a malformed body or an unknown agent. Messages
+    with ``role: "system"`` are refused unless ``allow_system_messages`` (a client must not replace
+    the agent's instructions); ids longer than `MAX_ID_LENGTH` are refused; JSON bytes/str
+    are decoded strictly (`parse_json_body`, ``max_json_depth``). The UI
     messages are converted to model messages; ``trigger="regenerate-message"`` drops a trailing
     assistant message; a trailing assistant message otherwise is continued (its id becomes the
     ``start`` message id). ``default_options`` are agent options under the request's; the
     ``experimental_transform`` (or the one in ``default_options``) reshapes the chunks before
     conversion. ``abort_signal`` aborts the run; closing the returned stream stops it too.
     """
-    request = _request(params)
+    request = _request(params, allow_system_messages=allow_system_messages, max_json_depth=max_json_depth)
     try:
         agent = mastra.get_agent(agent_id)
     except (KeyError, LookupError) as exc:
-        raise ChatRequestError(f"Agent {agent_id} not found", status_code=404) from exc
+        raise ChatRequestError(f"Agent {_clip(agent_id, 120)} not found", status_code=404) from exc
     extra = request.model_extra or {}
     if extra.get("resumeData") is not None:
         if not extra.get("runId"):

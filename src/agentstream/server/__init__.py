@@ -1,10 +1,25 @@
-"""ASGI pieces for serving agents to the AI SDK UI: :func:`chat_route` (Starlette / FastAPI).
+"""ASGI pieces for serving agents to the AI SDK UI: `chat_route` (Starlette / FastAPI).
 
-Needs the ``server`` extra (starlette).
+`RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
+`SSEStreamResponse` the streaming answer. Needs the ``server`` extra (starlette).
 """
 
 from __future__ import annotations
 
-from ._route import SSEStreamResponse, assert_valid_heartbeat_ms, chat_route
+from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
+from ._response import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
+from ._route import InternalServerError, chat_route, error_response
 
-__all__ = ["SSEStreamResponse", "assert_valid_heartbeat_ms", "chat_route"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "HEARTBEAT_FRAME",
+    "AuthError",
+    "AuthHook",
+    "InternalServerError",
+    "RequestGuard",
+    "SSEStreamResponse",
+    "assert_valid_heartbeat_ms",
+    "bearer_token_auth",
+    "chat_route",
+    "error_response",
+]

@@ -1,136 +1,70 @@
 """``chat_route``: a Starlette ``Route`` serving ``POST /chat/{agent_id}`` to ``useChat``.
 
-The response streams SSE with heartbeats (``: ping`` comment lines, ignored by the ``ai`` client)
-and watches the connection: a client disconnect aborts the agent run and stops every task it
-started before the response returns.
+A request passes the `RequestGuard` (host, origin, auth, content type, size, JSON depth)
+before the agent runs; every refusal, and any unexpected failure before streaming starts, is
+answered as JSON ``{"error": {"name", "message", "path"?}}``. The response is an
+`SSEStreamResponse`: heartbeats, and a client disconnect stops the run.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
-import math
-from collections.abc import AsyncIterator, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from .._abort import AbortController
-from ..ai_sdk._chat import ChatRequestError, check_transform_factories, handle_chat_stream
-from ..ai_sdk._convert import MessageMetadataFn, OnErrorFn, TransformFactory, Version
-from ..ai_sdk._sse import UI_MESSAGE_STREAM_HEADERS, encode_sse
+from ..ai_sdk import (
+    AgentRegistry,
+    ChatRequestError,
+    MessageMetadataFn,
+    OnErrorFn,
+    TransformFactory,
+    Version,
+    check_transform_factories,
+    handle_chat_stream,
+    parse_json_body,
+)
+from ._guard import RequestGuard
+from ._response import SSEStreamResponse, assert_valid_heartbeat_ms
 
-__all__ = ["HEARTBEAT_FRAME", "SSEStreamResponse", "assert_valid_heartbeat_ms", "chat_route"]
+__all__ = ["InternalServerError", "chat_route", "error_response"]
 
-HEARTBEAT_FRAME = b": ping\n\n"
-_MAX_TIMER_MS = 2_147_483_647
-_END = object()
+logger = logging.getLogger("agentstream.server")
 
 
-def assert_valid_heartbeat_ms(heartbeat_ms: float) -> None:
-    """``heartbeat_ms`` must be a finite number ≤ 2147483647 (``<= 0`` disables heartbeats)."""
-    if isinstance(heartbeat_ms, bool) or not isinstance(heartbeat_ms, (int, float)):
-        raise TypeError(f"heartbeat_ms must be a number, got {type(heartbeat_ms).__name__}")
-    if not math.isfinite(heartbeat_ms) or heartbeat_ms > _MAX_TIMER_MS:
-        raise ValueError(f"heartbeat_ms must be a finite number <= {_MAX_TIMER_MS}, got {heartbeat_ms!r}")
+def error_response(exc: ChatRequestError, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """The JSON answer for a refused request (status, ``{"error": …}``, the error's own headers)."""
+    return JSONResponse(
+        exc.to_dict(), status_code=exc.status_code, headers={**exc.headers, **(headers or {})}
+    )
 
 
-class SSEStreamResponse(Response):
-    """Streams UI chunks as SSE, with heartbeats, aborting ``controller`` when the client goes away.
+class InternalServerError(ChatRequestError):
+    """A failure of the server itself (500); the client gets this message, the log the traceback."""
 
-    On disconnect (or when sending fails) the controller is aborted, the chunk stream is closed (which
-    stops the run) and every helper task is awaited before ``__call__`` returns.
-    """
+    name = "InternalServerError"
 
-    def __init__(
-        self,
-        stream: AsyncIterator[Any],
-        *,
-        controller: AbortController | None = None,
-        heartbeat_ms: float = 15_000,
-        status_code: int = 200,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        assert_valid_heartbeat_ms(heartbeat_ms)
-        self._stream = stream
-        self._controller = controller
-        self._heartbeat = heartbeat_ms / 1000 if heartbeat_ms > 0 else None
-        merged = dict(UI_MESSAGE_STREAM_HEADERS)
-        for key, value in (headers or {}).items():
-            merged[key.lower()] = value
-        # No ``body``: Response.__init__ would declare a Content-Length of 0 for a streamed body.
-        self.status_code = status_code
-        self.media_type = None
-        self.background = None
-        self.init_headers(merged)
+    def __init__(self) -> None:
+        super().__init__(
+            "the server failed while handling this request (details are in the server log)", status_code=500
+        )
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=1)
-        frames = encode_sse(self._stream)
 
-        async def pump() -> None:
-            try:
-                async for frame in frames:
-                    await queue.put(frame)
-                await queue.put(_END)
-            except Exception as exc:  # surfaced by the sender, which ends the response early
-                await queue.put(exc)
-
-        async def sender() -> None:
-            await send(
-                {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
-            )
-            while True:
-                try:
-                    if self._heartbeat is None:
-                        item = await queue.get()
-                    else:
-                        item = await asyncio.wait_for(queue.get(), self._heartbeat)
-                except TimeoutError:
-                    await send({"type": "http.response.body", "body": HEARTBEAT_FRAME, "more_body": True})
-                    continue
-                if item is _END:
-                    break
-                if isinstance(item, BaseException):
-                    raise item
-                await send({"type": "http.response.body", "body": item, "more_body": True})
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-        async def watch() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-
-        pump_task = asyncio.ensure_future(pump())
-        send_task = asyncio.ensure_future(sender())
-        watch_task = asyncio.ensure_future(watch())
-        try:
-            done, _ = await asyncio.wait({send_task, watch_task}, return_when=asyncio.FIRST_COMPLETED)
-            if send_task not in done or send_task.exception() is not None:
-                # The client went away (or writing failed): stop the run.
-                if self._controller is not None:
-                    self._controller.abort()
-        finally:
-            for task in (send_task, watch_task, pump_task):
-                task.cancel()
-            await asyncio.gather(send_task, watch_task, pump_task, return_exceptions=True)
-            with contextlib.suppress(Exception):
-                await frames.aclose()  # type: ignore[attr-defined]
-            with contextlib.suppress(Exception):
-                await self._stream.aclose()  # type: ignore[attr-defined]
-        if send_task.done() and not send_task.cancelled():
-            exc = send_task.exception()
-            if exc is not None and not isinstance(exc, OSError):
-                raise exc
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    kinds = {str: "a string", list: "an array", int: "a number", float: "a number"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 def chat_route(
-    mastra: Any,
+    mastra: AgentRegistry,
     path: str = "/chat/{agent_id}",
     *,
     agent: str | None = None,
@@ -145,12 +79,17 @@ def chat_route(
     on_error: OnErrorFn | None = None,
     message_metadata: MessageMetadataFn | None = None,
     name: str | None = None,
+    guard: RequestGuard | None = None,
+    allow_system_messages: bool = False,
 ) -> Route:
     """A ``POST`` route answering ``useChat`` with agent ``{agent_id}`` (or the fixed ``agent``).
 
     Usable in Starlette (``Starlette(routes=[chat_route(mastra)])``) and FastAPI
-    (``app.router.routes.append(chat_route(mastra))``). Malformed requests get a 400 and an unknown
-    agent a 404, with ``{"error": {"name", "message", "path"?}}``; everything else streams.
+    (``app.router.routes.append(chat_route(mastra))``). ``guard`` sets the request checks
+    (default `RequestGuard`: loopback hosts on a loopback bind, same origin, JSON bodies up
+    to 1 MiB and 64 levels); client ``system`` messages are refused unless
+    ``allow_system_messages``. A refused or malformed request gets 4xx JSON and an unknown agent a
+    404, ``{"error": {"name", "message", "path"?}}``; everything else streams.
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
@@ -159,34 +98,43 @@ def chat_route(
     )
     if agent is None and "{agent_id}" not in path:
         raise ValueError("chat_route: the path needs an {agent_id} parameter, or pass agent=")
+    checks = guard or RequestGuard()
+
+    async def start(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            return checks.preflight(request)
+        await checks.admit(request)
+        body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
+        if not isinstance(body, Mapping):
+            raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
+        controller = AbortController()
+        stream = await handle_chat_stream(
+            mastra=mastra,
+            agent_id=agent or request.path_params["agent_id"],
+            params=body,
+            default_options=default_options,
+            experimental_transform=experimental_transform,
+            version=version,
+            send_start=send_start,
+            send_finish=send_finish,
+            send_reasoning=send_reasoning,
+            send_sources=send_sources,
+            on_error=on_error,
+            message_metadata=message_metadata,
+            abort_signal=controller.signal,
+            allow_system_messages=allow_system_messages,
+        )
+        return SSEStreamResponse(
+            stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=checks.cors_headers(request)
+        )
 
     async def endpoint(request: Request) -> Response:
-        agent_id = agent or request.path_params["agent_id"]
-        raw = await request.body()
         try:
-            body = json.loads(raw)
-        except ValueError as exc:
-            error = ChatRequestError(f"the request body is not valid JSON ({exc})")
-            return JSONResponse(error.to_dict(), status_code=error.status_code)
-        controller = AbortController()
-        try:
-            stream = await handle_chat_stream(
-                mastra=mastra,
-                agent_id=agent_id,
-                params=body,
-                default_options=default_options,
-                experimental_transform=experimental_transform,
-                version=version,
-                send_start=send_start,
-                send_finish=send_finish,
-                send_reasoning=send_reasoning,
-                send_sources=send_sources,
-                on_error=on_error,
-                message_metadata=message_metadata,
-                abort_signal=controller.signal,
-            )
+            return await start(request)
         except ChatRequestError as exc:
-            return JSONResponse(exc.to_dict(), status_code=exc.status_code)
-        return SSEStreamResponse(stream, controller=controller, heartbeat_ms=heartbeat_ms)
+            return error_response(exc, checks.cors_headers(request))
+        except Exception:
+            logger.exception("chat request %s %s failed before streaming", request.method, request.url.path)
+            return error_response(InternalServerError())
 
-    return Route(path, endpoint, methods=["POST"], name=name)
+    return Route(path, endpoint, methods=["POST", "OPTIONS"], name=name)

@@ -9,6 +9,7 @@ from ._segmenter import Segment, Segmenter
 from ._smooth import (
     SmoothStream,
     SmoothStreamFactory,
+    check_transform_factories,
     compose_transforms,
     smooth_stream,
     smooth_stream_factory,
@@ -33,6 +34,7 @@ __all__ = [
     "UnresolvedResultError",
     "Usage",
     "apply_transforms",
+    "check_transform_factories",
     "compose_transforms",
     "js_regex",
     "smooth_stream",
