@@ -10,6 +10,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import ClassVar, Literal, Protocol, Self, runtime_checkable
 
+from msgspec import UNSET, UnsetType
+
 from ._records import (
     TASK_DATE_FIELDS,
     BackgroundTask,
@@ -25,9 +27,10 @@ from ._records import (
     check_aware,
     check_choice,
     check_statuses,
+    to_utc,
 )
 
-__all__ = ["BaseStore", "OrderDirection", "Storage", "TaskQuery"]
+__all__ = ["BaseStore", "OrderDirection", "Storage", "TaskCondition", "TaskQuery"]
 
 OrderDirection = Literal["asc", "desc"]
 
@@ -107,6 +110,28 @@ class TaskQuery:
         return True
 
 
+@dataclass(frozen=True, slots=True)
+class TaskCondition:
+    """What must hold of the stored task for a compare-and-set `update_task` to apply."""
+
+    status: TaskStatus | None = None
+    owner: str | UnsetType | None = UNSET
+    """`UNSET`: any owner; `None`: no owner; a string: exactly that owner."""
+    lease_expired_by: datetime | None = None
+    """Only if the task has no lease or its lease expired at or before this instant."""
+
+    def matches(self, task: BackgroundTask) -> bool:
+        if self.status is not None and task.status != self.status:
+            return False
+        if self.owner is not UNSET and task.owner_id != self.owner:
+            return False
+        if self.lease_expired_by is not None:
+            lease = task.lease_expires_at
+            if lease is not None and lease > self.lease_expired_by:
+                return False
+        return True
+
+
 def check_page(page: int | None, per_page: int | None) -> tuple[int, int] | None:
     """Validate pagination; `None` means "everything". `per_page` without `page` is the first page."""
     if page is None and per_page is None:
@@ -165,7 +190,13 @@ class Storage(Protocol):
     async def get_task(self, task_id: str) -> BackgroundTask: ...
     async def find_task(self, task_id: str) -> BackgroundTask | None: ...
     async def update_task(
-        self, task_id: str, update: TaskUpdate, *, expected_status: TaskStatus | None = None
+        self,
+        task_id: str,
+        update: TaskUpdate,
+        *,
+        expected_status: TaskStatus | None = None,
+        expected_owner: str | UnsetType | None = UNSET,
+        lease_expired_by: datetime | None = None,
     ) -> bool: ...
     async def list_tasks(
         self,
@@ -358,17 +389,32 @@ class BaseStore(ABC):
         return await self._find_task(task_id)
 
     async def update_task(
-        self, task_id: str, update: TaskUpdate, *, expected_status: TaskStatus | None = None
+        self,
+        task_id: str,
+        update: TaskUpdate,
+        *,
+        expected_status: TaskStatus | None = None,
+        expected_owner: str | UnsetType | None = UNSET,
+        lease_expired_by: datetime | None = None,
     ) -> bool:
-        """Apply `update`; with `expected_status`, atomically and only if the current status matches.
+        """Apply `update`, atomically and only if every given condition holds (compare-and-set).
 
+        `expected_status`: the current status; `expected_owner`: the current `owner_id` (`None`: no
+        owner); `lease_expired_by`: the task has no lease, or its lease expired at or before this time.
         Returns whether the update applied. Raises `NotFoundError` if there is no such task.
         """
         await self._ready()
         if expected_status is not None:
             check_statuses("expected_status", expected_status)
-        changes = update.changes()
-        return await self._update_task(task_id, changes, expected_status)
+        if expected_owner is not UNSET and expected_owner is not None and not isinstance(expected_owner, str):
+            raise ValueError(f"expected_owner must be a str or None, got {expected_owner!r}")
+        check_aware("lease_expired_by", lease_expired_by)
+        condition = TaskCondition(
+            status=expected_status,
+            owner=expected_owner,
+            lease_expired_by=None if lease_expired_by is None else to_utc(lease_expired_by),
+        )
+        return await self._update_task(task_id, update.changes(), condition)
 
     async def list_tasks(
         self,
@@ -521,7 +567,7 @@ class BaseStore(ABC):
     async def _find_task(self, task_id: str) -> BackgroundTask | None: ...
     @abstractmethod
     async def _update_task(
-        self, task_id: str, changes: dict[str, object], expected: TaskStatus | None
+        self, task_id: str, changes: dict[str, object], condition: TaskCondition
     ) -> bool: ...
     @abstractmethod
     async def _list_tasks(

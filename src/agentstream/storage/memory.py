@@ -8,14 +8,13 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ._base import BaseStore, Page, TaskQuery
+from ._base import BaseStore, Page, TaskCondition, TaskQuery
 from ._records import (
     BackgroundTask,
     ConflictError,
     JSONValue,
     MessageRecord,
     NotFoundError,
-    TaskStatus,
     ThreadRecord,
     WorkflowSnapshotRecord,
     utc_now,
@@ -142,7 +141,7 @@ class InMemoryStore(BaseStore):
             found = self._tasks.get(task_id)
         return None if found is None else _copy(found[1])
 
-    async def _update_task(self, task_id: str, changes: dict[str, Any], expected: TaskStatus | None) -> bool:
+    async def _update_task(self, task_id: str, changes: dict[str, Any], condition: TaskCondition) -> bool:
         if "args" in changes or "result" in changes or "suspend_payload" in changes:
             changes = {
                 k: (_copy_json(v) if k in ("args", "result", "suspend_payload") else v)
@@ -153,7 +152,7 @@ class InMemoryStore(BaseStore):
             if found is None:
                 raise NotFoundError("background task", task_id)
             seq, task = found
-            if expected is not None and task.status != expected:
+            if not condition.matches(task):
                 return False
             if changes:
                 self._tasks[task_id] = (seq, msgspec.structs.replace(task, **changes))

@@ -19,19 +19,19 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "PostgresStore needs psycopg 3 and psycopg_pool: pip install 'agentstream[postgres]'"
     ) from exc
 
-from ._base import BaseStore, Page, TaskQuery
+from ._base import BaseStore, Page, TaskCondition, TaskQuery
 from ._records import (
     BackgroundTask,
     ConflictError,
     JSONValue,
     MessageRecord,
     NotFoundError,
-    TaskStatus,
     ThreadRecord,
     utc_now,
 )
 from ._sql import (
     MESSAGE_COLUMNS,
+    MIGRATIONS_TABLE,
     POSTGRES_MIGRATIONS,
     TASK_COLUMNS,
     THREAD_COLUMNS,
@@ -144,6 +144,10 @@ class PostgresStore(BaseStore):
         check_migrations(migrations)
         lock_key = f"agentstream-migrations:{self.schema}"
         applied: list[int] = []
+        done = await self._applied_versions()
+        if all(m.version in done for m in migrations):
+            # Nothing due: no advisory lock, no DDL, so a migrated schema opens with read access only.
+            return applied
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock_key,))
@@ -168,6 +172,12 @@ class PostgresStore(BaseStore):
                     )
                     applied.append(migration.version)
         return applied
+
+    async def _applied_versions(self) -> set[int]:
+        row = await self._fetchone("SELECT to_regclass(%s)", (f"{self._q}.{MIGRATIONS_TABLE}",))
+        if row is None or row[0] is None:
+            return set()
+        return {r[0] for r in await self._fetchall(f"SELECT version FROM {self._t.migrations}")}
 
     async def applied_migrations(self) -> list[int]:
         """Versions recorded in `schema_migrations`, ascending."""
@@ -289,8 +299,8 @@ class PostgresStore(BaseStore):
         row = await self._fetchone(f"{self._task_select} WHERE id = %s", (task_id,))
         return None if row is None else _codec.task_from_row(row)
 
-    async def _update_task(self, task_id: str, changes: dict[str, Any], expected: TaskStatus | None) -> bool:
-        sql, params = _codec.task_update_sql(self._t.tasks, task_id, changes, expected)
+    async def _update_task(self, task_id: str, changes: dict[str, Any], condition: TaskCondition) -> bool:
+        sql, params = _codec.task_update_sql(self._t.tasks, task_id, changes, condition)
         async with self.pool.connection() as conn:
             # READ COMMITTED: a concurrent writer blocks on the row lock, then re-checks `status` against
             # the committed row, so exactly one of several pending->running CAS attempts applies.

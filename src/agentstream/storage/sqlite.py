@@ -13,14 +13,14 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ._base import BaseStore, Page, TaskQuery
+from ._base import BaseStore, Page, TaskCondition, TaskQuery
 from ._records import (
     BackgroundTask,
     ConflictError,
     JSONValue,
     MessageRecord,
     NotFoundError,
-    TaskStatus,
+    StorageBusyError,
     ThreadRecord,
     utc_now,
 )
@@ -70,10 +70,34 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)  # pragma: no cover - Python < 3.11 has no error codes
+
+
+def _applied_versions(conn: sqlite3.Connection) -> set[int]:
+    """Versions recorded so far, read without taking the write lock (empty for a new database)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_T_.migrations,)
+    ).fetchone()
+    if exists is None:
+        return set()
+    return {row[0] for row in conn.execute(f"SELECT version FROM {_T_.migrations}")}
+
+
 def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[int]:
-    """Apply the migrations not yet recorded in `schema_migrations`; returns the versions applied."""
+    """Apply the migrations not yet recorded in `schema_migrations`; returns the versions applied.
+
+    When every version is already recorded this only reads: opening a migrated database never waits
+    for (or blocks) another process's writes.
+    """
     check_migrations(migrations)
     applied: list[int] = []
+    done = _applied_versions(conn)
+    if all(m.version in done for m in migrations):
+        return applied
     with _transaction(conn):
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {_T_.migrations} ("
@@ -115,7 +139,7 @@ class SQLiteStore(BaseStore):
 
     # ------------------------------------------------------------------------------ plumbing
 
-    async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+    async def _call(self, op: str, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         executor = self._executor
         if executor is None:
             raise RuntimeError("SQLiteStore is not open")
@@ -123,9 +147,27 @@ class SQLiteStore(BaseStore):
 
         def run() -> _T:
             assert conn is not None
-            return fn(conn)
+            with self._busy_errors(op):
+                return fn(conn)
 
         return await asyncio.get_running_loop().run_in_executor(executor, run)
+
+    @contextmanager
+    def _busy_errors(self, op: str) -> Iterator[None]:
+        """Turn SQLite's "database is locked" into a `StorageBusyError` that says what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            raise StorageBusyError(
+                f"SQLiteStore.{op}",
+                f"SQLite database {self.path!r}",
+                f"still locked by another connection or process after waiting busy_timeout_ms="
+                f"{self.busy_timeout_ms} ({exc})",
+                "raise SQLiteStore(path, busy_timeout_ms=...), shorten the other writer's transactions, "
+                "or use PostgresStore for many concurrent writers",
+            ) from exc
 
     async def _open(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstream-sqlite")
@@ -134,12 +176,15 @@ class SQLiteStore(BaseStore):
         def connect() -> sqlite3.Connection:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             try:
-                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-                conn.execute("PRAGMA foreign_keys = ON")
-                if self.path != ":memory:" and not self.path.startswith("file::memory:"):
-                    conn.execute("PRAGMA journal_mode = WAL")
-                    conn.execute("PRAGMA synchronous = NORMAL")
-                apply_migrations(conn, self._migrations)
+                with self._busy_errors("init"):
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                    conn.execute("PRAGMA foreign_keys = ON")
+                    if self.path != ":memory:" and not self.path.startswith("file::memory:"):
+                        # Switching to WAL needs an exclusive lock; a file already in WAL is left alone.
+                        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                            conn.execute("PRAGMA journal_mode = WAL")
+                        conn.execute("PRAGMA synchronous = NORMAL")
+                    apply_migrations(conn, self._migrations)
             except BaseException:
                 conn.close()
                 raise
@@ -165,7 +210,8 @@ class SQLiteStore(BaseStore):
         """Versions recorded in `schema_migrations`, ascending."""
         await self._ready()
         rows = await self._call(
-            lambda c: c.execute(f"SELECT version FROM {_T_.migrations} ORDER BY version").fetchall()
+            "applied_migrations",
+            lambda c: c.execute(f"SELECT version FROM {_T_.migrations} ORDER BY version").fetchall(),
         )
         return [r[0] for r in rows]
 
@@ -178,10 +224,12 @@ class SQLiteStore(BaseStore):
             "ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title, "
             "metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at"
         )
-        await self._call(lambda c: c.execute(sql, params))
+        await self._call("save_thread", lambda c: c.execute(sql, params))
 
     async def _find_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self._call(lambda c: c.execute(f"{_THREAD_SELECT} WHERE id = ?", (thread_id,)).fetchone())
+        row = await self._call(
+            "find_thread", lambda c: c.execute(f"{_THREAD_SELECT} WHERE id = ?", (thread_id,)).fetchone()
+        )
         return None if row is None else _codec.thread_from_row(row)
 
     async def _list_threads(self, resource_id: str | None) -> list[ThreadRecord]:
@@ -190,7 +238,7 @@ class SQLiteStore(BaseStore):
             sql = f"{_THREAD_SELECT} ORDER BY created_at, id"
         else:
             sql, params = f"{_THREAD_SELECT} WHERE resource_id = ? ORDER BY created_at, id", (resource_id,)
-        rows = await self._call(lambda c: c.execute(sql, params).fetchall())
+        rows = await self._call("list_threads", lambda c: c.execute(sql, params).fetchall())
         return [_codec.thread_from_row(r) for r in rows]
 
     async def _delete_thread(self, thread_id: str) -> bool:
@@ -200,7 +248,7 @@ class SQLiteStore(BaseStore):
                 c.execute(f"DELETE FROM {_T_.state} WHERE thread_id = ?", (thread_id,))
                 return c.execute(f"DELETE FROM {_T_.threads} WHERE id = ?", (thread_id,)).rowcount > 0
 
-        return await self._call(run)
+        return await self._call("delete_thread", run)
 
     async def _save_messages(self, messages: list[MessageRecord]) -> None:
         rows = [_codec.message_params(m) for m in messages]
@@ -226,7 +274,7 @@ class SQLiteStore(BaseStore):
                     f"UPDATE {_T_.threads} SET updated_at = ? WHERE id = ?", [(now, t) for t in thread_ids]
                 )
 
-        await self._call(run)
+        await self._call("save_messages", run)
 
     async def _list_messages(
         self, thread_id: str, last: int | None, pg: Page
@@ -249,12 +297,12 @@ class SQLiteStore(BaseStore):
                 ).fetchall()
             return rows, total
 
-        rows, total = await self._call(run)
+        rows, total = await self._call("list_messages", run)
         return [_codec.message_from_row(r) for r in rows], total
 
     async def _delete_messages(self, message_ids: list[str]) -> int:
         sql = f"DELETE FROM {_T_.messages} WHERE id IN ({_codec.placeholders(len(message_ids))})"
-        return await self._call(lambda c: c.execute(sql, message_ids).rowcount)
+        return await self._call("delete_messages", lambda c: c.execute(sql, message_ids).rowcount)
 
     # --------------------------------------------------------------------------- background tasks
 
@@ -270,14 +318,16 @@ class SQLiteStore(BaseStore):
                     raise ConflictError("background task", task.id) from None
                 raise
 
-        await self._call(run)
+        await self._call("create_task", run)
 
     async def _find_task(self, task_id: str) -> BackgroundTask | None:
-        row = await self._call(lambda c: c.execute(f"{_TASK_SELECT} WHERE id = ?", (task_id,)).fetchone())
+        row = await self._call(
+            "find_task", lambda c: c.execute(f"{_TASK_SELECT} WHERE id = ?", (task_id,)).fetchone()
+        )
         return None if row is None else _codec.task_from_row(row)
 
-    async def _update_task(self, task_id: str, changes: dict[str, Any], expected: TaskStatus | None) -> bool:
-        sql, params = _codec.task_update_sql(_T_.tasks, task_id, changes, expected)
+    async def _update_task(self, task_id: str, changes: dict[str, Any], condition: TaskCondition) -> bool:
+        sql, params = _codec.task_update_sql(_T_.tasks, task_id, changes, condition)
 
         def run(c: sqlite3.Connection) -> bool:
             # One statement = one atomic write transaction: the status test and the write cannot interleave
@@ -288,7 +338,7 @@ class SQLiteStore(BaseStore):
                 raise NotFoundError("background task", task_id)
             return False
 
-        return await self._call(run)
+        return await self._call("update_task", run)
 
     async def _list_tasks(self, query: TaskQuery, desc: bool, pg: Page) -> tuple[list[BackgroundTask], int]:
         where, params = _codec.task_where(query)
@@ -303,25 +353,32 @@ class SQLiteStore(BaseStore):
             ).fetchall()
             return rows, total
 
-        rows, total = await self._call(run)
+        rows, total = await self._call("list_tasks", run)
         return [_codec.task_from_row(r) for r in rows], total
 
     async def _count_tasks(self, query: TaskQuery) -> int:
         where, params = _codec.task_where(query)
         return int(
             await self._call(
-                lambda c: c.execute(f"SELECT count(*) FROM {_T_.tasks}{where}", params).fetchone()[0]
+                "count_tasks",
+                lambda c: c.execute(f"SELECT count(*) FROM {_T_.tasks}{where}", params).fetchone()[0],
             )
         )
 
     async def _delete_task(self, task_id: str) -> bool:
         return await self._call(
-            lambda c: c.execute(f"DELETE FROM {_T_.tasks} WHERE id = ?", (task_id,)).rowcount > 0
+            "delete_task",
+            lambda c: c.execute(f"DELETE FROM {_T_.tasks} WHERE id = ?", (task_id,)).rowcount > 0,
         )
 
     async def _delete_tasks(self, query: TaskQuery) -> int:
         where, params = _codec.task_where(query)
-        return int(await self._call(lambda c: c.execute(f"DELETE FROM {_T_.tasks}{where}", params).rowcount))
+        return int(
+            await self._call(
+                "delete_tasks_older_than",
+                lambda c: c.execute(f"DELETE FROM {_T_.tasks}{where}", params).rowcount,
+            )
+        )
 
     # ------------------------------------------------------------------------- workflow snapshots
 
@@ -335,26 +392,29 @@ class SQLiteStore(BaseStore):
             "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (workflow_name, run_id) DO UPDATE SET "
             "resource_id = excluded.resource_id, snapshot = excluded.snapshot, updated_at = excluded.updated_at"
         )
-        await self._call(lambda c: c.execute(sql, params))
+        await self._call("persist_workflow_snapshot", lambda c: c.execute(sql, params))
 
     async def _load_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None:
         row = await self._call(
+            "load_workflow_snapshot",
             lambda c: c.execute(
                 f"SELECT snapshot FROM {_T_.snapshots} WHERE workflow_name = ? AND run_id = ?",
                 (workflow_name, run_id),
-            ).fetchone()
+            ).fetchone(),
         )
         return None if row is None else msgspec.json.decode(row[0])
 
     async def _delete_snapshot(self, workflow_name: str, run_id: str) -> bool:
         sql = f"DELETE FROM {_T_.snapshots} WHERE workflow_name = ? AND run_id = ?"
-        return await self._call(lambda c: c.execute(sql, (workflow_name, run_id)).rowcount > 0)
+        return await self._call(
+            "delete_workflow_snapshot", lambda c: c.execute(sql, (workflow_name, run_id)).rowcount > 0
+        )
 
     # ------------------------------------------------------------------------------- thread state
 
     async def _get_state(self, thread_id: str, key: str) -> JSONValue | None:
         sql = f"SELECT value FROM {_T_.state} WHERE thread_id = ? AND state_key = ?"
-        row = await self._call(lambda c: c.execute(sql, (thread_id, key)).fetchone())
+        row = await self._call("get_thread_state", lambda c: c.execute(sql, (thread_id, key)).fetchone())
         return None if row is None else msgspec.json.decode(row[0])
 
     async def _set_state(self, thread_id: str, key: str, value: JSONValue) -> None:
@@ -363,15 +423,17 @@ class SQLiteStore(BaseStore):
             f"INSERT INTO {_T_.state} (thread_id, state_key, value, updated_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (thread_id, state_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
         )
-        await self._call(lambda c: c.execute(sql, params))
+        await self._call("set_thread_state", lambda c: c.execute(sql, params))
 
     async def _delete_state(self, thread_id: str, key: str) -> bool:
         sql = f"DELETE FROM {_T_.state} WHERE thread_id = ? AND state_key = ?"
-        return await self._call(lambda c: c.execute(sql, (thread_id, key)).rowcount > 0)
+        return await self._call(
+            "delete_thread_state", lambda c: c.execute(sql, (thread_id, key)).rowcount > 0
+        )
 
     async def _list_state(self, thread_id: str) -> dict[str, JSONValue]:
         sql = f"SELECT state_key, value FROM {_T_.state} WHERE thread_id = ? ORDER BY state_key"
-        rows = await self._call(lambda c: c.execute(sql, (thread_id,)).fetchall())
+        rows = await self._call("list_thread_state", lambda c: c.execute(sql, (thread_id,)).fetchall())
         return {k: msgspec.json.decode(v) for k, v in rows}
 
     async def _clear_all(self) -> None:
@@ -380,4 +442,4 @@ class SQLiteStore(BaseStore):
                 for table in (_T_.messages, _T_.state, _T_.threads, _T_.tasks, _T_.snapshots):
                     c.execute(f"DELETE FROM {table}")
 
-        await self._call(run)
+        await self._call("dangerously_clear_all", run)
