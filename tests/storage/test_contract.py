@@ -325,6 +325,28 @@ async def test_update_conditioned_on_owner_and_lease(store: BaseStore) -> None:
         await store.update_task("nope", TaskUpdate(), expected_owner="p1")
 
 
+async def test_renew_leases_and_list_expired(store: BaseStore) -> None:
+    await store.create_task(task("mine1", status="running", owner_id="me", lease_expires_at=at(5)))
+    await store.create_task(task("mine2", status="pending", owner_id="me", lease_expires_at=at(5)))
+    await store.create_task(task("theirs", status="running", owner_id="them", lease_expires_at=at(5)))
+    await store.create_task(task("free", status="pending"))
+    await store.create_task(task("done", status="completed"))
+    assert await store.renew_task_leases("me", at(50).astimezone(PLUS2)) == ["mine1", "mine2"]
+    assert (await store.get_task("mine1")).lease_expires_at == at(50)
+    assert (await store.get_task("theirs")).lease_expires_at == at(5)
+    assert await store.renew_task_leases("nobody", at(50)) == []
+
+    active = ("pending", "running")
+    expired = await store.list_tasks(status=active, lease_expired_by=at(5))
+    assert sorted(t.id for t in expired.tasks) == ["free", "theirs"]  # at or before: 5 <= 5
+    assert [t.id for t in (await store.list_tasks(status=active, lease_expired_by=at(4.9))).tasks] == ["free"]
+    assert (await store.list_tasks(status=active, lease_expired_by=at(50))).total == 4
+    with pytest.raises(ValueError, match="owner_id must be a non-empty str"):
+        await store.renew_task_leases("", at(1))
+    with pytest.raises(ValueError, match="lease_expires_at must be a timezone-aware"):
+        await store.renew_task_leases("me", datetime(2026, 1, 1))
+
+
 async def test_returned_records_are_independent(store: BaseStore) -> None:
     original = task()
     await store.create_task(original)

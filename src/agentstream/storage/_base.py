@@ -51,6 +51,8 @@ class TaskQuery:
     to_date: datetime | None = None
     """Exclusive upper bound on `date_field`."""
     date_field: TaskDateField = "created_at"
+    lease_expired_by: datetime | None = None
+    """Only tasks without a lease or whose lease expired at or before this instant."""
 
     EQ_FIELDS: ClassVar[tuple[str, ...]] = (
         "agent_id",
@@ -75,10 +77,12 @@ class TaskQuery:
         from_date: datetime | None = None,
         to_date: datetime | None = None,
         date_field: TaskDateField = "created_at",
+        lease_expired_by: datetime | None = None,
     ) -> TaskQuery:
         check_choice("date_field", date_field, TASK_DATE_FIELDS)
         check_aware("from_date", from_date)
         check_aware("to_date", to_date)
+        check_aware("lease_expired_by", lease_expired_by)
         return cls(
             statuses=None if status is None else check_statuses("status", status),
             agent_id=agent_id,
@@ -90,6 +94,7 @@ class TaskQuery:
             from_date=from_date,
             to_date=to_date,
             date_field=date_field,
+            lease_expired_by=None if lease_expired_by is None else to_utc(lease_expired_by),
         )
 
     def matches(self, task: BackgroundTask) -> bool:
@@ -107,7 +112,8 @@ class TaskQuery:
                 return False
             if self.to_date is not None and value >= self.to_date:
                 return False
-        return True
+        lease = task.lease_expires_at
+        return self.lease_expired_by is None or lease is None or lease <= self.lease_expired_by
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,6 +217,7 @@ class Storage(Protocol):
         from_date: datetime | None = None,
         to_date: datetime | None = None,
         date_field: TaskDateField = "created_at",
+        lease_expired_by: datetime | None = None,
         order_direction: OrderDirection = "asc",
         page: int | None = None,
         per_page: int | None = None,
@@ -226,6 +233,7 @@ class Storage(Protocol):
         tool_call_id: str | None = None,
         tool_name: str | None = None,
     ) -> int: ...
+    async def renew_task_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]: ...
     async def delete_task(self, task_id: str) -> bool: ...
     async def delete_tasks_older_than(
         self,
@@ -429,11 +437,15 @@ class BaseStore(ABC):
         from_date: datetime | None = None,
         to_date: datetime | None = None,
         date_field: TaskDateField = "created_at",
+        lease_expired_by: datetime | None = None,
         order_direction: OrderDirection = "asc",
         page: int | None = None,
         per_page: int | None = None,
     ) -> TaskPage:
-        """Matching tasks ordered by created_at (then insertion order); `total` counts before paging."""
+        """Matching tasks ordered by created_at (then insertion order); `total` counts before paging.
+
+        `lease_expired_by=t` keeps only tasks with no lease or a lease that expired at or before `t`.
+        """
         await self._ready()
         query = TaskQuery.build(
             status=status,
@@ -446,6 +458,7 @@ class BaseStore(ABC):
             from_date=from_date,
             to_date=to_date,
             date_field=date_field,
+            lease_expired_by=lease_expired_by,
         )
         check_direction(order_direction)
         pg = check_page(page, per_page)
@@ -479,6 +492,18 @@ class BaseStore(ABC):
             tool_name=tool_name,
         )
         return await self._count_tasks(query)
+
+    async def renew_task_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]:
+        """Extend the lease of every task `owner_id` holds to `lease_expires_at` (one atomic statement).
+
+        Returns the ids of the tasks it still holds: a task missing from the list was finished,
+        cancelled or taken over elsewhere.
+        """
+        await self._ready()
+        if not isinstance(owner_id, str) or not owner_id:
+            raise ValueError(f"owner_id must be a non-empty str, got {owner_id!r}")
+        check_aware("lease_expires_at", lease_expires_at)
+        return sorted(await self._renew_leases(owner_id, to_utc(lease_expires_at)))
 
     async def delete_task(self, task_id: str) -> bool:
         await self._ready()
@@ -575,6 +600,8 @@ class BaseStore(ABC):
     ) -> tuple[list[BackgroundTask], int]: ...
     @abstractmethod
     async def _count_tasks(self, query: TaskQuery) -> int: ...
+    @abstractmethod
+    async def _renew_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]: ...
     @abstractmethod
     async def _delete_task(self, task_id: str) -> bool: ...
     @abstractmethod

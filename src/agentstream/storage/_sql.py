@@ -114,6 +114,7 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE mastra_background_tasks ADD COLUMN lease_expires_at TEXT",
             "ALTER TABLE mastra_background_tasks ADD COLUMN abandoned_thread INTEGER NOT NULL DEFAULT 0",
             "CREATE INDEX mastra_bg_lease_idx ON mastra_background_tasks (status, lease_expires_at)",
+            "CREATE INDEX mastra_bg_owner_idx ON mastra_background_tasks (owner_id)",
         ),
     ),
 )
@@ -192,6 +193,7 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE {s}.mastra_background_tasks ADD COLUMN lease_expires_at TIMESTAMPTZ",
             "ALTER TABLE {s}.mastra_background_tasks ADD COLUMN abandoned_thread BOOLEAN NOT NULL DEFAULT false",
             "CREATE INDEX mastra_bg_lease_idx ON {s}.mastra_background_tasks (status, lease_expires_at)",
+            "CREATE INDEX mastra_bg_owner_idx ON {s}.mastra_background_tasks (owner_id)",
         ),
     ),
 )
@@ -394,6 +396,9 @@ class Codec:
         if q.to_date is not None:
             clauses.append(f"{q.date_field} < {self.ph}")
             params.append(self.enc_dt(q.to_date))
+        if q.lease_expired_by is not None:
+            clauses.append(f"(lease_expires_at IS NULL OR lease_expires_at <= {self.ph})")
+            params.append(self.enc_dt(q.lease_expired_by))
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     def task_update_sql(

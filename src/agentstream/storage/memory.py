@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -172,6 +173,18 @@ class InMemoryStore(BaseStore):
 
     async def _count_tasks(self, query: TaskQuery) -> int:
         return len(self._select(query))
+
+    async def _renew_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]:
+        renewed: list[str] = []
+        with self._lock:
+            for task_id, (seq, task) in self._tasks.items():
+                if task.owner_id == owner_id:
+                    self._tasks[task_id] = (
+                        seq,
+                        msgspec.structs.replace(task, lease_expires_at=lease_expires_at),
+                    )
+                    renewed.append(task_id)
+        return renewed
 
     async def _delete_task(self, task_id: str) -> bool:
         with self._lock:

@@ -332,6 +332,13 @@ class PostgresStore(BaseStore):
         row = await self._fetchone(f"SELECT count(*) FROM {self._t.tasks}{where}", params)
         return int(row[0]) if row else 0
 
+    async def _renew_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]:
+        rows = await self._fetchall(
+            f"UPDATE {self._t.tasks} SET lease_expires_at = %s WHERE owner_id = %s RETURNING id",
+            (lease_expires_at, owner_id),
+        )
+        return [r[0] for r in rows]
+
     async def _delete_task(self, task_id: str) -> bool:
         return await self._rowcount(f"DELETE FROM {self._t.tasks} WHERE id = %s", (task_id,)) > 0
 

@@ -365,6 +365,12 @@ class SQLiteStore(BaseStore):
             )
         )
 
+    async def _renew_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]:
+        sql = f"UPDATE {_T_.tasks} SET lease_expires_at = ? WHERE owner_id = ? RETURNING id"
+        params = (_enc_dt(lease_expires_at), owner_id)
+        rows = await self._call("renew_task_leases", lambda c: c.execute(sql, params).fetchall())
+        return [r[0] for r in rows]
+
     async def _delete_task(self, task_id: str) -> bool:
         return await self._call(
             "delete_task",
