@@ -26,7 +26,7 @@ import time
 import traceback
 import uuid
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias, cast
@@ -221,6 +221,9 @@ class BackgroundTaskManager:
         async with BackgroundTaskManager(store, {"global_concurrency": 4}, tools={"research": research}) as m:
             task = await m.dispatch("research", {"topic": "x"}, tool_call_id="c1", agent_id="a", run_id="r1")
             done = await m.wait_for_completion(task.id)
+
+    ``clock`` (aware ``datetime``) and ``sleep`` are injectable so leases and cleanup run on fake time;
+    ``owner_id`` defaults to ``host:pid:random``.
     """
 
     def __init__(
@@ -230,6 +233,7 @@ class BackgroundTaskManager:
         *,
         tools: Mapping[str, Any] | None = None,
         clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         owner_id: str | None = None,
     ) -> None:
         cfg = BackgroundTaskManagerConfig.from_value(config)
@@ -239,6 +243,7 @@ class BackgroundTaskManager:
         self.config = cfg
         self._registry: dict[str, Any] = dict(tools or {})
         self._clock = clock
+        self._sleep = sleep
         self.owner_id = owner_id or new_owner_id()
         """Written into every task this manager holds; leases are renewed under it."""
         self._owned: set[str] = set()
@@ -729,7 +734,7 @@ class BackgroundTaskManager:
 
     async def _cleanup_loop(self, interval_ms: int) -> None:
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await self._sleep(interval_ms / 1000)
             try:
                 await self.cleanup()
             except Exception:  # pragma: no cover - logged, the loop keeps going
@@ -1153,7 +1158,7 @@ class BackgroundTaskManager:
 
     async def _lease_loop(self, interval_ms: int) -> None:
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await self._sleep(interval_ms / 1000)
             try:
                 await self.heartbeat()
             except Exception:  # pragma: no cover - logged, the loop keeps going (a store may be down)
