@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench e2e clean
+.PHONY: run test lint bench e2e clean refresh-data
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -31,6 +31,9 @@ bench: $(STAMP)
 
 e2e: $(STAMP)
 	bash scripts/e2e.sh
+
+refresh-data:
+	bash scripts/refresh-shared-data.sh
 
 clean:
 	rm -rf $(VENV) .cache

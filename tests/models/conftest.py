@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-RECORDINGS = Path("/work/shared/provider-recordings")
+RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "provider-recordings"
 API_KEY = "sk-test-SECRET-key-0123456789"
 
 
