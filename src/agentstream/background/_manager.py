@@ -313,7 +313,8 @@ class BackgroundTaskManager:
                 worker.cancel()
             if still:
                 await asyncio.wait(still, timeout=1)
-        await self._release_leases()
+        if self._started:
+            await self._release_leases()
         self._pending.clear()
         self._started = False
 
