@@ -20,6 +20,7 @@ test: $(STAMP)
 	bash scripts/test-services.sh
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest
 
 lint: $(STAMP)
@@ -28,6 +29,11 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
+
+.PHONY: docs
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	@echo "docs: open .cache/site/index.html"
 
 e2e: $(STAMP)
 	bash scripts/e2e.sh

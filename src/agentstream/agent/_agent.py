@@ -156,6 +156,9 @@ class Agent:
 
     @property
     def model(self) -> LanguageModel:
+        """The resolved `LanguageModel` (a model string such as `"openai/gpt-4o-mini"` is resolved on first
+        use).
+        """
         if self._model is None:
             from .. import models
 

@@ -1,6 +1,6 @@
 """Until-idle streams (Mastra ``stream(msgs, {untilIdle})``); dispatch itself is in ``_dispatch``.
 
-:func:`stream_until_idle`: one stream made of the first turn, every background-task chunk of the
+``stream_until_idle``: one stream made of the first turn, every background-task chunk of the
 agent/thread/resource and one continuation turn per batch of finished tasks (the conversation with
 the real results swapped in, plus Mastra's directive as a system message that is not kept). It
 closes when idle, on abort or after ``max_idle_ms`` without news between turns. Awaitables on the
@@ -78,7 +78,7 @@ class _State:
 
 
 class UntilIdleOutput:
-    """The first turn's :class:`ModelOutput` whose :attr:`full_stream` is the combined stream.
+    """The first turn's ``ModelOutput`` whose ``full_stream`` is the combined stream.
 
     Every other attribute (``text``, ``tool_calls``, ``get_full_output()``, ...) is the first
     turn's. Each ``full_stream`` access replays the combined log from the start.
@@ -118,10 +118,14 @@ class UntilIdleOutput:
 
     @property
     def full_stream(self) -> AsyncIterator[Chunk]:
+        """The combined stream: the first turn, every background task's chunks, then the continuation turns.
+        Each access replays from the start.
+        """
         self._ensure_started()
         return self._follow()
 
     async def consume_stream(self) -> None:
+        """Read the combined stream to its end without keeping the chunks (the results stay awaitable)."""
         async for _ in self.full_stream:
             pass
 

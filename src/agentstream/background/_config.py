@@ -4,7 +4,7 @@ Mastra: ``background-tasks/types.ts`` (config shapes and defaults), ``resolve-co
 call runs in the background), ``schema-injection.ts`` (the ``_background`` argument),
 ``system-prompt.ts`` (the prompt section) and ``stream-until-idle-helpers.ts`` (the continuation
 directive). Keys are snake_case; ``Mastra(background_tasks={...})`` passes a dict that
-:meth:`BackgroundTaskManagerConfig.from_value` turns into the dataclass.
+``BackgroundTaskManagerConfig.from_value`` turns into the dataclass.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ _BACKPRESSURE: tuple[str, ...] = get_args(Backpressure)
 _DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
 
 TaskCallback: TypeAlias = Callable[[Any], object]
-"""Called with the task record (:class:`agentstream.storage.BackgroundTask`); may be async."""
+"""Called with the task record (``agentstream.storage.BackgroundTask``); may be async."""
 
 
 def _check_ms(name: str, value: object, *, allow_none: bool = False) -> None:
@@ -85,6 +85,10 @@ class RetryConfig:
 
 @dataclass(frozen=True, slots=True)
 class CleanupConfig:
+    """How long finished tasks stay in storage (`completed_ttl_ms`, `failed_ttl_ms`) and how often cleanup
+    runs.
+    """
+
     completed_ttl_ms: int = 3_600_000
     failed_ttl_ms: int = 86_400_000
     cleanup_interval_ms: int = 60_000
@@ -169,6 +173,7 @@ class BackgroundTaskManagerConfig:
 
     @property
     def cleanup_ttls(self) -> CleanupConfig:
+        """The cleanup settings in force (the defaults when `cleanup` was not given)."""
         return self.cleanup if self.cleanup is not None else CleanupConfig()
 
     @classmethod
@@ -227,6 +232,7 @@ class ToolBackgroundConfig:
     def from_value(
         cls, value: ToolBackgroundConfig | Mapping[str, Any] | bool | None
     ) -> ToolBackgroundConfig | None:
+        """Build the config from `Tool(background=...)`: `True`/`False`, a dict, a config or `None`."""
         if value is None or isinstance(value, cls):
             return value
         if isinstance(value, bool):
@@ -242,6 +248,8 @@ class ToolBackgroundConfig:
 
 @dataclass(frozen=True, slots=True)
 class AgentToolBackgroundConfig:
+    """One tool's background setting on an agent (`Agent(background_tasks={"tools": {name: ...}})`)."""
+
     enabled: bool
     timeout_ms: int | None = None
     default_disposition: Literal["foreground", "deferred"] | None = None
@@ -262,6 +270,9 @@ class AgentBackgroundConfig:
     def from_value(
         cls, value: AgentBackgroundConfig | Mapping[str, Any] | None
     ) -> AgentBackgroundConfig | None:
+        """Build the config from `Agent(background_tasks=...)`: a dict, a config or `None`; `TypeError` for
+        anything else.
+        """
         if value is None or isinstance(value, cls):
             return value
         if isinstance(value, Mapping):
@@ -269,6 +280,7 @@ class AgentBackgroundConfig:
         raise TypeError(f"agent background config must be a dict or AgentBackgroundConfig, got {value!r}")
 
     def tool_config(self, tool_name: str) -> AgentToolBackgroundConfig | None:
+        """This agent's background setting for tool `tool_name` (`None` when the agent does not override it)."""
         if self.tools is None:
             return None
         if self.tools == "all":
@@ -298,6 +310,10 @@ def _strip_prefix(tool_name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedBackgroundConfig:
+    """What a given tool call does once tool, agent and per-call settings are merged: run in background or
+    not, with which timeout and retries.
+    """
+
     run_in_background: bool
     disposition: Disposition
     timeout_ms: int
@@ -514,6 +530,7 @@ def placeholder_result_text(task_id: str, tool_name: str) -> str:
 
 
 def resumed_result_text(task_id: str, tool_name: str) -> str:
+    """The placeholder tool result the model sees while a resumed task runs again in the background."""
     return (
         f'Background task resumed. Task ID: {task_id}. The tool "{tool_name}" is running in the background. '
         "You will be notified when it completes."

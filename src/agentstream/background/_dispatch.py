@@ -1,12 +1,12 @@
 """Background dispatch from the agent loop, through its ``LoopHooks.execute_tool`` seam.
 
-When an agent runs with an enabled :class:`BackgroundTaskManager` (``Mastra(background_tasks=...)``
-or ``stream_until_idle(..., manager=...)``), :func:`background_run` gives the run:
+When an agent runs with an enabled ``BackgroundTaskManager`` (``Mastra(background_tasks=...)``
+or ``stream_until_idle(..., manager=...)``), ``background_run`` gives the run:
 
 * the tools the model sees: each background-eligible tool's schema carries the optional
   ``_background`` override (the tool still runs with its own schema's validation);
 * the instructions with Mastra's background-tasks section appended;
-* :class:`BackgroundHooks`, wrapped around the agent's own hooks. ``execute_tool`` resolves the
+* ``BackgroundHooks``, wrapped around the agent's own hooks. ``execute_tool`` resolves the
   call's config, strips ``_background`` from the call's args (history and results included, as
   Mastra deletes it from the args object) and hands the agent's ``execute_tool`` a ``default`` that
   dispatches to the manager: ``background-task-started`` through ``context.writer.emit``, the

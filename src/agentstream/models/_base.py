@@ -60,7 +60,7 @@ class CallOptions(TypedDict, total=False):
     presence_penalty: float | None
     frequency_penalty: float | None
     response_format: ResponseFormat | None
-    """Ask for JSON output (see :class:`ResponseFormat`)."""
+    """Ask for JSON output (see ``ResponseFormat``)."""
     headers: Mapping[str, str] | None
     """Extra HTTP headers for this call."""
     provider_options: dict[str, dict[str, Any]] | None
@@ -104,6 +104,7 @@ class ModelStream(AsyncIterator[StreamPart]):
         return await self._parts.__anext__()
 
     async def aclose(self) -> None:
+        """Close the underlying provider stream (and its HTTP response) early."""
         if self._parts is not None:
             await self._parts.aclose()
 
@@ -119,7 +120,7 @@ class LanguageModel(Protocol):
     def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
         """Stream the model's answer as ``LanguageModelV2StreamPart`` dicts.
 
-        An async generator, or a :class:`ModelStream` that also reports the request body and the
+        An async generator, or a ``ModelStream`` that also reports the request body and the
         response headers.
         """
         ...

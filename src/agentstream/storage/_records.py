@@ -87,6 +87,7 @@ class StorageBusyError(StorageError):
 
 
 def utc_now() -> datetime:
+    """The current time as a timezone-aware UTC `datetime` (what records expect)."""
     return datetime.now(UTC)
 
 
@@ -134,6 +135,7 @@ class ThreadRecord(msgspec.Struct, frozen=True, kw_only=True):
         check_aware("updated_at", self.updated_at)
 
     def normalized(self) -> ThreadRecord:
+        """A copy with the dates converted to UTC (what stores return)."""
         return msgspec.structs.replace(
             self, created_at=to_utc(self.created_at), updated_at=to_utc(self.updated_at)
         )
@@ -162,6 +164,7 @@ class MessageRecord(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"message {self.id!r}: content.parts must be a list")
 
     def normalized(self) -> MessageRecord:
+        """A copy with `created_at` converted to UTC (what stores return)."""
         return msgspec.structs.replace(self, created_at=to_utc(self.created_at))
 
 
@@ -214,6 +217,7 @@ class BackgroundTask(msgspec.Struct, frozen=True, kw_only=True):
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
 
     def normalized(self) -> BackgroundTask:
+        """A copy with every date converted to UTC (what stores return)."""
         return msgspec.structs.replace(
             self,
             created_at=to_utc(self.created_at),
@@ -279,6 +283,8 @@ class WorkflowSnapshotRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MessagePage(msgspec.Struct, frozen=True, kw_only=True):
+    """One page of a thread's messages (`Storage.list_messages`); `total` counts all of them."""
+
     messages: list[MessageRecord]
     total: int
     page: int | None
@@ -287,6 +293,8 @@ class MessagePage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TaskPage(msgspec.Struct, frozen=True, kw_only=True):
+    """One page of background tasks (`Storage.list_tasks`)."""
+
     tasks: list[BackgroundTask]
     total: int
     """Number of matching tasks before pagination."""
