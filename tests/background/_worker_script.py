@@ -2,7 +2,8 @@
 
 python -m tests.background._worker_script <sqlite-path | postgresql://...#schema> <scenario> <marker-dir>
 
-Leases are short (`LEASE`) so the tests wait a second or two, not thirty.
+Leases are short (`LEASE`: 3 s, renewed every 0.2 s, so a worker starved for under 2.8 s on a busy
+machine keeps them) and the tests wait seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 from agentstream.background import BackgroundTaskContext, BackgroundTaskManager
 from agentstream.storage import BaseStore, SQLiteStore
 
-LEASE: dict[str, Any] = {"lease_ms": 1500, "heartbeat_interval_ms": 200}
+LEASE: dict[str, Any] = {"lease_ms": 3000, "heartbeat_interval_ms": 200}
 
 
 def open_store(target: str) -> BaseStore:

@@ -135,13 +135,16 @@ async def test_live_workers_tasks_are_never_touched(target: str, tmp_path: Path,
         second = BackgroundTaskManager(store, {**LEASE, "heartbeat_interval_ms": 50}, tools={"slow": slow})
         sweeps = Sweeps(second)
         async with second:
-            # Let the worker renew well past its first lease, and the second manager sweep many times.
-            async def renewed_three_leases_later() -> bool:
-                tasks = await all_tasks(store)
-                leases = [t.lease_expires_at for t in tasks.values()]
-                return all(lease is not None and (lease - first_lease).total_seconds() * 1000 > 3 * LEASE["lease_ms"] for lease in leases)
+            # Run well past the worker's first lease (it must renew), while the second manager sweeps.
+            async def renewed_past_first_lease() -> bool:
+                leases = [t.lease_expires_at for t in (await all_tasks(store)).values()]
+                beyond_ms = LEASE["lease_ms"]
+                return all(
+                    lease is not None and (lease - first_lease).total_seconds() * 1000 > beyond_ms
+                    for lease in leases
+                )
 
-            await eventually(renewed_three_leases_later, "the live worker to renew its leases")
+            await eventually(renewed_past_first_lease, "the live worker to renew its leases")
             seen = sweeps.count
             await eventually(lambda: _gt(sweeps.count, seen + 3), "more sweeps by the second manager")
             during = await all_tasks(store)
