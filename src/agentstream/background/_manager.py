@@ -966,33 +966,15 @@ class BackgroundTaskManager:
 
     async def _finish(self, task: BackgroundTask, run: _LocalRun, outcome: _Outcome) -> None:
         now = self._clock()
-        hooks = self._hooks.get(task.id)
         if outcome.kind == "cancelled":
             return  # cancel() (here, or elsewhere and noticed by the heartbeat) wrote the record
         run.finishing = True
-        owned: dict[str, Any] = {"expected_status": "running", "expected_owner": self.owner_id}
         if outcome.kind == "suspended":
             payload = _jsonable(outcome.suspend_payload)
-            won = await self.storage.update_task(
-                task.id,
-                TaskUpdate(
-                    status="suspended",
-                    suspend_payload=payload,
-                    suspended_at=now,
-                    owner_id=None,
-                    lease_expires_at=None,
-                ),
-                **owned,
+            suspended = await self._settle(
+                task, status="suspended", suspend_payload=payload, suspended_at=now
             )
-            if won:
-                suspended = msgspec.structs.replace(
-                    task,
-                    status="suspended",
-                    suspend_payload=payload,
-                    suspended_at=now,
-                    owner_id=None,
-                    lease_expires_at=None,
-                )
+            if suspended is not None:
                 chunk = BackgroundTaskSuspended(
                     payload=BackgroundTaskSuspendedPayload(
                         task_id=task.id,
@@ -1009,96 +991,71 @@ class BackgroundTaskManager:
             return
         if outcome.kind == "success":
             result = _jsonable(outcome.result)
-            won = await self.storage.update_task(
-                task.id,
-                TaskUpdate(
-                    status="completed", result=result, completed_at=now, owner_id=None, lease_expires_at=None
-                ),
-                **owned,
-            )
-            if not won:
-                return
-            final = msgspec.structs.replace(
-                task,
-                status="completed",
-                result=result,
-                completed_at=now,
-                owner_id=None,
-                lease_expires_at=None,
-            )
-            completed = BackgroundTaskCompleted(
-                payload=BackgroundTaskCompletedPayload(
+            final = await self._settle(task, status="completed", result=result, completed_at=now)
+            if final is not None:
+                completed = BackgroundTaskCompleted(
+                    payload=BackgroundTaskCompletedPayload(
+                        task_id=task.id,
+                        tool_name=task.tool_name,
+                        tool_call_id=task.tool_call_id,
+                        agent_id=task.agent_id,
+                        run_id=task.run_id,
+                        completed_at=now,
+                        result=result,
+                        is_error=outcome.is_error,
+                    )
+                )
+                await self._deliver(final, completed, run, "on_complete", self.config.on_task_complete)
+            return
+        error = outcome.error or TaskError(message="unknown error")
+        abandoned: dict[str, Any] = {"abandoned_thread": True} if outcome.abandoned_thread else {}
+        status: TaskStatus = "timed_out" if outcome.kind == "timed_out" else "failed"
+        final = await self._settle(task, status=status, error=error, completed_at=now, **abandoned)
+        if final is not None:
+            failed = BackgroundTaskFailed(
+                payload=BackgroundTaskFailedPayload(
                     task_id=task.id,
                     tool_name=task.tool_name,
                     tool_call_id=task.tool_call_id,
-                    agent_id=task.agent_id,
                     run_id=task.run_id,
+                    agent_id=task.agent_id,
+                    error={"message": error.message},
                     completed_at=now,
-                    result=result,
-                    is_error=outcome.is_error,
                 )
             )
-            self._hooks.pop(task.id, None)
-            if run.resumed:
-                await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, task.id)
-            if hooks is not None:
-                for hook in (hooks.on_chunk,):
-                    if hook is not None:
-                        await self._call_hook(hook, completed)
-                for hook in (hooks.on_result, hooks.on_complete):
-                    if hook is not None:
-                        await self._call_hook(hook, final)
-            self._publish(final, completed)
-            self._notify_terminal()
-            if self.config.on_task_complete is not None:
-                await self._call_hook(self.config.on_task_complete, final)
-            return
-        status: TaskStatus = "timed_out" if outcome.kind == "timed_out" else "failed"
-        error = outcome.error or TaskError(message="unknown error")
-        abandoned = outcome.abandoned_thread
-        update = TaskUpdate(
-            status=status,
-            error=error,
-            completed_at=now,
-            owner_id=None,
-            lease_expires_at=None,
-            abandoned_thread=True if abandoned else msgspec.UNSET,
+            await self._deliver(final, failed, run, "on_failed", self.config.on_task_failed)
+
+    async def _settle(self, task: BackgroundTask, **fields: Any) -> BackgroundTask | None:
+        """Write the end of this run and release the lease, only while this manager holds the task
+        (fencing: after a lost lease the new owner's record wins). The updated record, or ``None``."""
+        fields.update(owner_id=None, lease_expires_at=None)
+        won = await self.storage.update_task(
+            task.id, TaskUpdate(**fields), expected_status="running", expected_owner=self.owner_id
         )
-        if not await self.storage.update_task(task.id, update, **owned):
-            return
-        final = msgspec.structs.replace(
-            task,
-            status=status,
-            error=error,
-            completed_at=now,
-            owner_id=None,
-            lease_expires_at=None,
-            abandoned_thread=task.abandoned_thread or abandoned,
-        )
-        failed = BackgroundTaskFailed(
-            payload=BackgroundTaskFailedPayload(
-                task_id=task.id,
-                tool_name=task.tool_name,
-                tool_call_id=task.tool_call_id,
-                run_id=task.run_id,
-                agent_id=task.agent_id,
-                error={"message": error.message},
-                completed_at=now,
-            )
-        )
-        self._hooks.pop(task.id, None)
+        return msgspec.structs.replace(task, **fields) if won else None
+
+    async def _deliver(
+        self,
+        final: BackgroundTask,
+        chunk: BackgroundTaskCompleted | BackgroundTaskFailed,
+        run: _LocalRun,
+        outcome_hook: Literal["on_complete", "on_failed"],
+        config_hook: Callback | None,
+    ) -> None:
+        """Tell everyone a task ended: its hooks, this manager's subscribers and waiters, the config."""
+        hooks = self._hooks.pop(final.id, None)
         if run.resumed:
-            await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, task.id)
+            await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, final.id)
         if hooks is not None:
             if hooks.on_chunk is not None:
-                await self._call_hook(hooks.on_chunk, failed)
-            for hook in (hooks.on_result, hooks.on_failed):
+                await self._call_hook(hooks.on_chunk, chunk)
+            for hook in (hooks.on_result, getattr(hooks, outcome_hook)):
                 if hook is not None:
                     await self._call_hook(hook, final)
-        self._publish(final, failed)
+        self._publish(final, chunk)
         self._notify_terminal()
-        if self.config.on_task_failed is not None:
-            await self._call_hook(self.config.on_task_failed, final)
+        if config_hook is not None:
+            await self._call_hook(config_hook, final)
 
     def _on_output(self, task: BackgroundTask, run: _LocalRun, chunk: Any) -> None:
         if run.finished or run.cancelled or (run.controller is not None and run.controller.signal.aborted):
