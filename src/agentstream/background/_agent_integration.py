@@ -43,8 +43,22 @@ DEFAULT_MAX_IDLE_MS = 5 * 60_000
 
 @dataclass
 class _Scope:
+    """Whose background tasks an until-idle stream follows.
+
+    A memory thread (with its resource) is a conversation that may span requests: its tasks are
+    followed whichever run dispatched them. Without a thread, only the tasks of this stream's own
+    run id: matching by agent alone would hand one user's task chunks (and a continuation turn) to
+    every other user of the same agent.
+    """
+
     thread_id: str | None = None
     resource_id: str | None = None
+    run_id: str | None = None
+
+    def filters(self) -> dict[str, str | None]:
+        if self.thread_id is not None:
+            return {"thread_id": self.thread_id, "resource_id": self.resource_id}
+        return {"run_id": self.run_id, "resource_id": self.resource_id}
 
 
 def _model_output(result: Any) -> dict[str, Any]:
@@ -231,12 +245,7 @@ class UntilIdleOutput:
 
     async def _drive(self) -> None:
         st = self._state
-        unsubscribe = self._manager.subscribe(
-            self._on_bg,
-            agent_id=self._agent.id,
-            thread_id=self._scope.thread_id,
-            resource_id=self._scope.resource_id,
-        )
+        unsubscribe = self._manager.subscribe(self._on_bg, agent_id=self._agent.id, **self._scope.filters())
         remove_abort = (
             self._abort_signal.add_listener(lambda _r: self._force_close()) if self._abort_signal else None
         )
@@ -363,7 +372,7 @@ def stream_until_idle(
     if abort_signal is not None:
         first_options["abort_signal"] = abort_signal
     continuation = {k: v for k, v in first_options.items() if k != "on_finish"}
-    scope = _Scope(thread_id, resource_id)
+    scope = _Scope(thread_id, resource_id, run_id)
     first = agent._stream_turn(
         messages, first_options, manager=manager, background_scope=(thread_id, resource_id)
     )
