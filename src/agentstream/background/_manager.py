@@ -251,6 +251,8 @@ class BackgroundTaskManager:
         self.owner_id = owner_id or new_owner_id()
         """Written into every task this manager holds; leases are renewed under it."""
         self._owned: set[str] = set()
+        self._orphans = False
+        """A worker crashed: the store may hold tasks under our owner id that nothing here runs."""
         self._lease_task: asyncio.Task[None] | None = None
         self._runs: dict[str, _LocalRun] = {}
         self._workers: set[asyncio.Task[None]] = set()
@@ -862,6 +864,7 @@ class BackgroundTaskManager:
                 raise
         except Exception:  # pragma: no cover - storage failure: the lease lapses, the task is reclaimed
             log.exception("background task %s: worker failed", task.id)
+            self._orphans = True
         finally:
             run.finished = True
             self._owned.discard(task.id)
@@ -1147,8 +1150,11 @@ class BackgroundTaskManager:
         (announced here as cancelled) or taken over after the lease lapsed (stopped here, the new
         owner runs it). A task it holds but no longer runs (a worker that crashed) is let go.
         """
+        if not self._owned and not self._orphans:
+            return  # holds nothing: no write (on SQLite even an UPDATE matching nothing takes the lock)
         expected = set(self._owned)
         held = set(await self.storage.renew_task_leases(self.owner_id, self._lease_until()))
+        self._orphans = False
         for task_id in expected - held:
             if task_id in self._owned:
                 await self._on_lease_lost(task_id)
