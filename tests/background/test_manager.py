@@ -767,3 +767,21 @@ async def test_finished_records_are_cleaned_up_by_default(store: BaseStore) -> N
         await asyncio.sleep(0.01)
     assert sorted(t.id for t in (await store.list_tasks()).tasks) == ["bad", "new"]  # failed: kept 24 h
     await m.shutdown()
+
+
+async def test_idle_heartbeat_does_not_take_the_sqlite_write_lock(tmp_path: Any) -> None:
+    import sqlite3
+
+    from agentstream.storage import SQLiteStore
+
+    async with SQLiteStore(tmp_path / "idle.db", busy_timeout_ms=0) as store:
+        m = BackgroundTaskManager(store, LEASED, sleep=never)
+        await m.start()
+        holder = sqlite3.connect(tmp_path / "idle.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writing for a long time
+        try:
+            await m.heartbeat()  # busy_timeout 0: any write attempt would raise StorageBusyError
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        await m.shutdown()
