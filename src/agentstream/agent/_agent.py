@@ -32,6 +32,7 @@ _OPTIONS = frozenset(
         "on_finish",
         "on_error",
         "on_abort",
+        "on_tool_error",
         "abort_signal",
         "structured_output",
         "experimental_transform",
@@ -78,7 +79,9 @@ class Agent:
     :class:`~agentstream.background.AgentBackgroundConfig`) overrides the tools' own settings.
 
     Run options include ``clock`` (``() -> ms``, timestamps) and ``sleep`` (``async (seconds) ->
-    None``, the pause after a rate-limited step), injectable for tests.
+    None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
+    `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
+    are redacted from tool errors either way).
     """
 
     def __init__(
@@ -303,6 +306,7 @@ class Agent:
             tool_call_concurrency=int(concurrency),
             hooks=hooks,
             sleep=sleep,
+            on_tool_error=opts.get("on_tool_error"),
         )
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:

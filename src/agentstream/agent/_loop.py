@@ -78,6 +78,7 @@ from ..chunks import (
 from ..chunks._codec import Chunk, format_date
 from ..models._base import CallOptions, LanguageModel
 from ..tools import Tool, ToolContext, ToolWriter
+from ..tools._errors import ToolErrorMask, reported_tool_error
 from ._convert import (
     normalize_finish_reason,
     normalize_usage,
@@ -242,6 +243,7 @@ class RunConfig:
     hooks: LoopHooks = field(default_factory=LoopHooks)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """Used for the rate-limit pause between steps (inject a virtual clock in tests)."""
+    on_tool_error: ToolErrorMask | None = None
 
 
 _DONE = object()
@@ -1228,4 +1230,4 @@ async def _execute(
     except asyncio.CancelledError:
         raise
     except Exception as exc:
-        return True, exc
+        return True, reported_tool_error(exc, run_id=cfg.run_id, tool_name=call.name, mask=cfg.on_tool_error)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .._secrets import loggable
 from ..chunks import (
     Abort,
     Chunk,
@@ -699,6 +700,7 @@ class ModelOutput:
         # (step-finish, finish), the results then resolve from them, ``object`` stays rejected and
         # on_finish is never called. If no finish follows, every pending result rejects at the end.
         error = chunk.payload.error
+        logging.getLogger("agentstream.runs").error("run %s failed: %s", self.run_id, loggable(error))
         self._error = error if isinstance(error, BaseException) else _RunError(error)
         self._status = "failed"
         self._finish_callback_sent = True
