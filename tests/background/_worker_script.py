@@ -1,6 +1,9 @@
-"""Child process for test_restart.py: dispatch background tasks, signal, then wait to be killed.
+"""Child process for test_restart.py: dispatch background tasks, signal, then wait (to be killed).
 
-python _worker_script.py <sqlite-path | postgresql://...#schema> <scenario> <marker-dir>
+python -m tests.background._worker_script <sqlite-path | postgresql://...#schema> <scenario> <marker-dir>
+
+Leases are short (`LEASE`: 3 s, renewed every 0.2 s, so a worker starved for under 2.8 s on a busy
+machine keeps them) and the tests wait seconds, not minutes.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from typing import Any
 
 from agentstream.background import BackgroundTaskContext, BackgroundTaskManager
 from agentstream.storage import BaseStore, SQLiteStore
+
+LEASE: dict[str, Any] = {"lease_ms": 3000, "heartbeat_interval_ms": 200}
 
 
 def open_store(target: str) -> BaseStore:
@@ -28,17 +33,24 @@ async def main(target: str, scenario: str, marker_dir: str) -> None:
 
     async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
         (markers / f"started-{args['n']}").write_text(ctx.task_id)
-        await asyncio.sleep(3600)
+        while not (markers / "release").exists():
+            await asyncio.sleep(0.02)
+        return {"n": args["n"], "by": "worker"}
 
     async def approval(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
         await ctx.suspend({"question": "ok?", "n": args["n"]})
 
     store = open_store(target)
-    manager = BackgroundTaskManager(store, tools={"slow": slow, "approval": approval})
+    config = {**LEASE, "global_concurrency": 2}
+    manager = BackgroundTaskManager(store, config, tools={"slow": slow, "approval": approval})
     await manager.start()
+    (markers / "owner").write_text(manager.owner_id)
     if scenario == "running":
-        await manager.dispatch("slow", {"n": 0}, tool_call_id="c0", agent_id="a", run_id="r")
-        await manager.dispatch("slow", {"n": 1}, tool_call_id="c1", agent_id="a", run_id="r", max_retries=1)
+        # c0 has no retries (a killed run fails), c1..c2 have one; c3..c4 wait in the queue (pending)
+        for n, retries in enumerate((0, 1, 1, 1, 0)):
+            await manager.dispatch(
+                "slow", {"n": n}, tool_call_id=f"c{n}", agent_id="a", run_id="r", max_retries=retries
+            )
     elif scenario == "suspend":
         task = await manager.dispatch("approval", {"n": 7}, tool_call_id="c7", agent_id="a", run_id="r")
         while (await manager.get_task(task.id)).status != "suspended":

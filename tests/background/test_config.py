@@ -44,7 +44,9 @@ def test_manager_defaults() -> None:
         0,
         True,
     )
-    assert c.cleanup is None and c.cleanup_ttls == CleanupConfig(3_600_000, 86_400_000, 60_000)
+    # retention is on by default: finished records go after 1 h (completed) / 24 h (failed etc.)
+    assert c.cleanup == c.cleanup_ttls == CleanupConfig(3_600_000, 86_400_000, 60_000)
+    assert (c.lease_ms, c.heartbeat_interval_ms, c.heartbeat_ms, c.max_queued) == (30_000, None, 10_000, 1000)
     assert c.progress_throttle_ms is None and c.shutdown_grace_ms == 5000
     d = BackgroundTaskManagerConfig.from_value(
         {"global_concurrency": 3, "default_retries": {"max_retries": 2}, "cleanup": {}}
@@ -56,6 +58,29 @@ def test_manager_defaults() -> None:
         BackgroundTaskManagerConfig(global_concurrency=0)
     with pytest.raises(ValueError, match="mode"):
         BackgroundTaskManagerConfig(mode="worker")
+
+
+def test_retention_lease_and_queue_settings() -> None:
+    off = BackgroundTaskManagerConfig.from_value({"cleanup": False})
+    assert off.cleanup is None and off.cleanup_ttls == CleanupConfig()
+    assert BackgroundTaskManagerConfig.from_value({"cleanup": None}).cleanup is None
+    short = BackgroundTaskManagerConfig.from_value(
+        {"cleanup": {"completed_ttl_ms": 60_000}, "lease_ms": 900, "heartbeat_interval_ms": 100, "max_queued": 5}
+    )
+    assert short.cleanup == CleanupConfig(completed_ttl_ms=60_000)
+    assert (short.lease_ms, short.heartbeat_ms, short.max_queued) == (900, 100, 5)
+    assert BackgroundTaskManagerConfig(lease_ms=2).heartbeat_ms == 1
+    assert BackgroundTaskManagerConfig(max_queued=None).max_queued is None
+    with pytest.raises(ValueError, match=r"heartbeat_interval_ms \(1000\) must be shorter than lease_ms \(1000\)"):
+        BackgroundTaskManagerConfig(lease_ms=1000, heartbeat_interval_ms=1000)
+    with pytest.raises(ValueError, match="lease_ms must be an int >= 1, got 0"):
+        BackgroundTaskManagerConfig(lease_ms=0)
+    with pytest.raises(ValueError, match="max_queued must be an int >= 0, got -1"):
+        BackgroundTaskManagerConfig(max_queued=-1)
+    with pytest.raises(ValueError, match="cleanup must be a CleanupConfig, a dict or None, got 'daily'"):
+        BackgroundTaskManagerConfig(cleanup="daily")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"cleanup: unknown key\(s\) 'retention'"):
+        BackgroundTaskManagerConfig.from_value({"cleanup": {"retention": 5}})
 
 
 def test_resolution_order() -> None:

@@ -20,7 +20,7 @@ from agentstream.background import (
     TaskWaitTimeoutError,
 )
 from agentstream.chunks import chunk_to_dict
-from agentstream.storage import BackgroundTask, BaseStore, TaskUpdate, utc_now
+from agentstream.storage import BackgroundTask, BaseStore, TaskError, TaskUpdate, utc_now
 
 IDS = {"tool_call_id": "call-1", "agent_id": "agent-a", "run_id": "run-1"}
 
@@ -534,3 +534,254 @@ async def test_disabled_and_config_errors(store: BaseStore) -> None:
     with pytest.raises(ValueError, match="unknown key"):
         BackgroundTaskManager(store, {"globalConcurrency": 3})
     _ = TaskUpdate  # imported for type users
+
+
+# ------------------------------------------------------------------ leases, on fake time
+
+T0 = utc_now().replace(microsecond=0)
+# Heartbeats are driven by hand below: the loops wait on fake time that is never advanced for them.
+LEASED = {"lease_ms": 10_000, "heartbeat_interval_ms": 3_000}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> Any:
+        return self.now
+
+    def advance(self, ms: float) -> None:
+        self.now += timedelta(milliseconds=ms)
+
+
+async def never(_seconds: float) -> None:
+    await asyncio.Event().wait()
+
+
+def managers(store: BaseStore, clock: Clock, tools: dict[str, Any], **config: Any) -> list[BackgroundTaskManager]:
+    cfg = {**LEASED, **config}
+    return [
+        BackgroundTaskManager(store, cfg, tools=tools, clock=clock, sleep=never, owner_id=name)
+        for name in ("p1", "p2")
+    ]
+
+
+async def test_live_lease_is_never_taken_and_an_expired_one_exactly_once(store: BaseStore) -> None:
+    clock = Clock()
+    release = asyncio.Event()
+    runs: list[tuple[str, str]] = []
+
+    def tools(owner: str) -> dict[str, Any]:
+        async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+            runs.append((owner, ctx.task_id))
+            await release.wait()
+            return {"by": owner}
+
+        return {"slow": slow}
+
+    m1 = BackgroundTaskManager(store, LEASED, tools=tools("p1"), clock=clock, sleep=never, owner_id="p1")
+    m2 = BackgroundTaskManager(store, LEASED, tools=tools("p2"), clock=clock, sleep=never, owner_id="p2")
+    await m1.start()
+    retry = await m1.dispatch("slow", {}, max_retries=1, **IDS)
+    once = await m1.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-2"})
+    queued = await m1.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-3"})  # waits: per_agent 5
+    while len(runs) < 3:
+        await asyncio.sleep(0.01)
+    held = await m1.get_task(retry.id)
+    assert (held.status, held.owner_id, held.lease_expires_at) == ("running", "p1", T0 + timedelta(seconds=10))
+
+    await m2.start()  # a second process on the same store: the live process's tasks are untouched
+    clock.advance(9_999)
+    await m2.heartbeat()
+    await m1.heartbeat()  # p1 renews: lease now ends at T0 + 19.999 s
+    clock.advance(9_000)
+    await m2.heartbeat()
+    for t in (retry, once, queued):
+        got = await m2.get_task(t.id)
+        assert (got.status, got.owner_id) == ("running", "p1"), got
+
+    clock.advance(1_000)  # p1 stopped renewing 10 s ago: its leases lapsed
+    await m2.heartbeat()
+    failed = await m2.get_task(once.id)
+    assert failed.status == "failed" and failed.error == TaskError(message=STALE_TASK_MESSAGE)
+    await m1.heartbeat()  # p1 learns it lost them: it stops its runs and writes nothing
+    release.set()
+    done = await m2.wait_for_completion(retry.id, timeout_ms=10_000)
+    assert done.status == "completed" and done.result == {"by": "p2"} and done.retry_count == 1
+    assert (done.owner_id, done.lease_expires_at) == (None, None)
+    assert [owner for owner, tid in runs if tid == retry.id] == ["p1", "p2"]
+    assert [owner for owner, tid in runs if tid == once.id] == ["p1"]
+    assert m1.running_count == 0
+    await m1.shutdown()
+    await m2.shutdown()
+
+
+async def test_cancel_from_another_process_stops_the_owner(store: BaseStore) -> None:
+    clock = Clock()
+    aborted = asyncio.Event()
+
+    async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        ctx.abort_signal.add_listener(lambda _r: aborted.set())
+        await asyncio.Event().wait()
+
+    m1, m2 = managers(store, clock, {"slow": slow})
+    await m1.start()
+    await m2.start()
+    seen: list[dict[str, Any]] = []
+    task = await m1.dispatch("slow", {}, hooks=TaskHooks(on_chunk=lambda c: seen.append(chunk_to_dict(c))), **IDS)
+    rec = Recorder(m1)
+    assert await m1.wait_until_started(task.id, timeout_ms=5000)
+    cancelled = await m2.cancel(task.id)
+    assert (cancelled.status, cancelled.owner_id) == ("cancelled", None)
+    await m1.heartbeat()
+    await asyncio.wait_for(aborted.wait(), 10)
+    assert [c["type"] for c in seen] == ["background-task-cancelled"]
+    assert rec.types(task.id)[-1] == "background-task-cancelled"
+    assert (await m1.get_task(task.id)).status == "cancelled"
+    await m1.shutdown()
+    await m2.shutdown()
+
+
+async def test_shutdown_releases_leases_for_an_immediate_takeover(store: BaseStore) -> None:
+    clock = Clock()
+
+    async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await asyncio.Event().wait()
+
+    m1, m2 = managers(store, clock, {"slow": slow}, global_concurrency=1)
+    await m1.start()
+    running = await m1.dispatch("slow", {}, max_retries=1, **IDS)
+    queued = await m1.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-2"})
+    assert await m1.wait_until_started(running.id, timeout_ms=5000)
+    await m1.shutdown(grace_ms=0)
+    for t in (running, queued):
+        got = await m1.get_task(t.id)
+        assert got.owner_id == "p1" and got.lease_expires_at == T0  # expired now, not in 10 s
+
+    m2._registry["slow"] = lambda args, ctx: {"rerun": True}
+    await m2.start()  # no clock advance needed
+    for t in (running, queued):
+        done = await m2.wait_for_completion(t.id, timeout_ms=10_000)
+        assert done.status == "completed" and done.result == {"rerun": True}
+    await m2.shutdown()
+
+
+async def test_sync_executor_timeout_records_that_its_thread_may_still_run(store: BaseStore) -> None:
+    import threading
+
+    gate = threading.Event()
+    finished = threading.Event()
+
+    def blocking(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        gate.wait(30)
+        finished.set()
+        return "late"
+
+    try:
+        async with BackgroundTaskManager(store, tools={"blocking": blocking}) as m:
+            timed = await m.dispatch("blocking", {}, timeout_ms=50, **IDS)
+            done = await m.wait_for_completion(timed.id, timeout_ms=10_000)
+            assert done.status == "timed_out" and done.abandoned_thread is True
+            assert done.error is not None and done.error.message == (
+                "Task timed out after 50ms; its synchronous executor runs in a thread that Python cannot "
+                "stop: the thread may still be running"
+            )
+            names = [t.name for t in threading.enumerate()]
+            thread = next(t for t in threading.enumerate() if t.name == f"agentstream-background-task:{timed.id}")
+            assert thread.daemon, names  # it never keeps the interpreter from exiting
+
+            cancelled = await m.dispatch("blocking", {}, **{**IDS, "tool_call_id": "call-2"})
+            assert await m.wait_until_started(cancelled.id, timeout_ms=5000)
+            got = await m.cancel(cancelled.id)
+            assert got.abandoned_thread is True and (await m.get_task(cancelled.id)).abandoned_thread is True
+
+            quick = await m.dispatch("blocking", {}, timeout_ms=60_000, **{**IDS, "tool_call_id": "call-3"})
+            gate.set()
+            done = await m.wait_for_completion(quick.id, timeout_ms=10_000)
+            assert done.status == "completed" and done.abandoned_thread is False
+            # the abandoned threads' late results changed nothing
+            assert (await m.get_task(timed.id)).status == "timed_out"
+    finally:
+        gate.set()
+    assert finished.wait(10)
+
+
+async def test_pending_queue_is_bounded(store: BaseStore) -> None:
+    async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await asyncio.Event().wait()
+
+    async with BackgroundTaskManager(
+        store, {"global_concurrency": 1, "max_queued": 1}, tools={"slow": slow}
+    ) as m:
+        await m.dispatch("slow", {}, **IDS)
+        second = await m.enqueue("slow", {}, **{**IDS, "tool_call_id": "call-2"})
+        assert not second.admitted
+        with pytest.raises(ConcurrencyLimitError, match=r"queue is full \(1 tasks waiting for a slot\)"):
+            await m.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-3"})
+        assert (await m.list_tasks()).total == 2  # the refused task left no record
+        await m.shutdown(grace_ms=0)
+
+
+async def test_stream_drops_progress_not_lifecycle_for_a_slow_consumer(store: BaseStore) -> None:
+    async def chatty(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        for i in range(50):
+            ctx.writer.write({"i": i})
+        return "done"
+
+    async with BackgroundTaskManager(store, tools={"chatty": chatty}) as m:
+        stream = m.stream(include_existing=False, max_buffered_output=3)
+        first = asyncio.ensure_future(stream.__anext__())
+        await asyncio.sleep(0.01)  # the stream is subscribed once its generator waits
+        task = await m.dispatch("chatty", {}, **IDS)
+        await m.wait_for_completion(task.id, timeout_ms=10_000)
+        chunks = [await first]
+        while chunks[-1].type != "background-task-completed":
+            chunks.append(await asyncio.wait_for(stream.__anext__(), 10))
+        await stream.aclose()
+    types = [c.type for c in chunks]
+    assert types[0] == "background-task-running" and types[-1] == "background-task-completed"
+    assert 1 <= types.count("background-task-output") <= 4 < 50
+    with pytest.raises(ValueError, match="max_buffered_output must be >= 0, got -1"):
+        await m.stream(max_buffered_output=-1).__anext__()
+
+
+async def test_finished_records_are_cleaned_up_by_default(store: BaseStore) -> None:
+    from agentstream.testing import FakeClock
+
+    fake = FakeClock()
+    clock = Clock()
+    for tid, status, age_ms in [("old", "completed", 3_600_001), ("new", "completed", 10), ("bad", "failed", 3_600_001)]:
+        await store.create_task(
+            BackgroundTask(
+                id=tid, tool_name="x", tool_call_id="c", agent_id="a", run_id="r", status=status,
+                completed_at=T0 - timedelta(milliseconds=age_ms),
+            )
+        )
+    m = BackgroundTaskManager(store, {}, clock=clock, sleep=fake.sleep)
+    assert m.config.cleanup is not None  # no "cleanup" key: retention still applies
+    await m.start()
+    for _ in range(500):  # fake minutes pass (cleanup runs every 60 s) until the record is gone
+        await fake.advance(60)
+        if await store.find_task("old") is None:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(t.id for t in (await store.list_tasks()).tasks) == ["bad", "new"]  # failed: kept 24 h
+    await m.shutdown()
+
+
+async def test_idle_heartbeat_does_not_take_the_sqlite_write_lock(tmp_path: Any) -> None:
+    import sqlite3
+
+    from agentstream.storage import SQLiteStore
+
+    async with SQLiteStore(tmp_path / "idle.db", busy_timeout_ms=0) as store:
+        m = BackgroundTaskManager(store, LEASED, sleep=never)
+        await m.start()
+        holder = sqlite3.connect(tmp_path / "idle.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another process writing for a long time
+        try:
+            await m.heartbeat()  # busy_timeout 0: any write attempt would raise StorageBusyError
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        await m.shutdown()

@@ -224,6 +224,9 @@ async def test_task_roundtrip_all_fields(store: BaseStore) -> None:
         started_at=at(1),
         suspended_at=at(2),
         completed_at=at(3),
+        owner_id="host:1:abc",
+        lease_expires_at=datetime(2026, 1, 2, 7, 0, 0, 250000, tzinfo=PLUS2),
+        abandoned_thread=True,
     )
     created = await store.create_task(full)
     got = await store.get_task("task1")
@@ -236,6 +239,8 @@ async def test_task_roundtrip_all_fields(store: BaseStore) -> None:
     got2 = await store.get_task("t2")
     assert got2 == minimal
     assert (got2.status, got2.result, got2.error, got2.thread_id, got2.timeout_ms) == ("pending", None, None, None, 300_000)
+    assert (got2.owner_id, got2.lease_expires_at, got2.abandoned_thread) == (None, None, False)
+    assert got.lease_expires_at is not None and got.lease_expires_at.utcoffset() == timedelta(0)
 
 
 async def test_task_duplicate_and_missing(store: BaseStore) -> None:
@@ -285,6 +290,63 @@ async def test_update_compare_and_set(store: BaseStore) -> None:
     assert await store.update_task("task1", TaskUpdate(), expected_status="failed") is False
 
 
+async def test_update_conditioned_on_owner_and_lease(store: BaseStore) -> None:
+    """The lease primitives: claim (no owner), renew (same owner), reclaim (lease expired), release."""
+    await store.create_task(task())
+    claim = TaskUpdate(status="running", owner_id="p1", lease_expires_at=at(10))
+    assert await store.update_task("task1", claim, expected_status="pending", expected_owner="p2") is False
+    assert await store.update_task("task1", claim, expected_status="pending", expected_owner=None)
+    assert await store.update_task("task1", claim, expected_status="pending", expected_owner=None) is False
+    got = await store.get_task("task1")
+    assert (got.status, got.owner_id, got.lease_expires_at) == ("running", "p1", at(10))
+
+    # another owner may not renew; the owner may
+    assert await store.update_task("task1", TaskUpdate(lease_expires_at=at(20)), expected_owner="p2") is False
+    assert await store.update_task("task1", TaskUpdate(lease_expires_at=at(20)), expected_owner="p1")
+
+    # reclaim only once the lease expired (at or before the given instant), and only from that owner
+    reclaim = TaskUpdate(status="pending", owner_id=None, lease_expires_at=None)
+    kw: dict[str, Any] = {"expected_status": "running", "expected_owner": "p1"}
+    assert await store.update_task("task1", reclaim, lease_expired_by=at(19.999), **kw) is False
+    assert await store.update_task("task1", reclaim, lease_expired_by=at(20).astimezone(PLUS2), **kw)
+    got = await store.get_task("task1")
+    assert (got.status, got.owner_id, got.lease_expires_at) == ("pending", None, None)
+
+    # no lease at all counts as expired
+    assert await store.update_task("task1", TaskUpdate(owner_id="p3"), lease_expired_by=at(0))
+    assert await store.update_task("task1", TaskUpdate(abandoned_thread=True), expected_owner="p3")
+    assert (await store.get_task("task1")).abandoned_thread is True
+
+    with pytest.raises(ValueError, match="lease_expired_by must be a timezone-aware datetime"):
+        await store.update_task("task1", TaskUpdate(), lease_expired_by=datetime(2026, 1, 1))
+    with pytest.raises(ValueError, match="expected_owner must be a str or None, got 5"):
+        await store.update_task("task1", TaskUpdate(), expected_owner=5)  # type: ignore[arg-type]
+    with pytest.raises(NotFoundError, match="'nope'"):
+        await store.update_task("nope", TaskUpdate(), expected_owner="p1")
+
+
+async def test_renew_leases_and_list_expired(store: BaseStore) -> None:
+    await store.create_task(task("mine1", status="running", owner_id="me", lease_expires_at=at(5)))
+    await store.create_task(task("mine2", status="pending", owner_id="me", lease_expires_at=at(5)))
+    await store.create_task(task("theirs", status="running", owner_id="them", lease_expires_at=at(5)))
+    await store.create_task(task("free", status="pending"))
+    await store.create_task(task("done", status="completed"))
+    assert await store.renew_task_leases("me", at(50).astimezone(PLUS2)) == ["mine1", "mine2"]
+    assert (await store.get_task("mine1")).lease_expires_at == at(50)
+    assert (await store.get_task("theirs")).lease_expires_at == at(5)
+    assert await store.renew_task_leases("nobody", at(50)) == []
+
+    active = ("pending", "running")
+    expired = await store.list_tasks(status=active, lease_expired_by=at(5))
+    assert sorted(t.id for t in expired.tasks) == ["free", "theirs"]  # at or before: 5 <= 5
+    assert [t.id for t in (await store.list_tasks(status=active, lease_expired_by=at(4.9))).tasks] == ["free"]
+    assert (await store.list_tasks(status=active, lease_expired_by=at(50))).total == 4
+    with pytest.raises(ValueError, match="owner_id must be a non-empty str"):
+        await store.renew_task_leases("", at(1))
+    with pytest.raises(ValueError, match="lease_expires_at must be a timezone-aware"):
+        await store.renew_task_leases("me", datetime(2026, 1, 1))
+
+
 async def test_returned_records_are_independent(store: BaseStore) -> None:
     original = task()
     await store.create_task(original)
@@ -325,6 +387,54 @@ async def test_concurrent_cas_across_two_stores(backend: str, store_factory: Sto
         assert results.count(True) == 1, results
         seen_by_b = await b.get_task(f"t{n}")
         assert seen_by_b.status == "running"
+
+
+async def test_concurrent_reclaim_across_two_stores(backend: str, store_factory: StoreFactory) -> None:
+    """Two managers sweeping one expired lease at once: exactly one takes it over."""
+    if backend in ("memory", "sqlite-memory"):
+        pytest.skip("two stores share one database only for sqlite-file and postgres")
+    a, b = store_factory(), store_factory()
+    await a.init()
+    await b.init()
+    for n in range(5):
+        await a.create_task(task(f"t{n}", status="running", owner_id="dead", lease_expires_at=at(1)))
+        attempts = [
+            s.update_task(
+                f"t{n}",
+                TaskUpdate(owner_id=f"{name}{i}", lease_expires_at=at(100)),
+                expected_status="running",
+                expected_owner="dead",
+                lease_expired_by=at(2),
+            )
+            for i in range(20)
+            for name, s in (("a", a), ("b", b))
+        ]
+        results = await asyncio.gather(*attempts)
+        assert results.count(True) == 1, results
+        winner = (await b.get_task(f"t{n}")).owner_id
+        assert winner is not None and winner != "dead"
+
+
+async def test_sqlite_write_lock_held_elsewhere_raises_storage_busy_error(tmp_path: Any) -> None:
+    import sqlite3
+
+    from agentstream.storage import StorageBusyError, StorageError
+
+    path = tmp_path / "locked.db"
+    async with SQLiteStore(path, busy_timeout_ms=0) as store:
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(StorageBusyError) as caught:
+                await store.create_task(task())
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert await store.create_task(task()) == task()  # the lock is gone: the same call works
+    assert isinstance(caught.value, StorageError)
+    assert str(caught.value).startswith(f"SQLiteStore.create_task on SQLite database {str(path)!r}: ")
+    assert "busy_timeout_ms=0" in str(caught.value) and "PostgresStore" in str(caught.value)
+    assert caught.value.operation == "SQLiteStore.create_task"
 
 
 def test_status_validation_names_field_and_values() -> None:

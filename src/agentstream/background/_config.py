@@ -101,10 +101,22 @@ class CleanupConfig:
 
 @dataclass(frozen=True, slots=True)
 class BackgroundTaskManagerConfig:
-    """``BackgroundTaskManagerConfig`` with Mastra's defaults.
+    """``BackgroundTaskManagerConfig`` with Mastra's defaults, plus leases and bounds of our own.
 
-    ``cleanup=None`` keeps the default TTLs for ``BackgroundTaskManager.cleanup`` but starts no
-    periodic cleanup (Mastra starts the interval only when ``cleanup`` is configured).
+    ``cleanup``: finished task records are deleted ``completed_ttl_ms`` (completed) or
+    ``failed_ttl_ms`` (failed / cancelled / timed_out) after they finished, checked every
+    ``cleanup_interval_ms``. On by default (Mastra cleans up only when ``cleanup`` is configured;
+    records would pile up forever); ``cleanup=None`` (or ``False`` in a dict) turns the periodic
+    cleanup off, :meth:`BackgroundTaskManager.cleanup` still applies the default TTLs when called.
+
+    ``lease_ms`` / ``heartbeat_interval_ms``: every ``pending``/``running`` task a manager holds
+    carries its owner id and a lease that the manager renews every ``heartbeat_interval_ms``
+    (default a third of ``lease_ms``). Another manager on the same store takes a task over only
+    after its lease expired, i.e. when its owner stopped renewing for ``lease_ms``.
+
+    ``max_queued``: tasks waiting in this process for a free slot (``backpressure='queue'``); when
+    full, :meth:`BackgroundTaskManager.enqueue` raises :class:`ConcurrencyLimitError`. ``None``:
+    unbounded.
     """
 
     enabled: bool = False
@@ -114,8 +126,11 @@ class BackgroundTaskManagerConfig:
     backpressure: Backpressure = "queue"
     default_timeout_ms: int = 300_000
     default_retries: RetryConfig = field(default_factory=RetryConfig)
-    cleanup: CleanupConfig | None = None
+    cleanup: CleanupConfig | None = field(default_factory=CleanupConfig)
     recover_stale_tasks_on_start: bool = True
+    lease_ms: int = 30_000
+    heartbeat_interval_ms: int | None = None
+    max_queued: int | None = 1000
     progress_throttle_ms: int | None = None
     wait_timeout_ms: int | None = None
     shutdown_grace_ms: int = 5_000
@@ -136,6 +151,25 @@ class BackgroundTaskManagerConfig:
         _check_ms("progress_throttle_ms", self.progress_throttle_ms, allow_none=True)
         _check_ms("wait_timeout_ms", self.wait_timeout_ms, allow_none=True)
         _check_ms("shutdown_grace_ms", self.shutdown_grace_ms)
+        _check_count("lease_ms", self.lease_ms, minimum=1)
+        if self.heartbeat_interval_ms is not None:
+            _check_count("heartbeat_interval_ms", self.heartbeat_interval_ms, minimum=1)
+            if self.heartbeat_interval_ms >= self.lease_ms:
+                raise ValueError(
+                    f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be shorter than lease_ms "
+                    f"({self.lease_ms}), or every lease lapses before it is renewed"
+                )
+        if self.max_queued is not None:
+            _check_count("max_queued", self.max_queued, minimum=0)
+        if self.cleanup is not None and not isinstance(self.cleanup, CleanupConfig):
+            raise ValueError(f"cleanup must be a CleanupConfig, a dict or None, got {self.cleanup!r}")
+
+    @property
+    def heartbeat_ms(self) -> int:
+        """How often leases are renewed and expired ones reclaimed."""
+        if self.heartbeat_interval_ms is not None:
+            return self.heartbeat_interval_ms
+        return max(1, self.lease_ms // 3)
 
     @property
     def cleanup_ttls(self) -> CleanupConfig:
@@ -168,6 +202,8 @@ class BackgroundTaskManagerConfig:
         cleanup = data.get("cleanup")
         if isinstance(cleanup, Mapping):
             data["cleanup"] = _from_mapping(CleanupConfig, cleanup, "cleanup")
+        elif cleanup is False:
+            data["cleanup"] = None
         return cast(BackgroundTaskManagerConfig, _from_mapping(cls, data, "background_tasks"))
 
 

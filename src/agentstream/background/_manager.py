@@ -6,6 +6,12 @@ compare-and-set on the stored status (so a task is never run twice nor resurrect
 cancel), concurrency is counted with local slot reservations against ``global_concurrency`` and
 ``per_agent_concurrency``, and the result topic is an in-process fan-out that :meth:`stream` and
 :meth:`subscribe` read.
+
+Several processes may share one store. Each manager has an ``owner_id``; every ``pending`` or
+``running`` task it holds records that owner and a lease it renews every ``heartbeat_interval_ms``.
+Another manager reclaims a task only after its lease expired (its owner stopped renewing), with a
+compare-and-set on ``(status, owner, lease expiry)``, so a live process's tasks are never touched
+and a dead process's tasks are taken over exactly once.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import os
+import socket
 import time
 import traceback
 import uuid
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias, cast
@@ -63,6 +71,7 @@ from ._errors import (
     TaskSuspended,
     TaskWaitTimeoutError,
 )
+from ._threads import run_in_daemon_thread
 
 __all__ = [
     "BackgroundTaskChunk",
@@ -89,6 +98,11 @@ BackgroundTaskChunk: TypeAlias = (
 
 WORKFLOW_NAME = "__background-task"
 STALE_TASK_MESSAGE = "Worker process terminated before task completed"
+ABANDONED_THREAD_NOTE = (
+    "its synchronous executor runs in a thread that Python cannot stop: the thread may still be running"
+)
+STREAM_OUTPUT_BUFFER = 1000
+"""Default bound on progress chunks buffered per :meth:`BackgroundTaskManager.stream` consumer."""
 _WAIT_POLL_S = 0.05
 _ACTIVE: tuple[TaskStatus, ...] = ("pending", "running", "suspended")
 
@@ -129,9 +143,16 @@ class _LocalRun:
     controller: AbortController | None = None
     inner: asyncio.Future[Any] | None = None
     cancelled: bool = False
+    finishing: bool = False
+    """The terminal record is being written: the lease is released on purpose, not lost."""
     finished: bool = False
     last_output: float = float("-inf")
     resumed: bool = False
+    in_thread: bool = False
+    """The executor is synchronous and runs in a thread (which cannot be stopped)."""
+
+    def thread_running(self) -> bool:
+        return self.in_thread and self.inner is not None and not self.inner.done()
 
 
 @dataclass(eq=False)
@@ -165,10 +186,27 @@ class _Outcome:
     error: TaskError | None = None
     is_error: bool | None = None
     suspend_payload: Any = None
+    abandoned_thread: bool = False
 
 
 def _is_tool(obj: Any) -> bool:
     return hasattr(obj, "run") and hasattr(obj, "validation_error")
+
+
+def _is_async_callable(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004
+    )
+
+
+def _runs_in_thread(executor: Any) -> bool:
+    """Sync executors (and sync ``Tool.execute``) run in a worker thread."""
+    return not _is_async_callable(executor.execute if _is_tool(executor) else executor)
+
+
+def new_owner_id() -> str:
+    """``host:pid:random``: unique per manager, readable in the task record."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
 async def _maybe_await(value: Any) -> Any:
@@ -187,6 +225,9 @@ class BackgroundTaskManager:
         async with BackgroundTaskManager(store, {"global_concurrency": 4}, tools={"research": research}) as m:
             task = await m.dispatch("research", {"topic": "x"}, tool_call_id="c1", agent_id="a", run_id="r1")
             done = await m.wait_for_completion(task.id)
+
+    ``clock`` (aware ``datetime``) and ``sleep`` are injectable so leases and cleanup run on fake time;
+    ``owner_id`` defaults to ``host:pid:random``.
     """
 
     def __init__(
@@ -196,6 +237,8 @@ class BackgroundTaskManager:
         *,
         tools: Mapping[str, Any] | None = None,
         clock: Callable[[], datetime] = utc_now,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+        owner_id: str | None = None,
     ) -> None:
         cfg = BackgroundTaskManagerConfig.from_value(config)
         if config is None:
@@ -204,6 +247,13 @@ class BackgroundTaskManager:
         self.config = cfg
         self._registry: dict[str, Any] = dict(tools or {})
         self._clock = clock
+        self._sleep = sleep
+        self.owner_id = owner_id or new_owner_id()
+        """Written into every task this manager holds; leases are renewed under it."""
+        self._owned: set[str] = set()
+        self._orphans = False
+        """A worker crashed: the store may hold tasks under our owner id that nothing here runs."""
+        self._lease_task: asyncio.Task[None] | None = None
         self._runs: dict[str, _LocalRun] = {}
         self._workers: set[asyncio.Task[None]] = set()
         self._global_used = 0
@@ -227,7 +277,7 @@ class BackgroundTaskManager:
         await self.shutdown()
 
     async def start(self) -> None:
-        """Init storage, recover stale tasks, queue stored ``pending`` tasks, start periodic cleanup."""
+        """Init storage, reclaim tasks whose lease expired, start lease renewal and periodic cleanup."""
         async with self._start_lock:
             if self._started:
                 return
@@ -235,7 +285,8 @@ class BackgroundTaskManager:
             self._started = True
             self._closing = False
             if self.config.recover_stale_tasks_on_start:
-                await self._recover()
+                await self.reclaim_expired()
+            self._lease_task = asyncio.create_task(self._lease_loop(self.config.heartbeat_ms))
             if self.config.cleanup is not None:
                 self._cleanup_task = asyncio.create_task(
                     self._cleanup_loop(self.config.cleanup.cleanup_interval_ms)
@@ -244,14 +295,16 @@ class BackgroundTaskManager:
     async def shutdown(self, grace_ms: int | None = None) -> None:
         """Stop: wait up to ``grace_ms`` (default ``shutdown_grace_ms``) for running tasks, then abandon them.
 
-        Abandoned tasks stay ``running`` in storage; the next :meth:`start` recovers them.
+        Abandoned tasks stay ``running`` in storage with their lease expired at once, and queued ones
+        are released: the next :meth:`start` (here or in another process) reclaims them.
         """
         self._closing = True
-        if self._cleanup_task is not None:
-            self._cleanup_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._cleanup_task
-            self._cleanup_task = None
+        for background in (self._cleanup_task, self._lease_task):
+            if background is not None:
+                background.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await background
+        self._cleanup_task = self._lease_task = None
         grace = self.config.shutdown_grace_ms if grace_ms is None else grace_ms
         workers = set(self._workers)
         if workers:
@@ -266,6 +319,8 @@ class BackgroundTaskManager:
                 worker.cancel()
             if still:
                 await asyncio.wait(still, timeout=1)
+        if self._started:
+            await self._release_leases()
         self._pending.clear()
         self._started = False
 
@@ -314,20 +369,35 @@ class BackgroundTaskManager:
             max_retries=self.config.default_retries.max_retries if max_retries is None else max_retries,
             timeout_ms=self.config.default_timeout_ms if timeout_ms is None else timeout_ms,
             created_at=self._clock(),
+            owner_id=self.owner_id,
+            lease_expires_at=self._lease_until(),
         )
-        task = await self.storage.create_task(task)
+        self._owned.add(task.id)
+        try:
+            task = await self.storage.create_task(task)
+        except BaseException:
+            self._owned.discard(task.id)
+            raise
         if self._has_slot(agent_id):
             if hooks is not None:
                 self._hooks[task.id] = hooks
             self._reserve(agent_id)
             self._spawn(task, None)
             return EnqueueResult(task)
-        if self.config.backpressure == "queue":
+        if self.config.backpressure == "queue" and not self._queue_full():
             if hooks is not None:
                 self._hooks[task.id] = hooks
             self._pending.append((task.id, agent_id))
             return EnqueueResult(task, admitted=False)
+        self._owned.discard(task.id)
         await self.storage.delete_task(task.id)
+        if self.config.backpressure == "queue":
+            raise ConcurrencyLimitError(
+                f"Background task queue is full ({self.config.max_queued} tasks waiting for a slot), cannot "
+                f'enqueue task for tool "{tool_name}"; raise background_tasks={{"max_queued": ...}} or '
+                "global_concurrency",
+                tool_name=tool_name,
+            )
         if self.config.backpressure == "reject":
             raise ConcurrencyLimitError(
                 f'Concurrency limit reached, cannot enqueue task for tool "{tool_name}"', tool_name=tool_name
@@ -371,19 +441,45 @@ class BackgroundTaskManager:
                     f"cannot cancel a task in status {task.status!r} (it has already finished)",
                 )
             now = self._clock()
-            won = await self.storage.update_task(
-                task_id, TaskUpdate(status="cancelled", completed_at=now), expected_status=task.status
+            run = self._runs.get(task_id)
+            abandoned = run is not None and run.thread_running()
+            update = TaskUpdate(
+                status="cancelled",
+                completed_at=now,
+                owner_id=None,
+                lease_expires_at=None,
+                abandoned_thread=True if abandoned else msgspec.UNSET,
             )
+            won = await self.storage.update_task(task_id, update, expected_status=task.status)
             if won:
                 break
-        cancelled = msgspec.structs.replace(task, status="cancelled", completed_at=now)
+        cancelled = msgspec.structs.replace(
+            task,
+            status="cancelled",
+            completed_at=now,
+            owner_id=None,
+            lease_expires_at=None,
+            abandoned_thread=task.abandoned_thread or abandoned,
+        )
         run = self._runs.get(task_id)
         if run is not None:
-            run.cancelled = True
-            if run.controller is not None:
-                run.controller.abort(RuntimeError("Task cancelled"))
-            if run.inner is not None:
-                run.inner.cancel()
+            self._stop_run(run, "Task cancelled")
+        await self._announce_cancelled(cancelled, now)
+        if self.config.on_task_cancelled is not None:
+            await self._call_hook(self.config.on_task_cancelled, cancelled)
+        return cancelled
+
+    def _stop_run(self, run: _LocalRun, reason: str) -> None:
+        run.cancelled = True
+        if run.controller is not None:
+            run.controller.abort(RuntimeError(reason))
+        if run.inner is not None:
+            run.inner.cancel()
+
+    async def _announce_cancelled(self, task: BackgroundTask, now: datetime) -> None:
+        """Local effects of a cancel (here or in another process): unqueue, hooks, subscribers."""
+        task_id = task.id
+        self._owned.discard(task_id)
         self._pending = deque(item for item in self._pending if item[0] != task_id)
         chunk = BackgroundTaskCancelled(
             payload=BackgroundTaskCancelledPayload(
@@ -398,11 +494,8 @@ class BackgroundTaskManager:
         hooks = self._hooks.pop(task_id, None)
         if hooks is not None and hooks.on_chunk is not None:
             await self._call_hook(hooks.on_chunk, chunk)
-        self._publish(cancelled, chunk)
+        self._publish(task, chunk)
         self._notify_terminal()
-        if self.config.on_task_cancelled is not None:
-            await self._call_hook(self.config.on_task_cancelled, cancelled)
-        return cancelled
 
     async def resume(self, task_id: str, resume_data: Any = None) -> BackgroundTask:
         """Resume a ``suspended`` task: its tool's ``execute`` runs again with ``context.resume_data``.
@@ -424,6 +517,7 @@ class BackgroundTaskManager:
                 task_id=task_id,
             )
         self._reserve(task.agent_id)
+        self._owned.add(task_id)
         try:
             if resume_data is not None:
                 await self.storage.persist_workflow_snapshot(
@@ -432,13 +526,22 @@ class BackgroundTaskManager:
             now = self._clock()
             won = await self.storage.update_task(
                 task_id,
-                TaskUpdate(status="running", suspend_payload=None, suspended_at=None, started_at=now),
+                TaskUpdate(
+                    status="running",
+                    suspend_payload=None,
+                    suspended_at=None,
+                    started_at=now,
+                    owner_id=self.owner_id,
+                    lease_expires_at=self._lease_until(),
+                ),
                 expected_status="suspended",
             )
         except BaseException:
+            self._owned.discard(task_id)
             self._release(task.agent_id)
             raise
         if not won:
+            self._owned.discard(task_id)
             self._release(task.agent_id)
             current = await self.get_task(task_id)
             raise InvalidTaskStateError(
@@ -559,15 +662,39 @@ class BackgroundTaskManager:
         task_id: str | None = None,
         abort_signal: AbortSignal | None = None,
         include_existing: bool = True,
+        max_buffered_output: int = STREAM_OUTPUT_BUFFER,
     ) -> AsyncIterator[BackgroundTaskChunk]:
         """Lifecycle chunks (no ``runId``/``from``) until ``abort_signal`` fires or the consumer stops.
 
         With ``include_existing``, first a ``background-task-running`` for each task currently
         ``running`` (Mastra replays only running tasks, not suspended ones).
+
+        Bounded: while more than ``max_buffered_output`` chunks wait for a slow consumer, further
+        ``background-task-output`` (progress) chunks are dropped (and counted in a log warning);
+        lifecycle chunks (running, completed, failed, suspended, resumed, cancelled) are always kept,
+        so the buffer holds at most ``max_buffered_output`` plus a few chunks per task.
         """
+        if isinstance(max_buffered_output, bool) or not isinstance(max_buffered_output, int):
+            raise TypeError(f"max_buffered_output must be an int, got {max_buffered_output!r}")
+        if max_buffered_output < 0:
+            raise ValueError(f"max_buffered_output must be >= 0, got {max_buffered_output}")
         queue: asyncio.Queue[BackgroundTaskChunk | None] = asyncio.Queue()
+        dropped = 0
+
+        def offer(chunk: BackgroundTaskChunk) -> None:
+            nonlocal dropped
+            if isinstance(chunk, BackgroundTaskOutput) and queue.qsize() >= max_buffered_output:
+                dropped += 1
+                if dropped == 1:
+                    log.warning(
+                        "background task stream: consumer is %d chunks behind; dropping progress chunks",
+                        queue.qsize(),
+                    )
+                return
+            queue.put_nowait(chunk)
+
         unsubscribe = self.subscribe(
-            queue.put_nowait,
+            offer,
             agent_id=agent_id,
             run_id=run_id,
             thread_id=thread_id,
@@ -598,6 +725,8 @@ class BackgroundTaskManager:
             unsubscribe()
             if remove_abort is not None:
                 remove_abort()
+            if dropped:
+                log.warning("background task stream: dropped %d progress chunks for a slow consumer", dropped)
 
     # ------------------------------------------------------------------------------ cleanup
 
@@ -616,7 +745,7 @@ class BackgroundTaskManager:
 
     async def _cleanup_loop(self, interval_ms: int) -> None:
         while True:
-            await asyncio.sleep(interval_ms / 1000)
+            await self._sleep(interval_ms / 1000)
             try:
                 await self.cleanup()
             except Exception:  # pragma: no cover - logged, the loop keeps going
@@ -686,8 +815,9 @@ class BackgroundTaskManager:
             self._runs.pop(task_id, None)
             self._release(run.agent_id)
             raise
-        if task is None or task.status != "pending":
+        if task is None or task.status != "pending" or task.owner_id != self.owner_id:
             self._runs.pop(task_id, None)
+            self._owned.discard(task_id)
             self._release(run.agent_id)
             return
         resume: _Resume | None = None
@@ -704,7 +834,10 @@ class BackgroundTaskManager:
             if resume is None or not resume.already_running:
                 now = self._clock()
                 won = await self.storage.update_task(
-                    task.id, TaskUpdate(status="running", started_at=now), expected_status="pending"
+                    task.id,
+                    TaskUpdate(status="running", started_at=now, lease_expires_at=self._lease_until()),
+                    expected_status="pending",
+                    expected_owner=self.owner_id,
                 )
                 if not won:
                     return
@@ -716,7 +849,10 @@ class BackgroundTaskManager:
                 if outcome.kind == "retry":
                     task = msgspec.structs.replace(task, retry_count=task.retry_count + 1)
                     won = await self.storage.update_task(
-                        task.id, TaskUpdate(retry_count=task.retry_count), expected_status="running"
+                        task.id,
+                        TaskUpdate(retry_count=task.retry_count),
+                        expected_status="running",
+                        expected_owner=self.owner_id,
                     )
                     if not won:
                         return
@@ -726,10 +862,12 @@ class BackgroundTaskManager:
         except asyncio.CancelledError:
             if not self._closing:
                 raise
-        except Exception:  # pragma: no cover - storage failure: leave the record for recovery
+        except Exception:  # pragma: no cover - storage failure: the lease lapses, the task is reclaimed
             log.exception("background task %s: worker failed", task.id)
+            self._orphans = True
         finally:
             run.finished = True
+            self._owned.discard(task.id)
             if self._runs.get(task.id) is run:
                 del self._runs[task.id]
             self._release(run.agent_id)
@@ -768,7 +906,10 @@ class BackgroundTaskManager:
             resume_data=resume_data,
             retry_count=task.retry_count,
         )
-        inner = asyncio.ensure_future(self._execute(executor, dict(task.args), context))
+        run.in_thread = _runs_in_thread(executor)
+        inner = asyncio.ensure_future(
+            self._execute(executor, dict(task.args), context, f"agentstream-background-task:{task.id}")
+        )
         run.inner = inner
         timeout = task.timeout_ms / 1000 if task.timeout_ms > 0 else None
         try:
@@ -780,9 +921,12 @@ class BackgroundTaskManager:
             return _Outcome("cancelled")
         if not done:
             message = f"Task timed out after {task.timeout_ms}ms"
+            abandoned = run.thread_running()
+            if abandoned:
+                message = f"{message}; {ABANDONED_THREAD_NOTE}"
             controller.abort(TimeoutError(message))
             inner.cancel()
-            return _Outcome("timed_out", error=TaskError(message=message))
+            return _Outcome("timed_out", error=TaskError(message=message), abandoned_thread=abandoned)
         if inner.cancelled():
             return _Outcome("cancelled")
         exc = inner.exception()
@@ -807,38 +951,33 @@ class BackgroundTaskManager:
         return _Outcome("failed", error=error)
 
     @staticmethod
-    async def _execute(executor: Any, args: dict[str, Any], context: BackgroundTaskContext) -> Any:
+    async def _execute(
+        executor: Any, args: dict[str, Any], context: BackgroundTaskContext, thread_name: str
+    ) -> Any:
         try:
             if _is_tool(executor):
                 parsed, error = executor.validation_error(args)
                 if error is not None:
                     return error
                 return await executor.run(parsed, cast(Any, context))
-            if inspect.iscoroutinefunction(executor) or inspect.iscoroutinefunction(
-                getattr(executor, "__call__", None)  # noqa: B004
-            ):
+            if _is_async_callable(executor):
                 return await executor(args, context)
-            result = await asyncio.to_thread(executor, args, context)
+            result = await run_in_daemon_thread(executor, args, context, name=thread_name)
             return await _maybe_await(result)
         except TaskSuspended as suspended:
             return _Suspended(suspended.payload)
 
     async def _finish(self, task: BackgroundTask, run: _LocalRun, outcome: _Outcome) -> None:
         now = self._clock()
-        hooks = self._hooks.get(task.id)
         if outcome.kind == "cancelled":
-            return  # cancel() wrote the record and published
+            return  # cancel() (here, or elsewhere and noticed by the heartbeat) wrote the record
+        run.finishing = True
         if outcome.kind == "suspended":
             payload = _jsonable(outcome.suspend_payload)
-            won = await self.storage.update_task(
-                task.id,
-                TaskUpdate(status="suspended", suspend_payload=payload, suspended_at=now),
-                expected_status="running",
+            suspended = await self._settle(
+                task, status="suspended", suspend_payload=payload, suspended_at=now
             )
-            if won:
-                suspended = msgspec.structs.replace(
-                    task, status="suspended", suspend_payload=payload, suspended_at=now
-                )
+            if suspended is not None:
                 chunk = BackgroundTaskSuspended(
                     payload=BackgroundTaskSuspendedPayload(
                         task_id=task.id,
@@ -855,73 +994,71 @@ class BackgroundTaskManager:
             return
         if outcome.kind == "success":
             result = _jsonable(outcome.result)
-            won = await self.storage.update_task(
-                task.id,
-                TaskUpdate(status="completed", result=result, completed_at=now),
-                expected_status="running",
-            )
-            if not won:
-                return
-            final = msgspec.structs.replace(task, status="completed", result=result, completed_at=now)
-            completed = BackgroundTaskCompleted(
-                payload=BackgroundTaskCompletedPayload(
+            final = await self._settle(task, status="completed", result=result, completed_at=now)
+            if final is not None:
+                completed = BackgroundTaskCompleted(
+                    payload=BackgroundTaskCompletedPayload(
+                        task_id=task.id,
+                        tool_name=task.tool_name,
+                        tool_call_id=task.tool_call_id,
+                        agent_id=task.agent_id,
+                        run_id=task.run_id,
+                        completed_at=now,
+                        result=result,
+                        is_error=outcome.is_error,
+                    )
+                )
+                await self._deliver(final, completed, run, "on_complete", self.config.on_task_complete)
+            return
+        error = outcome.error or TaskError(message="unknown error")
+        abandoned: dict[str, Any] = {"abandoned_thread": True} if outcome.abandoned_thread else {}
+        status: TaskStatus = "timed_out" if outcome.kind == "timed_out" else "failed"
+        final = await self._settle(task, status=status, error=error, completed_at=now, **abandoned)
+        if final is not None:
+            failed = BackgroundTaskFailed(
+                payload=BackgroundTaskFailedPayload(
                     task_id=task.id,
                     tool_name=task.tool_name,
                     tool_call_id=task.tool_call_id,
-                    agent_id=task.agent_id,
                     run_id=task.run_id,
+                    agent_id=task.agent_id,
+                    error={"message": error.message},
                     completed_at=now,
-                    result=result,
-                    is_error=outcome.is_error,
                 )
             )
-            self._hooks.pop(task.id, None)
-            if run.resumed:
-                await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, task.id)
-            if hooks is not None:
-                for hook in (hooks.on_chunk,):
-                    if hook is not None:
-                        await self._call_hook(hook, completed)
-                for hook in (hooks.on_result, hooks.on_complete):
-                    if hook is not None:
-                        await self._call_hook(hook, final)
-            self._publish(final, completed)
-            self._notify_terminal()
-            if self.config.on_task_complete is not None:
-                await self._call_hook(self.config.on_task_complete, final)
-            return
-        status: TaskStatus = "timed_out" if outcome.kind == "timed_out" else "failed"
-        error = outcome.error or TaskError(message="unknown error")
+            await self._deliver(final, failed, run, "on_failed", self.config.on_task_failed)
+
+    async def _settle(self, task: BackgroundTask, **fields: Any) -> BackgroundTask | None:
+        """Write the end of this run and release the lease, only while this manager holds the task
+        (fencing: after a lost lease the new owner's record wins). The updated record, or ``None``."""
+        fields.update(owner_id=None, lease_expires_at=None)
         won = await self.storage.update_task(
-            task.id, TaskUpdate(status=status, error=error, completed_at=now), expected_status="running"
+            task.id, TaskUpdate(**fields), expected_status="running", expected_owner=self.owner_id
         )
-        if not won:
-            return
-        final = msgspec.structs.replace(task, status=status, error=error, completed_at=now)
-        failed = BackgroundTaskFailed(
-            payload=BackgroundTaskFailedPayload(
-                task_id=task.id,
-                tool_name=task.tool_name,
-                tool_call_id=task.tool_call_id,
-                run_id=task.run_id,
-                agent_id=task.agent_id,
-                error={"message": error.message},
-                completed_at=now,
-            )
-        )
-        self._hooks.pop(task.id, None)
+        return msgspec.structs.replace(task, **fields) if won else None
+
+    async def _deliver(
+        self,
+        final: BackgroundTask,
+        chunk: BackgroundTaskCompleted | BackgroundTaskFailed,
+        run: _LocalRun,
+        outcome_hook: Literal["on_complete", "on_failed"],
+        config_hook: Callback | None,
+    ) -> None:
+        """Tell everyone a task ended: its hooks, this manager's subscribers and waiters, the config."""
+        hooks = self._hooks.pop(final.id, None)
         if run.resumed:
-            await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, task.id)
+            await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, final.id)
         if hooks is not None:
             if hooks.on_chunk is not None:
-                await self._call_hook(hooks.on_chunk, failed)
-            for hook in (hooks.on_result, hooks.on_failed):
+                await self._call_hook(hooks.on_chunk, chunk)
+            for hook in (hooks.on_result, getattr(hooks, outcome_hook)):
                 if hook is not None:
                     await self._call_hook(hook, final)
-        self._publish(final, failed)
+        self._publish(final, chunk)
         self._notify_terminal()
-        if self.config.on_task_failed is not None:
-            await self._call_hook(self.config.on_task_failed, final)
+        if config_hook is not None:
+            await self._call_hook(config_hook, final)
 
     def _on_output(self, task: BackgroundTask, run: _LocalRun, chunk: Any) -> None:
         if run.finished or run.cancelled or (run.controller is not None and run.controller.signal.aborted):
@@ -979,35 +1116,152 @@ class BackgroundTaskManager:
         except Exception:
             log.exception("background task callback failed")
 
-    async def _recover(self) -> None:
-        """Mastra startup recovery: stale ``running`` → ``pending`` (retries left) or ``failed``; then
-        queue every ``pending`` task in ``created_at`` order."""
-        stale = await self.storage.list_tasks(status="running")
-        for task in stale.tasks:
-            if task.id in self._runs:
-                continue
-            if task.max_retries > 0 and task.retry_count < task.max_retries:
+    # ------------------------------------------------------------------------------ leases
+
+    def _lease_until(self) -> datetime:
+        return self._clock() + timedelta(milliseconds=self.config.lease_ms)
+
+    def _queue_full(self) -> bool:
+        limit = self.config.max_queued
+        return limit is not None and len(self._pending) >= limit
+
+    async def _lease_loop(self, interval_ms: int) -> None:
+        while True:
+            await self._sleep(interval_ms / 1000)
+            try:
+                await self.heartbeat()
+            except Exception:  # pragma: no cover - logged, the loop keeps going (a store may be down)
+                log.exception("background task lease renewal failed")
+
+    async def heartbeat(self) -> None:
+        """Renew this manager's leases, stop local work it no longer holds, reclaim expired tasks.
+
+        Runs every ``heartbeat_interval_ms`` on its own; call it directly to drive leases on a fake
+        clock (tests).
+        """
+        await self.renew_leases()
+        if self.config.recover_stale_tasks_on_start:
+            await self.reclaim_expired()
+
+    async def renew_leases(self) -> None:
+        """Extend every lease this manager holds, in one statement, and act on the ones it lost.
+
+        A task it runs or queues whose lease it no longer holds was cancelled by another process
+        (announced here as cancelled) or taken over after the lease lapsed (stopped here, the new
+        owner runs it). A task it holds but no longer runs (a worker that crashed) is let go.
+        """
+        if not self._owned and not self._orphans:
+            return  # holds nothing: no write (on SQLite even an UPDATE matching nothing takes the lock)
+        expected = set(self._owned)
+        held = set(await self.storage.renew_task_leases(self.owner_id, self._lease_until()))
+        self._orphans = False
+        for task_id in expected - held:
+            if task_id in self._owned:
+                await self._on_lease_lost(task_id)
+        for task_id in held - self._owned:
+            await self.storage.update_task(
+                task_id, TaskUpdate(lease_expires_at=self._clock()), expected_owner=self.owner_id
+            )
+
+    async def _on_lease_lost(self, task_id: str) -> None:
+        run = self._runs.get(task_id)
+        if run is not None and (run.finishing or run.finished or run.cancelled):
+            return
+        task = await self.storage.find_task(task_id)
+        if task_id not in self._owned or (run is not None and (run.finishing or run.finished)):
+            return  # settled locally while we looked
+        abandoned = run is not None and run.thread_running()
+        if run is not None:
+            self._stop_run(run, "Task cancelled" if task and task.status == "cancelled" else "Lease lost")
+        if task is not None and task.status == "cancelled":
+            if abandoned:
                 await self.storage.update_task(
-                    task.id,
-                    TaskUpdate(status="pending", retry_count=task.retry_count + 1),
-                    expected_status="running",
+                    task_id, TaskUpdate(abandoned_thread=True), expected_status="cancelled"
                 )
-            else:
-                await self.storage.update_task(
-                    task.id,
-                    TaskUpdate(
-                        status="failed",
-                        error=TaskError(message=STALE_TASK_MESSAGE),
-                        completed_at=self._clock(),
-                    ),
-                    expected_status="running",
-                )
-        pending = await self.storage.list_tasks(status="pending")
-        queued = {tid for tid, _ in self._pending}
-        for task in pending.tasks:
-            if task.id not in queued and task.id not in self._runs:
-                self._pending.append((task.id, task.agent_id))
+                task = msgspec.structs.replace(task, abandoned_thread=True)
+            await self._announce_cancelled(task, task.completed_at or self._clock())
+            return
+        self._owned.discard(task_id)
+        self._pending = deque(item for item in self._pending if item[0] != task_id)
+        log.warning(
+            "background task %s: lease lost (now %s, owner %s); stopped in this process",
+            task_id,
+            None if task is None else task.status,
+            None if task is None else task.owner_id,
+        )
+
+    async def reclaim_expired(self) -> None:
+        """Take over ``pending``/``running`` tasks whose lease expired (Mastra's startup recovery, made
+        safe for processes sharing a store).
+
+        An expired ``running`` task goes back to ``pending`` with ``retry_count + 1`` when it has
+        retries left, otherwise it fails with :data:`STALE_TASK_MESSAGE`. Expired (or unowned)
+        ``pending`` tasks are claimed into this process's queue, oldest first, while it has room.
+        Every change is a compare-and-set on (status, owner, lease expired), so of several managers
+        sweeping at once exactly one takes each task, and a renewed lease is never taken.
+        """
+        now = self._clock()
+        page = await self.storage.list_tasks(status=("running", "pending"), lease_expired_by=now)
+        for task in page.tasks:
+            if task.id in self._owned:
+                continue  # ours and alive here: the next renewal extends it
+            claimable: BackgroundTask | None = task
+            if task.status == "running":
+                claimable = await self._reclaim_running(task, now)
+            if claimable is not None:
+                await self._claim_pending(claimable, now)
         self._drain()
+
+    async def _reclaim_running(self, task: BackgroundTask, now: datetime) -> BackgroundTask | None:
+        """Expired ``running`` -> ``pending`` (unowned) or ``failed``; the pending one if we won it."""
+        if_expired: dict[str, Any] = {
+            "expected_status": "running",
+            "expected_owner": task.owner_id,
+            "lease_expired_by": now,
+        }
+        if task.max_retries > 0 and task.retry_count < task.max_retries:
+            retry = TaskUpdate(
+                status="pending", retry_count=task.retry_count + 1, owner_id=None, lease_expires_at=None
+            )
+            if await self.storage.update_task(task.id, retry, **if_expired):
+                return msgspec.structs.replace(
+                    task,
+                    status="pending",
+                    retry_count=task.retry_count + 1,
+                    owner_id=None,
+                    lease_expires_at=None,
+                )
+            return None
+        stale = TaskUpdate(
+            status="failed",
+            error=TaskError(message=STALE_TASK_MESSAGE),
+            completed_at=now,
+            owner_id=None,
+            lease_expires_at=None,
+        )
+        await self.storage.update_task(task.id, stale, **if_expired)
+        return None
+
+    async def _claim_pending(self, task: BackgroundTask, now: datetime) -> None:
+        if self._queue_full() and not self._has_slot(task.agent_id):
+            return  # left for another manager, or for a later sweep here
+        self._owned.add(task.id)
+        claim = TaskUpdate(owner_id=self.owner_id, lease_expires_at=self._lease_until())
+        won = await self.storage.update_task(
+            task.id, claim, expected_status="pending", expected_owner=task.owner_id, lease_expired_by=now
+        )
+        if won:
+            self._pending.append((task.id, task.agent_id))
+        else:
+            self._owned.discard(task.id)
+
+    async def _release_leases(self) -> None:
+        """On shutdown: expire every lease this manager holds, so a successor reclaims at once."""
+        try:
+            await self.storage.renew_task_leases(self.owner_id, self._clock())
+        except Exception:  # pragma: no cover - the leases then lapse on their own
+            log.exception("background task manager: releasing leases failed")
+        self._owned.clear()
 
 
 @dataclass

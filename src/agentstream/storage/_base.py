@@ -10,6 +10,8 @@ from datetime import datetime
 from types import TracebackType
 from typing import ClassVar, Literal, Protocol, Self, runtime_checkable
 
+from msgspec import UNSET, UnsetType
+
 from ._records import (
     TASK_DATE_FIELDS,
     BackgroundTask,
@@ -25,9 +27,10 @@ from ._records import (
     check_aware,
     check_choice,
     check_statuses,
+    to_utc,
 )
 
-__all__ = ["BaseStore", "OrderDirection", "Storage", "TaskQuery"]
+__all__ = ["BaseStore", "OrderDirection", "Storage", "TaskCondition", "TaskQuery"]
 
 OrderDirection = Literal["asc", "desc"]
 
@@ -48,6 +51,8 @@ class TaskQuery:
     to_date: datetime | None = None
     """Exclusive upper bound on `date_field`."""
     date_field: TaskDateField = "created_at"
+    lease_expired_by: datetime | None = None
+    """Only tasks without a lease or whose lease expired at or before this instant."""
 
     EQ_FIELDS: ClassVar[tuple[str, ...]] = (
         "agent_id",
@@ -72,10 +77,12 @@ class TaskQuery:
         from_date: datetime | None = None,
         to_date: datetime | None = None,
         date_field: TaskDateField = "created_at",
+        lease_expired_by: datetime | None = None,
     ) -> TaskQuery:
         check_choice("date_field", date_field, TASK_DATE_FIELDS)
         check_aware("from_date", from_date)
         check_aware("to_date", to_date)
+        check_aware("lease_expired_by", lease_expired_by)
         return cls(
             statuses=None if status is None else check_statuses("status", status),
             agent_id=agent_id,
@@ -87,6 +94,7 @@ class TaskQuery:
             from_date=from_date,
             to_date=to_date,
             date_field=date_field,
+            lease_expired_by=None if lease_expired_by is None else to_utc(lease_expired_by),
         )
 
     def matches(self, task: BackgroundTask) -> bool:
@@ -103,6 +111,29 @@ class TaskQuery:
             if self.from_date is not None and value < self.from_date:
                 return False
             if self.to_date is not None and value >= self.to_date:
+                return False
+        lease = task.lease_expires_at
+        return self.lease_expired_by is None or lease is None or lease <= self.lease_expired_by
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCondition:
+    """What must hold of the stored task for a compare-and-set `update_task` to apply."""
+
+    status: TaskStatus | None = None
+    owner: str | UnsetType | None = UNSET
+    """`UNSET`: any owner; `None`: no owner; a string: exactly that owner."""
+    lease_expired_by: datetime | None = None
+    """Only if the task has no lease or its lease expired at or before this instant."""
+
+    def matches(self, task: BackgroundTask) -> bool:
+        if self.status is not None and task.status != self.status:
+            return False
+        if self.owner is not UNSET and task.owner_id != self.owner:
+            return False
+        if self.lease_expired_by is not None:
+            lease = task.lease_expires_at
+            if lease is not None and lease > self.lease_expired_by:
                 return False
         return True
 
@@ -197,13 +228,20 @@ class Storage(Protocol):
         """The background task with this id, or `None`."""
 
     async def update_task(
-        self, task_id: str, update: TaskUpdate, *, expected_status: TaskStatus | None = None
+        self,
+        task_id: str,
+        update: TaskUpdate,
+        *,
+        expected_status: TaskStatus | None = None,
+        expected_owner: str | UnsetType | None = UNSET,
+        lease_expired_by: datetime | None = None,
     ) -> bool:
         """Apply `update` to a task; returns whether it was applied.
 
-        With `expected_status`, the update is atomic and applies only if the task's current status matches
-        (a compare-and-set: two workers never both claim a task). `NotFoundError` if there is no such
-        task.
+        The update is atomic and applies only if every given condition holds (a compare-and-set: two
+        workers never both claim a task): `expected_status` (the current status), `expected_owner`
+        (the current `owner_id`; `None`: no owner), `lease_expired_by` (no lease, or one that expired at
+        or before this instant). `NotFoundError` if there is no such task.
         """
 
     async def list_tasks(
@@ -219,6 +257,7 @@ class Storage(Protocol):
         from_date: datetime | None = None,
         to_date: datetime | None = None,
         date_field: TaskDateField = "created_at",
+        lease_expired_by: datetime | None = None,
         order_direction: OrderDirection = "asc",
         page: int | None = None,
         per_page: int | None = None,
@@ -227,6 +266,7 @@ class Storage(Protocol):
 
         - `status`: one status or several;
         - `from_date` (inclusive) / `to_date` (exclusive) bound `date_field`;
+        - `lease_expired_by`: only tasks with no lease or a lease that expired at or before it;
         - `page` / `per_page`: a 0-based page; `TaskPage.total` counts the matches before paging.
         """
 
@@ -242,6 +282,9 @@ class Storage(Protocol):
         tool_name: str | None = None,
     ) -> int:
         """Number of tasks matching every given filter (e.g. `count_tasks(status="running", agent_id=a)`)."""
+
+    async def renew_task_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]:
+        """Extend every lease `owner_id` holds to `lease_expires_at`; returns the ids it still holds."""
 
     async def delete_task(self, task_id: str) -> bool:
         """Delete a background task; `False` if there was no such task."""
@@ -429,17 +472,32 @@ class BaseStore(ABC):
         return await self._find_task(task_id)
 
     async def update_task(
-        self, task_id: str, update: TaskUpdate, *, expected_status: TaskStatus | None = None
+        self,
+        task_id: str,
+        update: TaskUpdate,
+        *,
+        expected_status: TaskStatus | None = None,
+        expected_owner: str | UnsetType | None = UNSET,
+        lease_expired_by: datetime | None = None,
     ) -> bool:
-        """Apply `update`; with `expected_status`, atomically and only if the current status matches.
+        """Apply `update`, atomically and only if every given condition holds (compare-and-set).
 
+        `expected_status`: the current status; `expected_owner`: the current `owner_id` (`None`: no
+        owner); `lease_expired_by`: the task has no lease, or its lease expired at or before this time.
         Returns whether the update applied. Raises `NotFoundError` if there is no such task.
         """
         await self._ready()
         if expected_status is not None:
             check_statuses("expected_status", expected_status)
-        changes = update.changes()
-        return await self._update_task(task_id, changes, expected_status)
+        if expected_owner is not UNSET and expected_owner is not None and not isinstance(expected_owner, str):
+            raise ValueError(f"expected_owner must be a str or None, got {expected_owner!r}")
+        check_aware("lease_expired_by", lease_expired_by)
+        condition = TaskCondition(
+            status=expected_status,
+            owner=expected_owner,
+            lease_expired_by=None if lease_expired_by is None else to_utc(lease_expired_by),
+        )
+        return await self._update_task(task_id, update.changes(), condition)
 
     async def list_tasks(
         self,
@@ -454,11 +512,15 @@ class BaseStore(ABC):
         from_date: datetime | None = None,
         to_date: datetime | None = None,
         date_field: TaskDateField = "created_at",
+        lease_expired_by: datetime | None = None,
         order_direction: OrderDirection = "asc",
         page: int | None = None,
         per_page: int | None = None,
     ) -> TaskPage:
-        """Matching tasks ordered by created_at (then insertion order); `total` counts before paging."""
+        """Matching tasks ordered by created_at (then insertion order); `total` counts before paging.
+
+        `lease_expired_by=t` keeps only tasks with no lease or a lease that expired at or before `t`.
+        """
         await self._ready()
         query = TaskQuery.build(
             status=status,
@@ -471,6 +533,7 @@ class BaseStore(ABC):
             from_date=from_date,
             to_date=to_date,
             date_field=date_field,
+            lease_expired_by=lease_expired_by,
         )
         check_direction(order_direction)
         pg = check_page(page, per_page)
@@ -504,6 +567,18 @@ class BaseStore(ABC):
             tool_name=tool_name,
         )
         return await self._count_tasks(query)
+
+    async def renew_task_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]:
+        """Extend the lease of every task `owner_id` holds to `lease_expires_at` (one atomic statement).
+
+        Returns the ids of the tasks it still holds: a task missing from the list was finished,
+        cancelled or taken over elsewhere.
+        """
+        await self._ready()
+        if not isinstance(owner_id, str) or not owner_id:
+            raise ValueError(f"owner_id must be a non-empty str, got {owner_id!r}")
+        check_aware("lease_expires_at", lease_expires_at)
+        return sorted(await self._renew_leases(owner_id, to_utc(lease_expires_at)))
 
     async def delete_task(self, task_id: str) -> bool:
         """Delete a background task; `False` if there was no such task."""
@@ -598,7 +673,7 @@ class BaseStore(ABC):
     async def _find_task(self, task_id: str) -> BackgroundTask | None: ...
     @abstractmethod
     async def _update_task(
-        self, task_id: str, changes: dict[str, object], expected: TaskStatus | None
+        self, task_id: str, changes: dict[str, object], condition: TaskCondition
     ) -> bool: ...
     @abstractmethod
     async def _list_tasks(
@@ -606,6 +681,8 @@ class BaseStore(ABC):
     ) -> tuple[list[BackgroundTask], int]: ...
     @abstractmethod
     async def _count_tasks(self, query: TaskQuery) -> int: ...
+    @abstractmethod
+    async def _renew_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]: ...
     @abstractmethod
     async def _delete_task(self, task_id: str) -> bool: ...
     @abstractmethod

@@ -20,6 +20,7 @@ __all__ = [
     "MessageRecord",
     "MessageRole",
     "NotFoundError",
+    "StorageBusyError",
     "StorageError",
     "TaskDateField",
     "TaskError",
@@ -68,6 +69,18 @@ class ConflictError(StorageError):
         super().__init__(f"{kind} already exists: {ident!r}")
         self.kind = kind
         self.ident = ident
+
+
+class StorageBusyError(StorageError):
+    """The database stayed locked by another connection or process for longer than the store waits.
+
+    SQLite allows one writer at a time per file; `busy_timeout_ms` is how long a write waits for the lock.
+    """
+
+    def __init__(self, operation: str, database: str, detail: str, remedy: str) -> None:
+        super().__init__(f"{operation} on {database}: {detail}; {remedy}")
+        self.operation = operation
+        self.database = database
 
 
 # ----------------------------------------------------------------------------------------- validation
@@ -184,11 +197,20 @@ class BackgroundTask(msgspec.Struct, frozen=True, kw_only=True):
     started_at: datetime | None = None
     suspended_at: datetime | None = None
     completed_at: datetime | None = None
+    owner_id: str | None = None
+    """The manager process holding this `pending`/`running` task's lease (`None`: nobody)."""
+    lease_expires_at: datetime | None = None
+    """When the owner's lease lapses unless renewed; after that another manager may reclaim the task."""
+    abandoned_thread: bool = False
+    """The task timed out or was cancelled while its synchronous executor ran in a thread. Python cannot
+    stop a thread, so that thread may still be running (and doing its side effects); its return value
+    is discarded."""
 
     def __post_init__(self) -> None:
         check_choice("status", self.status, TASK_STATUSES)
         for date_field in TASK_DATE_FIELDS:
             check_aware(date_field, getattr(self, date_field))
+        check_aware("lease_expires_at", self.lease_expires_at)
         for name in ("retry_count", "max_retries", "timeout_ms"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
@@ -202,6 +224,7 @@ class BackgroundTask(msgspec.Struct, frozen=True, kw_only=True):
             started_at=opt_utc(self.started_at),
             suspended_at=opt_utc(self.suspended_at),
             completed_at=opt_utc(self.completed_at),
+            lease_expires_at=opt_utc(self.lease_expires_at),
         )
 
 
@@ -219,11 +242,14 @@ class TaskUpdate(msgspec.Struct, frozen=True, kw_only=True):
     started_at: datetime | UnsetType | None = UNSET
     suspended_at: datetime | UnsetType | None = UNSET
     completed_at: datetime | UnsetType | None = UNSET
+    owner_id: str | UnsetType | None = UNSET
+    lease_expires_at: datetime | UnsetType | None = UNSET
+    abandoned_thread: bool | UnsetType = UNSET
 
     def __post_init__(self) -> None:
         if self.status is not UNSET:
             check_choice("status", self.status, TASK_STATUSES)
-        for name in ("started_at", "suspended_at", "completed_at"):
+        for name in ("started_at", "suspended_at", "completed_at", "lease_expires_at"):
             value = getattr(self, name)
             if value is not UNSET:
                 check_aware(name, value)

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from ._base import Page, TaskQuery
+from ._base import Page, TaskCondition, TaskQuery
 from ._records import (
     TASK_STATUSES,
     BackgroundTask,
@@ -106,6 +106,17 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (thread_id, state_key))""",
         ),
     ),
+    Migration(
+        2,
+        "background task leases (owner, lease expiry) and abandoned threads",
+        (
+            "ALTER TABLE mastra_background_tasks ADD COLUMN owner_id TEXT",
+            "ALTER TABLE mastra_background_tasks ADD COLUMN lease_expires_at TEXT",
+            "ALTER TABLE mastra_background_tasks ADD COLUMN abandoned_thread INTEGER NOT NULL DEFAULT 0",
+            "CREATE INDEX mastra_bg_lease_idx ON mastra_background_tasks (status, lease_expires_at)",
+            "CREATE INDEX mastra_bg_owner_idx ON mastra_background_tasks (owner_id)",
+        ),
+    ),
 )
 
 # `{s}` is replaced by the quoted schema name.
@@ -174,6 +185,17 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (thread_id, state_key))""",
         ),
     ),
+    Migration(
+        2,
+        "background task leases (owner, lease expiry) and abandoned threads",
+        (
+            "ALTER TABLE {s}.mastra_background_tasks ADD COLUMN owner_id TEXT",
+            "ALTER TABLE {s}.mastra_background_tasks ADD COLUMN lease_expires_at TIMESTAMPTZ",
+            "ALTER TABLE {s}.mastra_background_tasks ADD COLUMN abandoned_thread BOOLEAN NOT NULL DEFAULT false",
+            "CREATE INDEX mastra_bg_lease_idx ON {s}.mastra_background_tasks (status, lease_expires_at)",
+            "CREATE INDEX mastra_bg_owner_idx ON {s}.mastra_background_tasks (owner_id)",
+        ),
+    ),
 )
 
 
@@ -226,9 +248,12 @@ TASK_COLUMNS = (
     "started_at",
     "suspended_at",
     "completed_at",
+    "owner_id",
+    "lease_expires_at",
+    "abandoned_thread",
 )
 TASK_JSON = frozenset({"args", "result", "error", "suspend_payload"})
-TASK_DATES = frozenset({"created_at", "started_at", "suspended_at", "completed_at"})
+TASK_DATES = frozenset({"created_at", "started_at", "suspended_at", "completed_at", "lease_expires_at"})
 
 _json_encode = msgspec.json.Encoder().encode
 
@@ -344,6 +369,9 @@ class Codec:
             started_at=self.dec_opt_dt(row[16]),
             suspended_at=self.dec_opt_dt(row[17]),
             completed_at=self.dec_opt_dt(row[18]),
+            owner_id=row[19],
+            lease_expires_at=self.dec_opt_dt(row[20]),
+            abandoned_thread=bool(row[21]),
         )
 
     def task_where(self, q: TaskQuery) -> tuple[str, list[Any]]:
@@ -368,11 +396,15 @@ class Codec:
         if q.to_date is not None:
             clauses.append(f"{q.date_field} < {self.ph}")
             params.append(self.enc_dt(q.to_date))
+        if q.lease_expired_by is not None:
+            clauses.append(f"(lease_expires_at IS NULL OR lease_expires_at <= {self.ph})")
+            params.append(self.enc_dt(q.lease_expired_by))
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
     def task_update_sql(
-        self, table: str, task_id: str, changes: dict[str, Any], expected: str | None
+        self, table: str, task_id: str, changes: dict[str, Any], condition: TaskCondition
     ) -> tuple[str, list[Any]]:
+        """`UPDATE ... WHERE id = ? AND <condition>`: one statement, so the test and the write are atomic."""
         sets: list[str] = []
         params: list[Any] = []
         for column, value in changes.items():
@@ -382,9 +414,17 @@ class Codec:
             sets.append("id = id")
         sql = f"UPDATE {table} SET {', '.join(sets)} WHERE id = {self.ph}"
         params.append(task_id)
-        if expected is not None:
+        if condition.status is not None:
             sql += f" AND status = {self.ph}"
-            params.append(expected)
+            params.append(condition.status)
+        if condition.owner is None:
+            sql += " AND owner_id IS NULL"
+        elif isinstance(condition.owner, str):
+            sql += f" AND owner_id = {self.ph}"
+            params.append(condition.owner)
+        if condition.lease_expired_by is not None:
+            sql += f" AND (lease_expires_at IS NULL OR lease_expires_at <= {self.ph})"
+            params.append(self.enc_dt(condition.lease_expired_by))
         return sql, params
 
 

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import itertools
 import threading
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
 
-from ._base import BaseStore, Page, TaskQuery
+from ._base import BaseStore, Page, TaskCondition, TaskQuery
 from ._records import (
     BackgroundTask,
     ConflictError,
     JSONValue,
     MessageRecord,
     NotFoundError,
-    TaskStatus,
     ThreadRecord,
     WorkflowSnapshotRecord,
     utc_now,
@@ -142,7 +142,7 @@ class InMemoryStore(BaseStore):
             found = self._tasks.get(task_id)
         return None if found is None else _copy(found[1])
 
-    async def _update_task(self, task_id: str, changes: dict[str, Any], expected: TaskStatus | None) -> bool:
+    async def _update_task(self, task_id: str, changes: dict[str, Any], condition: TaskCondition) -> bool:
         if "args" in changes or "result" in changes or "suspend_payload" in changes:
             changes = {
                 k: (_copy_json(v) if k in ("args", "result", "suspend_payload") else v)
@@ -153,7 +153,7 @@ class InMemoryStore(BaseStore):
             if found is None:
                 raise NotFoundError("background task", task_id)
             seq, task = found
-            if expected is not None and task.status != expected:
+            if not condition.matches(task):
                 return False
             if changes:
                 self._tasks[task_id] = (seq, msgspec.structs.replace(task, **changes))
@@ -173,6 +173,18 @@ class InMemoryStore(BaseStore):
 
     async def _count_tasks(self, query: TaskQuery) -> int:
         return len(self._select(query))
+
+    async def _renew_leases(self, owner_id: str, lease_expires_at: datetime) -> list[str]:
+        renewed: list[str] = []
+        with self._lock:
+            for task_id, (seq, task) in self._tasks.items():
+                if task.owner_id == owner_id:
+                    self._tasks[task_id] = (
+                        seq,
+                        msgspec.structs.replace(task, lease_expires_at=lease_expires_at),
+                    )
+                    renewed.append(task_id)
+        return renewed
 
     async def _delete_task(self, task_id: str) -> bool:
         with self._lock:

@@ -19,29 +19,21 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "PostgresStore needs psycopg 3 and psycopg_pool: pip install 'agentstream[postgres]'"
     ) from exc
 
-from ._base import BaseStore, Page, TaskQuery
 from ._records import (
-    BackgroundTask,
-    ConflictError,
-    JSONValue,
     MessageRecord,
     NotFoundError,
-    TaskStatus,
-    ThreadRecord,
     utc_now,
 )
 from ._sql import (
-    MESSAGE_COLUMNS,
+    MIGRATIONS_TABLE,
     POSTGRES_MIGRATIONS,
-    TASK_COLUMNS,
-    THREAD_COLUMNS,
     Codec,
     Migration,
     Tables,
     check_migrations,
     json_text,
-    limit_clause,
 )
+from ._sqlstore import Row, SQLStore
 
 __all__ = ["PostgresStore"]
 
@@ -73,7 +65,7 @@ async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
     set_json_loads(msgspec.json.decode, conn)
 
 
-class PostgresStore(BaseStore):
+class PostgresStore(SQLStore):
     """All storage domains in PostgreSQL tables of one schema (default `public`).
 
     Give a `dsn` (the store opens and owns an `AsyncConnectionPool`) or an open `pool` you own.
@@ -91,7 +83,6 @@ class PostgresStore(BaseStore):
         min_size: int = 1,
         max_size: int = 10,
     ) -> None:
-        super().__init__()
         if (dsn is None) == (pool is None):
             raise ValueError("PostgresStore needs exactly one of dsn= or pool=")
         if not _IDENT.match(schema):
@@ -103,12 +94,8 @@ class PostgresStore(BaseStore):
         self._min_size = min_size
         self._max_size = max_size
         self._q = f'"{schema}"'
-        self._t = Tables.prefixed(f"{self._q}.")
+        super().__init__(_codec, Tables.prefixed(f"{self._q}."))
         self._migrations: Sequence[Migration] = POSTGRES_MIGRATIONS
-        t = self._t
-        self._thread_select = f"SELECT {', '.join(THREAD_COLUMNS)} FROM {t.threads}"
-        self._message_select = f"SELECT {', '.join(MESSAGE_COLUMNS)} FROM {t.messages}"
-        self._task_select = f"SELECT {', '.join(TASK_COLUMNS)} FROM {t.tasks}"
 
     @property
     def pool(self) -> Pool:
@@ -145,6 +132,10 @@ class PostgresStore(BaseStore):
         check_migrations(migrations)
         lock_key = f"agentstream-migrations:{self.schema}"
         applied: list[int] = []
+        done = await self._applied_versions()
+        if all(m.version in done for m in migrations):
+            # Nothing due: no advisory lock, no DDL, so a migrated schema opens with read access only.
+            return applied
         async with self.pool.connection() as conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock_key,))
@@ -170,51 +161,41 @@ class PostgresStore(BaseStore):
                     applied.append(migration.version)
         return applied
 
+    async def _applied_versions(self) -> set[int]:
+        row = await self._fetchone("init", "SELECT to_regclass(%s)", (f"{self._q}.{MIGRATIONS_TABLE}",))
+        if row is None or row[0] is None:
+            return set()
+        return {r[0] for r in await self._fetchall("init", f"SELECT version FROM {self._t.migrations}")}
+
     async def applied_migrations(self) -> list[int]:
         """Versions recorded in `schema_migrations`, ascending."""
         await self._ready()
-        rows = await self._fetchall(f"SELECT version FROM {self._t.migrations} ORDER BY version")
+        rows = await self._fetchall(
+            "applied_migrations", f"SELECT version FROM {self._t.migrations} ORDER BY version"
+        )
         return [r[0] for r in rows]
 
     # ------------------------------------------------------------------------------- helpers
 
-    async def _fetchone(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+    async def _fetchone(self, op: str, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchone()
 
-    async def _fetchall(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    async def _fetchall(self, op: str, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
-            return await cur.fetchall()
+            return list(await cur.fetchall())
 
-    async def _rowcount(self, sql: str, params: Sequence[Any] = ()) -> int:
+    async def _rowcount(self, op: str, sql: str, params: Sequence[Any] = ()) -> int:
         async with self.pool.connection() as conn:
             cur = await conn.execute(sql, params)
             return cur.rowcount
 
+    def _is_unique_violation(self, exc: Exception) -> bool:
+        return isinstance(exc, pg_errors.UniqueViolation)
+
     # ---------------------------------------------------------------------- threads & messages
-
-    async def _save_thread(self, thread: ThreadRecord) -> None:
-        await self._rowcount(
-            f"INSERT INTO {self._t.threads} ({', '.join(THREAD_COLUMNS)}) VALUES ({_codec.placeholders(6)}) "
-            "ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title, "
-            "metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at",
-            _codec.thread_params(thread),
-        )
-
-    async def _find_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self._fetchone(f"{self._thread_select} WHERE id = %s", (thread_id,))
-        return None if row is None else _codec.thread_from_row(row)
-
-    async def _list_threads(self, resource_id: str | None) -> list[ThreadRecord]:
-        if resource_id is None:
-            rows = await self._fetchall(f"{self._thread_select} ORDER BY created_at, id")
-        else:
-            rows = await self._fetchall(
-                f"{self._thread_select} WHERE resource_id = %s ORDER BY created_at, id", (resource_id,)
-            )
-        return [_codec.thread_from_row(r) for r in rows]
 
     async def _delete_thread(self, thread_id: str) -> bool:
         async with self.pool.connection() as conn, conn.transaction():
@@ -225,12 +206,7 @@ class PostgresStore(BaseStore):
 
     async def _save_messages(self, messages: list[MessageRecord]) -> None:
         thread_ids = list(dict.fromkeys(m.thread_id for m in messages))
-        upsert = (
-            f"INSERT INTO {self._t.messages} ({', '.join(MESSAGE_COLUMNS)}) VALUES ({_codec.placeholders(7)}) "
-            "ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id, "
-            "role = excluded.role, type = excluded.type, content = excluded.content, "
-            "created_at = excluded.created_at"
-        )
+        upsert = self._message_upsert_sql()
         async with self.pool.connection() as conn, conn.transaction():
             # Lock the threads (shared) so they cannot vanish between the check and the insert.
             cur = await conn.execute(
@@ -246,145 +222,11 @@ class PostgresStore(BaseStore):
                 f"UPDATE {self._t.threads} SET updated_at = %s WHERE id = ANY(%s)", (utc_now(), thread_ids)
             )
 
-    async def _list_messages(
-        self, thread_id: str, last: int | None, pg: Page
-    ) -> tuple[list[MessageRecord], int]:
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(
-                f"SELECT count(*) FROM {self._t.messages} WHERE thread_id = %s", (thread_id,)
-            )
-            count_row = await cur.fetchone()
-            total = int(count_row[0]) if count_row else 0
-            if last is not None:
-                cur = await conn.execute(
-                    f"{self._message_select} WHERE thread_id = %s ORDER BY created_at DESC, seq DESC LIMIT %s",
-                    (thread_id, last),
-                )
-                rows = await cur.fetchall()
-                rows.reverse()
-            else:
-                limit, extra = limit_clause("%s", pg)
-                cur = await conn.execute(
-                    f"{self._message_select} WHERE thread_id = %s ORDER BY created_at, seq{limit}",
-                    (thread_id, *extra),
-                )
-                rows = await cur.fetchall()
-        return [_codec.message_from_row(r) for r in rows], total
-
-    async def _delete_messages(self, message_ids: list[str]) -> int:
-        return await self._rowcount(f"DELETE FROM {self._t.messages} WHERE id = ANY(%s)", (message_ids,))
-
-    # --------------------------------------------------------------------------- background tasks
-
-    async def _create_task(self, task: BackgroundTask) -> None:
-        try:
-            await self._rowcount(
-                f"INSERT INTO {self._t.tasks} ({', '.join(TASK_COLUMNS)}) "
-                f"VALUES ({_codec.placeholders(len(TASK_COLUMNS))})",
-                _codec.task_params(task),
-            )
-        except pg_errors.UniqueViolation:
-            raise ConflictError("background task", task.id) from None
-
-    async def _find_task(self, task_id: str) -> BackgroundTask | None:
-        row = await self._fetchone(f"{self._task_select} WHERE id = %s", (task_id,))
-        return None if row is None else _codec.task_from_row(row)
-
-    async def _update_task(self, task_id: str, changes: dict[str, Any], expected: TaskStatus | None) -> bool:
-        sql, params = _codec.task_update_sql(self._t.tasks, task_id, changes, expected)
-        async with self.pool.connection() as conn:
-            # READ COMMITTED: a concurrent writer blocks on the row lock, then re-checks `status` against
-            # the committed row, so exactly one of several pending->running CAS attempts applies.
-            cur = await conn.execute(sql, params)
-            if cur.rowcount > 0:
-                return True
-            cur = await conn.execute(f"SELECT 1 FROM {self._t.tasks} WHERE id = %s", (task_id,))
-            if await cur.fetchone() is None:
-                raise NotFoundError("background task", task_id)
-            return False
-
-    async def _list_tasks(self, query: TaskQuery, desc: bool, pg: Page) -> tuple[list[BackgroundTask], int]:
-        where, params = _codec.task_where(query)
-        direction = "DESC" if desc else "ASC"
-        limit, extra = limit_clause("%s", pg)
-        async with self.pool.connection() as conn:
-            cur = await conn.execute(f"SELECT count(*) FROM {self._t.tasks}{where}", params)
-            count_row = await cur.fetchone()
-            total = int(count_row[0]) if count_row else 0
-            cur = await conn.execute(
-                f"{self._task_select}{where} ORDER BY created_at {direction}, seq {direction}{limit}",
-                [*params, *extra],
-            )
-            rows = await cur.fetchall()
-        return [_codec.task_from_row(r) for r in rows], total
-
-    async def _count_tasks(self, query: TaskQuery) -> int:
-        where, params = _codec.task_where(query)
-        row = await self._fetchone(f"SELECT count(*) FROM {self._t.tasks}{where}", params)
-        return int(row[0]) if row else 0
-
-    async def _delete_task(self, task_id: str) -> bool:
-        return await self._rowcount(f"DELETE FROM {self._t.tasks} WHERE id = %s", (task_id,)) > 0
-
-    async def _delete_tasks(self, query: TaskQuery) -> int:
-        where, params = _codec.task_where(query)
-        return await self._rowcount(f"DELETE FROM {self._t.tasks}{where}", params)
-
     # ------------------------------------------------------------------------- workflow snapshots
-
-    async def _persist_snapshot(
-        self, workflow_name: str, run_id: str, snapshot: JSONValue, resource_id: str | None
-    ) -> None:
-        now = utc_now()
-        await self._rowcount(
-            f"INSERT INTO {self._t.snapshots} (workflow_name, run_id, resource_id, snapshot, created_at, updated_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (workflow_name, run_id) DO UPDATE SET "
-            "resource_id = excluded.resource_id, snapshot = excluded.snapshot, updated_at = excluded.updated_at",
-            (workflow_name, run_id, resource_id, _enc_json(snapshot), now, now),
-        )
-
-    async def _load_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None:
-        row = await self._fetchone(
-            f"SELECT snapshot FROM {self._t.snapshots} WHERE workflow_name = %s AND run_id = %s",
-            (workflow_name, run_id),
-        )
-        return None if row is None else row[0]
-
-    async def _delete_snapshot(self, workflow_name: str, run_id: str) -> bool:
-        n = await self._rowcount(
-            f"DELETE FROM {self._t.snapshots} WHERE workflow_name = %s AND run_id = %s",
-            (workflow_name, run_id),
-        )
-        return n > 0
-
-    # ------------------------------------------------------------------------------- thread state
-
-    async def _get_state(self, thread_id: str, key: str) -> JSONValue | None:
-        row = await self._fetchone(
-            f"SELECT value FROM {self._t.state} WHERE thread_id = %s AND state_key = %s", (thread_id, key)
-        )
-        return None if row is None else row[0]
-
-    async def _set_state(self, thread_id: str, key: str, value: JSONValue) -> None:
-        await self._rowcount(
-            f"INSERT INTO {self._t.state} (thread_id, state_key, value, updated_at) VALUES (%s, %s, %s, %s) "
-            "ON CONFLICT (thread_id, state_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-            (thread_id, key, _enc_json(value), utc_now()),
-        )
-
-    async def _delete_state(self, thread_id: str, key: str) -> bool:
-        n = await self._rowcount(
-            f"DELETE FROM {self._t.state} WHERE thread_id = %s AND state_key = %s", (thread_id, key)
-        )
-        return n > 0
-
-    async def _list_state(self, thread_id: str) -> dict[str, JSONValue]:
-        rows = await self._fetchall(
-            f"SELECT state_key, value FROM {self._t.state} WHERE thread_id = %s ORDER BY state_key",
-            (thread_id,),
-        )
-        return {r[0]: r[1] for r in rows}
 
     async def _clear_all(self) -> None:
         t = self._t
-        await self._rowcount(f"TRUNCATE {t.messages}, {t.state}, {t.threads}, {t.tasks}, {t.snapshots}")
+        await self._rowcount(
+            "dangerously_clear_all",
+            f"TRUNCATE {t.messages}, {t.state}, {t.threads}, {t.tasks}, {t.snapshots}",
+        )

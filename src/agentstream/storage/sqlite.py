@@ -13,29 +13,21 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ._base import BaseStore, Page, TaskQuery
 from ._records import (
-    BackgroundTask,
-    ConflictError,
-    JSONValue,
     MessageRecord,
     NotFoundError,
-    TaskStatus,
-    ThreadRecord,
+    StorageBusyError,
     utc_now,
 )
 from ._sql import (
-    MESSAGE_COLUMNS,
     SQLITE_MIGRATIONS,
-    TASK_COLUMNS,
-    THREAD_COLUMNS,
     Codec,
     Migration,
     Tables,
     check_migrations,
     json_text,
-    limit_clause,
 )
+from ._sqlstore import Row, SQLStore
 
 __all__ = ["SQLiteStore"]
 
@@ -53,9 +45,6 @@ def _dec_dt(value: str) -> datetime:
 
 _codec = Codec(ph="?", enc_json=json_text, dec_json=msgspec.json.decode, enc_dt=_enc_dt, dec_dt=_dec_dt)
 _T_ = Tables.prefixed("")
-_THREAD_SELECT = f"SELECT {', '.join(THREAD_COLUMNS)} FROM {_T_.threads}"
-_MESSAGE_SELECT = f"SELECT {', '.join(MESSAGE_COLUMNS)} FROM {_T_.messages}"
-_TASK_SELECT = f"SELECT {', '.join(TASK_COLUMNS)} FROM {_T_.tasks}"
 
 
 @contextmanager
@@ -70,10 +59,34 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(exc) or "busy" in str(exc)  # pragma: no cover - Python < 3.11 has no error codes
+
+
+def _applied_versions(conn: sqlite3.Connection) -> set[int]:
+    """Versions recorded so far, read without taking the write lock (empty for a new database)."""
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (_T_.migrations,)
+    ).fetchone()
+    if exists is None:
+        return set()
+    return {row[0] for row in conn.execute(f"SELECT version FROM {_T_.migrations}")}
+
+
 def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) -> list[int]:
-    """Apply the migrations not yet recorded in `schema_migrations`; returns the versions applied."""
+    """Apply the migrations not yet recorded in `schema_migrations`; returns the versions applied.
+
+    When every version is already recorded this only reads: opening a migrated database never waits
+    for (or blocks) another process's writes.
+    """
     check_migrations(migrations)
     applied: list[int] = []
+    done = _applied_versions(conn)
+    if all(m.version in done for m in migrations):
+        return applied
     with _transaction(conn):
         conn.execute(
             f"CREATE TABLE IF NOT EXISTS {_T_.migrations} ("
@@ -96,7 +109,7 @@ def apply_migrations(conn: sqlite3.Connection, migrations: Sequence[Migration]) 
     return applied
 
 
-class SQLiteStore(BaseStore):
+class SQLiteStore(SQLStore):
     """All storage domains in one SQLite database (a file, or `":memory:"`).
 
     Blocking sqlite3 calls run on a dedicated single worker thread that owns the connection, so the
@@ -106,7 +119,7 @@ class SQLiteStore(BaseStore):
     """
 
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout_ms: int = 10_000) -> None:
-        super().__init__()
+        super().__init__(_codec, _T_)
         self.path = os.fspath(path)
         self.busy_timeout_ms = busy_timeout_ms
         self._executor: ThreadPoolExecutor | None = None
@@ -115,7 +128,7 @@ class SQLiteStore(BaseStore):
 
     # ------------------------------------------------------------------------------ plumbing
 
-    async def _call(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+    async def _call(self, op: str, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         executor = self._executor
         if executor is None:
             raise RuntimeError("SQLiteStore is not open")
@@ -123,9 +136,41 @@ class SQLiteStore(BaseStore):
 
         def run() -> _T:
             assert conn is not None
-            return fn(conn)
+            with self._busy_errors(op):
+                return fn(conn)
 
         return await asyncio.get_running_loop().run_in_executor(executor, run)
+
+    async def _fetchone(self, op: str, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        row: Row | None = await self._call(op, lambda c: c.execute(sql, params).fetchone())
+        return row
+
+    async def _fetchall(self, op: str, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        rows: list[Row] = await self._call(op, lambda c: c.execute(sql, params).fetchall())
+        return rows
+
+    async def _rowcount(self, op: str, sql: str, params: Sequence[Any] = ()) -> int:
+        return int(await self._call(op, lambda c: c.execute(sql, params).rowcount))
+
+    def _is_unique_violation(self, exc: Exception) -> bool:
+        return isinstance(exc, sqlite3.IntegrityError) and "UNIQUE" in str(exc)
+
+    @contextmanager
+    def _busy_errors(self, op: str) -> Iterator[None]:
+        """Turn SQLite's "database is locked" into a `StorageBusyError` that says what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc):
+                raise
+            raise StorageBusyError(
+                f"SQLiteStore.{op}",
+                f"SQLite database {self.path!r}",
+                f"still locked by another connection or process after waiting busy_timeout_ms="
+                f"{self.busy_timeout_ms} ({exc})",
+                "raise SQLiteStore(path, busy_timeout_ms=...), shorten the other writer's transactions, "
+                "or use PostgresStore for many concurrent writers",
+            ) from exc
 
     async def _open(self) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentstream-sqlite")
@@ -134,12 +179,15 @@ class SQLiteStore(BaseStore):
         def connect() -> sqlite3.Connection:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             try:
-                conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
-                conn.execute("PRAGMA foreign_keys = ON")
-                if self.path != ":memory:" and not self.path.startswith("file::memory:"):
-                    conn.execute("PRAGMA journal_mode = WAL")
-                    conn.execute("PRAGMA synchronous = NORMAL")
-                apply_migrations(conn, self._migrations)
+                with self._busy_errors("init"):
+                    conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
+                    conn.execute("PRAGMA foreign_keys = ON")
+                    if self.path != ":memory:" and not self.path.startswith("file::memory:"):
+                        # Switching to WAL needs an exclusive lock; a file already in WAL is left alone.
+                        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                            conn.execute("PRAGMA journal_mode = WAL")
+                        conn.execute("PRAGMA synchronous = NORMAL")
+                    apply_migrations(conn, self._migrations)
             except BaseException:
                 conn.close()
                 raise
@@ -165,33 +213,12 @@ class SQLiteStore(BaseStore):
         """Versions recorded in `schema_migrations`, ascending."""
         await self._ready()
         rows = await self._call(
-            lambda c: c.execute(f"SELECT version FROM {_T_.migrations} ORDER BY version").fetchall()
+            "applied_migrations",
+            lambda c: c.execute(f"SELECT version FROM {_T_.migrations} ORDER BY version").fetchall(),
         )
         return [r[0] for r in rows]
 
     # ---------------------------------------------------------------------- threads & messages
-
-    async def _save_thread(self, thread: ThreadRecord) -> None:
-        params = _codec.thread_params(thread)
-        sql = (
-            f"INSERT INTO {_T_.threads} ({', '.join(THREAD_COLUMNS)}) VALUES ({_codec.placeholders(6)}) "
-            "ON CONFLICT (id) DO UPDATE SET resource_id = excluded.resource_id, title = excluded.title, "
-            "metadata = excluded.metadata, created_at = excluded.created_at, updated_at = excluded.updated_at"
-        )
-        await self._call(lambda c: c.execute(sql, params))
-
-    async def _find_thread(self, thread_id: str) -> ThreadRecord | None:
-        row = await self._call(lambda c: c.execute(f"{_THREAD_SELECT} WHERE id = ?", (thread_id,)).fetchone())
-        return None if row is None else _codec.thread_from_row(row)
-
-    async def _list_threads(self, resource_id: str | None) -> list[ThreadRecord]:
-        params: tuple[str, ...] = ()
-        if resource_id is None:
-            sql = f"{_THREAD_SELECT} ORDER BY created_at, id"
-        else:
-            sql, params = f"{_THREAD_SELECT} WHERE resource_id = ? ORDER BY created_at, id", (resource_id,)
-        rows = await self._call(lambda c: c.execute(sql, params).fetchall())
-        return [_codec.thread_from_row(r) for r in rows]
 
     async def _delete_thread(self, thread_id: str) -> bool:
         def run(c: sqlite3.Connection) -> bool:
@@ -200,18 +227,13 @@ class SQLiteStore(BaseStore):
                 c.execute(f"DELETE FROM {_T_.state} WHERE thread_id = ?", (thread_id,))
                 return c.execute(f"DELETE FROM {_T_.threads} WHERE id = ?", (thread_id,)).rowcount > 0
 
-        return await self._call(run)
+        return await self._call("delete_thread", run)
 
     async def _save_messages(self, messages: list[MessageRecord]) -> None:
         rows = [_codec.message_params(m) for m in messages]
         thread_ids = list(dict.fromkeys(m.thread_id for m in messages))
         now = _enc_dt(utc_now())
-        upsert = (
-            f"INSERT INTO {_T_.messages} ({', '.join(MESSAGE_COLUMNS)}) VALUES ({_codec.placeholders(7)}) "
-            "ON CONFLICT (id) DO UPDATE SET thread_id = excluded.thread_id, resource_id = excluded.resource_id, "
-            "role = excluded.role, type = excluded.type, content = excluded.content, "
-            "created_at = excluded.created_at"
-        )
+        upsert = self._message_upsert_sql()
 
         def run(c: sqlite3.Connection) -> None:
             with _transaction(c):
@@ -226,153 +248,7 @@ class SQLiteStore(BaseStore):
                     f"UPDATE {_T_.threads} SET updated_at = ? WHERE id = ?", [(now, t) for t in thread_ids]
                 )
 
-        await self._call(run)
-
-    async def _list_messages(
-        self, thread_id: str, last: int | None, pg: Page
-    ) -> tuple[list[MessageRecord], int]:
-        def run(c: sqlite3.Connection) -> tuple[list[Any], int]:
-            total = c.execute(
-                f"SELECT count(*) FROM {_T_.messages} WHERE thread_id = ?", (thread_id,)
-            ).fetchone()[0]
-            if last is not None:
-                rows = c.execute(
-                    f"{_MESSAGE_SELECT} WHERE thread_id = ? ORDER BY created_at DESC, seq DESC LIMIT ?",
-                    (thread_id, last),
-                ).fetchall()
-                rows.reverse()
-            else:
-                limit, extra = limit_clause("?", pg)
-                rows = c.execute(
-                    f"{_MESSAGE_SELECT} WHERE thread_id = ? ORDER BY created_at, seq{limit}",
-                    (thread_id, *extra),
-                ).fetchall()
-            return rows, total
-
-        rows, total = await self._call(run)
-        return [_codec.message_from_row(r) for r in rows], total
-
-    async def _delete_messages(self, message_ids: list[str]) -> int:
-        sql = f"DELETE FROM {_T_.messages} WHERE id IN ({_codec.placeholders(len(message_ids))})"
-        return await self._call(lambda c: c.execute(sql, message_ids).rowcount)
-
-    # --------------------------------------------------------------------------- background tasks
-
-    async def _create_task(self, task: BackgroundTask) -> None:
-        params = _codec.task_params(task)
-        sql = f"INSERT INTO {_T_.tasks} ({', '.join(TASK_COLUMNS)}) VALUES ({_codec.placeholders(len(TASK_COLUMNS))})"
-
-        def run(c: sqlite3.Connection) -> None:
-            try:
-                c.execute(sql, params)
-            except sqlite3.IntegrityError as exc:
-                if "UNIQUE" in str(exc):
-                    raise ConflictError("background task", task.id) from None
-                raise
-
-        await self._call(run)
-
-    async def _find_task(self, task_id: str) -> BackgroundTask | None:
-        row = await self._call(lambda c: c.execute(f"{_TASK_SELECT} WHERE id = ?", (task_id,)).fetchone())
-        return None if row is None else _codec.task_from_row(row)
-
-    async def _update_task(self, task_id: str, changes: dict[str, Any], expected: TaskStatus | None) -> bool:
-        sql, params = _codec.task_update_sql(_T_.tasks, task_id, changes, expected)
-
-        def run(c: sqlite3.Connection) -> bool:
-            # One statement = one atomic write transaction: the status test and the write cannot interleave
-            # with another writer, on this connection or any other.
-            if c.execute(sql, params).rowcount > 0:
-                return True
-            if c.execute(f"SELECT 1 FROM {_T_.tasks} WHERE id = ?", (task_id,)).fetchone() is None:
-                raise NotFoundError("background task", task_id)
-            return False
-
-        return await self._call(run)
-
-    async def _list_tasks(self, query: TaskQuery, desc: bool, pg: Page) -> tuple[list[BackgroundTask], int]:
-        where, params = _codec.task_where(query)
-        direction = "DESC" if desc else "ASC"
-        limit, extra = limit_clause("?", pg)
-
-        def run(c: sqlite3.Connection) -> tuple[list[Any], int]:
-            total = c.execute(f"SELECT count(*) FROM {_T_.tasks}{where}", params).fetchone()[0]
-            rows = c.execute(
-                f"{_TASK_SELECT}{where} ORDER BY created_at {direction}, seq {direction}{limit}",
-                [*params, *extra],
-            ).fetchall()
-            return rows, total
-
-        rows, total = await self._call(run)
-        return [_codec.task_from_row(r) for r in rows], total
-
-    async def _count_tasks(self, query: TaskQuery) -> int:
-        where, params = _codec.task_where(query)
-        return int(
-            await self._call(
-                lambda c: c.execute(f"SELECT count(*) FROM {_T_.tasks}{where}", params).fetchone()[0]
-            )
-        )
-
-    async def _delete_task(self, task_id: str) -> bool:
-        return await self._call(
-            lambda c: c.execute(f"DELETE FROM {_T_.tasks} WHERE id = ?", (task_id,)).rowcount > 0
-        )
-
-    async def _delete_tasks(self, query: TaskQuery) -> int:
-        where, params = _codec.task_where(query)
-        return int(await self._call(lambda c: c.execute(f"DELETE FROM {_T_.tasks}{where}", params).rowcount))
-
-    # ------------------------------------------------------------------------- workflow snapshots
-
-    async def _persist_snapshot(
-        self, workflow_name: str, run_id: str, snapshot: JSONValue, resource_id: str | None
-    ) -> None:
-        now = _enc_dt(utc_now())
-        params = (workflow_name, run_id, resource_id, json_text(snapshot), now, now)
-        sql = (
-            f"INSERT INTO {_T_.snapshots} (workflow_name, run_id, resource_id, snapshot, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (workflow_name, run_id) DO UPDATE SET "
-            "resource_id = excluded.resource_id, snapshot = excluded.snapshot, updated_at = excluded.updated_at"
-        )
-        await self._call(lambda c: c.execute(sql, params))
-
-    async def _load_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None:
-        row = await self._call(
-            lambda c: c.execute(
-                f"SELECT snapshot FROM {_T_.snapshots} WHERE workflow_name = ? AND run_id = ?",
-                (workflow_name, run_id),
-            ).fetchone()
-        )
-        return None if row is None else msgspec.json.decode(row[0])
-
-    async def _delete_snapshot(self, workflow_name: str, run_id: str) -> bool:
-        sql = f"DELETE FROM {_T_.snapshots} WHERE workflow_name = ? AND run_id = ?"
-        return await self._call(lambda c: c.execute(sql, (workflow_name, run_id)).rowcount > 0)
-
-    # ------------------------------------------------------------------------------- thread state
-
-    async def _get_state(self, thread_id: str, key: str) -> JSONValue | None:
-        sql = f"SELECT value FROM {_T_.state} WHERE thread_id = ? AND state_key = ?"
-        row = await self._call(lambda c: c.execute(sql, (thread_id, key)).fetchone())
-        return None if row is None else msgspec.json.decode(row[0])
-
-    async def _set_state(self, thread_id: str, key: str, value: JSONValue) -> None:
-        params = (thread_id, key, json_text(value), _enc_dt(utc_now()))
-        sql = (
-            f"INSERT INTO {_T_.state} (thread_id, state_key, value, updated_at) VALUES (?, ?, ?, ?) "
-            "ON CONFLICT (thread_id, state_key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at"
-        )
-        await self._call(lambda c: c.execute(sql, params))
-
-    async def _delete_state(self, thread_id: str, key: str) -> bool:
-        sql = f"DELETE FROM {_T_.state} WHERE thread_id = ? AND state_key = ?"
-        return await self._call(lambda c: c.execute(sql, (thread_id, key)).rowcount > 0)
-
-    async def _list_state(self, thread_id: str) -> dict[str, JSONValue]:
-        sql = f"SELECT state_key, value FROM {_T_.state} WHERE thread_id = ? ORDER BY state_key"
-        rows = await self._call(lambda c: c.execute(sql, (thread_id,)).fetchall())
-        return {k: msgspec.json.decode(v) for k, v in rows}
+        await self._call("save_messages", run)
 
     async def _clear_all(self) -> None:
         def run(c: sqlite3.Connection) -> None:
@@ -380,4 +256,4 @@ class SQLiteStore(BaseStore):
                 for table in (_T_.messages, _T_.state, _T_.threads, _T_.tasks, _T_.snapshots):
                     c.execute(f"DELETE FROM {table}")
 
-        await self._call(run)
+        await self._call("dangerously_clear_all", run)
