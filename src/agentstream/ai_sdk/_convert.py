@@ -127,14 +127,6 @@ def _compact(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
-def _jsonable(value: Any) -> Any:
-    if value is UNSET:
-        return None
-    if value is None or isinstance(value, (str, int, float, bool)):
-        return value
-    return to_jsonable(value)
-
-
 def _strip_openai_item_id(pm: dict[str, Any]) -> dict[str, Any] | None:
     openai = pm.get("openai")
     if not isinstance(openai, Mapping) or "itemId" not in openai:
@@ -385,7 +377,7 @@ class UIChunkConverter:
         if p.retry is not None:
             data["retry"] = p.retry
         if p.metadata is not UNSET and p.metadata is not None:
-            data["metadata"] = _jsonable(p.metadata)
+            data["metadata"] = to_jsonable(p.metadata)
         if p.processor_id is not None:
             data["processorId"] = p.processor_id
         out: UIChunk = {"type": "data-tripwire", "data": data}
@@ -501,7 +493,7 @@ class UIChunkConverter:
             "type": "tool-input-available",
             "toolCallId": p.tool_call_id,
             "toolName": p.tool_name,
-            "input": _jsonable(p.args),
+            "input": to_jsonable(p.args),
         }
         if p.provider_executed is not None:
             out["providerExecuted"] = p.provider_executed
@@ -517,7 +509,7 @@ class UIChunkConverter:
         out: UIChunk = {
             "type": "tool-output-available",
             "toolCallId": p.tool_call_id,
-            "output": _jsonable(p.result),
+            "output": to_jsonable(p.result),
         }
         if p.provider_executed is not None:
             out["providerExecuted"] = p.provider_executed
@@ -553,7 +545,7 @@ class UIChunkConverter:
                     "runId": chunk.run_id,
                     "toolCallId": p.tool_call_id,
                     "toolName": p.tool_name,
-                    "args": _jsonable(p.args),
+                    "args": to_jsonable(p.args),
                     "resumeSchema": p.resume_schema,
                 }
             ),
@@ -575,7 +567,7 @@ class UIChunkConverter:
             "runId": chunk.run_id,
             "toolCallId": p.tool_call_id,
             "toolName": p.tool_name,
-            "suspendPayload": None if p.suspend_payload is UNSET else _jsonable(p.suspend_payload),
+            "suspendPayload": to_jsonable(p.suspend_payload),
             "resumeSchema": p.resume_schema,
         }
         return {
@@ -710,7 +702,7 @@ class UIChunkConverter:
         out: UIChunk = {
             "type": "data-tool-agent",
             "id": run_id,
-            "data": _jsonable(dict(run)),
+            "data": to_jsonable(dict(run)),
             "ancestry": [dict(a) for a in ancestry],
             "depth": len(ancestry),
         }
@@ -722,7 +714,7 @@ class UIChunkConverter:
 
     def _object_result(self, chunk: ObjectResult) -> UIChunk:
         self._observe(chunk)
-        return {"type": "data-structured-output", "data": {"object": _jsonable(chunk.object)}}
+        return {"type": "data-structured-output", "data": {"object": to_jsonable(chunk.object)}}
 
     def _data(self, chunk: DataChunk) -> UIChunk:
         if chunk.data is UNSET:
@@ -731,7 +723,7 @@ class UIChunkConverter:
             )
         if self.message_metadata is not None:
             self.message_metadata(chunk_to_dict(chunk))
-        out: UIChunk = {"type": chunk.type, "data": _jsonable(chunk.data)}
+        out: UIChunk = {"type": chunk.type, "data": to_jsonable(chunk.data)}
         if chunk.id is not None:
             out["id"] = chunk.id
         return out

@@ -50,6 +50,7 @@ from ..chunks import (
     BackgroundTaskSuspended,
     BackgroundTaskSuspendedPayload,
     chunk_to_dict,
+    to_jsonable,
 )
 from ..storage import (
     TERMINAL_TASK_STATUSES,
@@ -954,18 +955,20 @@ class BackgroundTaskManager:
     async def _execute(
         executor: Any, args: dict[str, Any], context: BackgroundTaskContext, thread_name: str
     ) -> Any:
+        # Results are stored and streamed as JSON: converted here, so a value that is not JSON data
+        # fails the task (with its type named) instead of the worker.
         try:
             if _is_tool(executor):
                 parsed, error = executor.validation_error(args)
                 if error is not None:
                     return error
-                return await executor.run(parsed, cast(Any, context))
+                return to_jsonable(await executor.run(parsed, cast(Any, context)))
             if _is_async_callable(executor):
-                return await executor(args, context)
+                return to_jsonable(await executor(args, context))
             result = await run_in_daemon_thread(executor, args, context, name=thread_name)
-            return await _maybe_await(result)
+            return to_jsonable(await _maybe_await(result))
         except TaskSuspended as suspended:
-            return _Suspended(suspended.payload)
+            return _Suspended(to_jsonable(suspended.payload))
 
     async def _finish(self, task: BackgroundTask, run: _LocalRun, outcome: _Outcome) -> None:
         now = self._clock()
@@ -973,7 +976,7 @@ class BackgroundTaskManager:
             return  # cancel() (here, or elsewhere and noticed by the heartbeat) wrote the record
         run.finishing = True
         if outcome.kind == "suspended":
-            payload = _jsonable(outcome.suspend_payload)
+            payload = outcome.suspend_payload
             suspended = await self._settle(
                 task, status="suspended", suspend_payload=payload, suspended_at=now
             )
@@ -993,7 +996,7 @@ class BackgroundTaskManager:
                 self._publish(suspended, chunk)
             return
         if outcome.kind == "success":
-            result = _jsonable(outcome.result)
+            result = outcome.result
             final = await self._settle(task, status="completed", result=result, completed_at=now)
             if final is not None:
                 completed = BackgroundTaskCompleted(
@@ -1270,8 +1273,3 @@ class _Resume:
     already_running: bool = field(default=False)
 
 
-def _jsonable(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    if callable(dump):
-        return dump(mode="json")
-    return value

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import msgspec
 
 from . import _agent, _network, _workflow
-from ._base import BaseChunk, ChunkFrom, Payload
+from ._base import UNSET, BaseChunk, ChunkFrom, Payload
 from ._data import DataChunk, NetworkEventChunk, UnknownChunk
 from ._errors import ChunkDecodeError, from_validation_message
 
@@ -205,6 +205,10 @@ def _enc_hook(value: Any) -> Any:
         return value.raw
     if isinstance(value, (set, frozenset)):
         return list(value)
+    # Tool results and task payloads may be pydantic models; duck-typed so chunks need no pydantic.
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
     raise NotImplementedError(f"cannot encode {type(value).__name__} in a chunk")
 
 
@@ -258,7 +262,15 @@ def encode_chunk(chunk: Chunk) -> bytes:
 
 
 def to_jsonable(value: Any) -> Any:
-    """Plain JSON data for any value that may hold chunks, exceptions, bytes or dates."""
+    """Plain JSON data for any value that may hold chunks, exceptions, bytes, dates or pydantic models.
+
+    ``UNSET`` (an "any JSON" field that was never given) becomes ``None``. A value that is not JSON
+    data raises ``NotImplementedError`` naming its type.
+    """
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if value is UNSET:
+        return None
     if isinstance(value, (BaseChunk, DataChunk, NetworkEventChunk, UnknownChunk)):
         return chunk_to_dict(value)
     if isinstance(value, bytes):
