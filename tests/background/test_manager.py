@@ -785,3 +785,23 @@ async def test_idle_heartbeat_does_not_take_the_sqlite_write_lock(tmp_path: Any)
             holder.execute("ROLLBACK")
             holder.close()
         await m.shutdown()
+
+
+async def test_results_become_json_data_and_a_non_json_result_fails_the_task(store: BaseStore) -> None:
+    import pydantic
+
+    class Found(pydantic.BaseModel):
+        title: str
+
+    async def models(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        return {"hits": [Found(title="a"), Found(title="b")]}
+
+    async def opaque(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        return object()
+
+    async with BackgroundTaskManager(store, tools={"models": models, "opaque": opaque}) as m:
+        good = await m.wait_for_completion((await m.dispatch("models", {}, **IDS)).id)
+        bad = await m.wait_for_completion((await m.dispatch("opaque", {}, **IDS)).id)
+    assert good.status == "completed" and good.result == {"hits": [{"title": "a"}, {"title": "b"}]}
+    assert bad.status == "failed" and bad.error is not None
+    assert "cannot encode object" in bad.error.message

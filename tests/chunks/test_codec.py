@@ -176,3 +176,24 @@ def test_chunks_are_immutable_and_matchable() -> None:
             assert text == "a"
         case _:
             pytest.fail("not matched")
+
+
+def test_to_jsonable_unset_pydantic_and_refusals() -> None:
+    import pydantic
+
+    from agentstream.chunks import UNSET, to_jsonable
+
+    class City(pydantic.BaseModel):
+        name: str
+        founded: datetime
+
+    when = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert to_jsonable(UNSET) is None
+    assert to_jsonable("x") == "x" and to_jsonable(None) is None and to_jsonable(1.5) == 1.5
+    # nested models are dumped in JSON mode, wherever they sit
+    assert to_jsonable({"cities": [City(name="Oslo", founded=when)], "at": when}) == {
+        "cities": [{"name": "Oslo", "founded": "2024-01-02T03:04:05Z"}],
+        "at": "2024-01-02T03:04:05Z",
+    }
+    with pytest.raises(NotImplementedError, match="cannot encode object"):
+        to_jsonable({"x": object()})
