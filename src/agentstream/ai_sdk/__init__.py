@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..stream import check_transform_factories
+from ..stream import TransformFactory, check_transform_factories
 from ._chat import (
     MAX_ID_LENGTH,
     AgentRegistry,
@@ -22,8 +22,6 @@ from ._chat import (
 from ._convert import (
     MessageMetadataFn,
     OnErrorFn,
-    StreamTransform,
-    TransformFactory,
     UIChunk,
     UIChunkConverter,
     Version,
@@ -46,7 +44,6 @@ __all__ = [
     "ChatRequestError",
     "MessageMetadataFn",
     "OnErrorFn",
-    "StreamTransform",
     "TransformFactory",
     "UIChunk",
     "UIChunkConverter",

@@ -11,8 +11,8 @@ from typing import Any, Protocol
 import msgspec
 
 from .._abort import AbortSignal
-from ..stream import check_transform_factories
-from ._convert import MessageMetadataFn, OnErrorFn, TransformFactory, UIChunk, Version, to_ai_sdk_stream
+from ..stream import TransformFactory, check_transform_factories
+from ._convert import MessageMetadataFn, OnErrorFn, UIChunk, Version, to_ai_sdk_stream
 from ._errors import UIMessageError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
 

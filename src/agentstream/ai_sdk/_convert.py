@@ -48,14 +48,13 @@ from agentstream.chunks import (
     format_date,
     to_jsonable,
 )
+from agentstream.stream import TransformFactory, apply_transforms
 
 from ._errors import UIMessageStreamError, default_error_text
 
 __all__ = [
     "MessageMetadataFn",
     "OnErrorFn",
-    "StreamTransform",
-    "TransformFactory",
     "UIChunk",
     "UIChunkConverter",
     "Version",
@@ -72,10 +71,6 @@ MessageMetadataFn: TypeAlias = Callable[[dict[str, Any]], Any]
 
 OnErrorFn: TypeAlias = Callable[[Any], str]
 """``on_error(error) -> errorText`` for ``error`` and ``tool-error`` chunks."""
-
-StreamTransform: TypeAlias = Callable[[AsyncIterable[Any]], AsyncIterable[Any]]
-TransformFactory: TypeAlias = Callable[[], StreamTransform]
-"""Called once per conversion to make a fresh transform (e.g. ``smooth_stream(chunking="word")``)."""
 
 
 class _HasFullStream(Protocol):
@@ -774,26 +769,6 @@ def _source_stream(stream: Any) -> Any:
     return stream
 
 
-def _factories(
-    experimental_transform: TransformFactory | Sequence[TransformFactory] | None,
-) -> list[TransformFactory]:
-    if experimental_transform is None:
-        return []
-    if isinstance(experimental_transform, Sequence):
-        return list(experimental_transform)
-    return [experimental_transform]
-
-
-def apply_transforms(
-    source: AsyncIterable[Any],
-    experimental_transform: TransformFactory | Sequence[TransformFactory] | None,
-) -> AsyncIterable[Any]:
-    """Pipe ``source`` through a fresh transform from each factory, in order."""
-    for factory in _factories(experimental_transform):
-        source = factory()(source)
-    return source
-
-
 async def to_ai_sdk_stream(
     stream: Any,
     *,
@@ -828,9 +803,7 @@ async def to_ai_sdk_stream(
         on_error=on_error,
         include_sub_agent_metadata=include_sub_agent_metadata,
     )
-    source: AsyncIterable[Any] = _aiter(_source_stream(stream))
-    source = apply_transforms(source, experimental_transform)
-    iterator = aiter(source)
+    iterator = apply_transforms(_aiter(_source_stream(stream)), experimental_transform)
     try:
         async for chunk in iterator:
             for part in converter.convert(chunk):

@@ -1271,5 +1271,3 @@ class BackgroundTaskManager:
 class _Resume:
     data: Any
     already_running: bool = field(default=False)
-
-

@@ -52,6 +52,7 @@ import regex  # type: ignore[import-untyped]
 
 from ..chunks import Chunk, ReasoningDelta, TextDelta
 from ._jsregex import JS_WHITESPACE_CLASS, parse_js_literal
+from ._types import Transform, TransformFactory, apply_transforms, factory_list
 
 __all__ = [
     "ChunkDetector",
@@ -83,7 +84,6 @@ class SegmenterLike(Protocol):
 ChunkDetector: TypeAlias = Callable[[str], "str | None"]
 Chunking: TypeAlias = "str | re.Pattern[str] | regex.Pattern[str] | ChunkDetector | SegmenterLike"
 Sleep: TypeAlias = Callable[[float], Awaitable[Any]]
-Transform: TypeAlias = Callable[[AsyncIterable[Chunk]], AsyncIterator[Chunk]]
 
 _WS = JS_WHITESPACE_CLASS
 _LEAD = re.compile(rf"[{_WS}]*+(?:([^{_WS}]++)([{_WS}]++)?)?")
@@ -857,20 +857,12 @@ def check_transform_factories(value: object, where: str) -> None:
 
 
 def compose_transforms(
-    factories: Callable[[], Transform] | Sequence[Callable[[], Transform]] | None,
+    factories: TransformFactory | Sequence[TransformFactory] | None,
 ) -> Transform:
     """One transform that pipes through a fresh transform from each factory, in order."""
-    if factories is None:
-        chain: list[Callable[[], Transform]] = []
-    elif callable(factories):
-        chain = [factories]
-    else:
-        chain = list(factories)
+    chain = factory_list(factories)
 
     def transform(source: AsyncIterable[Chunk]) -> AsyncIterator[Chunk]:
-        stream: AsyncIterable[Chunk] = source
-        for factory in chain:
-            stream = factory()(stream)
-        return aiter(stream)
+        return apply_transforms(source, chain)
 
     return transform

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 if TYPE_CHECKING:
     from ..chunks import Chunk
 
-__all__ = ["ChunkStream", "Transform", "TransformFactory", "apply_transforms"]
+__all__ = ["ChunkStream", "Transform", "TransformFactory", "apply_transforms", "factory_list"]
 
 Transform: TypeAlias = "Callable[[AsyncIterable[Chunk]], AsyncIterator[Chunk]]"
 """Takes an async iterable of chunks, returns an async iterator of chunks. Single use."""
@@ -45,14 +45,20 @@ class ChunkStream:
             await aclose()
 
 
-def apply_transforms(
-    stream: AsyncIterator[Chunk], factories: TransformFactory | Sequence[TransformFactory] | None
-) -> AsyncIterator[Chunk]:
-    """Pipe ``stream`` through a fresh transform from each factory, in order."""
+def factory_list(factories: TransformFactory | Sequence[TransformFactory] | None) -> list[TransformFactory]:
+    """``experimental_transform`` as a list: ``None``, one factory or a sequence of them."""
     if factories is None:
-        return stream
+        return []
     if callable(factories):
-        factories = [factories]
-    for factory in factories:
+        return [factories]
+    return list(factories)
+
+
+def apply_transforms(
+    stream: AsyncIterable[Chunk], factories: TransformFactory | Sequence[TransformFactory] | None
+) -> AsyncIterator[Chunk]:
+    """Pipe ``stream`` through a fresh transform from each factory, in order (Mastra's
+    ``applyMastraStreamTransforms``); with none, ``stream`` itself."""
+    for factory in factory_list(factories):
         stream = factory()(stream)
-    return stream
+    return aiter(stream)
