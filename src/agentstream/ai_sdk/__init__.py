@@ -1,15 +1,15 @@
 """Bridge to the Vercel AI SDK UI (``useChat``): Mastra's ``@mastra/ai-sdk`` in Python.
 
 * ``to_ai_sdk_stream``: agent chunks → UI message chunks (wire dicts);
-* ``encode_sse``, ``UI_MESSAGE_STREAM_HEADERS``, ``create_ui_message_stream_response``:
-  the HTTP framing;
+* ``encode_sse``, ``UI_MESSAGE_STREAM_HEADERS``, ``create_ui_message_stream_response``,
+  ``SSEStreamResponse``: the HTTP framing (the responses need the ``server`` extra, starlette);
 * ``convert_ui_messages``: the UI messages a client sends → model messages;
 * ``handle_chat_stream``: one chat request against a ``Mastra`` agent.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..stream import TransformFactory, check_transform_factories
 from ._chat import (
@@ -30,13 +30,19 @@ from ._convert import (
 from ._errors import UIMessageError, UIMessageStreamError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request, validate_ui_messages
 from ._sse import (
+    HEARTBEAT_FRAME,
     UI_MESSAGE_STREAM_HEADERS,
+    assert_valid_heartbeat_ms,
     create_ui_message_stream_response,
     encode_sse,
     encode_sse_frame,
 )
 
+if TYPE_CHECKING:
+    from ._response import SSEStreamResponse
+
 __all__ = [
+    "HEARTBEAT_FRAME",
     "MAX_ID_LENGTH",
     "UI_MESSAGE_STREAM_HEADERS",
     "AgentRegistry",
@@ -44,12 +50,14 @@ __all__ = [
     "ChatRequestError",
     "MessageMetadataFn",
     "OnErrorFn",
+    "SSEStreamResponse",
     "TransformFactory",
     "UIChunk",
     "UIChunkConverter",
     "UIMessageError",
     "UIMessageStreamError",
     "Version",
+    "assert_valid_heartbeat_ms",
     "check_transform_factories",
     "convert_ui_messages",
     "create_ui_message_stream_response",
@@ -66,6 +74,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    # ``SSEStreamResponse`` subclasses starlette's ``Response``: imported on first use, so this
+    # package imports without the ``server`` extra.
+    if name == "SSEStreamResponse":
+        from ._response import SSEStreamResponse
+
+        globals()[name] = SSEStreamResponse
+        return SSEStreamResponse
     # ``smooth_stream`` comes from ``agentstream.stream`` (built separately); resolved on first use so
     # this package imports whether or not it has landed yet.
     if name == "smooth_stream":

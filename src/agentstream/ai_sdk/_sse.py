@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 if TYPE_CHECKING:
-    from starlette.responses import StreamingResponse
+    from ._response import SSEStreamResponse
 
 __all__ = [
     "DONE_FRAME",
+    "HEARTBEAT_FRAME",
     "UI_MESSAGE_STREAM_HEADERS",
+    "assert_valid_heartbeat_ms",
     "create_ui_message_stream_response",
     "encode_sse",
     "encode_sse_frame",
@@ -29,6 +32,18 @@ UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
 """The headers the official ``createUIMessageStreamResponse`` sends."""
 
 DONE_FRAME = b"data: [DONE]\n\n"
+HEARTBEAT_FRAME = b": ping\n\n"
+"""An SSE comment: keeps proxies from closing an idle stream, ignored by every client."""
+_MAX_TIMER_MS = 2_147_483_647
+
+
+def assert_valid_heartbeat_ms(heartbeat_ms: float) -> None:
+    """``heartbeat_ms`` must be a finite number ≤ 2147483647 (``<= 0`` disables heartbeats)."""
+    if isinstance(heartbeat_ms, bool) or not isinstance(heartbeat_ms, (int, float)):
+        raise TypeError(f"heartbeat_ms must be a number, got {type(heartbeat_ms).__name__}")
+    if not math.isfinite(heartbeat_ms) or heartbeat_ms > _MAX_TIMER_MS:
+        raise ValueError(f"heartbeat_ms must be a finite number <= {_MAX_TIMER_MS}, got {heartbeat_ms!r}")
+
 
 _encode = msgspec.json.Encoder().encode
 
@@ -68,15 +83,12 @@ def create_ui_message_stream_response(
     *,
     status: int = 200,
     headers: Mapping[str, str] | None = None,
-) -> StreamingResponse:
-    """A Starlette ``StreamingResponse`` streaming ``stream`` (UI chunks) as SSE with the UI stream headers.
+) -> SSEStreamResponse:
+    """A Starlette response streaming ``stream`` (UI chunks) as SSE with the UI stream headers.
 
-    Needs the ``server`` extra (starlette).
+    The AI SDK's ``createUIMessageStreamResponse``: the same bytes, no heartbeats; the stream is
+    closed when the client goes away. Needs the ``server`` extra (starlette).
     """
-    from starlette.responses import StreamingResponse
+    from ._response import SSEStreamResponse
 
-    merged = dict(UI_MESSAGE_STREAM_HEADERS)
-    if headers:
-        for key, value in headers.items():
-            merged[key.lower()] = value
-    return StreamingResponse(encode_sse(stream), status_code=status, headers=merged)
+    return SSEStreamResponse(stream, heartbeat_ms=0, status_code=status, headers=headers)

@@ -1,13 +1,14 @@
 """ASGI pieces for serving agents to the AI SDK UI: `chat_route` (Starlette / FastAPI).
 
 `RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
-`SSEStreamResponse` the streaming answer. Needs the ``server`` extra (starlette).
+`SSEStreamResponse` (from `agentstream.ai_sdk`) the streaming answer. Needs the ``server`` extra
+(starlette).
 """
 
 from __future__ import annotations
 
+from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
-from ._response import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
 from ._route import InternalServerError, chat_route, error_response
 
 __all__ = [

@@ -22,14 +22,15 @@ from ..ai_sdk import (
     ChatRequestError,
     MessageMetadataFn,
     OnErrorFn,
+    SSEStreamResponse,
     TransformFactory,
     Version,
+    assert_valid_heartbeat_ms,
     check_transform_factories,
     handle_chat_stream,
     parse_json_body,
 )
 from ._guard import RequestGuard
-from ._response import SSEStreamResponse, assert_valid_heartbeat_ms
 
 __all__ = ["InternalServerError", "chat_route", "error_response"]
 

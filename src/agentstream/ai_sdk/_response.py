@@ -1,40 +1,31 @@
 """``SSEStreamResponse``: UI chunks as SSE on one task group (sender, heartbeat, disconnect watcher).
 
-A client disconnect, a failed write or the end of the stream cancels the whole group, so the run,
-the heartbeat and the sender stop together and no task outlives the request. The heartbeat is one
-task that wakes once per interval and writes only when nothing was sent for that long: the
-per-chunk path is a plain ``send`` plus a clock read.
+The one SSE response of the package: ``create_ui_message_stream_response`` (the AI SDK's plain
+response) is this without heartbeats, ``chat_route`` uses it with heartbeats and the run's abort
+controller. A client disconnect, a failed write or the end of the stream cancels the whole group, so
+the run, the heartbeat and the sender stop together and no task outlives the request. The heartbeat
+is one task that wakes once per interval and writes only when nothing was sent for that long: the
+per-chunk path is a plain ``send`` plus a clock read. Needs the ``server`` extra (starlette).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, Mapping
 from typing import Any
 
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from .._abort import AbortController
-from ..ai_sdk import UI_MESSAGE_STREAM_HEADERS, encode_sse
+from ._sse import HEARTBEAT_FRAME, UI_MESSAGE_STREAM_HEADERS, assert_valid_heartbeat_ms, encode_sse
 
-__all__ = ["HEARTBEAT_FRAME", "SSEStreamResponse", "assert_valid_heartbeat_ms"]
+__all__ = ["SSEStreamResponse"]
 
-HEARTBEAT_FRAME = b": ping\n\n"
-_MAX_TIMER_MS = 2_147_483_647
 # A timer may fire a hair early (clock resolution, fake loop clocks): that close to due is due,
 # or the heartbeat would spin on sub-microsecond sleeps.
 _SLACK = 0.001
-
-
-def assert_valid_heartbeat_ms(heartbeat_ms: float) -> None:
-    """``heartbeat_ms`` must be a finite number ≤ 2147483647 (``<= 0`` disables heartbeats)."""
-    if isinstance(heartbeat_ms, bool) or not isinstance(heartbeat_ms, (int, float)):
-        raise TypeError(f"heartbeat_ms must be a number, got {type(heartbeat_ms).__name__}")
-    if not math.isfinite(heartbeat_ms) or heartbeat_ms > _MAX_TIMER_MS:
-        raise ValueError(f"heartbeat_ms must be a finite number <= {_MAX_TIMER_MS}, got {heartbeat_ms!r}")
 
 
 class _Stop(Exception):
@@ -51,7 +42,7 @@ class SSEStreamResponse(Response):
 
     def __init__(
         self,
-        stream: AsyncIterator[Any],
+        stream: AsyncIterable[Any],
         *,
         controller: AbortController | None = None,
         heartbeat_ms: float = 15_000,
@@ -138,7 +129,7 @@ class _Call:
             self._ping.set_result(None)
             self._ping = None
 
-    async def send_all(self, status: int, headers: Any, frames: AsyncIterator[bytes]) -> None:
+    async def send_all(self, status: int, headers: Any, frames: AsyncIterable[bytes]) -> None:
         self.busy = True  # no ping may go out before the response has started
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
         self.busy = False
