@@ -2,15 +2,27 @@
 
 Mirrors the web platform's pair (which Mastra passes everywhere as ``abortSignal``) so that one
 ``controller.abort()`` reaches the provider request, running tools and the stream consumer.
+`AbortableQueue`, `abortable` and `until_aborted` are the ways the package waits on something while
+an abort may end the wait (package-internal; not in ``agentstream.__all__``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable
+from typing import Any, Final, Generic, TypeVar
 
-__all__ = ["AbortController", "AbortError", "AbortSignal"]
+__all__ = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "AbortableQueue",
+    "abortable",
+    "reap",
+    "until_aborted",
+]
+
+_T = TypeVar("_T")
 
 
 class AbortError(Exception):
@@ -100,3 +112,120 @@ class AbortController:
     def abort(self, reason: Any = None) -> None:
         """Fire the signal: every listener runs and waiters wake with `reason` (default: an `AbortError`)."""
         self.signal._fire(AbortError() if reason is None else reason)
+
+
+_CLOSED: Final = object()
+_ABORTED: Final = object()
+
+
+class AbortableQueue(Generic[_T]):
+    """Items put by producers (callbacks or tasks), read by one consumer until `close` or an abort.
+
+    The reader gets every item put before the end, in order, then stops; `aborted` says whether
+    ``signal`` ended it. The abort listener is registered at construction (so an abort while the
+    consumer is busy elsewhere still counts) and removed when the reader finishes.
+    """
+
+    __slots__ = ("_queue", "_remove", "aborted")
+
+    def __init__(self, signal: AbortSignal | None = None) -> None:
+        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self.aborted = False
+        self._remove = signal.add_listener(self._on_abort) if signal is not None else None
+
+    def _on_abort(self, _reason: object) -> None:
+        self._queue.put_nowait(_ABORTED)
+
+    def put(self, item: _T) -> None:
+        """Queue ``item`` for the reader (from a callback or another task; never blocks)."""
+        self._queue.put_nowait(item)
+
+    def close(self) -> None:
+        """No more items: the reader ends once it has read what was put before."""
+        self._queue.put_nowait(_CLOSED)
+
+    def qsize(self) -> int:
+        """How many items (and end markers) wait for the reader."""
+        return self._queue.qsize()
+
+    def __aiter__(self) -> AsyncIterator[_T]:
+        return self._read()
+
+    async def _read(self) -> AsyncIterator[_T]:
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is _CLOSED:
+                    return
+                if item is _ABORTED:
+                    self.aborted = True
+                    return
+                yield item
+        finally:
+            if self._remove is not None:
+                self._remove()
+
+
+async def abortable(source: AsyncIterable[_T], signal: AbortSignal) -> AsyncIterator[_T]:
+    """``source``'s items, read in a task of their own so that ``signal`` ends the iteration at once,
+    even while a read is blocked (the reader task is then cancelled and reaped).
+
+    Check ``signal.aborted`` after the loop to tell an abort from the end of ``source``. An
+    exception from ``source`` is raised here after the items before it. A task group cannot be held
+    open across ``yield`` (the consumer may close this generator from another task), so the reader
+    is one task that every exit path cancels and awaits.
+    """
+    queue: AbortableQueue[_T] = AbortableQueue(signal)
+    failure: list[Exception] = []
+
+    async def pump() -> None:
+        try:
+            async for item in source:
+                queue.put(item)
+        except Exception as exc:
+            failure.append(exc)
+        finally:
+            queue.close()
+
+    reader = asyncio.ensure_future(pump())
+    stop = signal.add_listener(lambda _reason: reader.cancel())
+    try:
+        async for item in queue:
+            yield item
+        if failure and not queue.aborted:
+            raise failure[0]
+    finally:
+        stop()
+        reader.cancel()
+        await reap(reader)
+
+
+async def until_aborted(aw: Awaitable[_T], signal: AbortSignal | None) -> _T:
+    """Await ``aw``; if ``signal`` fires first, cancel it and raise :class:`AbortError`."""
+    if signal is None:
+        return await aw
+    signal.throw_if_aborted()
+    task = asyncio.ensure_future(aw)
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiter.cancel()
+        await reap(waiter)
+    if not task.done():
+        task.cancel()
+        await reap(task)
+        raise AbortError(signal.reason)
+    return task.result()
+
+
+async def reap(task: asyncio.Future[Any]) -> None:
+    """Wait for a cancelled helper task; never swallow a cancellation aimed at *our* task."""
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if current is not None and current.cancelling():
+            raise
+    except Exception:
+        pass

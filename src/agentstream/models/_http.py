@@ -32,26 +32,24 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 import httpx
 import msgspec
 from httpx_sse import EventSource, SSEError
 
-from .._abort import AbortError, AbortSignal
+from .._abort import AbortError, AbortSignal, abortable, until_aborted
 from .._secrets import register_secret, shorten
 from ._base import APICallError, CallOptions, ModelStream, StreamPart
 
 __all__ = ["DEFAULT_TIMEOUT", "Sleep", "iso_timestamp"]
 
 Sleep = Callable[[float], Awaitable[None]]
-_T = TypeVar("_T")
 
 DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Generous read timeout (reasoning models can think for minutes), short connect timeout."""
 
 _json_decode = msgspec.json.Decoder().decode
-_DONE = object()
 _ABORTED = object()
 _END = object()
 _CREDENTIAL_HEADER = ("authorization", "key", "token", "secret", "cookie")
@@ -112,36 +110,6 @@ def _retry_delay(response: httpx.Response | None, attempt: int, initial: float) 
         return default
     # Like the AI SDK: trust the server when its hint is sane, else fall back to backoff.
     return delay if 0 <= delay <= 60 else default
-
-
-async def _abortable(aw: Awaitable[_T], signal: AbortSignal | None) -> _T:
-    """Await ``aw``; if ``signal`` fires first, cancel it and raise :class:`AbortError`."""
-    if signal is None:
-        return await aw
-    signal.throw_if_aborted()
-    task = asyncio.ensure_future(aw)
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
-    if not task.done():
-        task.cancel()
-        await _reap(task)
-        raise AbortError(signal.reason)
-    return task.result()
-
-
-async def _reap(task: asyncio.Future[Any]) -> None:
-    """Wait for a cancelled helper task; never swallow a cancellation aimed at *our* task."""
-    try:
-        await task
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise
-    except Exception:
-        pass
 
 
 class _Transformer:
@@ -272,7 +240,7 @@ class _HTTPStreamingModel:
             response: httpx.Response | None = None
             request = client.build_request(method, url, content=content, headers=headers)
             try:
-                response = await _abortable(client.send(request, stream=True), signal)
+                response = await until_aborted(client.send(request, stream=True), signal)
             except httpx.TimeoutException as exc:
                 error = self._error(
                     f"request timed out: {type(exc).__name__}", url, retryable=True, cause=exc
@@ -294,14 +262,14 @@ class _HTTPStreamingModel:
                 return error
             delay = _retry_delay(response, attempt, self.retry_initial_delay)
             log.info("%s: %s; retry %d of %d in %.1f s", self.provider, error, attempt + 1, self.max_retries, delay)
-            await _abortable(self._sleep(delay), signal)
+            await until_aborted(self._sleep(delay), signal)
             attempt += 1
 
     async def _http_error(
         self, response: httpx.Response, url: str, signal: AbortSignal | None
     ) -> APICallError:
         try:
-            raw = (await _abortable(response.aread(), signal)).decode("utf-8", "replace")
+            raw = (await until_aborted(response.aread(), signal)).decode("utf-8", "replace")
         finally:
             await response.aclose()
         message, data = provider_error_message(raw, response.reason_phrase or "HTTP error", self._api_key)
@@ -452,36 +420,8 @@ class _HTTPStreamingModel:
             async for item in read():
                 yield item
             return
-
-        # With an abort signal, a reader task feeds a queue so an abort can interrupt a blocked read.
-        queue: asyncio.Queue[object] = asyncio.Queue()
-
-        async def pump() -> None:
-            try:
-                async for item in read():
-                    queue.put_nowait(item)
-            finally:
-                queue.put_nowait(_DONE)
-
-        task = asyncio.ensure_future(pump())
-
-        def on_abort(_reason: object) -> None:
-            task.cancel()
-            queue.put_nowait(_ABORTED)
-
-        remove = signal.add_listener(on_abort)
-        try:
-            while True:
-                item = await queue.get()
-                if item is _DONE:
-                    if signal.aborted:
-                        yield _ABORTED
-                    return
-                yield item
-                if item is _ABORTED:
-                    return
-        finally:
-            remove()
-            if not task.done():
-                task.cancel()
-            await _reap(task)
+        # The reads run in their own task, so an abort interrupts a blocked read.
+        async for item in abortable(read(), signal):
+            yield item
+        if signal.aborted:
+            yield _ABORTED
