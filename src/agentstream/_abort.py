@@ -123,7 +123,7 @@ class AbortableQueue(Generic[_T]):
 
     The reader gets every item put before the end, in order, then stops; `aborted` says whether
     ``signal`` ended it. The abort listener is registered at construction (so an abort while the
-    consumer is busy elsewhere still counts) and removed when the reader finishes.
+    consumer is busy elsewhere still counts) and removed by `close` or when the reader finishes.
     """
 
     __slots__ = ("_queue", "_remove", "aborted")
@@ -141,29 +141,31 @@ class AbortableQueue(Generic[_T]):
         self._queue.put_nowait(item)
 
     def close(self) -> None:
-        """No more items: the reader ends once it has read what was put before."""
+        """No more items: the reader ends once it has read what was put before (an abort after
+        this no longer cuts it short)."""
         self._queue.put_nowait(_CLOSED)
+        self._detach()
+
+    def _detach(self) -> None:
+        remove, self._remove = self._remove, None
+        if remove is not None:
+            remove()
 
     def qsize(self) -> int:
         """How many items (and end markers) wait for the reader."""
         return self._queue.qsize()
 
-    def __aiter__(self) -> AsyncIterator[_T]:
-        return self._read()
+    def __aiter__(self) -> AbortableQueue[_T]:
+        return self
 
-    async def _read(self) -> AsyncIterator[_T]:
-        try:
-            while True:
-                item = await self._queue.get()
-                if item is _CLOSED:
-                    return
-                if item is _ABORTED:
-                    self.aborted = True
-                    return
-                yield item
-        finally:
-            if self._remove is not None:
-                self._remove()
+    async def __anext__(self) -> _T:
+        item = await self._queue.get()
+        if item is _CLOSED or item is _ABORTED:
+            self._queue.put_nowait(item)  # every later read ends too
+            self.aborted = item is _ABORTED
+            self._detach()
+            raise StopAsyncIteration
+        return item  # type: ignore[no-any-return]
 
 
 async def abortable(source: AsyncIterable[_T], signal: AbortSignal) -> AsyncIterator[_T]:
@@ -196,6 +198,7 @@ async def abortable(source: AsyncIterable[_T], signal: AbortSignal) -> AsyncIter
             raise failure[0]
     finally:
         stop()
+        queue.close()
         reader.cancel()
         await reap(reader)
 

@@ -33,7 +33,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 import msgspec
 
-from .._abort import AbortController, AbortSignal
+from .._abort import AbortableQueue, AbortController, AbortSignal
 from ..chunks import (
     BackgroundTaskCancelled,
     BackgroundTaskCancelledPayload,
@@ -679,7 +679,7 @@ class BackgroundTaskManager:
             raise TypeError(f"max_buffered_output must be an int, got {max_buffered_output!r}")
         if max_buffered_output < 0:
             raise ValueError(f"max_buffered_output must be >= 0, got {max_buffered_output}")
-        queue: asyncio.Queue[BackgroundTaskChunk | None] = asyncio.Queue()
+        queue: AbortableQueue[BackgroundTaskChunk] = AbortableQueue(abort_signal)
         dropped = 0
 
         def offer(chunk: BackgroundTaskChunk) -> None:
@@ -692,7 +692,7 @@ class BackgroundTaskManager:
                         queue.qsize(),
                     )
                 return
-            queue.put_nowait(chunk)
+            queue.put(chunk)
 
         unsubscribe = self.subscribe(
             offer,
@@ -702,7 +702,6 @@ class BackgroundTaskManager:
             resource_id=resource_id,
             task_id=task_id,
         )
-        remove_abort = abort_signal.add_listener(lambda _r: queue.put_nowait(None)) if abort_signal else None
         try:
             if include_existing:
                 page = await self.storage.list_tasks(
@@ -715,17 +714,13 @@ class BackgroundTaskManager:
                 for task in page.tasks:
                     if task_id is None or task.id == task_id:
                         yield self._running_chunk(task)
-            while True:
-                if abort_signal is not None and abort_signal.aborted:
-                    return
-                chunk = await queue.get()
-                if chunk is None:
-                    return
+            if abort_signal is not None and abort_signal.aborted:
+                return
+            async for chunk in queue:
                 yield chunk
         finally:
             unsubscribe()
-            if remove_abort is not None:
-                remove_abort()
+            queue.close()
             if dropped:
                 log.warning("background task stream: dropped %d progress chunks for a slow consumer", dropped)
 
