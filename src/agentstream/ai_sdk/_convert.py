@@ -37,11 +37,13 @@ from agentstream.chunks import (
     ToolCallApproval,
     ToolCallDelta,
     ToolCallInputStreamingStart,
+    ToolCallPayload,
     ToolCallSuspended,
     ToolError,
     ToolOutput,
     ToolOutputDenied,
     ToolResult,
+    ToolResultPayload,
     Tripwire,
     UnknownChunk,
     chunk_to_dict,
@@ -120,6 +122,14 @@ def _v6_usage(usage: Any) -> dict[str, Any]:
 
 def _compact(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
+
+
+def _add_provider_fields(out: UIChunk, payload: ToolCallPayload | ToolResultPayload) -> None:
+    """``providerExecuted`` then ``providerMetadata``, each only when the payload has it (key order is wire)."""
+    if payload.provider_executed is not None:
+        out["providerExecuted"] = payload.provider_executed
+    if payload.provider_metadata is not None:
+        out["providerMetadata"] = payload.provider_metadata
 
 
 def _strip_openai_item_id(pm: dict[str, Any]) -> dict[str, Any] | None:
@@ -490,10 +500,7 @@ class UIChunkConverter:
             "toolName": p.tool_name,
             "input": to_jsonable(p.args),
         }
-        if p.provider_executed is not None:
-            out["providerExecuted"] = p.provider_executed
-        if p.provider_metadata is not None:
-            out["providerMetadata"] = p.provider_metadata
+        _add_provider_fields(out, p)
         if p.observability is not None and self.version != "v5":
             out["toolMetadata"] = {"__mastraObservability": p.observability}
         return out
@@ -506,10 +513,7 @@ class UIChunkConverter:
             "toolCallId": p.tool_call_id,
             "output": to_jsonable(p.result),
         }
-        if p.provider_executed is not None:
-            out["providerExecuted"] = p.provider_executed
-        if p.provider_metadata is not None:
-            out["providerMetadata"] = p.provider_metadata
+        _add_provider_fields(out, p)
         return out
 
     def _tool_error(self, chunk: ToolError) -> UIChunk:

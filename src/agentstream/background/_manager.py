@@ -26,7 +26,7 @@ import time
 import traceback
 import uuid
 from collections import Counter, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal, TypeAlias, cast
@@ -792,15 +792,16 @@ class BackgroundTaskManager:
 
     def _spawn(self, task: BackgroundTask, resume: _Resume | None) -> None:
         run = _LocalRun(task.id, task.agent_id, resumed=resume is not None)
-        self._runs[task.id] = run
-        worker = asyncio.create_task(self._work(task, run, resume), name=f"background-task:{task.id}")
-        self._workers.add(worker)
-        worker.add_done_callback(self._workers.discard)
+        self._start_worker(run, self._work(task, run, resume))
 
     def _spawn_id(self, task_id: str, agent_id: str) -> None:
         run = _LocalRun(task_id, agent_id)
-        self._runs[task_id] = run
-        worker = asyncio.create_task(self._work_by_id(task_id, run), name=f"background-task:{task_id}")
+        self._start_worker(run, self._work_by_id(task_id, run))
+
+    def _start_worker(self, run: _LocalRun, work: Coroutine[Any, Any, None]) -> None:
+        # Workers outlive the call that dispatched them: tracked here, cancelled by ``shutdown``.
+        self._runs[run.task_id] = run
+        worker = asyncio.create_task(work, name=f"background-task:{run.task_id}")
         self._workers.add(worker)
         worker.add_done_callback(self._workers.discard)
 

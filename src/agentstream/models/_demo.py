@@ -19,7 +19,7 @@ import re
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .._abort import AbortError, AbortSignal
+from .._abort import AbortError, AbortSignal, until_aborted
 from ._base import CallOptions, StreamPart
 
 __all__ = ["DemoModel"]
@@ -89,16 +89,7 @@ class DemoModel:
         if self.delay_ms <= 0:
             return
         delay = self.delay_ms * scale * rng.choice((0.2, 0.5, 1.0, 1.0, 2.0, 4.0)) / 1000
-        if signal is None:
-            await asyncio.sleep(delay)
-            return
-        waiter = asyncio.ensure_future(signal.wait())
-        try:
-            await asyncio.wait({waiter}, timeout=delay)
-        finally:
-            waiter.cancel()
-        if signal.aborted:
-            raise AbortError(signal.reason)
+        await until_aborted(asyncio.sleep(delay), signal)
 
     @staticmethod
     def _pieces(text: str, rng: random.Random) -> list[str]:
