@@ -23,7 +23,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "tools": frozenset({"chunks", "_abort", "_secrets"}),
     "memory": frozenset({"chunks", "storage"}),
     "agent": frozenset({"chunks", "stream", "models", "tools", "memory", "_abort"}),
-    "background": frozenset({"agent", "chunks", "stream", "tools", "memory", "storage", "_abort"}),
+    "background": frozenset({"agent", "chunks", "stream", "tools", "memory", "storage", "_abort", "_secrets"}),
     "_mastra": frozenset({"agent", "storage"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "_abort"}),
