@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agentstream._abort import AbortController, AbortSignal
-from agentstream.agent import Agent, LoopHooks, RunConfig, run_loop
-from agentstream.agent._loop import PendingToolCall, _classify, rate_limited
+from agentstream.agent import Agent, LoopHooks, PendingToolCall
+from agentstream.agent._loop import RunConfig, rate_limited, run_loop
 from agentstream.chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, ChunkFrom, chunk_to_dict
 from agentstream.chunks._codec import Chunk
 from agentstream.models import CallOptions, ModelStream, OpenAIChatModel, StreamPart
@@ -395,23 +395,6 @@ async def test_tool_writer_emit_streams_any_chunk() -> None:
     tool = Tool(id="weather", description="w", input_schema=WEATHER_SCHEMA, execute=execute)
     chunks = await _collect(_config(ScriptedModel([_tool_step(), _text_step()]), tools={"weather": tool}))
     assert [c["type"] for c in chunks].count("background-task-started") == 1
-
-
-# -- exception classification ----------------------------------------------------------------------
-
-
-def test_classify() -> None:
-    user, step, total = AbortController(), AbortController(), AbortController()
-    exc = ValueError("boom")
-    assert _classify(exc, user.signal, step, total) == (False, None, exc)
-    step.abort(TimeoutError("step"))
-    aborted, timed_out, _ = _classify(exc, user.signal, step, total)
-    assert not aborted and isinstance(timed_out, TimeoutError) and str(timed_out) == "step"
-    own = TimeoutError("own")
-    assert _classify(own, user.signal, step, total)[1] is own
-    user.abort()
-    assert _classify(exc, user.signal, step, total)[0] is True
-    assert isinstance(user.signal, AbortSignal)
 
 
 # -- structured output through a real provider ------------------------------------------------------

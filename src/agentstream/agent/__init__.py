@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
-from ._loop import (
-    AgentStreamError,
-    LoopHooks,
-    PendingToolCall,
-    RunConfig,
-    StepInfo,
-    ToolNotFoundError,
-    run_loop,
-)
+from ._hooks import LoopHooks, PendingToolCall, StepInfo, StopCondition
+from ._loop import AgentStreamError
+from ._settings import ModelSettings, TimeoutSettings
+from ._tool_runner import ToolNotFoundError
 from ._structured import StructuredOutputConfig, StructuredOutputError
 
 
@@ -28,13 +23,14 @@ __all__ = [
     "Agent",
     "AgentStreamError",
     "LoopHooks",
+    "ModelSettings",
     "PendingToolCall",
-    "RunConfig",
     "StepInfo",
+    "StopCondition",
     "StructuredOutputConfig",
     "StructuredOutputError",
+    "TimeoutSettings",
     "ToolNotFoundError",
     "has_tool_call",
-    "run_loop",
     "step_count_is",
 ]

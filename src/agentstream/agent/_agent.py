@@ -14,8 +14,10 @@ from ..memory import Memory, MemoryScope, TurnRecorder, resolve_memory_option
 from ..models._base import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import Tool
-from ._loop import LoopHooks, RunConfig, StopCondition, run_loop
+from ._hooks import LoopHooks, StopCondition
+from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
+from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
 
 if TYPE_CHECKING:
@@ -296,7 +298,7 @@ class Agent:
             structured_output=so,
             tool_choice=opts.get("tool_choice"),
             active_tools=opts.get("active_tools"),
-            model_settings=dict(opts.get("model_settings") or {}),
+            model_settings=normalize_model_settings(opts.get("model_settings")),
             tool_call_concurrency=int(concurrency),
             hooks=hooks,
             sleep=sleep,

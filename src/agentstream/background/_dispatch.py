@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..agent._loop import LoopHooks, PendingToolCall, StepInfo
+from ..agent import LoopHooks, PendingToolCall, StepInfo
 from ..chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, ChunkFrom, ToolResult
 from ..chunks._codec import Chunk
 from ..tools import Tool, ToolContext, json_schema_of
