@@ -25,7 +25,7 @@ import logging
 import re
 import uuid
 from contextlib import aclosing
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -116,9 +116,31 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
             st = run.new_step()
             deadline = run.deadlines.step()
             try:
-                async with aclosing(run.stream_model(st, deadline)) as chunks:
-                    async for chunk in chunks:
-                        yield chunk
+                for chunk in await run.open(st, deadline):
+                    yield chunk
+                parts = run.parts(st)
+                if parts is not None:
+                    try:
+                        signal, lookup, routed = cfg.signal, HANDLERS.get, run.routed
+                        async for part in parts:  # the per-token path: no generator in between
+                            if signal.aborted:
+                                st.aborted = True
+                                break
+                            chunk = lookup(part.get("type"), convert_unknown)(st, part)  # type: ignore[arg-type]
+                            if routed and chunk is not None:
+                                chunk = run.route(st, chunk)
+                            if st.pending:
+                                for early in await run.flush(st):
+                                    yield early
+                            if chunk is not None:
+                                yield chunk
+                            if st.fatal:
+                                break
+                    except Exception as exc:
+                        for chunk in run.failed(st, deadline, exc):
+                            yield chunk
+                    finally:
+                        await run.close_model(st)
             finally:
                 deadline.close()
             metadata = run.step_metadata(st)
@@ -178,6 +200,10 @@ class _Run:
         self.user_messages: list[dict[str, Any]] = []
         self.steps: list[StepInfo] = []
         self.call_settings = call_options(settings)
+        self.process = cfg.hooks.process_chunk
+        self.on_chunk = cfg.on_chunk
+        self.routed = self.process is not None or self.on_chunk is not None
+        self.notify_raw = cfg.on_chunk is not None and cfg.include_raw_chunks
         model = cfg.model
         self.model_metadata = {
             "modelId": model.model_id,
@@ -230,73 +256,68 @@ class _Run:
         st.request = _sent_request(st.stream)
         return first
 
-    async def stream_model(self, st: StepState, deadline: StepDeadline) -> AsyncIterator[Chunk]:
-        """One model call: ``step-start``, then the provider's parts as chunks (the per-token path),
-        through the output seam and ``on_chunk``; see :mod:`._parts` for the routes."""
+    async def open(self, st: StepState, deadline: StepDeadline) -> list[Chunk]:
+        """Start the model call: ``step-start`` (and the error if the call failed at once)."""
         cfg = self.cfg
-        run_id = cfg.run_id
-        first = await self._open(st, deadline)
+        st.first = await self._open(st, deadline)
         payload = StepStartPayload(
             request=st.request, warnings=st.warnings, message_id=cfg.message_id, started_at=st.created_at
         )
-        yield StepStart(run_id=run_id, from_=AGENT, payload=payload)
+        out: list[Chunk] = [StepStart(run_id=cfg.run_id, from_=AGENT, payload=payload)]
         if st.error is not UNSET:
-            yield Error(run_id=run_id, from_=AGENT, payload=ErrorPayload(error=st.error, extra={"type": "error"}))
-        stream = st.stream
-        if stream is None or st.ended:
-            return
-        signal, on_chunk, process = cfg.signal, cfg.on_chunk, cfg.hooks.process_chunk
-        include_raw, handlers, unknown = cfg.include_raw_chunks, HANDLERS, convert_unknown
-        try:
-            while True:
-                if first is not None:
-                    part, first = first, None
-                else:
-                    try:
-                        part = await stream.__anext__()
-                    except StopAsyncIteration:
-                        break
-                if signal.aborted:
-                    st.aborted = True
-                    break
-                handled = handlers.get(part.get("type"), unknown)(st, part)  # type: ignore[arg-type]
-                if st.early:
-                    for chunk in st.early:
-                        yield chunk
-                    st.early.clear()
-                if st.notify:
-                    for chunk in st.notify if on_chunk is not None else ():
-                        await call_on_chunk(on_chunk, chunk)  # type: ignore[arg-type]
-                    st.notify.clear()
-                if handled is None:
-                    continue
-                route, chunk = handled
-                if route == RAW:
-                    if on_chunk is not None and include_raw:
-                        await call_on_chunk(on_chunk, chunk)
-                    yield chunk
-                    continue
-                if process is not None:
-                    processed = process(chunk)
-                    if processed is None and route != FATAL:
-                        continue
-                    chunk = processed or chunk
-                if route == STANDARD and on_chunk is not None and chunk.type in ON_CHUNK_TYPES:
-                    await call_on_chunk(on_chunk, chunk)
-                yield chunk
-                if route == FATAL:
-                    break
-        except Exception as exc:
-            st.aborted, st.timed_out, st.error = deadline.classify(exc)
-            if st.error is not UNSET:
-                yield Error(run_id=run_id, from_=AGENT, payload=ErrorPayload(error=exc, extra={"type": "error"}))
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except Exception:
-                    log.debug("closing the model stream failed", exc_info=True)
+            out.append(Error(run_id=cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.error, extra={"type": "error"})))
+        return out
+
+    def parts(self, st: StepState) -> AsyncIterator[StreamPart] | None:
+        """The rest of the model's parts (``None``: the step already ended)."""
+        if st.stream is None or st.ended:
+            return None
+        first, st.first = st.first, None
+        return st.stream if first is None else _prepend(first, st.stream)
+
+    def route(self, st: StepState, chunk: Chunk) -> Chunk | None:
+        """A converted chunk through the output seam, queued for ``on_chunk`` by its route
+        (:mod:`._parts`); ``None`` when a processor dropped it. Only called when a run processes
+        chunks or has ``on_chunk``: otherwise every chunk is streamed as converted."""
+        route, st.route = st.route, STANDARD
+        if route == RAW:
+            if self.notify_raw:
+                st.notify.append(chunk)
+                st.pending = True
+            return chunk
+        if self.process is not None:
+            processed = self.process(chunk)
+            if processed is None and route != FATAL:
+                return None
+            chunk = processed or chunk
+        if route == STANDARD and self.on_chunk is not None and chunk.type in ON_CHUNK_TYPES:
+            st.notify.append(chunk)
+            st.pending = True
+        return chunk
+
+    async def flush(self, st: StepState) -> list[Chunk]:
+        """Show ``on_chunk`` what the last part queued for it; the chunks to stream before its own."""
+        notify, st.notify, early, st.early, st.pending = st.notify, [], st.early, [], False
+        if self.on_chunk is not None:
+            for chunk in notify:
+                await call_on_chunk(self.on_chunk, chunk)
+        return early
+
+    def failed(self, st: StepState, deadline: StepDeadline, exc: Exception) -> list[Chunk]:
+        """The model stream raised: an abort, a timeout, or a step error (streamed as ``error``)."""
+        st.aborted, st.timed_out, st.error = deadline.classify(exc)
+        if st.error is UNSET:
+            return []
+        return [Error(run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=exc, extra={"type": "error"}))]
+
+    @staticmethod
+    async def close_model(st: StepState) -> None:
+        aclose = getattr(st.stream, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:
+                log.debug("closing the model stream failed", exc_info=True)
 
     def step_metadata(self, st: StepState) -> dict[str, Any]:
         response = st.response
@@ -391,6 +412,13 @@ class _Run:
             },
         }
         return fields, continued
+
+
+async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:
+    """``first``, then ``rest`` (only when the model's first part was not ``stream-start``)."""
+    yield first
+    async for part in rest:
+        yield part
 
 
 def _reason(st: StepState) -> str:

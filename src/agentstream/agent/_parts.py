@@ -1,7 +1,8 @@
 """Provider stream part → chunk (Mastra's ``convertFullStreamChunkToMastra``), as a table by part type.
 
-Each handler updates the :class:`~agentstream.agent._state.StepState` and returns ``(route, chunk)``
-or ``None`` (nothing to stream). The route says what the loop does with the chunk:
+Each handler updates the :class:`~agentstream.agent._state.StepState` and returns the chunk or
+``None`` (nothing to stream); a chunk that does not take the ``STANDARD`` route sets ``state.route``.
+The route says what the loop does with the chunk:
 
 * ``STANDARD`` — output processing (``LoopHooks.process_chunk``), ``on_chunk`` for the types Mastra
   shows it (:data:`ON_CHUNK_TYPES`), then streamed;
@@ -22,6 +23,7 @@ from typing import Any, Final
 
 from ..chunks import (
     UNSET,
+    Chunk,
     ChunkFrom,
     Custom,
     CustomPayload,
@@ -95,7 +97,7 @@ ON_CHUNK_TYPES = frozenset(
     }
 )
 
-Handled = tuple[int, Any] | None
+Handled = Chunk | None
 Handler = Callable[[StepState, StreamPart], Handled]
 
 
@@ -117,7 +119,8 @@ def _text_delta(st: StepState, part: StreamPart) -> Handled:
         obj = st.so.feed(delta)
         if obj is not None:
             st.early.append(obj)
-    return STANDARD, TextDelta(
+            st.pending = True
+    return TextDelta(
         run_id=st.run_id, from_=AGENT, payload=TextDeltaPayload(id=tid, text=delta, provider_metadata=pm)
     )
 
@@ -133,7 +136,7 @@ def _reasoning_delta(st: StepState, part: StreamPart) -> Handled:
     if pm is not None:
         st.reasoning_part[rid]["providerOptions"] = pm
     st.has_content = True
-    return STANDARD, ReasoningDelta(
+    return ReasoningDelta(
         run_id=st.run_id, from_=AGENT, payload=ReasoningDeltaPayload(id=rid, text=delta, provider_metadata=pm)
     )
 
@@ -146,7 +149,7 @@ def _tool_input_delta(st: StepState, part: StreamPart) -> Handled:
     st.streamed.setdefault(cid, []).append(delta)
     st.has_content = True
     meta = st.stream_meta.get(cid)
-    return STANDARD, ToolCallDelta(
+    return ToolCallDelta(
         run_id=st.run_id,
         from_=AGENT,
         payload=ToolCallDeltaPayload(
@@ -163,7 +166,7 @@ def _text_start(st: StepState, part: StreamPart) -> Handled:
     pm = part.get("providerMetadata")
     if tid not in st.text_acc:
         st.text_entry(tid, pm)
-    return STANDARD, TextStart(run_id=st.run_id, from_=AGENT, payload=TextStartPayload(id=tid, provider_metadata=pm))
+    return TextStart(run_id=st.run_id, from_=AGENT, payload=TextStartPayload(id=tid, provider_metadata=pm))
 
 
 def _text_end(st: StepState, part: StreamPart) -> Handled:
@@ -172,7 +175,7 @@ def _text_end(st: StepState, part: StreamPart) -> Handled:
     if pm is not None and tid in st.text_part:
         st.text_part[tid]["providerOptions"] = pm
     extra = {k: v for k, v in part.items() if k not in ("id", "providerMetadata")}
-    return STANDARD, TextEnd(
+    return TextEnd(
         run_id=st.run_id, from_=AGENT, payload=TextEndPayload(id=tid, provider_metadata=pm, extra=extra)
     )
 
@@ -190,19 +193,19 @@ def _reasoning_bound(st: StepState, part: StreamPart) -> tuple[str, Any]:
 def _reasoning_start(st: StepState, part: StreamPart) -> Handled:
     rid, pm = _reasoning_bound(st, part)
     payload = ReasoningStartPayload(id=rid, provider_metadata=pm)
-    return STANDARD, ReasoningStart(run_id=st.run_id, from_=AGENT, payload=payload)
+    return ReasoningStart(run_id=st.run_id, from_=AGENT, payload=payload)
 
 
 def _reasoning_end(st: StepState, part: StreamPart) -> Handled:
     rid, pm = _reasoning_bound(st, part)
-    return STANDARD, ReasoningEnd(run_id=st.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid, provider_metadata=pm))
+    return ReasoningEnd(run_id=st.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid, provider_metadata=pm))
 
 
 def _tool_input_start(st: StepState, part: StreamPart) -> Handled:
     cid = part.get("id", "")
     st.stream_meta[cid] = part
     st.streamed.setdefault(cid, [])
-    return STANDARD, ToolCallInputStreamingStart(
+    return ToolCallInputStreamingStart(
         run_id=st.run_id,
         from_=AGENT,
         payload=ToolCallInputStreamingStartPayload(
@@ -224,7 +227,7 @@ def _tool_input_end(st: StepState, part: StreamPart) -> Handled:
     )
     meta = st.stream_meta.get(cid)
     if meta is None:
-        return STANDARD, chunk
+        return chunk
     # What Mastra's onChunk sees: the end chunk, then the synthetic tool-call from the streamed JSON.
     synthetic = ToolCall(
         run_id=st.run_id,
@@ -239,7 +242,9 @@ def _tool_input_end(st: StepState, part: StreamPart) -> Handled:
         ),
     )
     st.notify += (chunk, synthetic)
-    return QUIET, chunk
+    st.pending = True
+    st.route = QUIET
+    return chunk
 
 
 def _tool_call(st: StepState, part: StreamPart) -> Handled:
@@ -274,7 +279,9 @@ def _tool_call(st: StepState, part: StreamPart) -> Handled:
             dynamic=part.get("dynamic"),
         ),
     )
-    return (QUIET if cid in st.stream_meta else STANDARD), chunk  # QUIET: on_chunk saw the synthetic call
+    if cid in st.stream_meta:
+        st.route = QUIET  # on_chunk saw the synthetic call
+    return chunk
 
 
 def _finish(st: StepState, part: StreamPart) -> Handled:
@@ -296,6 +303,7 @@ def finish_structured_output(st: StepState, finish_reason: str) -> None:
     if so_error is not None:
         st.error = so_error
         st.early.append(Error(run_id=st.run_id, from_=AGENT, payload=ErrorPayload(error=so_error)))
+    st.pending = bool(st.early or st.notify)
 
 
 def _response_metadata(st: StepState, part: StreamPart) -> Handled:
@@ -309,25 +317,29 @@ def _ignore(st: StepState, part: StreamPart) -> Handled:
 
 def _error(st: StepState, part: StreamPart) -> Handled:
     st.error = part.get("error")
+    st.fatal = True
     extra = {k: v for k, v in part.items() if k != "error"}
-    return FATAL, Error(run_id=st.run_id, from_=AGENT, payload=ErrorPayload(error=st.error, extra=extra))
+    st.route = FATAL
+    return Error(run_id=st.run_id, from_=AGENT, payload=ErrorPayload(error=st.error, extra=extra))
 
 
 def _raw(st: StepState, part: StreamPart) -> Handled:
     raw_value = part.get("rawValue")
     payload = RawPayload(extra=raw_value if isinstance(raw_value, dict) else {"value": raw_value})
-    return RAW, Raw(run_id=st.run_id, from_=AGENT, payload=payload)
+    st.route = RAW
+    return Raw(run_id=st.run_id, from_=AGENT, payload=payload)
 
 
 def convert_unknown(st: StepState, part: StreamPart) -> Handled:
     """Part types this table does not know travel as ``raw``."""
-    return RAW, Raw(run_id=st.run_id, from_=AGENT, payload=RawPayload(extra=dict(part)))
+    st.route = RAW
+    return Raw(run_id=st.run_id, from_=AGENT, payload=RawPayload(extra=dict(part)))
 
 
 def _source(st: StepState, part: StreamPart) -> Handled:
     st.has_content = True
     is_url = part.get("sourceType") == "url"
-    return STANDARD, Source(
+    return Source(
         run_id=st.run_id,
         from_=AGENT,
         payload=SourcePayload(
@@ -347,7 +359,7 @@ def _file(st: StepState, part: StreamPart) -> Handled:
     data = part.get("data")
     media_type = part.get("mediaType", "application/octet-stream")
     st.content.append({"type": "file", "data": data, "mediaType": media_type})
-    return STANDARD, File(
+    return File(
         run_id=st.run_id,
         from_=AGENT,
         payload=FilePayload(
@@ -366,7 +378,7 @@ def _reasoning_file(st: StepState, part: StreamPart) -> Handled:
         mime_type=part.get("mediaType", "application/octet-stream"),
         provider_metadata=part.get("providerMetadata"),
     )
-    return STANDARD, ReasoningFile(run_id=st.run_id, from_=AGENT, payload=payload)
+    return ReasoningFile(run_id=st.run_id, from_=AGENT, payload=payload)
 
 
 def _tool_result(st: StepState, part: StreamPart) -> Handled:
@@ -393,12 +405,13 @@ def _tool_result(st: StepState, part: StreamPart) -> Handled:
             provider_metadata=part.get("providerMetadata"),
         ),
     )
-    return QUIET, chunk  # provider-executed results do not reach onChunk (Mastra)
+    st.route = QUIET  # provider-executed results do not reach onChunk (Mastra)
+    return chunk
 
 
 def _custom(st: StepState, part: StreamPart) -> Handled:
     payload = CustomPayload(kind=part.get("kind", ""), provider_metadata=part.get("providerMetadata"))
-    return STANDARD, Custom(run_id=st.run_id, from_=AGENT, payload=payload)
+    return Custom(run_id=st.run_id, from_=AGENT, payload=payload)
 
 
 HANDLERS: dict[str, Handler] = {

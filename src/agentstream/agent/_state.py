@@ -21,7 +21,7 @@ def model_output(result: Any) -> dict[str, Any]:
     return {"type": "json", "value": result}
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class StepState:
     """One step: the provider's parts as converted so far, its finish, its error, its tool calls."""
 
@@ -30,6 +30,8 @@ class StepState:
     created_at: int
     so: StructuredOutputState | None = None
     stream: AsyncIterator[StreamPart] | None = None
+    first: StreamPart | None = None
+    """The model's first part, when it was not ``stream-start`` (read while opening the call)."""
     request: dict[str, Any] = field(default_factory=dict)
     warnings: list[Any] = field(default_factory=list)
     response: dict[str, Any] = field(default_factory=dict)
@@ -42,6 +44,12 @@ class StepState:
     aborted: bool = False
     timed_out: BaseException | None = None
     has_content: bool = False
+    route: int = 0
+    """How the loop treats the chunk the last handler returned (``_parts.STANDARD`` unless set)."""
+    pending: bool = False
+    """``early`` or ``notify`` holds something (checked once per part instead of both lists)."""
+    fatal: bool = False
+    """An ``error`` part ended the step's stream."""
     text_chunks: list[str] = field(default_factory=list)
     content: list[dict[str, Any]] = field(default_factory=list)
     """The assistant message's parts in stream order (text / reasoning parts filled in at the end)."""
