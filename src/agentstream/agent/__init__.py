@@ -6,8 +6,8 @@ from ._agent import Agent, has_tool_call, step_count_is
 from ._hooks import LoopHooks, PendingToolCall, StepInfo, StopCondition
 from ._loop import AgentStreamError
 from ._settings import ModelSettings, TimeoutSettings
-from ._tool_runner import ToolNotFoundError
 from ._structured import StructuredOutputConfig, StructuredOutputError
+from ._tool_runner import ToolNotFoundError
 
 
 def _register_demo() -> None:

@@ -133,7 +133,12 @@ class Deadlines:
         self._step_ms = _ms(timeout, "step_ms", "stepMs")
         self._first_ms = _ms(timeout, "first_chunk_ms", "firstChunkMs")
         self._total = (
-            _Timer(clock.sleep, total_ms, self.total, StepTimeoutError(f"total timeout of {total_ms} ms exceeded"))
+            _Timer(
+                clock.sleep,
+                total_ms,
+                self.total,
+                StepTimeoutError(f"total timeout of {total_ms} ms exceeded"),
+            )
             if total_ms
             else None
         )

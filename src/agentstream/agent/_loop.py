@@ -24,8 +24,8 @@ import inspect
 import logging
 import re
 import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -108,7 +108,9 @@ class RunConfig:
 async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
     """The run's chunk stream (see the module docstring)."""
     run = _Run(cfg)
-    yield Start(run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id))
+    yield Start(
+        run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
+    )
     last_finish: dict[str, Any] | None = None
     try:
         await run.begin()
@@ -126,14 +128,14 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                             if signal.aborted:
                                 st.aborted = True
                                 break
-                            chunk = lookup(part.get("type"), convert_unknown)(st, part)  # type: ignore[arg-type]
-                            if routed and chunk is not None:
-                                chunk = run.route(st, chunk)
+                            out = lookup(part.get("type"), convert_unknown)(st, part)  # type: ignore[arg-type]
+                            if routed and out is not None:
+                                out = run.route(st, out)
                             if st.pending:
                                 for early in await run.flush(st):
                                     yield early
-                            if chunk is not None:
-                                yield chunk
+                            if out is not None:
+                                yield out
                             if st.fatal:
                                 break
                     except Exception as exc:
@@ -166,7 +168,9 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                     last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
                     break
             last_finish, continued = await run.finish_step(st, runner, bool(pending), metadata)
-            yield StepFinish(run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish)))
+            yield StepFinish(
+                run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
+            )
             if not continued:
                 for chunk in await cfg.hooks.end_of_run(run.steps):
                     yield chunk
@@ -192,7 +196,9 @@ class _Run:
         settings = cfg.model_settings
         self.deadlines = Deadlines(settings.get("timeout"), LoopClock(cfg.now_ms, cfg.sleep), cfg.signal)
         self.tools = (
-            cfg.tools if cfg.active_tools is None else {k: v for k, v in cfg.tools.items() if k in cfg.active_tools}
+            cfg.tools
+            if cfg.active_tools is None
+            else {k: v for k, v in cfg.tools.items() if k in cfg.active_tools}
         )
         self.tool_defs = [t.definition() for t in self.tools.values()]
         self.messages: list[dict[str, Any]] = list(cfg.prompt)
@@ -221,7 +227,11 @@ class _Run:
 
     def new_step(self) -> StepState:
         created_at = int(self.cfg.now_ms())
-        so = StructuredOutputState(self.cfg.structured_output, self.cfg.run_id) if self.cfg.structured_output else None
+        so = (
+            StructuredOutputState(self.cfg.structured_output, self.cfg.run_id)
+            if self.cfg.structured_output
+            else None
+        )
         return StepState(run_id=self.cfg.run_id, number=len(self.steps) + 1, created_at=created_at, so=so)
 
     async def _call_options(self, st: StepState, signal: AbortSignal) -> CallOptions:
@@ -265,7 +275,13 @@ class _Run:
         )
         out: list[Chunk] = [StepStart(run_id=cfg.run_id, from_=AGENT, payload=payload)]
         if st.error is not UNSET:
-            out.append(Error(run_id=cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.error, extra={"type": "error"})))
+            out.append(
+                Error(
+                    run_id=cfg.run_id,
+                    from_=AGENT,
+                    payload=ErrorPayload(error=st.error, extra={"type": "error"}),
+                )
+            )
         return out
 
     def parts(self, st: StepState) -> AsyncIterator[StreamPart] | None:
@@ -308,7 +324,11 @@ class _Run:
         st.aborted, st.timed_out, st.error = deadline.classify(exc)
         if st.error is UNSET:
             return []
-        return [Error(run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=exc, extra={"type": "error"}))]
+        return [
+            Error(
+                run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=exc, extra={"type": "error"})
+            )
+        ]
 
     @staticmethod
     async def close_model(st: StepState) -> None:
@@ -382,7 +402,8 @@ class _Run:
             is_continued=continued,
             tool_calls=tool_calls,
             tool_results=[
-                {"toolCallId": c.call_id, "toolName": c.name, "result": v, "isError": f} for c, f, v in runner.results
+                {"toolCallId": c.call_id, "toolName": c.name, "result": v, "isError": f}
+                for c, f, v in runner.results
             ],
             usage=st.usage,
             errored=errored,

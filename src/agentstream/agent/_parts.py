@@ -198,7 +198,9 @@ def _reasoning_start(st: StepState, part: StreamPart) -> Handled:
 
 def _reasoning_end(st: StepState, part: StreamPart) -> Handled:
     rid, pm = _reasoning_bound(st, part)
-    return ReasoningEnd(run_id=st.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid, provider_metadata=pm))
+    return ReasoningEnd(
+        run_id=st.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid, provider_metadata=pm)
+    )
 
 
 def _tool_input_start(st: StepState, part: StreamPart) -> Handled:
@@ -223,7 +225,9 @@ def _tool_input_end(st: StepState, part: StreamPart) -> Handled:
     chunk = ToolCallInputStreamingEnd(
         run_id=st.run_id,
         from_=AGENT,
-        payload=ToolCallInputStreamingEndPayload(tool_call_id=cid, provider_metadata=part.get("providerMetadata")),
+        payload=ToolCallInputStreamingEndPayload(
+            tool_call_id=cid, provider_metadata=part.get("providerMetadata")
+        ),
     )
     meta = st.stream_meta.get(cid)
     if meta is None:
@@ -262,7 +266,12 @@ def _tool_call(st: StepState, part: StreamPart) -> Handled:
         if parsed_ok or not ok:
             exec_args = streamed_args
     st.calls.append(PendingToolCall(cid, name, exec_args, args if ok else {}, pexec))
-    call_part: dict[str, Any] = {"type": "tool-call", "toolCallId": cid, "toolName": name, "input": args if ok else {}}
+    call_part: dict[str, Any] = {
+        "type": "tool-call",
+        "toolCallId": cid,
+        "toolName": name,
+        "input": args if ok else {},
+    }
     if pexec:
         call_part["providerExecuted"] = True
     st.content.append(call_part)

@@ -87,7 +87,11 @@ class StepState:
 
     def reasoning_entry(self, rid: str, provider_options: Any) -> list[str]:
         acc = self.reasoning_acc[rid] = []
-        self.reasoning_part[rid] = part = {"type": "reasoning", "text": "", "providerOptions": provider_options}
+        self.reasoning_part[rid] = part = {
+            "type": "reasoning",
+            "text": "",
+            "providerOptions": provider_options,
+        }
         self.content.append(part)
         return acc
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from .._abort import AbortSignal
@@ -51,7 +51,9 @@ def tool_error_payload(error: BaseException, call: PendingToolCall) -> ToolError
 def _outcome_chunk(run_id: str, call: PendingToolCall, failed: bool, value: Any) -> Chunk:
     if failed:
         return ToolError(run_id=run_id, from_=AGENT, payload=tool_error_payload(value, call))
-    payload = ToolResultPayload(args=call.exec_args, tool_call_id=call.call_id, tool_name=call.name, result=value)
+    payload = ToolResultPayload(
+        args=call.exec_args, tool_call_id=call.call_id, tool_name=call.name, result=value
+    )
     return ToolResult(run_id=run_id, from_=AGENT, payload=payload)
 
 
@@ -94,7 +96,9 @@ class ToolRunner:
         self.errored = False
         self.results: list[ToolOutcome] = []
 
-    async def stream(self, calls: list[PendingToolCall], messages: list[dict[str, Any]]) -> AsyncIterator[Chunk]:
+    async def stream(
+        self, calls: list[PendingToolCall], messages: list[dict[str, Any]]
+    ) -> AsyncGenerator[Chunk, None]:
         process, on_chunk = self.hooks.process_chunk, self.on_chunk
         queue: asyncio.Queue[Any] = asyncio.Queue()
         outcome: list[tuple[bool, Any]] = [(False, None)] * len(calls)
@@ -168,4 +172,3 @@ class ToolRunner:
             raise
         except Exception as exc:
             return True, exc
-
