@@ -70,7 +70,7 @@ def _transform(args: argparse.Namespace) -> Any:
 
 async def _main(args: argparse.Namespace) -> int:
     from agentstream._abort import AbortController
-    from agentstream.agent._demo_agent import demo_agent
+    from agentstream._demo import demo_agent
 
     model = args.model or os.environ.get("AGENTSTREAM_MODEL")
     if not model:
@@ -88,7 +88,7 @@ async def _main(args: argparse.Namespace) -> int:
     mastra: Any = None
     options: dict[str, Any] = {"abort_signal": controller.signal, "experimental_transform": _transform(args)}
     if args.until_idle:
-        from agentstream.agent._demo_agent import demo_mastra
+        from agentstream._demo import demo_mastra
 
         mastra = demo_mastra(model)
         agent = mastra.get_agent("demo")

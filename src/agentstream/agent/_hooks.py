@@ -16,20 +16,27 @@ only what it needs and chains to an inner hooks object for the rest (as the back
                             is-task-complete)
 ``end_of_run``              before ``finish``: chunks to stream first (output-result processors)
 ==========================  ===================================================================
+
+Background tasks plug in one level up, per run: a :class:`BackgroundSeam` gives the run its tools,
+instructions and (wrapping) hooks, and runs the until-idle stream.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from ..background import UntilIdleOutput
     from ..chunks import Chunk
     from ..models import CallOptions
+    from ..stream import ModelOutput
     from ..tools import Tool, ToolContext
+    from ._agent import Agent
+    from ._messages import MessageInput
 
-__all__ = ["LoopHooks", "PendingToolCall", "StepInfo", "StopCondition"]
+__all__ = ["BackgroundSeam", "LoopHooks", "PendingToolCall", "RunSetup", "StepInfo", "StopCondition"]
 
 
 @dataclass
@@ -114,3 +121,37 @@ class LoopHooks:
 
     async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
         return []
+
+
+@dataclass
+class RunSetup:
+    """What one run of an agent uses instead of its own tools, instructions and hooks."""
+
+    tools: dict[str, Tool]
+    instructions: str
+    hooks: LoopHooks
+
+
+@runtime_checkable
+class BackgroundSeam(Protocol):
+    """What an agent needs from background tasks (implemented by ``agentstream.background``).
+
+    The agent package owns this seam so that it never imports the background package (which sits
+    above it and imports ``Agent``). A ``Mastra`` with background tasks gives each registered agent
+    one (``agentstream.background.AgentBackground``).
+    """
+
+    @property
+    def enabled(self) -> bool:
+        """``False``: runs are plain (tools inline, no until-idle stream)."""
+        ...
+
+    def prepare_run(self, agent: Agent, *, thread_id: str | None, resource_id: str | None) -> RunSetup:
+        """The tools, instructions and hooks of one run whose tasks belong to (thread, resource)."""
+        ...
+
+    def stream_until_idle(
+        self, agent: Agent, messages: MessageInput, *, max_idle_ms: float | None, options: dict[str, Any]
+    ) -> UntilIdleOutput | ModelOutput:
+        """The until-idle stream: the first turn, the tasks' chunks and the continuation turns."""
+        ...

@@ -9,6 +9,7 @@ from typing import Any
 
 from ._anthropic import AnthropicModel
 from ._base import LanguageModel
+from ._demo import DemoModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 
@@ -60,7 +61,7 @@ _factories: dict[str, ModelFactory] = {}
 def register_model_factory(prefix: str, factory: ModelFactory) -> None:
     """Make ``resolve_model(f"{prefix}/<id>")`` (or just ``prefix``) call ``factory(model_id, **kw)``.
 
-    Registered prefixes win over built-in providers (the agent package registers ``"demo"``).
+    Registered prefixes win over built-in providers (``"demo"``: the offline demo model).
     """
     if not prefix or "/" in prefix:
         raise ValueError(f"invalid model prefix {prefix!r}")
@@ -94,6 +95,8 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
     prefix, sep, model_id = spec.partition("/")
     if prefix in _factories:
         return _factories[prefix](model_id, **kwargs)
+    if prefix == "demo":
+        return DemoModel(model_id=model_id or "demo", **kwargs)
     if not sep or not model_id:
         raise ValueError(f"model string must look like 'provider/model-id', got {spec!r}")
 
@@ -112,7 +115,7 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         prefix = "openai"
     compat = _COMPAT.get(prefix)
     if compat is None:
-        known = sorted({*_COMPAT, "anthropic", "openai.responses", *_factories})
+        known = sorted({*_COMPAT, "anthropic", "demo", "openai.responses", *_factories})
         raise UnknownProviderError(f"unknown model provider {prefix!r} in {spec!r}; known: {', '.join(known)}")
     if api not in (None, "chat"):
         raise ValueError(f"provider {prefix!r} supports api='chat' only, got {api!r}")

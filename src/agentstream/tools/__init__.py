@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._background import AgentBackgroundConfig, AgentToolBackgroundConfig, TaskCallback, ToolBackgroundConfig
-from ._schema import Schema, SchemaIssue, ValidationOutcome, json_schema_of, validate_value
+from ._schema import Schema, SchemaIssue, ValidationOutcome, format_issues, json_schema_of, validate_value
 from ._tool import Tool, ToolContext, ToolInputValidationError, ToolWriter, tool
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "ToolInputValidationError",
     "ToolWriter",
     "ValidationOutcome",
+    "format_issues",
     "json_schema_of",
     "tool",
     "validate_value",

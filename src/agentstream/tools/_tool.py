@@ -13,8 +13,7 @@ from typing import Any, get_type_hints, overload
 import pydantic
 
 from .._abort import AbortSignal
-from ..chunks import ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload
-from ..chunks._codec import Chunk
+from ..chunks import Chunk, ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload
 from ._background import ToolBackgroundConfig
 from ._schema import Schema, format_issues, issues_tree, json_schema_of, validate_value
 
