@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint bench e2e clean
+.PHONY: run test lint bench e2e clean refresh-data
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -20,6 +20,7 @@ test: $(STAMP)
 	bash scripts/test-services.sh
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest
 
 lint: $(STAMP)
@@ -29,8 +30,16 @@ lint: $(STAMP)
 bench: $(STAMP)
 	for f in bench/bench_*.py; do $(BIN)/python $$f || exit 1; done
 
+.PHONY: docs
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+	@echo "docs: open .cache/site/index.html"
+
 e2e: $(STAMP)
 	bash scripts/e2e.sh
+
+refresh-data:
+	bash scripts/refresh-shared-data.sh
 
 clean:
 	rm -rf $(VENV) .cache

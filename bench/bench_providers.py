@@ -16,7 +16,10 @@ import httpx
 
 from agentstream.models import OpenAIChatModel
 
-RECORDING = Path("/work/shared/provider-recordings/huggingface/together-deepseek-r1-think-tags.json")
+ROOT = Path(__file__).resolve().parents[1]
+RECORDING = (
+    ROOT / "tests" / "data" / "provider-recordings" / "huggingface" / "together-deepseek-r1-think-tags.json"
+)
 ROUNDS = 20
 
 
@@ -36,8 +39,9 @@ def main() -> None:
 
     async def run_provider() -> float:
         client = httpx.AsyncClient(transport=httpx.MockTransport(handler))
-        model = OpenAIChatModel("m", base_url="http://bench.local/v1", api_key="k", http_client=client,
-                                parse_think_tags=True)
+        model = OpenAIChatModel(
+            "m", base_url="http://bench.local/v1", api_key="k", http_client=client, parse_think_tags=True
+        )
         best = float("inf")
         for _ in range(ROUNDS):
             start = time.perf_counter()

@@ -2,18 +2,18 @@
 
 Run: ``.venv/bin/python bench/bench_smooth.py [--repeat N] [--skip-node] [--skip-mastra-no-whitespace]``.
 
-1. English throughput: the reference input (1 MB of English in ~222,918 text-deltas of 1-8 chars,
-   word chunking, no delay) produced by ``node bench.mjs --dump-input`` in a writable copy of
-   ``../shared/reference-bench`` at ``.cache/reference-bench`` (made with ``npm ci`` if missing).
-   Mastra's figure comes from ``node bench.mjs`` run by this script; the ratio to a bare async
+1. English throughput: 1 MB of English in ~222,918 text-deltas of 1-8 chars (a seeded mulberry32
+   generator), word chunking, no delay. The same chunks are written to ``.cache/reference-bench/
+   input.jsonl`` and timed through Mastra's ``smoothStream`` by ``bench/reference/smooth.mjs``
+   (``@mastra/core`` pinned in ``bench/reference/package.json``, installed into
+   ``.cache/reference-bench`` by ``bench/reference/install.sh``). The ratio to a bare async
    generator passthrough is printed too. Goal: >= 1.5x Mastra's input chunks/s.
 2. Whitespace-free text (ASCII and CJK, 4-char deltas, word chunking): Mastra is cubic here
-   (``node bench.mjs --no-whitespace``); ours must be linear and under 20 ms for 4,000 chars, with
+   (``smooth.mjs no-whitespace``); ours must be linear and under 20 ms for 4,000 chars, with
    identical output.
 3. Linearity of every chunking mode: time for N and 4N characters.
 
-Without node/npm the Mastra columns are skipped with a note, and the English input is generated
-here with the same generator (mulberry32), so the Python figures still print.
+Without node/npm the Mastra columns are skipped with a note; the Python figures still print.
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-from agentstream.chunks import ChunkFrom, TextDelta, TextDeltaPayload, decode_chunk
+from agentstream.chunks import ChunkFrom, TextDelta, TextDeltaPayload
 from agentstream.stream import smooth_stream
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_BENCH = Path(ROOT.parent / "shared" / "reference-bench")
+INSTALL = ROOT / "bench" / "reference" / "install.sh"
 CACHE = ROOT / ".cache" / "reference-bench"
 INPUT = CACHE / "input.jsonl"
 
@@ -42,46 +42,45 @@ def note(msg: str) -> None:
     print(f"note: {msg}", flush=True)
 
 
-def have_node() -> bool:
-    return shutil.which("node") is not None and shutil.which("npm") is not None
-
-
 def prepare_reference() -> bool:
-    """A writable copy of the reference bench with node_modules; False when node/npm are missing."""
-    if not have_node():
+    """Install the Mastra reference (``bench/reference``); False, with a note, when it cannot run."""
+    if shutil.which("node") is None or shutil.which("npm") is None:
         note("node/npm not found: Mastra figures skipped")
         return False
-    if not (CACHE / "node_modules" / "@mastra" / "core").exists():
-        if not SHARED_BENCH.exists():
-            note(f"{SHARED_BENCH} not found: Mastra figures skipped")
-            return False
-        CACHE.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copytree(SHARED_BENCH, CACHE, dirs_exist_ok=True)
-        for path in CACHE.rglob("*"):
-            path.chmod(path.stat().st_mode | 0o200)
-        proc = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"], cwd=CACHE, capture_output=True, text=True
-        )
-        if proc.returncode != 0:
-            note(f"npm ci failed ({proc.stderr.strip()[-200:]}): Mastra figures skipped")
-            return False
-    if not INPUT.exists():
-        subprocess.run(
-            ["node", "bench.mjs", "--dump-input", str(INPUT)], cwd=CACHE, check=True, capture_output=True
-        )
+    proc = subprocess.run(["bash", str(INSTALL)], capture_output=True, text=True)
+    if proc.returncode != 0:
+        note(f"{INSTALL.relative_to(ROOT)} failed ({proc.stderr.strip()[-300:]}): Mastra figures skipped")
+        return False
     return True
 
 
 def node_json(*args: str) -> dict[str, Any] | None:
-    proc = subprocess.run(["node", "bench.mjs", *args], cwd=CACHE, capture_output=True, text=True)
+    proc = subprocess.run(["node", "smooth.mjs", *args], cwd=CACHE, capture_output=True, text=True)
     if proc.returncode != 0:
-        note(f"node bench.mjs {' '.join(args)} failed: {proc.stderr.strip()[-200:]}")
+        note(f"node smooth.mjs {' '.join(args)} failed: {proc.stderr.strip()[-300:]}")
         return None
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
-# --- the same English input without node (bench.mjs's generator, ported) -------------------
+def write_input(chunks: list[TextDelta]) -> None:
+    """The English chunks as Mastra wire JSON lines, for ``smooth.mjs throughput``."""
+    INPUT.parent.mkdir(parents=True, exist_ok=True)
+    lines = (
+        json.dumps(
+            {
+                "type": "text-delta",
+                "runId": "bench",
+                "from": "AGENT",
+                "payload": {"id": "txt-1", "text": c.payload.text},
+            }
+        )
+        for c in chunks
+    )
+    INPUT.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# --- the English input (a seeded generator: the same chunks every run) ------------------------
 
 
 def _mulberry32(seed: int) -> Callable[[], float]:
@@ -173,15 +172,13 @@ def timed(
 
 def english(repeat: int, with_node: bool) -> None:
     print("\n== English, word chunking, no delay (reference input) ==", flush=True)
-    if INPUT.exists():
-        chunks: list[Any] = [decode_chunk(line) for line in INPUT.read_bytes().splitlines() if line.strip()]
-        source = str(INPUT.relative_to(ROOT))
-    else:
-        chunks = english_chunks()
-        source = "generated here (same generator as bench.mjs)"
+    chunks: list[Any] = english_chunks()
     text = "".join(c.payload.text for c in chunks)
-    print(f"input: {len(chunks):,} deltas, {len(text):,} chars ({source})")
-    mastra = node_json() if with_node else None
+    print(f"input: {len(chunks):,} deltas, {len(text):,} chars (mulberry32, seed 20250101)")
+    mastra = None
+    if with_node:
+        write_input(chunks)
+        mastra = node_json("throughput", str(INPUT))
     timed(lambda s: smooth_stream(delay_in_ms=None)(s), chunks[:20_000], 1)  # warm-up
     pass_s, _ = timed(_passthrough, chunks, repeat)
     ours_s, pieces = timed(lambda s: smooth_stream(delay_in_ms=None)(s), chunks, repeat)
@@ -207,7 +204,7 @@ def no_whitespace(with_node: bool, sizes: list[int]) -> None:
     print("\n== whitespace-free text, 4-char deltas, word chunking ==", flush=True)
     mastra_rows: dict[tuple[str, int], float] = {}
     if with_node:
-        result = node_json("--no-whitespace", ",".join(map(str, sizes)))
+        result = node_json("no-whitespace", ",".join(map(str, sizes)))
         for row in (result or {}).get("rows", []):
             mastra_rows[(row["text"], row["chars"])] = row["smoothSeconds"]
     for n in sizes:

@@ -51,7 +51,9 @@ async def run_backend(store: BaseStore, n: int) -> dict[str, float]:
 
     t0 = time.perf_counter()
     for t in tasks:
-        if not await store.update_task(t.id, TaskUpdate(status="running", started_at=utc_now()), expected_status="pending"):
+        if not await store.update_task(
+            t.id, TaskUpdate(status="running", started_at=utc_now()), expected_status="pending"
+        ):
             raise AssertionError(f"CAS failed for {t.id}")
     timings["cas_update"] = time.perf_counter() - t0
 
@@ -102,7 +104,9 @@ async def main(n: int) -> None:
 
     ref = results["memory"]["total"]
     print(f"storage bench: {n} records x (create + CAS update + get) = {3 * n} ops per backend")
-    print(f"{'backend':<20}{'create/s':>11}{'cas/s':>11}{'get/s':>11}{'total ops/s':>13}{'x memory time':>15}")
+    print(
+        f"{'backend':<20}{'create/s':>11}{'cas/s':>11}{'get/s':>11}{'total ops/s':>13}{'x memory time':>15}"
+    )
     for name, t in results.items():
         print(
             f"{name:<20}{n / t['create']:>11,.0f}{n / t['cas_update']:>11,.0f}{n / t['get']:>11,.0f}"

@@ -1,30 +1,36 @@
 #!/usr/bin/env bash
-# End-to-end check as a user would: `agentstream serve` on loopback, then the real `useChat` page in
-# headless Chromium (two turns) and the real `ai` node clients (v7, v6, v5, v6-strict).
-# Screenshot: .cache/e2e/chat.png
+# End-to-end check as a user would: `agentstream serve` on loopback, then the project's useChat page
+# (tests/clients/web) in headless Chromium for two turns, and the real `ai` node clients (v7, v6,
+# v5, strict v6) for one. Reports and the screenshot go to .cache/e2e/ (chat.png).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/clients.sh --browser
 PORT=${E2E_PORT:-18731}
-OUT=.cache/e2e
+OUT="$PWD/.cache/e2e"
+CLIENTS="$PWD/.cache/clients"
 mkdir -p "$OUT"
 .venv/bin/agentstream serve --port "$PORT" --delay-ms 5 >"$OUT/server.log" 2>&1 &
 SERVER=$!
-trap 'kill $SERVER 2>/dev/null || true' EXIT
+trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
   curl -sf "http://127.0.0.1:$PORT/api/agents" >/dev/null && break
+  kill -0 "$SERVER" 2>/dev/null || { cat "$OUT/server.log" >&2; exit 1; }
   sleep 0.1
 done
-BACKEND="http://127.0.0.1:$PORT/api/chat"
-cd .cache/clients
-for ai in current v6 v5 v6-strict; do
-  flag=(); [ "$ai" != current ] && flag=(--ai "$ai")
+BACKEND="http://127.0.0.1:$PORT/api/chat/demo"
+for ai in v7 v6 v5 v6-strict; do
   echo "== node client ($ai)"
-  node node-client.mjs "$BACKEND" --prompt "What is the weather in Berlin?" --quiet "${flag[@]}" >"../e2e/node-$ai.json"
-  head -c 300 "../e2e/node-$ai.json"; echo
+  node "$CLIENTS/node-client.mjs" "$BACKEND" --prompt "What is the weather in Berlin?" --ai "$ai" --strict \
+    >"$OUT/node-$ai.json"
 done
 echo "== browser (useChat, two turns)"
-node browser-check.mjs --backend "$BACKEND" --screenshot ../e2e/chat.png \
-  --prompt "What is the weather in Berlin?" --prompt "Explain how rainbows form" | tee ../e2e/browser.json | head -c 1500
-echo
-echo "screenshot: .cache/e2e/chat.png"
+node "$CLIENTS/browser-check.mjs" --backend "$BACKEND" --screenshot "$OUT/chat.png" \
+  --prompt "What is the weather in Berlin?" --prompt "Explain how rainbows form" >"$OUT/browser.json"
+python3 - "$OUT/browser.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+for turn in report["turns"]:
+    print(f"  {turn['prompt']!r} -> {turn['status']}: {(turn['assistantText'] or '')[:100]!r}")
+print(f"  requests: {', '.join(report['requests'])}; parts: {[p['type'] for p in report['domParts']]}")
+PY
+echo "reports and screenshot: .cache/e2e/ (chat.png)"

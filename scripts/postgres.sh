@@ -2,19 +2,29 @@
 # Make a throwaway PostgreSQL server available on 127.0.0.1:54329 (trust auth) for the test suite.
 #
 #   scripts/postgres.sh         install (Debian packages, only if missing), initdb, start, wait; idempotent
-#   scripts/postgres.sh stop    stop the server started from .cache/pg
-#   scripts/postgres.sh status  say whether it is accepting connections
+#   scripts/postgres.sh stop    stop this checkout's server
+#   scripts/postgres.sh remove  stop it and delete its cluster directory
+#   scripts/postgres.sh status  say whether something accepts connections on the port
 #
 # Tests connect with AGENTSTREAM_TEST_PG_DSN, default postgresql://postgres@127.0.0.1:54329/postgres.
-# The cluster lives in <repo>/.cache/pg (data in .cache/pg/data, log in .cache/pg/server.log) and is
-# owned by the OS user `postgres` when run as root (initdb refuses to run as root). Settings favour
-# speed over durability (fsync off): never point anything real at it.
+# A server already accepting connections on the port is reused, whoever started it.
+#
+# The cluster lives outside the checkout, in <system temp dir>/agentstream-pg-<user>-<hash of the
+# checkout path> (or $AGENTSTREAM_PG_DIR): as root it is owned by the OS user `postgres` (initdb
+# refuses to run as root), and `postgres` must be able to reach it, which a checkout inside a private
+# (0700) directory such as a home directory or `mktemp -d` does not allow. One stable directory
+# per checkout, so `stop` finds the server that `start` made. Settings favour speed over durability
+# (fsync off): never point anything real at it.
 set -euo pipefail
 
 PORT="${AGENTSTREAM_PG_PORT:-54329}"
 HOST=127.0.0.1
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
-BASE="$ROOT/.cache/pg"
+OWNER="$(if [[ "$(id -u)" == 0 ]]; then echo postgres; else id -un; fi)"
+KEY="$(printf '%s' "$ROOT" | sha256sum | cut -c1-12)"
+# Root's TMPDIR may itself be private; the sticky /tmp is what every user can enter.
+TMP="$(if [[ "$(id -u)" == 0 ]]; then echo /tmp; else echo "${TMPDIR:-/tmp}"; fi)"
+BASE="${AGENTSTREAM_PG_DIR:-$TMP/agentstream-pg-$OWNER-$KEY}"
 DATA="$BASE/data"
 LOG="$BASE/server.log"
 CMD="${1:-start}"
@@ -35,7 +45,7 @@ find_bindir() {
 # Run a command as the cluster owner: `postgres` when we are root, ourselves otherwise.
 as_owner() {
   if [[ "$(id -u)" == 0 ]]; then
-    runuser -u postgres -- "$@"
+    (cd / && runuser -u postgres -- "$@")  # from /: the checkout may be closed to postgres
   else
     "$@"
   fi
@@ -49,16 +59,18 @@ ready() {
 BINDIR="$(find_bindir || true)"
 
 case "$CMD" in
-  stop)
+  stop | remove)
     if [[ -z "$BINDIR" || ! -f "$DATA/PG_VERSION" ]]; then
       say "no cluster in $DATA; nothing to stop"
-      exit 0
-    fi
-    if as_owner "$BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+    elif as_owner "$BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
       as_owner "$BINDIR/pg_ctl" -D "$DATA" stop -m fast -w >/dev/null
       say "stopped server on $HOST:$PORT (data $DATA)"
     else
       say "server in $DATA is not running"
+    fi
+    if [[ "$CMD" == remove && -d "$BASE" ]]; then
+      rm -rf "$BASE"
+      say "removed $BASE"
     fi
     exit 0
     ;;
@@ -72,7 +84,7 @@ case "$CMD" in
     ;;
   start) ;;
   *)
-    echo "usage: $0 [start|stop|status]" >&2
+    echo "usage: $0 [start|stop|remove|status]" >&2
     exit 2
     ;;
 esac
@@ -107,13 +119,17 @@ if [[ "$(id -u)" == 0 ]] && ! id postgres >/dev/null 2>&1; then
   useradd --system --user-group --home-dir /var/lib/postgresql --shell /bin/bash postgres
 fi
 
-mkdir -p "$BASE"
-if [[ "$(id -u)" == 0 ]]; then
-  chown postgres: "$BASE"
+# A fresh directory of our own: in the shared temp dir someone else could have made it first.
+if [[ ! -d "$BASE" ]]; then
+  mkdir -m 700 "$BASE"
+  if [[ "$(id -u)" == 0 ]]; then chown "$OWNER:" "$BASE"; fi
 fi
-chmod 700 "$BASE"
+if [[ "$(stat -c %U "$BASE")" != "$OWNER" ]]; then
+  say "$BASE belongs to $(stat -c %U "$BASE"), not $OWNER; remove it or set AGENTSTREAM_PG_DIR" >&2
+  exit 1
+fi
 if ! as_owner test -w "$BASE"; then
-  say "user postgres cannot reach $BASE (a parent directory is not traversable); use a repo path other users can enter" >&2
+  say "user $OWNER cannot write to $BASE; set AGENTSTREAM_PG_DIR to a directory $OWNER can reach" >&2
   exit 1
 fi
 

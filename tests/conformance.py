@@ -1,21 +1,20 @@
-"""Load the conformance vectors recorded from the real Mastra / AI SDK packages (``../shared/conformance``)."""
+"""Load the conformance vectors recorded from the real Mastra / AI SDK packages (``tests/data/conformance``)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(os.environ.get("AGENTSTREAM_SHARED", Path(__file__).resolve().parents[2] / "shared"))
-CONFORMANCE = ROOT / "conformance"
+DATA = Path(__file__).resolve().parent / "data"
+CONFORMANCE = DATA / "conformance"
 
 
 def vector_files(kind: str) -> list[Path]:
     """Every vector of one kind (``smooth``, ``aisdk``, ``agent``, ``workflow``), sorted by name."""
     files = sorted((CONFORMANCE / kind).glob("*.json"))
     if not files:
-        raise FileNotFoundError(f"no conformance vectors under {CONFORMANCE / kind}: set AGENTSTREAM_SHARED")
+        raise FileNotFoundError(f"no conformance vectors under {CONFORMANCE / kind}: run make refresh-data")
     return files
 
 
@@ -52,3 +51,60 @@ def to_wire(value: Any) -> Any:
 
 def _is_undefined(value: Any) -> bool:
     return isinstance(value, dict) and value.get("$undefined") is True and len(value) == 1
+
+
+# Vectors recorded for features that are not built yet, by the issue that builds them. They run and
+# are expected to fail (``xfail_strict``): when an issue lands, its vectors pass and the run fails
+# until the entry is removed, so this table stays true.
+_ISSUE_12 = "issue 12 (human in the loop: tool approval and suspension, resumed)"
+_ISSUE_13 = "issue 13 (processors, guardrails, tripwires; goals judged until done)"
+_ISSUE_14 = "issue 14 (workflows; agents and workflows as tools)"
+
+NOT_BUILT: dict[str, dict[str, str]] = {
+    "agent": {
+        "goal-judge-done": _ISSUE_13,
+        "goal-max-runs-exhausted": _ISSUE_13,
+        "input-processor-rewrite": _ISSUE_13,
+        "output-processor-redact-stream": _ISSUE_13,
+        "output-processor-result-retry": _ISSUE_13,
+        "output-processor-step-retry": _ISSUE_13,
+        "output-processor-step-tripwire": _ISSUE_13,
+        "output-processor-tripwire-second-step": _ISSUE_13,
+        "sub-agent-tool": _ISSUE_14,
+        "tool-approval-approve": _ISSUE_12,
+        "tool-approval-decline": _ISSUE_12,
+        "tool-approval-required": _ISSUE_12,
+        "tool-approval-tool-level": _ISSUE_12,
+        "tool-approval-tool-level-same-step": _ISSUE_12,
+        "tool-suspend-resume": _ISSUE_12,
+        "tool-suspended": _ISSUE_12,
+    },
+    "aisdk": {
+        "approval-approved-resume-v5": _ISSUE_12,
+        "approval-request-v5": _ISSUE_12,
+        "approval-request-v6": _ISSUE_12,
+        "approval-request-v7": _ISSUE_12,
+        "approval-tool-level-request-v6": _ISSUE_12,
+        "approval-tool-level-same-step-resume-v6": _ISSUE_12,
+        "chat-approval-approve-v7": _ISSUE_12,
+        "subagent-stream-metadata-v5": _ISSUE_14,
+        "suspension-request-v5": _ISSUE_12,
+    },
+}
+
+
+def params(kind: str, paths: list[Path], *, only: set[str] | None = None) -> list[Any]:
+    """``pytest.param`` per vector, marked expected-to-fail (strict) where ``NOT_BUILT`` says so.
+
+    ``only``: the vector names whose mark applies to this test (a vector may fail in one check and
+    pass in another, e.g. its chunks differ while the client assembles the same message)."""
+    import pytest
+
+    out = []
+    for path in paths:
+        reason = NOT_BUILT.get(kind, {}).get(path.stem)
+        marks = []
+        if reason is not None and (only is None or path.stem in only):
+            marks = [pytest.mark.xfail(reason=f"not built yet: {reason}", strict=True)]
+        out.append(pytest.param(path, id=path.stem, marks=marks))
+    return out

@@ -26,6 +26,7 @@ async def test_page_and_agent_list() -> None:
         assert (await client.get("/api/agents")).json() == {"agents": [{"id": "demo", "name": "Demo Agent"}]}
 
 
+@pytest.mark.looptime  # the demo model paces its tokens with asyncio.sleep
 async def test_chat_streams_a_tool_call_and_the_answer_smoothed_by_word() -> None:
     body = {
         "id": "c1",

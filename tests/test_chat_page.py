@@ -2,7 +2,7 @@
 
 The app (demo agent, smoothing on) runs on loopback in a uvicorn thread; ``node`` with
 ``playwright-core`` (installed into ``.cache/clients`` by ``scripts/clients.sh``) drives
-``/usr/bin/chromium``: type, send, wait for the answer, read the rendered DOM, then a second turn
+Debian's ``chromium`` (``$AGENTSTREAM_CHROMIUM``, else ``chromium`` on ``PATH``): type, send, wait for the answer, read the rendered DOM, then a second turn
 that sends the first turn's assistant message (with its tool part) back. Screenshot:
 ``.cache/e2e/page.png``. Skipped (with the reason) when chromium / node / playwright-core are missing,
 unless ``CI`` is set, where that is a failure.
@@ -25,7 +25,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAYWRIGHT = ROOT / ".cache" / "clients" / "node_modules" / "playwright-core"
-CHROMIUM = Path(os.environ.get("AGENTSTREAM_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM = os.environ.get("AGENTSTREAM_CHROMIUM") or shutil.which("chromium")
 SCREENSHOT = ROOT / ".cache" / "e2e" / "page.png"
 
 DRIVER = r"""
@@ -83,8 +83,8 @@ const { chromium } = require(playwrightPath);
 
 
 def _missing() -> str | None:
-    if not CHROMIUM.exists():
-        return f"{CHROMIUM} is missing (scripts/clients.sh --browser installs it)"
+    if CHROMIUM is None or not Path(CHROMIUM).exists():
+        return f"chromium is missing ({CHROMIUM or 'not on PATH'}; scripts/clients.sh --browser installs it)"
     if shutil.which("node") is None:
         return "node is not on PATH"
     if not (PLAYWRIGHT / "package.json").exists():

@@ -8,6 +8,8 @@ The most used names are here; each subpackage has its own curated ``__all__``:
 
 from __future__ import annotations
 
+import logging as _logging
+
 from ._abort import AbortController, AbortError, AbortSignal
 from ._mastra import Mastra
 from .agent import Agent
@@ -34,3 +36,7 @@ __all__ = [
     "tool",
 ]
 __version__ = "0.1.0"
+
+# A library logs, the application decides where to (``agentstream serve`` sends WARNING and up to
+# stderr); without this, Python's last-resort handler would print run errors into CLI output.
+_logging.getLogger("agentstream").addHandler(_logging.NullHandler())

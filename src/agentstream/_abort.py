@@ -14,7 +14,7 @@ __all__ = ["AbortController", "AbortError", "AbortSignal"]
 
 
 class AbortError(Exception):
-    """Raised by :meth:`AbortSignal.throw_if_aborted` once the signal has fired."""
+    """Raised by ``AbortSignal.throw_if_aborted`` once the signal has fired."""
 
     def __init__(self, reason: Any = None) -> None:
         super().__init__("This operation was aborted" if reason is None else str(reason))
@@ -22,7 +22,7 @@ class AbortError(Exception):
 
 
 class AbortSignal:
-    """Read side of an :class:`AbortController`. Safe to share between tasks of one event loop."""
+    """Read side of an ``AbortController``. Safe to share between tasks of one event loop."""
 
     __slots__ = ("_aborted", "_event", "_listeners", "_reason")
 
@@ -34,10 +34,12 @@ class AbortSignal:
 
     @property
     def aborted(self) -> bool:
+        """Whether the signal has fired."""
         return self._aborted
 
     @property
     def reason(self) -> Any:
+        """Why the signal fired (`None` until it has)."""
         return self._reason
 
     def add_listener(self, callback: Callable[[Any], object]) -> Callable[[], None]:
@@ -62,6 +64,7 @@ class AbortSignal:
         return self._reason
 
     def throw_if_aborted(self) -> None:
+        """Raise `AbortError(reason)` if the signal has fired; otherwise do nothing."""
         if self._aborted:
             raise AbortError(self._reason)
 
@@ -87,7 +90,7 @@ class AbortSignal:
 
 
 class AbortController:
-    """Owns an :class:`AbortSignal` and fires it with :meth:`abort`."""
+    """Owns an ``AbortSignal`` and fires it with ``abort``."""
 
     __slots__ = ("signal",)
 
@@ -95,4 +98,5 @@ class AbortController:
         self.signal = AbortSignal()
 
     def abort(self, reason: Any = None) -> None:
+        """Fire the signal: every listener runs and waiters wake with `reason` (default: an `AbortError`)."""
         self.signal._fire(AbortError() if reason is None else reason)

@@ -1,6 +1,6 @@
 """The demo agent used by ``agentstream run`` / ``serve`` (the application layer, not the library's): a ``weather`` tool and a slow ``research`` tool.
 
-``research`` is background-enabled: under ``Mastra(background_tasks=...)`` (see :func:`demo_mastra`)
+``research`` is background-enabled: under ``Mastra(background_tasks=...)`` (see ``demo_mastra``)
 it runs as a background task and the model gets a placeholder; elsewhere it runs inline.
 """
 

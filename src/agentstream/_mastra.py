@@ -21,15 +21,15 @@ class Mastra:
     """Holds the application's agents by registration key (Mastra's ``new Mastra({...})``).
 
     * ``storage`` — every domain (memory threads/messages, background tasks, ...). Default: an
-      :class:`~agentstream.storage.InMemoryStore`, as in Mastra (nothing survives the process);
+      ``InMemoryStore``, as in Mastra (nothing survives the process);
       pass ``SQLiteStore(path)`` / ``PostgresStore(dsn)`` to persist. Schema migrations run when the
       store is first used.
-    * ``background_tasks`` — ``True`` or a :class:`~agentstream.background.BackgroundTaskManagerConfig`
+    * ``background_tasks`` — ``True`` or a ``BackgroundTaskManagerConfig``
       dict (``global_concurrency`` 10, ``per_agent_concurrency`` 5, ``backpressure`` ``"queue"``,
       ``default_timeout_ms`` 300 000, ``default_retries``, ``cleanup``, callbacks...). A dict without
       ``enabled`` counts as enabled (giving a config is opting in; Mastra requires ``enabled``).
       A ready ``BackgroundTaskManager`` over the same storage is accepted too (e.g. with a
-      ``clock``). Then :attr:`background_task_manager` exists (started lazily on first use) and the agents'
+      ``clock``). Then ``background_task_manager`` exists (started lazily on first use) and the agents'
       tools with ``background={"enabled": True}`` run as background tasks.
 
     Close with ``await mastra.aclose()`` or ``async with Mastra(...) as mastra``: stops the manager
@@ -74,6 +74,11 @@ class Mastra:
         return self._background_task_manager
 
     def register_agent(self, key: str, agent: Agent) -> None:
+        """Register `agent` under `key` (as `Mastra(agents={key: agent})` does).
+
+        The agent gets this `Mastra`'s storage and background-task manager; a non-`Agent` raises
+        `TypeError`.
+        """
         if not isinstance(agent, Agent):
             raise TypeError(f"Mastra agents must be Agent instances, got {type(agent).__name__} for {key!r}")
         self._agents[key] = agent
@@ -99,6 +104,7 @@ class Mastra:
         return agent
 
     def get_agents(self) -> dict[str, Agent]:
+        """A copy of the registered agents, by registration key."""
         return dict(self._agents)
 
     async def aclose(self) -> None:

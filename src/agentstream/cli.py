@@ -35,6 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `agentstream` command line with `argv` (default: `sys.argv[1:]`); returns the exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

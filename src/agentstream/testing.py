@@ -3,7 +3,7 @@
 ``ScriptedModel(steps)`` plays back the conformance vectors' ``modelSteps`` unchanged: call *i* of
 ``do_stream`` streams ``steps[i]`` (a list of AI SDK ``LanguageModelV2`` stream-part dicts) or raises
 ``steps[i]["throws"]`` before streaming. The tags the vectors use are understood: ``{"$date": iso}``
-becomes a :class:`~datetime.datetime`, ``{"$bytes": b64}`` bytes, ``{"$error": {...}}`` an exception,
+becomes a ``datetime``, ``{"$bytes": b64}`` bytes, ``{"$error": {...}}`` an exception,
 ``{"$undefined": true}`` removes the key, and the part ``{"$waitForAbort": true}`` holds the stream
 until the call's abort signal fires (then raises the abort reason, as a provider's fetch would).
 """
@@ -121,6 +121,7 @@ class ScriptedModel:
                 )
 
     def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        """Record the call and stream the next step of the script; `ScriptExhaustedError` when none is left."""
         index = len(self.calls)
         recorded = {k: v for k, v in options.items() if k != "prompt"}
         self.calls.append(RecordedCall(index, list(options.get("prompt", [])), recorded))
@@ -154,7 +155,7 @@ class _Sleeper:
 
 
 class FakeClock:
-    """Virtual time: ``await clock.sleep(s)`` returns when :meth:`advance` passes its deadline.
+    """Virtual time: ``await clock.sleep(s)`` returns when ``advance`` passes its deadline.
 
     ``now()`` is seconds, ``now_ms()`` milliseconds (pass ``clock.now_ms`` where a clock is taken).
     """
@@ -165,12 +166,15 @@ class FakeClock:
         self._seq = itertools.count()
 
     def now(self) -> float:
+        """The virtual time in seconds."""
         return self._now
 
     def now_ms(self) -> float:
+        """The virtual time in milliseconds."""
         return self._now * 1000.0
 
     async def sleep(self, seconds: float) -> None:
+        """Wait until `advance` moves the virtual time `seconds` forward (a non-positive value just yields)."""
         if seconds <= 0:
             await asyncio.sleep(0)
             return

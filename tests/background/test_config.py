@@ -22,11 +22,7 @@ from agentstream.background import (
 )
 from agentstream.background._config import placeholder_result_text
 
-CASE = (
-    Path(__file__).parents[2].parent / "shared" / "conformance" / "agent" / "background-task-until-idle.json"
-)
-if not CASE.exists():
-    CASE = Path("/work/shared/conformance/agent/background-task-until-idle.json")
+CASE = Path(__file__).resolve().parents[1] / "data" / "conformance" / "agent" / "background-task-until-idle.json"
 
 
 @pytest.fixture(scope="module")

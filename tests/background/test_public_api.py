@@ -39,14 +39,16 @@ def call(call_id: str, q: str) -> list[dict[str, Any]]:
     ]
 
 
-async def lookup(args: dict[str, Any], ctx: Any) -> Any:
-    if args["q"] == "ask" and ctx.resume_data is None:
-        await ctx.suspend({"question": "which one?"})
-    await asyncio.sleep(0.05)
-    return {"answer": args["q"], "resumed": getattr(ctx, "resume_data", None)}
+def lookup_tool(release: asyncio.Event | None = None, **kw: Any) -> Tool:
+    """The ``lookup`` tool; with ``release`` it finishes only once the test sets that event."""
 
+    async def lookup(args: dict[str, Any], ctx: Any) -> Any:
+        if args["q"] == "ask" and ctx.resume_data is None:
+            await ctx.suspend({"question": "which one?"})
+        if release is not None:
+            await release.wait()
+        return {"answer": args["q"], "resumed": getattr(ctx, "resume_data", None)}
 
-def lookup_tool(**kw: Any) -> Tool:
     return Tool(id="lookup", description="d", input_schema=SCHEMA, execute=lookup, **kw)
 
 
@@ -70,7 +72,8 @@ async def test_mastra_defaults_and_lifecycle() -> None:
 
 async def test_registered_agent_dispatches_plain_stream_with_memory(store: BaseStore) -> None:
     model = ScriptedModel([call("c1", "x"), text("Started.")])
-    agent = Agent(id="a", instructions="sys", model=model, tools=[lookup_tool(background=True)])
+    release = asyncio.Event()
+    agent = Agent(id="a", instructions="sys", model=model, tools=[lookup_tool(release, background=True)])
     async with Mastra(agents={"a": agent}, storage=store, background_tasks=True) as mastra:
         manager = mastra.background_task_manager
         assert manager is not None
@@ -81,6 +84,8 @@ async def test_registered_agent_dispatches_plain_stream_with_memory(store: BaseS
         assert "background" in model.calls[0].prompt[0]["content"]
         (task,) = (await manager.list_tasks()).tasks
         assert (task.thread_id, task.resource_id, task.agent_id) == ("t1", "u1", "a")
+        assert task.status in ("pending", "running")  # the stream ended; the task goes on
+        release.set()
         done = await manager.wait_for_completion(task.id, timeout_ms=5_000)
         assert done.result == {"answer": "x", "resumed": None}
         # a tool without background config runs inline even under the manager
@@ -121,6 +126,7 @@ async def test_until_idle_options_suspend_and_resume(store: BaseStore) -> None:
         await agent2.generate("hi", until_idle=True)
 
 
+@pytest.mark.looptime
 async def test_until_idle_max_idle_ms_closes_the_stream() -> None:
     async def never(args: dict[str, Any], ctx: ToolContext) -> Any:
         await asyncio.sleep(3600)
@@ -138,6 +144,7 @@ async def _types(out: Any) -> list[str]:
     return [c.type async for c in out.full_stream]
 
 
+@pytest.mark.looptime  # the demo model and tool pace themselves with asyncio.sleep
 async def test_serve_demo_app_streams_background_task_parts() -> None:
     from agentstream._app import create_app, demo_mastra
 

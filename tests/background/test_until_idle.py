@@ -303,7 +303,8 @@ async def test_abort_and_max_idle(store: BaseStore) -> None:
         await asyncio.sleep(3600)
 
     tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=never, background=True)
-    async with BackgroundTaskManager(store) as manager:
+    # the tools never end: leaving the block abandons them at once instead of granting them the 5 s grace
+    async with BackgroundTaskManager(store, {"shutdown_grace_ms": 0}) as manager:
         model = ScriptedModel(_steps(("c1", "lookup", {"q": "x"}), "Started."))
         out = stream_until_idle(
             Agent(id="a", model=model, tools=[tool]), "go", manager=manager, max_idle_ms=100

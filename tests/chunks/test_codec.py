@@ -75,7 +75,7 @@ def test_vector_chunks_round_trip_or_fail_clearly(where: str, raw: dict[str, Any
 
 
 def test_every_agent_chunk_type_of_the_spec_has_a_class() -> None:
-    spec = Path(__file__).resolve().parents[3] / "shared" / "docs" / "mastra-spec.md"
+    spec = Path(__file__).resolve().parents[1] / "data" / "docs" / "mastra-spec.md"
     table = spec.read_text(encoding="utf-8").split("### 1.2")[1].split("### 1.3")[0]
     types = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
     types -= {"data-*", "type"}

@@ -16,7 +16,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-RECORDINGS = Path("/work/shared/provider-recordings")
+RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "provider-recordings"
+EXPECTED = RECORDINGS.parent / "provider-expected"
+"""The collapsed parts (``snapshot``) each recording must replay to, one file per recording."""
 API_KEY = "sk-test-SECRET-key-0123456789"
 
 

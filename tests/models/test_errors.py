@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -195,3 +196,104 @@ async def test_consumer_closing_early_closes_the_connection(server: ReplayServer
             break
     await stream.aclose()  # type: ignore[attr-defined]
     await asyncio.wait_for(server.closed_by_client.wait(), timeout=30)
+
+
+# --- a stream that stops early: never retried once parts are out, one error part ---------------
+
+TEXT = "\n\n".join([CHUNK % "Hello ", CHUNK % "world"]) + "\n\n"  # no finish_reason, no [DONE]
+
+
+async def test_stream_ending_without_done_is_one_error_part_and_no_retry(server: ReplayServer) -> None:
+    server.replies += [Reply(body=TEXT), Reply(body=TEXT)]
+    sleep = SleepRecorder()
+    parts = await collect(chat(server, sleep=sleep))
+    assert [p["type"] for p in parts] == ["stream-start", "response-metadata", "text-start", "text-delta",
+                                          "text-delta", "error"]
+    error = parts[-1]["error"]
+    assert error.message == "the response stream ended before [DONE]" and not error.is_retryable
+    assert len(server.received) == 1 and sleep.delays == []
+
+
+async def test_agent_calls_the_model_once_for_a_cut_stream(server: ReplayServer) -> None:
+    # The reported bug: finish "unknown" made the loop call the model again, 5 times in one message.
+    from agentstream import Agent
+
+    server.replies += [Reply(body=TEXT) for _ in range(5)]
+    output = Agent(id="a", instructions="Be brief.", model=chat(server, sleep=SleepRecorder())).stream("hi")
+    chunks = [c async for c in output.full_stream]
+    assert len(server.received) == 1
+    assert await output.text == "Hello world"
+    assert [c.type for c in chunks].count("error") == 1
+    assert [c.type for c in chunks].count("step-start") == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "cls", "marker", "drop"),
+    [
+        ("anthropic/text-minimal.json", AnthropicModel, "message_stop", 3),  # cut before message_delta
+        ("openai-responses/text-with-logprobs.json", OpenAIResponsesModel, "response.completed", 1),
+    ],
+)
+async def test_every_provider_reports_a_missing_end_marker(
+    server: ReplayServer, name: str, cls: Any, marker: str, drop: int
+) -> None:
+    recording = load(name)
+    events = [e for e in recording["interactions"][0]["response"]["body"].split("\n\n") if e.strip()]
+    server.replies.append(Reply(body="\n\n".join(events[:-drop]) + "\n\n"))
+    model = cls(recording["interactions"][0]["request"]["body"]["model"], base_url=server.url + "/v1",
+                api_key=API_KEY, sleep=SleepRecorder())
+    parts = await collect(model)
+    assert parts[-1]["type"] == "error" and "finish" not in [p["type"] for p in parts]
+    assert parts[-1]["error"].message == f"the response stream ended before {marker}"
+    assert any(p["type"] == "text-delta" for p in parts)
+    assert len(server.received) == 1
+
+
+async def test_cut_before_the_first_event_is_retried(server: ReplayServer) -> None:
+    body = load("openai-chat/text-stream-usage.json")["interactions"][0]["response"]["body"]
+    server.replies += [Reply(body=body, cut_after_events=0), Reply(body=""), Reply(body=body)]
+    sleep = SleepRecorder()
+    parts = await collect(chat(server, sleep=sleep))
+    assert len(server.received) == 3 and sleep.delays == [0.5, 1.0]
+    assert [p["type"] for p in parts].count("stream-start") == 1 and parts[-1]["finishReason"] == "stop"
+    assert "".join(p["delta"] for p in parts if p["type"] == "text-delta") == "The capital of Mexico is Mexico City."
+
+
+async def test_cut_before_the_first_event_every_time_is_one_error(server: ReplayServer) -> None:
+    server.replies += [Reply(body="") for _ in range(3)]
+    parts = await collect(chat(server, sleep=SleepRecorder()))
+    assert [p["type"] for p in parts] == ["error"]
+    assert parts[0]["error"].message == "the response stream ended before [DONE]"
+    assert len(server.received) == 3
+
+
+# --- what an error says, and to whom ------------------------------------------------------------
+
+
+async def test_connection_error_names_the_url_without_secrets() -> None:
+    srv = ReplayServer()
+    await srv.start()
+    url = srv.url
+    await srv.stop()
+    model = OpenAIChatModel("m", base_url=f"http://user:{API_KEY}@{url[7:]}/v1", api_key=API_KEY,
+                            sleep=SleepRecorder(), max_retries=0)
+    [part] = await collect(model)
+    error = part["error"]
+    assert str(error).startswith("openai: cannot connect: ")
+    assert str(error).endswith(f"({url}/v1/chat/completions)")  # the URL that failed, without user info
+    assert url not in error.client_message  # what a client may see has no URL
+    assert API_KEY not in str(error) + repr(error) + error.url
+
+
+async def test_error_keeps_response_headers_and_redacts_every_spelling(server: ReplayServer) -> None:
+    key = "sk-a/b+c=d&e0123456789"
+    body = json.dumps({"error": {"message": f"bad key {key}"}, "url": f"?k={quote(key, safe='')}"})
+    server.replies.append(Reply(status=401, content_type="application/json", body=body.replace("/", "\\/"),
+                                headers={"x-request-id": "req-1"}))
+    model = OpenAIChatModel("m", base_url=server.url + "/v1", api_key=key, sleep=SleepRecorder())
+    [part] = await collect(model)
+    error = part["error"]
+    assert error.message == "bad key ***"
+    assert error.response_headers["x-request-id"] == "req-1"
+    for text in (str(error), error.response_body or "", json.dumps(error.data)):
+        assert key not in text and quote(key, safe="") not in text and key.replace("/", "\\/") not in text

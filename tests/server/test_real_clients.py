@@ -110,15 +110,12 @@ def serve(model: ReplayingModel) -> Iterator[str]:
         thread.join(5)
 
 
-def run_client(
-    url: str, client: str, body: dict[str, Any] | None, prompt: str, *, strict: bool = True
-) -> tuple[int, dict[str, Any]]:
+def run_client(url: str, client: str, body: dict[str, Any] | None, prompt: str) -> tuple[int, dict[str, Any]]:
     """Run ``node-client.mjs`` (``--chunks``: the report lists the parsed SSE chunks too)."""
     clients = require_clients()
     with tempfile.TemporaryDirectory() as tmp:
-        args = ["node", str(clients / "node-client.mjs"), url, "--ai", client, "--chunks"]
-        if strict:
-            args.append("--strict")
+        # --strict: a failed conformance check (no [DONE], unbalanced steps, ...) fails the run too.
+        args = ["node", str(clients / "node-client.mjs"), url, "--ai", client, "--chunks", "--strict"]
         if body is None:
             args += ["--prompt", prompt]
         else:
@@ -146,7 +143,6 @@ class Scenario:
     body: dict[str, Any] | None = None  # posted verbatim (its messages seed the chat); None: --prompt
     prompt: str = "Weather in Berlin?"
     exit_code: int = 0
-    strict: bool = True
 
 
 SYSTEM = {"role": "system", "content": "Be brief."}
@@ -307,17 +303,13 @@ def check_regenerate(report: dict[str, Any], calls: list[RecordedCall], client: 
     # ... and answered as a new message (a new id, not a continuation of "a1").
     start = report["chunks"][0]["chunk"]
     assert start["type"] == "start" and start["messageId"] != "a1"
-    # node-client seeds its Chat with the posted messages and, as the last one is an assistant
-    # message, lets the new stream continue it (useChat's own regenerate() removes "a1" before it
-    # sends, so it never has it). The client therefore keeps "a1" and assembles the new message as a
-    # copy of a1's parts followed by the new step; the only conformance check that fails (hence no
-    # --strict here) is exactly that: "continuation kept the assistant message id".
-    assert [c["check"] for c in report["checks"] if not c["ok"]] == [
-        "continuation kept the assistant message id"
-    ]
-    assert report["messages"][:2] == HISTORY
+    # node-client regenerates as useChat's regenerate() does: the client drops "a1" before it sends,
+    # so the chat ends with the question and the new answer, and every check passes (--strict).
+    assert report["mode"] == "regenerate"
+    assert report["messages"][:1] == HISTORY[:1]
+    assert len(report["messages"]) == 2
     assert report["assistantMessage"]["id"] == start["messageId"]
-    assert assistant_parts(report, after="assistant")[len(HISTORY[1]["parts"]) :] == [
+    assert assistant_parts(report) == [
         {"type": "step-start"},
         {"type": "text", "text": "Regenerated.", "state": "done"},
     ]
@@ -330,7 +322,7 @@ def check_error(report: dict[str, Any], calls: list[RecordedCall], client: str) 
     # An ``error`` chunk is what makes useChat show an error: node-client exits 1 with status
     # "error" for it (its documented semantics), so this scenario asserts that instead of exit 0.
     assert report["status"] == "error"
-    assert report["error"]["kind"] == 'error chunk (server sent {"type":"error"})'
+    assert report["error"]["kind"] == "error-chunk"  # the server sent {"type": "error"}
     assert report["error"]["message"] == ERROR_TEXT
     errors = [e["chunk"] for e in report["chunks"] if e.get("chunk", {}).get("type") == "error"]
     assert errors == [{"type": "error", "errorText": ERROR_TEXT}]
@@ -417,7 +409,6 @@ SCENARIOS: dict[str, Scenario] = {
         [[START, *text("Regenerated."), finish()]],
         check_regenerate,
         body={"id": "chat-1", "messages": HISTORY, "trigger": "regenerate-message", "messageId": "a1"},
-        strict=False,
     ),
     "error": Scenario([{"throws": ERROR}], check_error, exit_code=1),
     "error-part": Scenario(
@@ -442,7 +433,7 @@ def live(request: pytest.FixtureRequest) -> Iterator[tuple[str, ReplayingModel, 
 def test_real_client(live: tuple[str, ReplayingModel, Scenario], client: str) -> None:
     url, model, scenario = live
     model.reset()
-    code, report = run_client(url, client, scenario.body, scenario.prompt, strict=scenario.strict)
+    code, report = run_client(url, client, scenario.body, scenario.prompt)
     assert code == scenario.exit_code, (report["_stderr"], report["error"], report["checks"])
     assert report["http"]["status"] == 200
     scenario.check(report, model.calls, client)

@@ -1,4 +1,4 @@
-"""Every recorded Mastra ``smoothStream`` vector (``../shared/conformance/smooth``), run through ``smooth_stream``."""
+"""Every recorded Mastra ``smoothStream`` vector (``tests/data/conformance/smooth``), run through ``smooth_stream``."""
 
 from __future__ import annotations
 

@@ -1,58 +1,24 @@
 """Pacing in virtual time: the producer is never throttled, ``max_lag_ms`` catches up, ``hold_back`` waits.
 
-The tests run on an event loop whose clock only moves when every task is waiting for a timer, so
-``asyncio.sleep`` (the default ``sleep`` of ``smooth_stream``) and ``loop.time()`` are exact and instant.
+The tests run on looptime's fake loop clock (``@pytest.mark.looptime``): it only moves when every task
+waits for a timer, so ``asyncio.sleep`` (the default ``sleep`` of ``smooth_stream``) and ``loop.time()``
+are exact and instant.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import selectors
-from collections.abc import AsyncIterator, Coroutine
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
+import looptime
 import pytest
 
 from agentstream.chunks import ChunkFrom, TextDelta, TextDeltaPayload
 from agentstream.stream import Segmenter, smooth_stream
 
-T = TypeVar("T")
-
-
-class _VirtualSelector:
-    def __init__(self, selector: selectors.BaseSelector, loop: VirtualTimeLoop) -> None:
-        self._selector = selector
-        self._loop = loop
-
-    def select(self, timeout: float | None = None) -> list[Any]:
-        events = self._selector.select(0)
-        if not events:
-            if timeout is None:
-                raise RuntimeError("deadlock: nothing ready and no timer scheduled")
-            self._loop.now += timeout
-        return events
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._selector, name)
-
-
-class VirtualTimeLoop(asyncio.SelectorEventLoop):
-    def __init__(self) -> None:
-        super().__init__()
-        self.now = 0.0
-        self._selector = _VirtualSelector(self._selector, self)  # type: ignore[has-type,assignment]
-
-    def time(self) -> float:
-        return self.now
-
-
-def run_virtual(coro: Coroutine[Any, Any, T]) -> T:
-    loop = VirtualTimeLoop()
-    try:
-        return loop.run_until_complete(coro)
-    finally:
-        loop.close()
+pytestmark = pytest.mark.looptime(noop_cycles=0)
 
 
 def td(text: str, id: str = "t1") -> TextDelta:
@@ -68,28 +34,32 @@ class Producer:
         self.done_at: float | None = None
 
     async def __call__(self) -> AsyncIterator[TextDelta]:
+        loop = asyncio.get_running_loop()
+        start = loop.time()
         for text in self.deltas:
             yield td(text)
             await asyncio.sleep(self.interval)
-        self.done_at = asyncio.get_running_loop().time()
+        self.done_at = loop.time() - start
 
 
 async def consume(transform: Any, producer: Producer) -> list[tuple[float, str]]:
+    """``(seconds since the first pull, text)`` of every piece the transform emits."""
     loop = asyncio.get_running_loop()
-    return [(loop.time(), c.payload.text) async for c in transform(producer())]
+    start = loop.time()
+    return [(loop.time() - start, c.payload.text) async for c in transform(producer())]
 
 
-def test_virtual_loop_sanity() -> None:
-    async def main() -> float:
-        await asyncio.sleep(5)
-        return asyncio.get_running_loop().time()
+async def test_the_loop_clock_is_virtual() -> None:
+    loop = asyncio.get_running_loop()
+    assert isinstance(loop, looptime.LoopTimeEventLoop) and loop.looptime_on
+    start = loop.time()
+    await asyncio.sleep(5)
+    assert loop.time() - start == 5
 
-    assert run_virtual(main()) == pytest.approx(5)
 
-
-def test_delay_paces_the_consumer_but_not_the_producer() -> None:
+async def test_delay_paces_the_consumer_but_not_the_producer() -> None:
     producer = Producer([f"w{i} " for i in range(100)], 0.001)
-    seen = run_virtual(consume(smooth_stream(delay_in_ms=10), producer))
+    seen = await consume(smooth_stream(delay_in_ms=10), producer)
     assert producer.done_at == pytest.approx(0.1)  # the producer ran at its own pace
     assert "".join(t for _, t in seen) == "".join(producer.deltas)
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(seen)]
@@ -97,9 +67,9 @@ def test_delay_paces_the_consumer_but_not_the_producer() -> None:
     assert seen[-1][0] == pytest.approx(0.99)  # 99 delays after the first piece
 
 
-def test_max_lag_catches_up_with_larger_pieces() -> None:
+async def test_max_lag_catches_up_with_larger_pieces() -> None:
     producer = Producer([f"w{i} " for i in range(500)], 0.001)
-    seen = run_virtual(consume(smooth_stream(delay_in_ms=10, max_lag_ms=50), producer))
+    seen = await consume(smooth_stream(delay_in_ms=10, max_lag_ms=50), producer)
     assert producer.done_at is not None
     assert "".join(t for _, t in seen) == "".join(producer.deltas)
     # Without max_lag the view would end ~5 s after the model; with it, within the allowed lag.
@@ -109,19 +79,19 @@ def test_max_lag_catches_up_with_larger_pieces() -> None:
     assert all(t.endswith(" ") for _, t in seen)
     # While the producer is slower than the delay, no catching up happens: one word per piece.
     slow = Producer([f"w{i} " for i in range(20)], 0.05)
-    seen = run_virtual(consume(smooth_stream(delay_in_ms=10, max_lag_ms=50), slow))
+    seen = await consume(smooth_stream(delay_in_ms=10, max_lag_ms=50), slow)
     assert [t for _, t in seen] == slow.deltas
 
 
-def test_max_lag_without_delay_and_long_answer() -> None:
+async def test_max_lag_without_delay_and_long_answer() -> None:
     # A burst of 2,000 words arrives at once; at 10 ms each that would be 20 s of pacing.
     producer = Producer(["".join(f"w{i} " for i in range(j, j + 100)) for j in range(0, 2000, 100)], 0.0)
-    seen = run_virtual(consume(smooth_stream(delay_in_ms=10, max_lag_ms=200), producer))
+    seen = await consume(smooth_stream(delay_in_ms=10, max_lag_ms=200), producer)
     assert "".join(t for _, t in seen) == "".join(producer.deltas)
     assert seen[-1][0] <= 0.2 + 0.011
 
 
-def test_hold_back_keeps_the_last_segment() -> None:
+async def test_hold_back_keeps_the_last_segment() -> None:
     pytest.importorskip("icu4py")
 
     async def main(hold_back: bool) -> list[str]:
@@ -131,21 +101,21 @@ def test_hold_back_keeps_the_last_segment() -> None:
         )
         return [t for _, t in seen]
 
-    assert run_virtual(main(False)) == ["こん", "に", "ち", "は", "世界"]  # Mastra: never waits
-    assert run_virtual(main(True)) == ["こんにちは", "世界"]
+    assert await main(False) == ["こん", "に", "ち", "は", "世界"]  # Mastra: never waits
+    assert await main(True) == ["こんにちは", "世界"]
 
 
-def test_hold_back_grapheme_keeps_emoji_sequences_whole() -> None:
+async def test_hold_back_grapheme_keeps_emoji_sequences_whole() -> None:
     async def main(hold_back: bool) -> list[str]:
         src = Producer(["a👨\u200d", "👩\u200d", "👧b"], 0.01)
         seen = await consume(smooth_stream(delay_in_ms=None, chunking="grapheme", hold_back=hold_back), src)
         return [t for _, t in seen]
 
-    assert run_virtual(main(False)) == ["a", "👨\u200d", "👩\u200d", "👧", "b"]
-    assert run_virtual(main(True)) == ["a", "👨\u200d👩\u200d👧", "b"]
+    assert await main(False) == ["a", "👨\u200d", "👩\u200d", "👧", "b"]
+    assert await main(True) == ["a", "👨\u200d👩\u200d👧", "b"]
 
 
-def test_hold_back_flushes_held_text_before_other_chunks() -> None:
+async def test_hold_back_flushes_held_text_before_other_chunks() -> None:
     async def main() -> list[Any]:
         async def src() -> AsyncIterator[Any]:
             yield td("ab")
@@ -156,4 +126,4 @@ def test_hold_back_flushes_held_text_before_other_chunks() -> None:
             async for c in smooth_stream(delay_in_ms=None, chunking="grapheme", hold_back=True)(src())
         ]
 
-    assert run_virtual(main()) == ["a", "b", "c"]
+    assert await main() == ["a", "b", "c"]

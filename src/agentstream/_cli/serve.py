@@ -56,5 +56,17 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     print(f"agentstream serve: http://{args.host}:{args.port}/", file=sys.stderr)
+    _log_to_stderr()
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
+
+
+def _log_to_stderr() -> None:
+    """Run and tool errors (with their run ids and upstream details, redacted) are the server log."""
+    import logging
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(levelname)s:  %(name)s: %(message)s"))
+    logger = logging.getLogger("agentstream")
+    logger.addHandler(handler)
+    logger.setLevel(logging.WARNING)

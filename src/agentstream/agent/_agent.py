@@ -57,7 +57,9 @@ class Agent:
     :class:`~agentstream.background.AgentBackgroundConfig`) overrides the tools' own settings.
 
     Run options include ``clock`` (``() -> ms``, timestamps) and ``sleep`` (``async (seconds) ->
-    None``, the pause after a rate-limited step), injectable for tests.
+    None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
+    `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
+    are redacted from tool errors either way).
     """
 
     def __init__(
@@ -136,6 +138,9 @@ class Agent:
 
     @property
     def model(self) -> LanguageModel:
+        """The resolved `LanguageModel` (a model string such as `"openai/gpt-4o-mini"` is resolved on first
+        use).
+        """
         if self._model is None:
             from .. import models
 
@@ -264,6 +269,7 @@ class Agent:
             tool_call_concurrency=int(concurrency),
             hooks=hooks,
             sleep=sleep,
+            on_tool_error=opts.get("on_tool_error"),
         )
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:

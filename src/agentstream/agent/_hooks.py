@@ -99,9 +99,11 @@ class LoopHooks:
     process_chunk: Callable[[Chunk], Chunk | None] | None = None
 
     async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The prompt before the first model call; return it or a replacement (input processors)."""
         return messages
 
     async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
+        """One model call's options (1-based ``step_number``); return them or a replacement."""
         return options
 
     async def execute_tool(
@@ -111,15 +113,19 @@ class LoopHooks:
         context: ToolContext,
         default: Callable[[], Awaitable[Any]],
     ) -> Any:
+        """Run one validated tool call; the default awaits ``default()`` (the tool itself)."""
         return await default()
 
     async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
+        """After a step's tools ran: ``results`` are ``(call, failed, value)`` in call order."""
         return None
 
     async def end_of_step(self, step: StepInfo) -> bool | None:
+        """Before ``step-finish``: ``True``/``False`` force continuing / stopping, ``None`` keeps it."""
         return None
 
     async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
+        """After the last step of a run that was not aborted: chunks to stream before ``finish``."""
         return []
 
 

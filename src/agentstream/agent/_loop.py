@@ -49,7 +49,7 @@ from ..chunks import (
     format_date,
 )
 from ..models import CallOptions, LanguageModel, StreamPart
-from ..tools import Tool
+from ..tools import Tool, ToolErrorMask
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
 from ._hooks import LoopHooks, StepInfo, StopCondition
 from ._parts import FATAL, HANDLERS, ON_CHUNK_TYPES, RAW, STANDARD, convert_unknown, finish_structured_output
@@ -103,6 +103,8 @@ class RunConfig:
     hooks: LoopHooks = field(default_factory=LoopHooks)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """How the run waits (timeouts, the rate-limit pause): inject a fake clock's in tests."""
+    on_tool_error: ToolErrorMask | None = None
+    """What the client and the model see of a tool's exception (see :func:`tool_error`)."""
 
 
 async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
@@ -382,6 +384,7 @@ class _Run:
             hooks=cfg.hooks,
             on_chunk=cfg.on_chunk,
             concurrency=cfg.tool_call_concurrency,
+            on_tool_error=cfg.on_tool_error,
         )
 
     async def finish_step(

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypedDict
 from .._abort import AbortSignal
 from ..chunks import Chunk
 from ..stream import AbortEvent, ErrorEvent, FinishEvent, StepResult, TransformFactory
+from ..tools import ToolErrorMask
 from ._hooks import StopCondition
 from ._settings import ModelSettings
 from ._structured import StructuredOutputConfig
@@ -20,6 +21,8 @@ __all__ = ["StreamOptions", "TurnOptions", "UntilIdleOptions", "check_options"]
 
 
 class UntilIdleOptions(TypedDict, total=False):
+    """``until_idle={"max_idle_ms": n}``: close after ``n`` ms without news between turns."""
+
     max_idle_ms: float
 
 
@@ -46,6 +49,8 @@ class TurnOptions(TypedDict, total=False):
     on_finish: Callable[[FinishEvent], Awaitable[None] | None]
     on_error: Callable[[ErrorEvent], Awaitable[None] | None]
     on_abort: Callable[[AbortEvent], Awaitable[None] | None]
+    on_tool_error: ToolErrorMask
+    """What the client and the model see of a tool's exception (secrets are redacted either way)."""
     abort_signal: AbortSignal
     structured_output: StructuredOutputConfig | Mapping[str, Any] | type[Any]
     """A pydantic model class, ``{"schema": <JSON Schema or model>, ...}`` or a config."""

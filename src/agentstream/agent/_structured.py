@@ -36,12 +36,26 @@ class _SchemaIssuesError(Exception):
 
 @dataclass
 class StructuredOutputConfig:
+    """Structured output for a run (`agent.stream(..., structured_output=...)`).
+
+    - `schema`: a pydantic model or a JSON Schema dict the answer must match;
+    - `error_strategy`: `"strict"` (an invalid answer fails the run), `"warn"` (keep going, log) or
+      `"fallback"` (use `fallback_value`).
+    """
+
     schema: Schema
     error_strategy: ErrorStrategy = "strict"
     fallback_value: Any = UNSET
 
     @classmethod
     def from_option(cls, option: Any) -> StructuredOutputConfig:
+        """Build a config from the `structured_output=` option.
+
+        Accepts a config, a dict `{"schema": ..., "error_strategy": "strict" | "warn" | "fallback",
+        "fallback_value": ...}`
+        or a bare schema (a pydantic model, a JSON Schema dict); `ValueError` names a bad strategy or a
+        missing fallback.
+        """
         if isinstance(option, StructuredOutputConfig):
             return option
         if isinstance(option, dict) and "schema" in option:
@@ -60,6 +74,7 @@ class StructuredOutputConfig:
 
     @property
     def json_schema(self) -> dict[str, Any]:
+        """The schema as a JSON Schema dict (what the provider is asked to follow)."""
         return json_schema_of(self.schema)
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 from .._abort import AbortSignal
 from ..chunks import Chunk, ChunkFrom, ToolError, ToolErrorPayload, ToolResult, ToolResultPayload
-from ..tools import Tool, ToolContext, ToolWriter
+from ..tools import Tool, ToolContext, ToolErrorMask, ToolWriter, reported_tool_error
 from ._hooks import LoopHooks, PendingToolCall
 from ._parts import ON_CHUNK_TYPES
 
-__all__ = ["ToolNotFoundError", "ToolRunner", "call_on_chunk", "tool_error_payload"]
+__all__ = ["ToolNotFoundError", "ToolRunner", "call_on_chunk", "tool_error", "tool_error_payload"]
 
 log = logging.getLogger("agentstream.agent")
 
@@ -32,6 +32,8 @@ ToolOutcome = tuple[PendingToolCall, bool, Any]
 
 
 class ToolNotFoundError(Exception):
+    """The model called a tool the agent does not have (the message lists the available ones)."""
+
     name = "ToolNotFoundError"
 
 
@@ -41,6 +43,12 @@ def _tool_not_found(name: str, tools: dict[str, Tool]) -> ToolNotFoundError:
         f'Tool "{name}" not found. Available tools: {available}. Call tools by their exact name only '
         "\u2014 never add prefixes, namespaces, or colons."
     )
+
+
+def tool_error(error: Exception, *, run_id: str, call: PendingToolCall, mask: ToolErrorMask | None) -> BaseException:
+    """A tool's exception as the client and the model see it (secrets redacted, ``on_tool_error``
+    applied): the one place a raised exception becomes the tool's error."""
+    return reported_tool_error(error, run_id=run_id, tool_name=call.name, mask=mask)
 
 
 def tool_error_payload(error: BaseException, call: PendingToolCall) -> ToolErrorPayload:
@@ -84,6 +92,7 @@ class ToolRunner:
         hooks: LoopHooks,
         on_chunk: Callable[[Chunk], Any] | None,
         concurrency: int,
+        on_tool_error: ToolErrorMask | None = None,
     ) -> None:
         self.run_id = run_id
         self.agent_id = agent_id
@@ -92,6 +101,7 @@ class ToolRunner:
         self.hooks = hooks
         self.on_chunk = on_chunk
         self.concurrency = max(1, concurrency)
+        self.on_tool_error = on_tool_error
         self.aborted = False
         self.errored = False
         self.results: list[ToolOutcome] = []
@@ -171,4 +181,4 @@ class ToolRunner:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            return True, exc
+            return True, tool_error(exc, run_id=self.run_id, call=call, mask=self.on_tool_error)

@@ -1,10 +1,10 @@
 """Bridge to the Vercel AI SDK UI (``useChat``): Mastra's ``@mastra/ai-sdk`` in Python.
 
-* :func:`to_ai_sdk_stream`: agent chunks → UI message chunks (wire dicts);
-* :func:`encode_sse`, :data:`UI_MESSAGE_STREAM_HEADERS`, :func:`create_ui_message_stream_response`:
+* ``to_ai_sdk_stream``: agent chunks → UI message chunks (wire dicts);
+* ``encode_sse``, ``UI_MESSAGE_STREAM_HEADERS``, ``create_ui_message_stream_response``:
   the HTTP framing;
-* :func:`convert_ui_messages`: the UI messages a client sends → model messages;
-* :func:`handle_chat_stream`: one chat request against a ``Mastra`` agent.
+* ``convert_ui_messages``: the UI messages a client sends → model messages;
+* ``handle_chat_stream``: one chat request against a ``Mastra`` agent.
 """
 
 from __future__ import annotations

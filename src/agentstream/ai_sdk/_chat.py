@@ -25,6 +25,7 @@ class ChatRequestError(ValueError):
         self.path = path
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON error body: `{"error": {"name": "ChatRequestError", "message": ..., "path"?: ...}}`."""
         error: dict[str, Any] = {"name": "ChatRequestError", "message": str(self)}
         if self.path is not None:
             error["path"] = self.path

@@ -178,8 +178,8 @@ def _tool_agent_id(tool_name: Any) -> str | None:
 class UIChunkConverter:
     """The stateful Mastra → UI chunk conversion of one stream (``AgentStreamToAISDKTransformer``).
 
-    Feed chunks to :meth:`convert` (each returns the UI chunks it produced, possibly none) and call
-    :meth:`flush` at the end of the stream.
+    Feed chunks to ``convert`` (each returns the UI chunks it produced, possibly none) and call
+    ``flush`` at the end of the stream.
     """
 
     def __init__(
@@ -821,7 +821,7 @@ async def to_ai_sdk_stream(
     ``stream`` is a ``ModelOutput`` (its ``full_stream`` is read) or any (async) iterable of chunks.
     ``version`` ``"v6"``/``"v7"`` map finish reasons/usage as AI SDK 6 and add the native
     ``tool-approval-request``. Reasoning and sources are off by default, as in Mastra.
-    ``experimental_transform`` factories (e.g. :func:`smooth_stream`) are applied before conversion.
+    ``experimental_transform`` factories (e.g. ``smooth_stream``) are applied before conversion.
     An exception from the source (or a ``data-*`` chunk without ``data``) propagates after the
     chunks produced so far.
     """

@@ -7,10 +7,29 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from .._secrets import redact
+
 __all__ = ["UIMessageError", "UIMessageStreamError", "default_error_text", "js_string"]
 
-# Keys Mastra's safeParseErrorObject leaves out: provider request/response dumps can leak secrets.
-_HIDDEN_KEYS = frozenset({"requestBodyValues", "responseBody", "responseHeaders", "data", "prompt"})
+# Left out of the JSON form, unlike Mastra's safeParseErrorObject (which stringifies everything):
+# provider request/response dumps and endpoints can carry secrets and internal addresses. Both
+# spellings, since Python errors hold snake_case attributes.
+_HIDDEN_KEYS = frozenset(
+    {
+        "requestBodyValues",
+        "request_body_values",
+        "responseBody",
+        "response_body",
+        "responseHeaders",
+        "response_headers",
+        "headers",
+        "request",
+        "response",
+        "url",
+        "data",
+        "prompt",
+    }
+)
 
 
 class UIMessageStreamError(ValueError):
@@ -120,10 +139,20 @@ def _default(value: Any) -> Any:
 def default_error_text(error: Any) -> str:
     """Mastra's default ``onError``: compact JSON of the error, ``String(error)`` when that says nothing.
 
-    Keys holding provider request/response dumps (``requestBodyValues``, ``responseBody``,
-    ``responseHeaders``, ``data``, ``prompt``) are left out.
+    Two departures keep secrets from the client: an error that offers a ``client_message`` (a
+    provider's `APICallError`) is sent as that short line
+    (``openai (status 401): Incorrect API key provided: ***.``), and keys holding provider
+    request/response dumps or endpoints (``responseBody``/``response_body``, ``url``, ``data`` ...)
+    are left out. Every configured key is then redacted from the text.
     """
+    return redact(_error_text(error))
+
+
+def _error_text(error: Any) -> str:
     if isinstance(error, BaseException):
+        client_message = getattr(error, "client_message", None)
+        if isinstance(client_message, str):
+            return client_message
         fields = {k: v for k, v in _own_fields(error).items() if k not in _HIDDEN_KEYS}
         if not fields:
             return js_string(error)

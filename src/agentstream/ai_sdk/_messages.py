@@ -64,7 +64,7 @@ def _where(loc: Sequence[int | str]) -> str:
 
 
 def parse_chat_request(body: Any) -> ChatRequest:
-    """Validate a chat request body (a dict or JSON bytes/str); raises :class:`UIMessageError`."""
+    """Validate a chat request body (a dict or JSON bytes/str); raises ``UIMessageError``."""
     if isinstance(body, (bytes, bytearray, str)):
         try:
             body = json.loads(body)
@@ -152,7 +152,7 @@ def _validate_part(part: Any, path: str, role: str) -> None:
 
 
 def validate_ui_messages(messages: Any) -> None:
-    """Check the shape of UI messages; raises :class:`UIMessageError` naming the first bad path."""
+    """Check the shape of UI messages; raises ``UIMessageError`` naming the first bad path."""
     if not isinstance(messages, list):
         raise UIMessageError("messages", "Messages must be an array of UIMessage objects")
     for i, message in enumerate(messages):
@@ -275,7 +275,7 @@ def _assistant(message: Mapping[str, Any]) -> list[dict[str, Any]]:
 def convert_ui_messages(messages: Any) -> list[dict[str, Any]]:
     """UI messages → ``LanguageModelV2`` prompt messages (``system``/``user``/``assistant``/``tool``).
 
-    Validates first (:class:`UIMessageError` with the path of the first problem). Sources,
+    Validates first (``UIMessageError`` with the path of the first problem). Sources,
     ``data-*``, ``custom``, ``reasoning-file`` and ``steering-message`` parts are dropped; tool parts
     become ``tool-call`` parts (except while their input is still streaming) plus ``tool-result``
     parts for finished calls; a denied call's result is an ``error-text`` saying so.

@@ -1,6 +1,6 @@
 """Until-idle streams (Mastra ``stream(msgs, {untilIdle})``); dispatch itself is in ``_dispatch``.
 
-:func:`stream_until_idle`: one stream made of the first turn, every background-task chunk of the
+``stream_until_idle``: one stream made of the first turn, every background-task chunk of the
 agent/thread/resource and one continuation turn per batch of finished tasks (the conversation with
 the real results swapped in, plus Mastra's directive as a system message that is not kept). It
 closes when idle, on abort or after ``max_idle_ms`` without news between turns. Awaitables on the
@@ -43,8 +43,22 @@ DEFAULT_MAX_IDLE_MS = 5 * 60_000
 
 @dataclass
 class _Scope:
+    """Whose background tasks an until-idle stream follows.
+
+    A memory thread (with its resource) is a conversation that may span requests: its tasks are
+    followed whichever run dispatched them. Without a thread, only the tasks of this stream's own
+    run id: matching by agent alone would hand one user's task chunks (and a continuation turn) to
+    every other user of the same agent.
+    """
+
     thread_id: str | None = None
     resource_id: str | None = None
+    run_id: str | None = None
+
+    def filters(self) -> dict[str, str | None]:
+        if self.thread_id is not None:
+            return {"thread_id": self.thread_id, "resource_id": self.resource_id}
+        return {"run_id": self.run_id, "resource_id": self.resource_id}
 
 
 def _model_output(result: Any) -> dict[str, Any]:
@@ -78,7 +92,7 @@ class _State:
 
 
 class UntilIdleOutput:
-    """The first turn's :class:`ModelOutput` whose :attr:`full_stream` is the combined stream.
+    """The first turn's ``ModelOutput`` whose ``full_stream`` is the combined stream.
 
     Every other attribute (``text``, ``tool_calls``, ``get_full_output()``, ...) is the first
     turn's. Each ``full_stream`` access replays the combined log from the start.
@@ -118,10 +132,14 @@ class UntilIdleOutput:
 
     @property
     def full_stream(self) -> AsyncIterator[Chunk]:
+        """The combined stream: the first turn, every background task's chunks, then the continuation turns.
+        Each access replays from the start.
+        """
         self._ensure_started()
         return self._follow()
 
     async def consume_stream(self) -> None:
+        """Read the combined stream to its end without keeping the chunks (the results stay awaitable)."""
         async for _ in self.full_stream:
             pass
 
@@ -227,12 +245,7 @@ class UntilIdleOutput:
 
     async def _drive(self) -> None:
         st = self._state
-        unsubscribe = self._manager.subscribe(
-            self._on_bg,
-            agent_id=self._agent.id,
-            thread_id=self._scope.thread_id,
-            resource_id=self._scope.resource_id,
-        )
+        unsubscribe = self._manager.subscribe(self._on_bg, agent_id=self._agent.id, **self._scope.filters())
         remove_abort = (
             self._abort_signal.add_listener(lambda _r: self._force_close()) if self._abort_signal else None
         )
@@ -359,7 +372,7 @@ def stream_until_idle(
     if abort_signal is not None:
         first_options["abort_signal"] = abort_signal
     continuation = {k: v for k, v in first_options.items() if k != "on_finish"}
-    scope = _Scope(thread_id, resource_id)
+    scope = _Scope(thread_id, resource_id, run_id)
     first = agent._stream_turn(
         messages, first_options, background=AgentBackground(manager), background_scope=(thread_id, resource_id)
     )

@@ -4,7 +4,7 @@ Mastra: ``background-tasks/types.ts`` (config shapes and defaults), ``resolve-co
 call runs in the background), ``schema-injection.ts`` (the ``_background`` argument),
 ``system-prompt.ts`` (the prompt section) and ``stream-until-idle-helpers.ts`` (the continuation
 directive). Keys are snake_case; ``Mastra(background_tasks={...})`` passes a dict that
-:meth:`BackgroundTaskManagerConfig.from_value` turns into the dataclass.
+``BackgroundTaskManagerConfig.from_value`` turns into the dataclass.
 """
 
 from __future__ import annotations
@@ -62,6 +62,10 @@ class RetryConfig:
 
 @dataclass(frozen=True, slots=True)
 class CleanupConfig:
+    """How long finished tasks stay in storage (`completed_ttl_ms`, `failed_ttl_ms`) and how often cleanup
+    runs.
+    """
+
     completed_ttl_ms: int = 3_600_000
     failed_ttl_ms: int = 86_400_000
     cleanup_interval_ms: int = 60_000
@@ -76,7 +80,7 @@ class CleanupConfig:
 class BackgroundTaskManagerConfig:
     """``BackgroundTaskManagerConfig`` with Mastra's defaults.
 
-    ``cleanup=None`` keeps the default TTLs for :meth:`BackgroundTaskManager.cleanup` but starts no
+    ``cleanup=None`` keeps the default TTLs for ``BackgroundTaskManager.cleanup`` but starts no
     periodic cleanup (Mastra starts the interval only when ``cleanup`` is configured).
     """
 
@@ -112,6 +116,7 @@ class BackgroundTaskManagerConfig:
 
     @property
     def cleanup_ttls(self) -> CleanupConfig:
+        """The cleanup settings in force (the defaults when `cleanup` was not given)."""
         return self.cleanup if self.cleanup is not None else CleanupConfig()
 
     @classmethod
@@ -145,6 +150,10 @@ class BackgroundTaskManagerConfig:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedBackgroundConfig:
+    """What a given tool call does once tool, agent and per-call settings are merged: run in background or
+    not, with which timeout and retries.
+    """
+
     run_in_background: bool
     disposition: Disposition
     timeout_ms: int
@@ -361,6 +370,7 @@ def placeholder_result_text(task_id: str, tool_name: str) -> str:
 
 
 def resumed_result_text(task_id: str, tool_name: str) -> str:
+    """The placeholder tool result the model sees while a resumed task runs again in the background."""
     return (
         f'Background task resumed. Task ID: {task_id}. The tool "{tool_name}" is running in the background. '
         "You will be notified when it completes."

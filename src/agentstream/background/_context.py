@@ -19,7 +19,7 @@ wraps its ``tool-output`` chunks in ``background-task-output``."""
 
 @dataclass
 class BackgroundTaskContext:
-    """Duck-compatible with :class:`agentstream.tools.ToolContext`, plus the task's identity.
+    """Duck-compatible with ``agentstream.tools.ToolContext``, plus the task's identity.
 
     ``await context.suspend(payload)`` parks the task (status ``suspended``, payload stored); it
     does not return: after ``manager.resume(task_id, data)`` (from this or another process)
@@ -41,7 +41,13 @@ class BackgroundTaskContext:
 
     @property
     def is_resumed(self) -> bool:
+        """Whether this execution resumes a suspended task (`resume_data` was given)."""
         return self.resume_data is not None
 
     async def suspend(self, payload: Any = None) -> NoReturn:
+        """Suspend the task with `payload` and stop this execution.
+
+        The task becomes `suspended` (a `background-task-suspended` chunk carries `payload`) until
+        `manager.resume(task_id, resume_data)` runs the tool again with `context.resume_data` set.
+        """
         raise TaskSuspended(payload)

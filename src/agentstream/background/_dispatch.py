@@ -1,12 +1,12 @@
 """Background dispatch from the agent loop, through its ``LoopHooks.execute_tool`` seam.
 
-When an agent runs with an enabled :class:`BackgroundTaskManager` (``Mastra(background_tasks=...)``
-or ``stream_until_idle(..., manager=...)``), :func:`background_run` gives the run:
+When an agent runs with an enabled ``BackgroundTaskManager`` (``Mastra(background_tasks=...)``
+or ``stream_until_idle(..., manager=...)``), ``background_run`` gives the run:
 
 * the tools the model sees: each background-eligible tool's schema carries the optional
   ``_background`` override (the tool still runs with its own schema's validation);
 * the instructions with Mastra's background-tasks section appended;
-* :class:`BackgroundHooks`, wrapped around the agent's own hooks. ``execute_tool`` resolves the
+* ``BackgroundHooks``, wrapped around the agent's own hooks. ``execute_tool`` resolves the
   call's config, strips ``_background`` from the call's args (history and results included, as
   Mastra deletes it from the args object) and hands the agent's ``execute_tool`` a ``default`` that
   dispatches to the manager: ``background-task-started`` through ``context.writer.emit``, the
@@ -55,17 +55,21 @@ class AgentBackground:
 
     @property
     def enabled(self) -> bool:
+        """The manager's ``config.enabled``."""
         return self.manager.config.enabled
 
     def register_tools(self, agent: Agent) -> None:
+        """Register ``agent``'s eligible tools as executors (tasks recovered or resumed later)."""
         register_background_tools(agent, self.manager)
 
     def prepare_run(self, agent: Agent, *, thread_id: str | None, resource_id: str | None) -> RunSetup:
+        """:func:`background_run` of ``agent`` with this manager."""
         return background_run(agent, self.manager, thread_id=thread_id, resource_id=resource_id)
 
     def stream_until_idle(
         self, agent: Agent, messages: MessageInput, *, max_idle_ms: float | None, options: dict[str, Any]
     ) -> UntilIdleOutput | ModelOutput:
+        """:func:`~agentstream.background.stream_until_idle` of ``agent`` with this manager."""
         from ._agent_integration import stream_until_idle  # it builds AgentBackground objects itself
 
         return stream_until_idle(agent, messages, manager=self.manager, max_idle_ms=max_idle_ms, **options)

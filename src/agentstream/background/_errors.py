@@ -20,10 +20,13 @@ class BackgroundTaskError(Exception):
 
 
 class BackgroundTasksDisabledError(BackgroundTaskError):
-    pass
+    """Background tasks were used but are not enabled (`Mastra(background_tasks=...)` is missing)."""
+
 
 
 class TaskNotFoundError(BackgroundTaskError, LookupError):
+    """No background task has this id; `task_id` names it."""
+
     def __init__(self, task_id: str) -> None:
         super().__init__(f"Background task {task_id!r} not found")
         self.task_id = task_id
@@ -39,6 +42,8 @@ class InvalidTaskStateError(BackgroundTaskError):
 
 
 class ConcurrencyLimitError(BackgroundTaskError):
+    """A task could not be enqueued: the concurrency limit is reached and `backpressure` is `"reject"`."""
+
     def __init__(self, message: str, *, tool_name: str | None = None, task_id: str | None = None) -> None:
         super().__init__(message)
         self.tool_name = tool_name
@@ -46,6 +51,8 @@ class ConcurrencyLimitError(BackgroundTaskError):
 
 
 class TaskWaitTimeoutError(BackgroundTaskError, TimeoutError):
+    """`wait_for_completion` / `wait_for_next_task` gave up before a task finished."""
+
     def __init__(self) -> None:
         super().__init__("Timed out waiting for background task")
 

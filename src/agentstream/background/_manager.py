@@ -111,6 +111,10 @@ class TaskHooks:
 
 @dataclass(frozen=True, slots=True)
 class EnqueueResult:
+    """What `BackgroundTaskManager.enqueue` did with a task: stored and admitted, queued, or handed back to
+    run inline.
+    """
+
     task: BackgroundTask
     fallback_to_sync: bool = False
     """``backpressure='fallback-sync'`` and no slot: the task was not kept; run the tool inline."""
@@ -346,6 +350,7 @@ class BackgroundTaskManager:
     # ------------------------------------------------------------------------------ control
 
     async def get_task(self, task_id: str) -> BackgroundTask:
+        """The stored task with this id; `TaskNotFoundError` if there is none."""
         task = await self.storage.find_task(task_id)
         if task is None:
             raise TaskNotFoundError(task_id)
@@ -517,6 +522,9 @@ class BackgroundTaskManager:
             unsubscribe()
 
     async def wait_for_completion(self, task_id: str, *, timeout_ms: float | None = None) -> BackgroundTask:
+        """Wait until task `task_id` reaches a terminal status and return it (`TaskWaitTimeoutError` after
+        `timeout_ms`).
+        """
         return await self.wait_for_next_task([task_id], timeout_ms=timeout_ms)
 
     # ------------------------------------------------------------------------------ events

@@ -1,6 +1,6 @@
 """The chunk protocol: every chunk an agent, workflow or network stream carries, and its JSON codec.
 
-Chunk classes are named after their ``type`` (``text-delta`` → :class:`TextDelta`); payload classes add
+Chunk classes are named after their ``type`` (``text-delta`` → ``TextDelta``); payload classes add
 ``Payload``. ``decode_chunk`` / ``encode_chunk`` speak Mastra's wire JSON exactly.
 """
 

@@ -117,6 +117,11 @@ class StartPayload(Payload, frozen=True):
 
 
 class Start(BaseChunk, tag="start", frozen=True):
+    """`start` chunk: the first chunk of a run.
+
+    Payload: `StartPayload`.
+    """
+
     payload: StartPayload
 
 
@@ -133,6 +138,11 @@ class StepStartPayload(Payload, frozen=True):
 
 
 class StepStart(BaseChunk, tag="step-start", frozen=True):
+    """`step-start` chunk: a model call (one step of the loop) begins.
+
+    Payload: `StepStartPayload`.
+    """
+
     payload: StepStartPayload
 
 
@@ -143,6 +153,11 @@ class ResponseMetadataPayload(Payload, frozen=True):
 
 
 class ResponseMetadata(BaseChunk, tag="response-metadata", frozen=True):
+    """`response-metadata` chunk: the provider's response id, timestamp and model id for the current step.
+
+    Payload: `ResponseMetadataPayload`.
+    """
+
     payload: ResponseMetadataPayload
 
 
@@ -163,11 +178,17 @@ class StepFinishPayload(Payload, frozen=True):
 
     @property
     def reason(self) -> str | None:
+        """The step's finish reason (`"stop"`, `"tool-calls"`, `"length"`, ...) or `None`."""
         reason = self.step_result.get("reason")
         return reason if isinstance(reason, str) else None
 
 
 class StepFinish(BaseChunk, tag="step-finish", frozen=True):
+    """`step-finish` chunk: a model call ended; carries the step's finish reason, usage and output.
+
+    Payload: `StepFinishPayload`.
+    """
+
     payload: StepFinishPayload
 
 
@@ -183,11 +204,17 @@ class FinishPayload(Payload, frozen=True):
 
     @property
     def reason(self) -> str | None:
+        """The run's finish reason (`"stop"`, `"tool-calls"`, `"length"`, ...) or `None`."""
         reason = self.step_result.get("reason")
         return reason if isinstance(reason, str) else None
 
 
 class Finish(BaseChunk, tag="finish", frozen=True):
+    """`finish` chunk: the last chunk of a successful run; `payload.reason` is the finish reason.
+
+    Payload: `FinishPayload`.
+    """
+
     payload: FinishPayload
 
 
@@ -198,6 +225,11 @@ class ErrorPayload(Payload, frozen=True):
 
 
 class Error(BaseChunk, tag="error", frozen=True):
+    """`error` chunk: the run failed; the error is in `payload.error`.
+
+    Payload: `ErrorPayload`.
+    """
+
     payload: ErrorPayload
 
 
@@ -206,6 +238,11 @@ class RawPayload(Payload, frozen=True):
 
 
 class Raw(BaseChunk, tag="raw", frozen=True):
+    """`raw` chunk: a raw provider event, passed through when raw chunks are requested.
+
+    Payload: `RawPayload`.
+    """
+
     payload: RawPayload
 
 
@@ -214,6 +251,11 @@ class AbortPayload(Payload, frozen=True):
 
 
 class Abort(BaseChunk, tag="abort", frozen=True):
+    """`abort` chunk: the run was aborted (an `AbortSignal` fired or the consumer went away).
+
+    Payload: `AbortPayload`.
+    """
+
     payload: AbortPayload = AbortPayload()
 
 
@@ -222,14 +264,27 @@ class WatchPayload(Payload, frozen=True):
 
 
 class Watch(BaseChunk, tag="watch", frozen=True):
+    """`watch` chunk: a watch event (declared by Mastra, an open record).
+
+    Payload: `WatchPayload`.
+    """
+
     payload: WatchPayload
 
 
 class StepOutputPayload(Payload, frozen=True):
+    """Payload of the `step-output` chunk (`StepOutput`): the nested chunk in `output`."""
+
     output: Any
 
 
 class StepOutput(BaseChunk, tag="step-output", frozen=True):
+    """`step-output` chunk: a chunk produced by a nested run (a workflow step), wrapped whole in
+    `payload.output`.
+
+    Payload: `StepOutputPayload`.
+    """
+
     payload: StepOutputPayload
 
 
@@ -237,21 +292,35 @@ class StepOutput(BaseChunk, tag="step-output", frozen=True):
 
 
 class TextStartPayload(Payload, frozen=True):
+    """Payload of the `text-start` chunk (`TextStart`): the text part's id and provider metadata."""
+
     id: str
     provider_metadata: ProviderMetadata | None = None
 
 
 class TextStart(BaseChunk, tag="text-start", frozen=True):
+    """`text-start` chunk: a text part with id `payload.id` begins.
+
+    Payload: `TextStartPayload`.
+    """
+
     payload: TextStartPayload
 
 
 class TextDeltaPayload(Payload, frozen=True):
+    """Payload of the `text-delta` chunk (`TextDelta`): the text part's id and the new text."""
+
     id: str
     text: str
     provider_metadata: ProviderMetadata | None = None
 
 
 class TextDelta(BaseChunk, tag="text-delta", frozen=True):
+    """`text-delta` chunk: a piece of the answer's text (`payload.text`) for text part `payload.id`.
+
+    Payload: `TextDeltaPayload`.
+    """
+
     payload: TextDeltaPayload
 
 
@@ -263,56 +332,104 @@ class TextEndPayload(Payload, frozen=True):
 
 
 class TextEnd(BaseChunk, tag="text-end", frozen=True):
+    """`text-end` chunk: text part `payload.id` is complete.
+
+    Payload: `TextEndPayload`.
+    """
+
     payload: TextEndPayload
 
 
 class ReasoningStartPayload(Payload, frozen=True):
+    """Payload of the `reasoning-start` chunk (`ReasoningStart`): the reasoning part's id, provider metadata
+    and signature.
+    """
+
     id: str
     provider_metadata: ProviderMetadata | None = None
     signature: str | None = None
 
 
 class ReasoningStart(BaseChunk, tag="reasoning-start", frozen=True):
+    """`reasoning-start` chunk: a reasoning (thinking) part begins.
+
+    Payload: `ReasoningStartPayload`.
+    """
+
     payload: ReasoningStartPayload
 
 
 class ReasoningDeltaPayload(Payload, frozen=True):
+    """Payload of the `reasoning-delta` chunk (`ReasoningDelta`): the reasoning part's id and the new text."""
+
     id: str
     text: str
     provider_metadata: ProviderMetadata | None = None
 
 
 class ReasoningDelta(BaseChunk, tag="reasoning-delta", frozen=True):
+    """`reasoning-delta` chunk: a piece of the model's reasoning text.
+
+    Payload: `ReasoningDeltaPayload`.
+    """
+
     payload: ReasoningDeltaPayload
 
 
 class ReasoningEndPayload(Payload, frozen=True):
+    """Payload of the `reasoning-end` chunk (`ReasoningEnd`): the reasoning part's id, provider metadata and
+    signature.
+    """
+
     id: str
     provider_metadata: ProviderMetadata | None = None
     signature: str | None = None
 
 
 class ReasoningEnd(BaseChunk, tag="reasoning-end", frozen=True):
+    """`reasoning-end` chunk: a reasoning part is complete.
+
+    Payload: `ReasoningEndPayload`.
+    """
+
     payload: ReasoningEndPayload
 
 
 class ReasoningSignaturePayload(Payload, frozen=True):
+    """Payload of the `reasoning-signature` chunk (`ReasoningSignature`): the reasoning part's id and its
+    signature.
+    """
+
     id: str
     signature: str
     provider_metadata: ProviderMetadata | None = None
 
 
 class ReasoningSignature(BaseChunk, tag="reasoning-signature", frozen=True):
+    """`reasoning-signature` chunk: the provider's signature of a reasoning part (Anthropic thinking).
+
+    Payload: `ReasoningSignaturePayload`.
+    """
+
     payload: ReasoningSignaturePayload
 
 
 class RedactedReasoningPayload(Payload, frozen=True):
+    """Payload of the `redacted-reasoning` chunk (`RedactedReasoning`): the part's id and the provider's
+    opaque data.
+    """
+
     id: str
     data: Any
     provider_metadata: ProviderMetadata | None = None
 
 
 class RedactedReasoning(BaseChunk, tag="redacted-reasoning", frozen=True):
+    """`redacted-reasoning` chunk: reasoning the provider redacted; only its opaque data is passed on.
+
+    Payload: `RedactedReasoningPayload`.
+    """
+
     payload: RedactedReasoningPayload
 
 
@@ -320,6 +437,10 @@ class RedactedReasoning(BaseChunk, tag="redacted-reasoning", frozen=True):
 
 
 class SourcePayload(Payload, frozen=True):
+    """Payload of the `source` chunk (`Source`): the source's id, kind (`url` or `document`), title and URL
+    or file details.
+    """
+
     id: str
     source_type: Literal["url", "document"]
     title: str
@@ -330,6 +451,11 @@ class SourcePayload(Payload, frozen=True):
 
 
 class Source(BaseChunk, tag="source", frozen=True):
+    """`source` chunk: a URL or document the model cited.
+
+    Payload: `SourcePayload`.
+    """
+
     payload: SourcePayload
 
 
@@ -344,10 +470,19 @@ class FilePayload(Payload, frozen=True):
 
 
 class File(BaseChunk, tag="file", frozen=True):
+    """`file` chunk: a file the model produced (an image, for instance).
+
+    Payload: `FilePayload`.
+    """
+
     payload: FilePayload
 
 
 class ReasoningFilePayload(Payload, frozen=True):
+    """Payload of the `reasoning-file` chunk (`ReasoningFile`): the file data (base64, URL or bytes) and its
+    media type.
+    """
+
     data: Any
     mime_type: str
     base64: str | None = None
@@ -355,16 +490,28 @@ class ReasoningFilePayload(Payload, frozen=True):
 
 
 class ReasoningFile(BaseChunk, tag="reasoning-file", frozen=True):
+    """`reasoning-file` chunk: a file produced as part of the model's reasoning.
+
+    Payload: `ReasoningFilePayload`.
+    """
+
     payload: ReasoningFilePayload
 
 
 class CustomPayload(Payload, frozen=True):
+    """Payload of the `custom` chunk (`Custom`): its kind and provider metadata."""
+
     kind: str
     """``'{provider}.{type}'``"""
     provider_metadata: ProviderMetadata | None = None
 
 
 class Custom(BaseChunk, tag="custom", frozen=True):
+    """`custom` chunk: a provider-specific part (`payload.kind` is `'{provider}.{type}'`).
+
+    Payload: `CustomPayload`.
+    """
+
     payload: CustomPayload
 
 
@@ -372,6 +519,8 @@ class Custom(BaseChunk, tag="custom", frozen=True):
 
 
 class ToolCallPayload(Payload, frozen=True):
+    """Payload of the `tool-call` chunk (`ToolCall`): the call id, tool name and arguments."""
+
     tool_call_id: str
     tool_name: str
     args: Any = UNSET
@@ -385,10 +534,19 @@ class ToolCallPayload(Payload, frozen=True):
 
 
 class ToolCall(BaseChunk, tag="tool-call", frozen=True):
+    """`tool-call` chunk: the model called a tool; `payload.args` are the parsed arguments.
+
+    Payload: `ToolCallPayload`.
+    """
+
     payload: ToolCallPayload
 
 
 class ToolCallInputStreamingStartPayload(Payload, frozen=True):
+    """Payload of the `tool-call-input-streaming-start` chunk (`ToolCallInputStreamingStart`): the call id
+    and tool name.
+    """
+
     tool_call_id: str
     tool_name: str
     provider_executed: bool | None = None
@@ -399,10 +557,19 @@ class ToolCallInputStreamingStartPayload(Payload, frozen=True):
 
 
 class ToolCallInputStreamingStart(BaseChunk, tag="tool-call-input-streaming-start", frozen=True):
+    """`tool-call-input-streaming-start` chunk: the model began streaming a tool call's arguments.
+
+    Payload: `ToolCallInputStreamingStartPayload`.
+    """
+
     payload: ToolCallInputStreamingStartPayload
 
 
 class ToolCallDeltaPayload(Payload, frozen=True):
+    """Payload of the `tool-call-delta` chunk (`ToolCallDelta`): the call id and the next piece of argument
+    text.
+    """
+
     args_text_delta: str
     tool_call_id: str
     provider_metadata: ProviderMetadata | None = None
@@ -410,19 +577,35 @@ class ToolCallDeltaPayload(Payload, frozen=True):
 
 
 class ToolCallDelta(BaseChunk, tag="tool-call-delta", frozen=True):
+    """`tool-call-delta` chunk: a piece of a tool call's argument JSON as the model writes it.
+
+    Payload: `ToolCallDeltaPayload`.
+    """
+
     payload: ToolCallDeltaPayload
 
 
 class ToolCallInputStreamingEndPayload(Payload, frozen=True):
+    """Payload of the `tool-call-input-streaming-end` chunk (`ToolCallInputStreamingEnd`): the call id."""
+
     tool_call_id: str
     provider_metadata: ProviderMetadata | None = None
 
 
 class ToolCallInputStreamingEnd(BaseChunk, tag="tool-call-input-streaming-end", frozen=True):
+    """`tool-call-input-streaming-end` chunk: a tool call's arguments are complete.
+
+    Payload: `ToolCallInputStreamingEndPayload`.
+    """
+
     payload: ToolCallInputStreamingEndPayload
 
 
 class ToolResultPayload(Payload, frozen=True):
+    """Payload of the `tool-result` chunk (`ToolResult`): the call id, tool name, result and whether it is an
+    error.
+    """
+
     tool_call_id: str
     tool_name: str
     result: Any
@@ -434,10 +617,17 @@ class ToolResultPayload(Payload, frozen=True):
 
 
 class ToolResult(BaseChunk, tag="tool-result", frozen=True):
+    """`tool-result` chunk: a tool returned; `payload.result` is what it returned.
+
+    Payload: `ToolResultPayload`.
+    """
+
     payload: ToolResultPayload
 
 
 class ToolErrorPayload(Payload, frozen=True):
+    """Payload of the `tool-error` chunk (`ToolError`): the call id, tool name and the error."""
+
     tool_call_id: str
     tool_name: str
     error: Any
@@ -448,10 +638,19 @@ class ToolErrorPayload(Payload, frozen=True):
 
 
 class ToolError(BaseChunk, tag="tool-error", frozen=True):
+    """`tool-error` chunk: a tool raised; `payload.error` describes the failure.
+
+    Payload: `ToolErrorPayload`.
+    """
+
     payload: ToolErrorPayload
 
 
 class ToolOutputDeniedPayload(Payload, frozen=True):
+    """Payload of the `tool-output-denied` chunk (`ToolOutputDenied`): the call id, tool name and the
+    approval decision.
+    """
+
     tool_call_id: str
     tool_name: str
     approval: dict[str, Any]
@@ -460,10 +659,19 @@ class ToolOutputDeniedPayload(Payload, frozen=True):
 
 
 class ToolOutputDenied(BaseChunk, tag="tool-output-denied", frozen=True):
+    """`tool-output-denied` chunk: a tool call that needed approval was declined.
+
+    Payload: `ToolOutputDeniedPayload`.
+    """
+
     payload: ToolOutputDeniedPayload
 
 
 class ToolCallApprovalPayload(Payload, frozen=True):
+    """Payload of the `tool-call-approval` chunk (`ToolCallApproval`): the call id, tool name, arguments and
+    the JSON Schema of the resume data.
+    """
+
     tool_call_id: str
     tool_name: str
     args: dict[str, Any]
@@ -472,10 +680,19 @@ class ToolCallApprovalPayload(Payload, frozen=True):
 
 
 class ToolCallApproval(BaseChunk, tag="tool-call-approval", frozen=True):
+    """`tool-call-approval` chunk: a tool call waits for approval before it runs.
+
+    Payload: `ToolCallApprovalPayload`.
+    """
+
     payload: ToolCallApprovalPayload
 
 
 class ToolCallSuspendedPayload(Payload, frozen=True):
+    """Payload of the `tool-call-suspended` chunk (`ToolCallSuspended`): the call id, tool name, the suspend
+    payload and the resume schema.
+    """
+
     tool_call_id: str
     tool_name: str
     suspend_payload: Any
@@ -484,6 +701,11 @@ class ToolCallSuspendedPayload(Payload, frozen=True):
 
 
 class ToolCallSuspended(BaseChunk, tag="tool-call-suspended", frozen=True):
+    """`tool-call-suspended` chunk: a tool suspended itself and waits for resume data.
+
+    Payload: `ToolCallSuspendedPayload`.
+    """
+
     payload: ToolCallSuspendedPayload
 
 
@@ -496,6 +718,11 @@ class ToolOutputPayload(Payload, frozen=True):
 
 
 class ToolOutput(BaseChunk, tag="tool-output", frozen=True):
+    """`tool-output` chunk: something a tool wrote while running (often a nested agent's chunk).
+
+    Payload: `ToolOutputPayload`.
+    """
+
     payload: ToolOutputPayload
 
 
@@ -518,6 +745,10 @@ class ObjectResult(BaseChunk, tag="object-result", frozen=True):
 
 
 class TripwirePayload(Payload, frozen=True):
+    """Payload of the `tripwire` chunk (`Tripwire`): the reason, whether a retry is allowed and the
+    processor's id.
+    """
+
     reason: str
     retry: bool | None = None
     metadata: Any = UNSET
@@ -525,10 +756,19 @@ class TripwirePayload(Payload, frozen=True):
 
 
 class Tripwire(BaseChunk, tag="tripwire", frozen=True):
+    """`tripwire` chunk: a processor stopped the run (a guardrail tripped).
+
+    Payload: `TripwirePayload`.
+    """
+
     payload: TripwirePayload
 
 
 class IsTaskCompletePayload(Payload, frozen=True):
+    """Payload of the `is-task-complete` chunk (`IsTaskComplete`): the iteration, whether the checks passed,
+    their results and timing.
+    """
+
     iteration: int
     passed: bool
     results: list[Any]
@@ -540,6 +780,11 @@ class IsTaskCompletePayload(Payload, frozen=True):
 
 
 class IsTaskComplete(BaseChunk, tag="is-task-complete", frozen=True):
+    """`is-task-complete` chunk: the result of a task-completion check between iterations.
+
+    Payload: `IsTaskCompletePayload`.
+    """
+
     payload: IsTaskCompletePayload
 
 
@@ -553,6 +798,11 @@ class GoalPayload(Payload, frozen=True):
 
 
 class Goal(BaseChunk, tag="goal", frozen=True):
+    """`goal` chunk: a goal evaluation: should the agent keep going.
+
+    Payload: `GoalPayload`.
+    """
+
     payload: GoalPayload
 
 
@@ -560,16 +810,30 @@ class Goal(BaseChunk, tag="goal", frozen=True):
 
 
 class BackgroundTaskStartedPayload(Payload, frozen=True):
+    """Payload of the `background-task-started` chunk (`BackgroundTaskStarted`): the task id, tool name and
+    call id.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
 
 
 class BackgroundTaskStarted(BaseChunk, tag="background-task-started", frozen=True):
+    """`background-task-started` chunk: a tool call was handed to the background-task manager; a placeholder
+    result follows.
+
+    Payload: `BackgroundTaskStartedPayload`.
+    """
+
     payload: BackgroundTaskStartedPayload
 
 
 class BackgroundTaskRunningPayload(Payload, frozen=True):
+    """Payload of the `background-task-running` chunk (`BackgroundTaskRunning`): the task's ids, arguments
+    and start time.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
@@ -581,20 +845,38 @@ class BackgroundTaskRunningPayload(Payload, frozen=True):
 
 
 class BackgroundTaskRunning(BaseChunk, tag="background-task-running", frozen=True):
+    """`background-task-running` chunk: a background task started executing.
+
+    Payload: `BackgroundTaskRunningPayload`.
+    """
+
     payload: BackgroundTaskRunningPayload
 
 
 class BackgroundTaskProgressPayload(Payload, frozen=True):
+    """Payload of the `background-task-progress` chunk (`BackgroundTaskProgress`): the running task ids, how
+    many run and the elapsed milliseconds.
+    """
+
     task_ids: list[str]
     running_count: int
     elapsed_ms: int | float
 
 
 class BackgroundTaskProgress(BaseChunk, tag="background-task-progress", frozen=True):
+    """`background-task-progress` chunk: a periodic heartbeat while background tasks run.
+
+    Payload: `BackgroundTaskProgressPayload`.
+    """
+
     payload: BackgroundTaskProgressPayload
 
 
 class BackgroundTaskOutputPayload(Payload, frozen=True):
+    """Payload of the `background-task-output` chunk (`BackgroundTaskOutput`): the task's ids and the
+    `tool-output` chunk written, as a wire dict.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
@@ -605,10 +887,19 @@ class BackgroundTaskOutputPayload(Payload, frozen=True):
 
 
 class BackgroundTaskOutput(BaseChunk, tag="background-task-output", frozen=True):
+    """`background-task-output` chunk: something a background task's tool wrote while running.
+
+    Payload: `BackgroundTaskOutputPayload`.
+    """
+
     payload: BackgroundTaskOutputPayload
 
 
 class BackgroundTaskCompletedPayload(Payload, frozen=True):
+    """Payload of the `background-task-completed` chunk (`BackgroundTaskCompleted`): the task's ids, the
+    result and the completion time.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
@@ -621,10 +912,19 @@ class BackgroundTaskCompletedPayload(Payload, frozen=True):
 
 
 class BackgroundTaskCompleted(BaseChunk, tag="background-task-completed", frozen=True):
+    """`background-task-completed` chunk: a background task finished; `payload.result` is the tool's result.
+
+    Payload: `BackgroundTaskCompletedPayload`.
+    """
+
     payload: BackgroundTaskCompletedPayload
 
 
 class BackgroundTaskFailedPayload(Payload, frozen=True):
+    """Payload of the `background-task-failed` chunk (`BackgroundTaskFailed`): the task's ids, the error
+    message and the completion time.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
@@ -637,10 +937,19 @@ class BackgroundTaskFailedPayload(Payload, frozen=True):
 
 
 class BackgroundTaskFailed(BaseChunk, tag="background-task-failed", frozen=True):
+    """`background-task-failed` chunk: a background task failed for good (after any retries).
+
+    Payload: `BackgroundTaskFailedPayload`.
+    """
+
     payload: BackgroundTaskFailedPayload
 
 
 class BackgroundTaskSuspendedPayload(Payload, frozen=True):
+    """Payload of the `background-task-suspended` chunk (`BackgroundTaskSuspended`): the task's ids,
+    arguments and suspend payload.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
@@ -653,10 +962,20 @@ class BackgroundTaskSuspendedPayload(Payload, frozen=True):
 
 
 class BackgroundTaskSuspended(BaseChunk, tag="background-task-suspended", frozen=True):
+    """`background-task-suspended` chunk: a background task suspended itself and waits for `resume(task_id,
+    resume_data)`.
+
+    Payload: `BackgroundTaskSuspendedPayload`.
+    """
+
     payload: BackgroundTaskSuspendedPayload
 
 
 class BackgroundTaskResumedPayload(Payload, frozen=True):
+    """Payload of the `background-task-resumed` chunk (`BackgroundTaskResumed`): the task's ids, arguments
+    and new start time.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
@@ -668,10 +987,19 @@ class BackgroundTaskResumedPayload(Payload, frozen=True):
 
 
 class BackgroundTaskResumed(BaseChunk, tag="background-task-resumed", frozen=True):
+    """`background-task-resumed` chunk: a suspended background task was resumed.
+
+    Payload: `BackgroundTaskResumedPayload`.
+    """
+
     payload: BackgroundTaskResumedPayload
 
 
 class BackgroundTaskCancelledPayload(Payload, frozen=True):
+    """Payload of the `background-task-cancelled` chunk (`BackgroundTaskCancelled`): the task's ids and the
+    cancellation time.
+    """
+
     task_id: str
     tool_name: str
     tool_call_id: str
@@ -682,4 +1010,9 @@ class BackgroundTaskCancelledPayload(Payload, frozen=True):
 
 
 class BackgroundTaskCancelled(BaseChunk, tag="background-task-cancelled", frozen=True):
+    """`background-task-cancelled` chunk: a background task was cancelled.
+
+    Payload: `BackgroundTaskCancelledPayload`.
+    """
+
     payload: BackgroundTaskCancelledPayload

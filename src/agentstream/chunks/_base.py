@@ -67,6 +67,7 @@ class BaseChunk(
 
     @property
     def type(self) -> str:
+        """The chunk's wire `type` (`"text-delta"`, `"finish"`, ...)."""
         tag = self.__struct_config__.tag
         assert isinstance(tag, str)
         return tag

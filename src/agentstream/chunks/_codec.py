@@ -155,8 +155,8 @@ _EMPTY: dict[str, Any] = {}
 def decode_chunk(data: bytes | str | Mapping[str, Any], *, unknown: UnknownMode = "raise") -> Chunk:
     """Decode one chunk from JSON text/bytes or from an already-parsed dict.
 
-    Raises :class:`ChunkDecodeError` naming the JSON path, the expected type and what was found.
-    Unknown ``type`` values raise unless ``unknown="keep"``, which returns an :class:`UnknownChunk`.
+    Raises ``ChunkDecodeError`` naming the JSON path, the expected type and what was found.
+    Unknown ``type`` values raise unless ``unknown="keep"``, which returns an ``UnknownChunk``.
     """
     if isinstance(data, (bytes, bytearray, memoryview, str)):
         try:

@@ -60,6 +60,7 @@ class UnknownChunk:
 
     @property
     def type(self) -> str:
+        """The wire `type` of the unknown chunk (`""` if it had none)."""
         value = self._raw.get("type")
         return value if isinstance(value, str) else ""
 

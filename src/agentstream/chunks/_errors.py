@@ -23,6 +23,7 @@ class ChunkDecodeError(ValueError):
         super().__init__(f"{where}{path or '<chunk>'}: expected {expected}, got {got}")
 
     def at_line(self, line: int) -> ChunkDecodeError:
+        """The same error, located at `line` of a JSON-lines stream."""
         return ChunkDecodeError(self.path, self.expected, self.got, line=line)
 
 
@@ -33,7 +34,7 @@ _ENUM = re.compile(r"^Invalid enum value (?P<got>.+)$")
 
 
 def from_validation_message(message: str, *, choices: dict[str, str] | None = None) -> ChunkDecodeError:
-    """Turn a msgspec validation message into a :class:`ChunkDecodeError` with a dotted path."""
+    """Turn a msgspec validation message into a ``ChunkDecodeError`` with a dotted path."""
     m = _AT.match(message)
     assert m is not None
     text, raw_path = m["msg"], (m["path"] or "")

@@ -23,7 +23,7 @@ def _decode_line(line: bytes | str, number: int, unknown: UnknownMode) -> Chunk 
 def iter_jsonl(lines: Iterable[bytes | str], *, unknown: UnknownMode = "raise") -> Iterator[Chunk]:
     """Chunks from JSON lines (a file object or any iterable of lines); blank lines are skipped.
 
-    A bad line raises :class:`ChunkDecodeError` with ``line`` set, after every chunk before it was
+    A bad line raises ``ChunkDecodeError`` with ``line`` set, after every chunk before it was
     yielded.
     """
     for number, line in enumerate(lines, start=1):
@@ -35,7 +35,7 @@ def iter_jsonl(lines: Iterable[bytes | str], *, unknown: UnknownMode = "raise") 
 async def aiter_jsonl(
     lines: AsyncIterable[bytes | str], *, unknown: UnknownMode = "raise"
 ) -> AsyncIterator[Chunk]:
-    """Async form of :func:`iter_jsonl`."""
+    """Async form of ``iter_jsonl``."""
     number = 0
     async for line in lines:
         number += 1
@@ -51,7 +51,7 @@ def encode_jsonl(chunks: Iterable[Chunk]) -> Iterator[bytes]:
 
 
 async def aencode_jsonl(chunks: AsyncIterable[Chunk]) -> AsyncIterator[bytes]:
-    """Async form of :func:`encode_jsonl`."""
+    """Async form of ``encode_jsonl``."""
     async for chunk in chunks:
         yield encode_chunk(chunk) + b"\n"
 

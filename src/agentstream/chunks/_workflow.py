@@ -33,14 +33,25 @@ __all__ = [
 
 
 class WorkflowStartPayload(Payload, frozen=True):
+    """Payload of the `workflow-start` chunk (`WorkflowStart`): the workflow id."""
+
     workflow_id: str
 
 
 class WorkflowStart(BaseChunk, tag="workflow-start", frozen=True):
+    """`workflow-start` chunk: a workflow run begins.
+
+    Payload: `WorkflowStartPayload`.
+    """
+
     payload: WorkflowStartPayload
 
 
 class WorkflowFinishPayload(Payload, frozen=True):
+    """Payload of the `workflow-finish` chunk (`WorkflowFinish`): the status, output, metadata and the final
+    workflow result.
+    """
+
     workflow_status: str
     """``WorkflowRunStatus``: success, failed, suspended, canceled, tripwire, ..."""
     output: dict[str, Any]
@@ -51,22 +62,39 @@ class WorkflowFinishPayload(Payload, frozen=True):
 
 
 class WorkflowFinish(BaseChunk, tag="workflow-finish", frozen=True):
+    """`workflow-finish` chunk: a workflow run ended; `payload.workflow_status` says how.
+
+    Payload: `WorkflowFinishPayload`.
+    """
+
     payload: WorkflowFinishPayload
 
 
 class WorkflowCanceledPayload(Payload, frozen=True):
-    pass
+    """Payload of the `workflow-canceled` chunk (`WorkflowCanceled`): empty."""
+
 
 
 class WorkflowCanceled(BaseChunk, tag="workflow-canceled", frozen=True):
+    """`workflow-canceled` chunk: a workflow run was cancelled.
+
+    Payload: `WorkflowCanceledPayload`.
+    """
+
     payload: WorkflowCanceledPayload = WorkflowCanceledPayload()
 
 
 class WorkflowPausedPayload(Payload, frozen=True):
-    pass
+    """Payload of the `workflow-paused` chunk (`WorkflowPaused`): empty."""
+
 
 
 class WorkflowPaused(BaseChunk, tag="workflow-paused", frozen=True):
+    """`workflow-paused` chunk: a workflow run paused.
+
+    Payload: `WorkflowPausedPayload`.
+    """
+
     payload: WorkflowPausedPayload = WorkflowPausedPayload()
 
 
@@ -80,33 +108,59 @@ class _StepStatePayload(Payload, frozen=True):
 
 
 class WorkflowStepStartPayload(_StepStatePayload, frozen=True):
+    """Payload of the `workflow-step-start` chunk (`WorkflowStepStart`): the step's id, status and input."""
+
     step_call_id: str | None = None
     step_name: str | None = None
 
 
 class WorkflowStepStart(BaseChunk, tag="workflow-step-start", frozen=True):
+    """`workflow-step-start` chunk: a workflow step begins.
+
+    Payload: `WorkflowStepStartPayload`.
+    """
+
     payload: WorkflowStepStartPayload
     id: str | None = None
 
 
 class WorkflowStepFinishPayload(Payload, frozen=True):
+    """Payload of the `workflow-step-finish` chunk (`WorkflowStepFinish`): the step id and metadata."""
+
     id: str
     metadata: dict[str, Any]
 
 
 class WorkflowStepFinish(BaseChunk, tag="workflow-step-finish", frozen=True):
+    """`workflow-step-finish` chunk: a workflow step finished (after its result).
+
+    Payload: `WorkflowStepFinishPayload`.
+    """
+
     payload: WorkflowStepFinishPayload
 
 
 class WorkflowStepSuspendedPayload(_StepStatePayload, frozen=True):
-    pass
+    """Payload of the `workflow-step-suspended` chunk (`WorkflowStepSuspended`): the step's id, status and
+    suspend payload.
+    """
+
 
 
 class WorkflowStepSuspended(BaseChunk, tag="workflow-step-suspended", frozen=True):
+    """`workflow-step-suspended` chunk: a workflow step suspended and waits for resume data.
+
+    Payload: `WorkflowStepSuspendedPayload`.
+    """
+
     payload: WorkflowStepSuspendedPayload
 
 
 class WorkflowStepWaitingPayload(Payload, frozen=True):
+    """Payload of the `workflow-step-waiting` chunk (`WorkflowStepWaiting`): the step id, its payload, start
+    time and status.
+    """
+
     id: str
     payload: dict[str, Any]
     started_at: int | float
@@ -114,6 +168,11 @@ class WorkflowStepWaitingPayload(Payload, frozen=True):
 
 
 class WorkflowStepWaiting(BaseChunk, tag="workflow-step-waiting", frozen=True):
+    """`workflow-step-waiting` chunk: a workflow step waits (for an event or a sleep).
+
+    Payload: `WorkflowStepWaitingPayload`.
+    """
+
     payload: WorkflowStepWaitingPayload
 
 
@@ -126,10 +185,19 @@ class WorkflowStepOutputPayload(Payload, frozen=True):
 
 
 class WorkflowStepOutput(BaseChunk, tag="workflow-step-output", frozen=True):
+    """`workflow-step-output` chunk: something a workflow step wrote while running (often a nested chunk).
+
+    Payload: `WorkflowStepOutputPayload`.
+    """
+
     payload: WorkflowStepOutputPayload
 
 
 class WorkflowStepProgressPayload(Payload, frozen=True):
+    """Payload of the `workflow-step-progress` chunk (`WorkflowStepProgress`): how many iterations completed
+    of how many, and the last iteration's status and output.
+    """
+
     id: str
     completed_count: int
     total_count: int
@@ -139,14 +207,26 @@ class WorkflowStepProgressPayload(Payload, frozen=True):
 
 
 class WorkflowStepProgress(BaseChunk, tag="workflow-step-progress", frozen=True):
+    """`workflow-step-progress` chunk: progress of a `foreach` step over its items.
+
+    Payload: `WorkflowStepProgressPayload`.
+    """
+
     payload: WorkflowStepProgressPayload
 
 
 class WorkflowStepResultPayload(_StepStatePayload, frozen=True):
+    """Payload of the `workflow-step-result` chunk (`WorkflowStepResult`): the step's id, status and output."""
+
     step_call_id: str | None = None
     tripwire: dict[str, Any] | None = None
     step_name: str | None = None
 
 
 class WorkflowStepResult(BaseChunk, tag="workflow-step-result", frozen=True):
+    """`workflow-step-result` chunk: a workflow step's result (success, failure or suspension).
+
+    Payload: `WorkflowStepResultPayload`.
+    """
+
     payload: WorkflowStepResultPayload

@@ -5,7 +5,7 @@ the new input and, when the run ends, stores the turn as ``MastraDBMessage`` rec
 2): the new user message(s), then one assistant message with the turn's parts in order:
 ``step-start``, ``reasoning``, ``text``, ``tool-invocation`` (``state: 'result'`` with the result, or
 ``'call'`` if it never got one) and non-transient ``data-*`` parts. Background-task results replace
-their placeholder in the stored invocation when the task finishes (:meth:`Memory.inject_result`).
+their placeholder in the stored invocation when the task finishes (``Memory.inject_result``).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class MemoryScope:
 
 
 def resolve_memory_option(value: Any) -> MemoryScope:
-    """``{"thread": id | {"id", "title"?, "metadata"?}, "resource": id}`` → :class:`MemoryScope`."""
+    """``{"thread": id | {"id", "title"?, "metadata"?}, "resource": id}`` → ``MemoryScope``."""
     if not isinstance(value, Mapping):
         raise TypeError(f'memory= must be a dict {{"thread": ..., "resource": ...}}, got {value!r}')
     unknown = set(value) - {"thread", "resource"}
@@ -85,6 +85,7 @@ class Memory:
         return self.storage
 
     async def ensure_thread(self, scope: MemoryScope) -> ThreadRecord:
+        """The scope's thread, created if missing; `ValueError` if it belongs to another resource."""
         store = self._store()
         found = await store.find_thread(scope.thread_id)
         if found is not None:
@@ -109,7 +110,7 @@ class Memory:
         return list(page.messages)
 
     async def history(self, scope: MemoryScope) -> list[dict[str, Any]]:
-        """:meth:`recall` as V2 prompt messages."""
+        """``recall`` as V2 prompt messages."""
         return db_messages_to_prompt(await self.recall(scope))
 
     async def save(self, records: Sequence[MessageRecord]) -> None:
@@ -233,6 +234,7 @@ class TurnRecorder:
     background: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def observe(self, chunk: Any) -> None:
+        """Fold one chunk of the turn into the message parts being recorded."""
         kind = getattr(chunk, "type", "")
         payload: Any = getattr(chunk, "payload", None)
         if kind == "step-start":

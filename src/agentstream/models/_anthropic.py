@@ -237,6 +237,8 @@ class _AnthropicTransformer(_Transformer):
     (``text-start``/``-delta``/``-end`` with the block index as id), other text is dropped and
     ``tool_use`` finishes as ``stop``."""
 
+    end_marker = "message_stop"
+
     def __init__(self, model: AnthropicModel, *, json_mode: bool = False) -> None:
         self._model = model
         self.json_mode = json_mode
@@ -251,9 +253,14 @@ class _AnthropicTransformer(_Transformer):
         self.cache_creation: int | None = None
         self.stop_sequence: str | None = None
         self.errored = False
+        self.stopped = False
 
     def invalid_chunk(self) -> None:
         self.errored = True
+
+    @property
+    def ended(self) -> bool:
+        return self.stopped or self.errored
 
     def _usage(self, usage: dict[str, Any]) -> None:
         self.raw_usage.update(usage)
@@ -286,6 +293,7 @@ class _AnthropicTransformer(_Transformer):
         if kind == "message_delta":
             delta = value.get("delta") or {}
             if "stop_reason" in delta:
+                self.stopped = True
                 self.finish_reason = map_anthropic_stop_reason(delta.get("stop_reason"))
                 if self.json_mode and self.finish_reason == "tool-calls":
                     self.finish_reason = "stop"
@@ -306,7 +314,9 @@ class _AnthropicTransformer(_Transformer):
                 data=value,
             )
             return [{"type": "error", "error": error}]
-        return []  # ping, message_stop, unknown future events
+        if kind == "message_stop":
+            self.stopped = True
+        return []  # ping, unknown future events
 
     def _start(self, index: int, block: dict[str, Any]) -> list[StreamPart]:
         kind = block.get("type")

@@ -11,6 +11,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from .._abort import AbortSignal
+from .._secrets import redact, redact_value, safe_url
 
 __all__ = [
     "APICallError",
@@ -60,7 +61,7 @@ class CallOptions(TypedDict, total=False):
     presence_penalty: float | None
     frequency_penalty: float | None
     response_format: ResponseFormat | None
-    """Ask for JSON output (see :class:`ResponseFormat`)."""
+    """Ask for JSON output (see ``ResponseFormat``)."""
     headers: Mapping[str, str] | None
     """Extra HTTP headers for this call."""
     provider_options: dict[str, dict[str, Any]] | None
@@ -104,6 +105,7 @@ class ModelStream(AsyncIterator[StreamPart]):
         return await self._parts.__anext__()
 
     async def aclose(self) -> None:
+        """Close the underlying provider stream (and its HTTP response) early."""
         if self._parts is not None:
             await self._parts.aclose()
 
@@ -119,7 +121,7 @@ class LanguageModel(Protocol):
     def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
         """Stream the model's answer as ``LanguageModelV2StreamPart`` dicts.
 
-        An async generator, or a :class:`ModelStream` that also reports the request body and the
+        An async generator, or a ``ModelStream`` that also reports the request body and the
         response headers.
         """
         ...
@@ -128,9 +130,15 @@ class LanguageModel(Protocol):
 class APICallError(Exception):
     """An HTTP call to a provider failed (non-2xx status, transport error or in-stream error event).
 
-    The message is the provider's own error message. Request headers (and so API keys) are never
-    stored on the error, and ``str()`` additionally redacts the key if a provider echoed it back.
+    ``message`` is the provider's own error message; ``str()`` is ``"openai (status 401): <message>"``,
+    plus the URL when the endpoint could not be reached or read (no status). Request headers are
+    never stored; the message, ``response_body``, ``response_headers`` and ``url`` are redacted
+    (every configured key in every spelling, see `agentstream._secrets`) when the error is
+    built, before anything is shortened. What a client may see is `client_message`: no URL,
+    no body, no headers.
     """
+
+    name = "AI_APICallError"
 
     def __init__(
         self,
@@ -140,33 +148,40 @@ class APICallError(Exception):
         provider: str,
         status_code: int | None = None,
         response_body: str | None = None,
+        response_headers: Mapping[str, str] | None = None,
         is_retryable: bool | None = None,
         data: Any = None,
         cause: BaseException | None = None,
         secret: str | None = None,
     ) -> None:
-        if secret and len(secret) >= 8:
-            message = message.replace(secret, "***")
-            response_body = response_body.replace(secret, "***") if response_body else response_body
+        extra = (secret,)
+        message = redact(message, extra)
         super().__init__(message)
         self.message = message
-        self.url = url
+        self.url = safe_url(url, extra)
         self.provider = provider
         self.status_code = status_code
-        self.response_body = response_body
+        self.response_body = redact(response_body, extra) if response_body else response_body
+        self.response_headers = (
+            {k: redact(v, extra) for k, v in response_headers.items()} if response_headers else None
+        )
         self.is_retryable = (
             is_retryable
             if is_retryable is not None
             else status_code is not None and (status_code in (408, 409, 429) or status_code >= 500)
         )
-        self.data = data
+        self.data = redact_value(data, extra)
         self.__cause__ = cause
 
-    name = "AI_APICallError"
-
-    def __str__(self) -> str:
+    @property
+    def client_message(self) -> str:
+        """``"openai (status 401): Incorrect API key provided: ***."``: safe to show anyone."""
         status = f" (status {self.status_code})" if self.status_code is not None else ""
         return f"{self.provider}{status}: {self.message}"
+
+    def __str__(self) -> str:
+        where = f" ({self.url})" if self.status_code is None and self.url else ""
+        return self.client_message + where
 
     def __repr__(self) -> str:
         return (

@@ -12,8 +12,11 @@ Error policy (mirrors the AI SDK):
 * an error *event* inside a 200 stream, or an event whose JSON does not parse: an ``error`` part,
   then the stream continues and the final ``finish`` part reports ``finishReason: "error"``
   (``openai-chat-language-model.ts`` does exactly this);
-* the connection breaks mid-stream: an ``error`` part and the generator ends (the AI SDK stream
-  errors; there is no ``finish``);
+* the connection breaks, or the body ends without the provider's end marker (``[DONE]``,
+  ``message_stop``, ``response.completed``), before the first event: retried like a failed
+  request; after it: an ``error`` part and the generator ends, no ``finish`` and no retry (parts
+  were already emitted, and a retry would emit them twice). The AI SDK reports a body that just
+  stops as ``finish: unknown``, which makes an agent loop call the model again: we say "error";
 * the abort signal fires: the HTTP request is cancelled and :class:`AbortError` is raised from the
   generator (``fetch`` rejects with an ``AbortError`` in JS).
 """
@@ -24,17 +27,19 @@ import asyncio
 import email.utils
 import itertools
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import httpx
 import msgspec
 from httpx_sse import EventSource, SSEError
 
 from .._abort import AbortError, AbortSignal
+from .._secrets import register_secret, shorten
 from ._base import APICallError, CallOptions, ModelStream, StreamPart
 
 __all__ = ["DEFAULT_TIMEOUT", "Sleep", "iso_timestamp"]
@@ -48,6 +53,9 @@ DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 _json_decode = msgspec.json.Decoder().decode
 _DONE = object()
 _ABORTED = object()
+_END = object()
+_CREDENTIAL_HEADER = ("authorization", "key", "token", "secret", "cookie")
+log = logging.getLogger("agentstream.models")
 
 
 def iso_timestamp(seconds: float) -> str:
@@ -62,13 +70,16 @@ def default_id_generator() -> Callable[[], str]:
     return lambda: f"{prefix}-{next(counter)}"
 
 
-def provider_error_message(body: str, fallback: str) -> tuple[str, Any]:
-    """Pull the provider's own message out of an error body (OpenAI, Anthropic, Groq, OpenRouter)."""
+def provider_error_message(body: str, fallback: str, secret: str | None = None) -> tuple[str, Any]:
+    """Pull the provider's own message out of an error body (OpenAI, Anthropic, Groq, OpenRouter).
+
+    A body that is not JSON is the message itself, redacted first and then cut to 500 characters.
+    """
     try:
         data = _json_decode(body)
     except msgspec.DecodeError:
         text = body.strip()
-        return (text[:500] if text else fallback), None
+        return (shorten(text, 500, (secret,)) if text else fallback), None
     if isinstance(data, dict):
         err = data.get("error")
         if isinstance(err, dict) and isinstance(err.get("message"), str):
@@ -136,6 +147,13 @@ async def _reap(task: asyncio.Future[Any]) -> None:
 class _Transformer:
     """Per-call state machine: decoded provider event → stream parts. Subclassed per provider."""
 
+    end_marker = "[DONE]"
+
+    @property
+    def ended(self) -> bool:
+        """The provider said the response is complete, or reported an error in the stream."""
+        return False
+
     def feed(self, event: str, value: Any) -> list[StreamPart]:
         raise NotImplementedError
 
@@ -144,6 +162,13 @@ class _Transformer:
 
     def finish(self) -> list[StreamPart]:
         raise NotImplementedError
+
+
+class _Opened(NamedTuple):
+    response: httpx.Response
+    events: AsyncGenerator[object, None]
+    first: object
+    """The first item of ``events`` (already read, to know the stream really started)."""
 
 
 class _HTTPStreamingModel:
@@ -179,6 +204,11 @@ class _HTTPStreamingModel:
         self._client = http_client
         self._transport = transport
         self._generate_id = generate_id or default_id_generator()
+        register_secret(api_key)
+        for name, value in self._headers.items():
+            if any(word in name.lower() for word in _CREDENTIAL_HEADER):
+                register_secret(value.partition(" ")[2] if value.lower().startswith(("bearer ", "basic ")) else value)
+                register_secret(value)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(provider={self.provider!r}, model_id={self.model_id!r})"
@@ -202,6 +232,7 @@ class _HTTPStreamingModel:
         *,
         status: int | None = None,
         body: str | None = None,
+        headers: Mapping[str, str] | None = None,
         retryable: bool | None = None,
         data: Any = None,
         cause: BaseException | None = None,
@@ -212,6 +243,7 @@ class _HTTPStreamingModel:
             provider=self.provider,
             status_code=status,
             response_body=body,
+            response_headers=headers,
             is_retryable=retryable,
             data=data,
             cause=cause,
@@ -227,8 +259,14 @@ class _HTTPStreamingModel:
         headers: dict[str, str],
         signal: AbortSignal | None,
         info: ModelStream,
-    ) -> httpx.Response | APICallError:
-        """Send with retries; return the open 2xx response or the final error (headers → ``info``)."""
+        transformer: _Transformer,
+    ) -> _Opened | APICallError:
+        """Send with retries until the first event is in; return it, or the final error.
+
+        Everything up to the first event is retried (429 / 5xx / 408 / 409, a refused or broken
+        connection, a body that ends at once): nothing has been emitted yet. The response headers
+        go to ``info``.
+        """
         attempt = 0
         while True:
             response: httpx.Response | None = None
@@ -241,25 +279,61 @@ class _HTTPStreamingModel:
                 )
             except httpx.TransportError as exc:
                 error = self._error(
-                    f"cannot connect to {self.provider}: {exc or type(exc).__name__}",
-                    url,
-                    retryable=True,
-                    cause=exc,
+                    f"cannot connect: {exc or type(exc).__name__}", url, retryable=True, cause=exc
                 )
             else:
                 info.response = {"headers": dict(response.headers.items())}
                 if response.status_code < 300:
-                    return response
-                try:
-                    raw = (await _abortable(response.aread(), signal)).decode("utf-8", "replace")
-                finally:
-                    await response.aclose()
-                message, data = provider_error_message(raw, response.reason_phrase or "HTTP error")
-                error = self._error(message, url, status=response.status_code, body=raw, data=data)
+                    opened = await self._first_event(response, signal, transformer)
+                    if not isinstance(opened, APICallError):
+                        return opened
+                    error = opened
+                else:
+                    error = await self._http_error(response, url, signal)
             if not error.is_retryable or attempt >= self.max_retries:
                 return error
-            await _abortable(self._sleep(_retry_delay(response, attempt, self.retry_initial_delay)), signal)
+            delay = _retry_delay(response, attempt, self.retry_initial_delay)
+            log.info("%s: %s; retry %d of %d in %.1f s", self.provider, error, attempt + 1, self.max_retries, delay)
+            await _abortable(self._sleep(delay), signal)
             attempt += 1
+
+    async def _http_error(
+        self, response: httpx.Response, url: str, signal: AbortSignal | None
+    ) -> APICallError:
+        try:
+            raw = (await _abortable(response.aread(), signal)).decode("utf-8", "replace")
+        finally:
+            await response.aclose()
+        message, data = provider_error_message(raw, response.reason_phrase or "HTTP error", self._api_key)
+        return self._error(
+            message, url, status=response.status_code, body=raw, headers=response.headers, data=data
+        )
+
+    async def _first_event(
+        self, response: httpx.Response, signal: AbortSignal | None, transformer: _Transformer
+    ) -> _Opened | APICallError:
+        """The open stream and its first item; a retryable error if it broke or ended before one."""
+        events = self._events(response, signal)
+        try:
+            first = await events.__anext__()
+        except StopAsyncIteration:
+            first = self._cut(response, transformer, retryable=True)
+        except BaseException:
+            await events.aclose()
+            await response.aclose()
+            raise
+        if isinstance(first, APICallError) and first.is_retryable:
+            await events.aclose()
+            await response.aclose()
+            return first
+        return _Opened(response, events, first)
+
+    def _cut(self, response: httpx.Response, transformer: _Transformer, *, retryable: bool) -> APICallError:
+        return self._error(
+            f"the response stream ended before {transformer.end_marker}",
+            str(response.request.url),
+            retryable=retryable,
+        )
 
     def do_stream(self, options: CallOptions) -> ModelStream:
         """Stream one model call as AI SDK ``LanguageModelV2StreamPart`` dicts.
@@ -283,29 +357,31 @@ class _HTTPStreamingModel:
             content = text.encode("utf-8")
             headers.setdefault("content-type", "application/json")
             headers.setdefault("accept", "text/event-stream")
-        include_raw = bool(options.get("include_raw_chunks"))
         transformer = self._transformer(options)
 
         own_client = self._client is None
         client = self._client or httpx.AsyncClient(timeout=self._timeout, transport=self._transport)
         try:
-            opened = await self._open(client, method, url, content, headers, signal, info)
+            opened = await self._open(client, method, url, content, headers, signal, info, transformer)
             if isinstance(opened, APICallError):
                 yield {"type": "error", "error": opened}
                 return
-            response = opened
-            events = self._events(response, signal)
+            response, events, item = opened
+            include_raw = bool(options.get("include_raw_chunks"))
+            done = False
             try:
                 yield {"type": "stream-start", "warnings": warnings}
-                async for item in events:
+                while item is not _END:
                     if item is _ABORTED:
                         raise AbortError(signal.reason if signal is not None else None)
                     if isinstance(item, APICallError):
+                        item.is_retryable = False  # parts are out: a retry would repeat them
                         yield {"type": "error", "error": item}
                         return
                     assert isinstance(item, tuple)
                     event, data = item
                     if data == "[DONE]":
+                        done = True
                         break
                     try:
                         value = _json_decode(data)
@@ -313,22 +389,19 @@ class _HTTPStreamingModel:
                         if include_raw:
                             yield {"type": "raw", "rawValue": data}
                         transformer.invalid_chunk()
-                        snippet = data if len(data) <= 200 else data[:200] + "…"
-                        yield {
-                            "type": "error",
-                            "error": self._error(
-                                f"Invalid JSON in SSE event data ({exc}): {snippet}",
-                                url,
-                                status=response.status_code,
-                                retryable=False,
-                                cause=exc,
-                            ),
-                        }
-                        continue
-                    if include_raw:
-                        yield {"type": "raw", "rawValue": value}
-                    for part in transformer.feed(event, value):
-                        yield part
+                        yield {"type": "error", "error": self._invalid_json(response, data, exc)}
+                    else:
+                        if include_raw:
+                            yield {"type": "raw", "rawValue": value}
+                        for part in transformer.feed(event, value):
+                            yield part
+                    try:
+                        item = await events.__anext__()
+                    except StopAsyncIteration:
+                        item = _END
+                if not (done or transformer.ended):
+                    yield {"type": "error", "error": self._cut(response, transformer, retryable=False)}
+                    return
                 for part in transformer.finish():
                     yield part
             finally:
@@ -337,6 +410,15 @@ class _HTTPStreamingModel:
         finally:
             if own_client:
                 await client.aclose()
+
+    def _invalid_json(self, response: httpx.Response, data: str, exc: Exception) -> APICallError:
+        return self._error(
+            f"Invalid JSON in SSE event data ({exc}): {shorten(data, 200, (self._api_key,))}",
+            str(response.request.url),
+            status=response.status_code,
+            retryable=False,
+            cause=exc,
+        )
 
     async def _events(
         self, response: httpx.Response, signal: AbortSignal | None

@@ -223,6 +223,7 @@ class _ChatTransformer(_Transformer):
         self._key = model.provider_key
         self._gen_id = model._generate_id
         self.finish_reason = "unknown"
+        self.saw_finish = False
         self.usage: dict[str, Any] | None = None
         self.metadata_sent = False
         self.text_open = False
@@ -233,6 +234,10 @@ class _ChatTransformer(_Transformer):
 
     def invalid_chunk(self) -> None:
         self.finish_reason = "error"
+
+    @property
+    def ended(self) -> bool:
+        return self.saw_finish or self.finish_reason == "error"
 
     def _stream_error(self, err: Any, status: int | None) -> StreamPart:
         message = err.get("message") if isinstance(err, dict) else str(err)
@@ -322,6 +327,7 @@ class _ChatTransformer(_Transformer):
             return out
         choice = choices[0]
         if choice.get("finish_reason") is not None:
+            self.saw_finish = True
             self.finish_reason = map_openai_finish_reason(choice["finish_reason"])
         logprobs = choice.get("logprobs")
         if isinstance(logprobs, dict) and logprobs.get("content"):

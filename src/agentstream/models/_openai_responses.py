@@ -113,6 +113,8 @@ def convert_to_openai_responses_input(
 
 
 class _ResponsesTransformer(_Transformer):
+    end_marker = "response.completed"
+
     def __init__(self, model: OpenAIResponsesModel) -> None:
         self._model = model
         self._gen_id = model._generate_id
@@ -122,12 +124,17 @@ class _ResponsesTransformer(_Transformer):
         self.service_tier: str | None = None
         self.has_function_call = False
         self.errored = False
+        self.completed = False
         self.calls: dict[int, dict[str, Any]] = {}
         self.reasoning: dict[str, dict[str, Any]] = {}
         self.logprobs: list[Any] = []
 
     def invalid_chunk(self) -> None:
         self.errored = True
+
+    @property
+    def ended(self) -> bool:
+        return self.completed or self.errored
 
     def _reasoning_meta(self, item_id: str) -> dict[str, Any]:
         state = self.reasoning.get(item_id) or {}
@@ -212,6 +219,7 @@ class _ResponsesTransformer(_Transformer):
                 meta["modelId"] = response["model"]
             return [meta]
         if kind in ("response.completed", "response.incomplete", "response.failed"):
+            self.completed = True
             response = value.get("response") or {}
             self.response_id = response.get("id") or self.response_id
             self.usage = response.get("usage") or self.usage

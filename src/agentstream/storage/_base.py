@@ -136,20 +136,39 @@ class Storage(Protocol):
     """
 
     # lifecycle
-    async def init(self) -> None: ...
-    async def close(self) -> None: ...
+    async def init(self) -> None:
+        """Open the store and apply pending schema migrations (idempotent; also done lazily on first use)."""
+
+    async def close(self) -> None:
+        """Close the store (connections, pool). Idempotent."""
+
     async def __aenter__(self) -> Self: ...
+
     async def __aexit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None: ...
 
     # threads & messages
-    async def save_thread(self, thread: ThreadRecord) -> ThreadRecord: ...
-    async def get_thread(self, thread_id: str) -> ThreadRecord: ...
-    async def find_thread(self, thread_id: str) -> ThreadRecord | None: ...
-    async def list_threads(self, *, resource_id: str | None = None) -> list[ThreadRecord]: ...
-    async def delete_thread(self, thread_id: str) -> bool: ...
-    async def save_messages(self, messages: Sequence[MessageRecord]) -> list[MessageRecord]: ...
+    async def save_thread(self, thread: ThreadRecord) -> ThreadRecord:
+        """Insert or replace a thread (upsert by id); returns it with normalised (UTC) dates."""
+
+    async def get_thread(self, thread_id: str) -> ThreadRecord:
+        """The thread with this id; `NotFoundError` naming the id if there is none."""
+
+    async def find_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread with this id, or `None`."""
+
+    async def list_threads(self, *, resource_id: str | None = None) -> list[ThreadRecord]:
+        """Threads of one resource (or all threads), oldest first."""
+
+    async def delete_thread(self, thread_id: str) -> bool:
+        """Delete a thread with its messages and thread state; `False` if there was no such thread."""
+
+    async def save_messages(self, messages: Sequence[MessageRecord]) -> list[MessageRecord]:
+        """Upsert messages by id, all or nothing; every message's thread must exist. Bumps the threads'
+        `updated_at`.
+        """
+
     async def list_messages(
         self,
         thread_id: str,
@@ -157,16 +176,36 @@ class Storage(Protocol):
         last: int | None = None,
         page: int | None = None,
         per_page: int | None = None,
-    ) -> MessagePage: ...
-    async def delete_messages(self, message_ids: Sequence[str]) -> int: ...
+    ) -> MessagePage:
+        """A thread's messages in chronological order.
+
+        - `last`: only the newest `last` messages (still oldest first);
+        - `page` / `per_page`: a 0-based page; `MessagePage.has_more` says whether another follows.
+        """
+
+    async def delete_messages(self, message_ids: Sequence[str]) -> int:
+        """Delete messages by id; returns how many existed."""
 
     # background tasks
-    async def create_task(self, task: BackgroundTask) -> BackgroundTask: ...
-    async def get_task(self, task_id: str) -> BackgroundTask: ...
-    async def find_task(self, task_id: str) -> BackgroundTask | None: ...
+    async def create_task(self, task: BackgroundTask) -> BackgroundTask:
+        """Insert a new background task; `ConflictError` if the id exists."""
+
+    async def get_task(self, task_id: str) -> BackgroundTask:
+        """The background task with this id; `NotFoundError` naming the id if there is none."""
+
+    async def find_task(self, task_id: str) -> BackgroundTask | None:
+        """The background task with this id, or `None`."""
+
     async def update_task(
         self, task_id: str, update: TaskUpdate, *, expected_status: TaskStatus | None = None
-    ) -> bool: ...
+    ) -> bool:
+        """Apply `update` to a task; returns whether it was applied.
+
+        With `expected_status`, the update is atomic and applies only if the task's current status matches
+        (a compare-and-set: two workers never both claim a task). `NotFoundError` if there is no such
+        task.
+        """
+
     async def list_tasks(
         self,
         *,
@@ -183,7 +222,14 @@ class Storage(Protocol):
         order_direction: OrderDirection = "asc",
         page: int | None = None,
         per_page: int | None = None,
-    ) -> TaskPage: ...
+    ) -> TaskPage:
+        """Tasks matching every given filter, ordered by `created_at` (then insertion order).
+
+        - `status`: one status or several;
+        - `from_date` (inclusive) / `to_date` (exclusive) bound `date_field`;
+        - `page` / `per_page`: a 0-based page; `TaskPage.total` counts the matches before paging.
+        """
+
     async def count_tasks(
         self,
         *,
@@ -194,30 +240,50 @@ class Storage(Protocol):
         run_id: str | None = None,
         tool_call_id: str | None = None,
         tool_name: str | None = None,
-    ) -> int: ...
-    async def delete_task(self, task_id: str) -> bool: ...
+    ) -> int:
+        """Number of tasks matching every given filter (e.g. `count_tasks(status="running", agent_id=a)`)."""
+
+    async def delete_task(self, task_id: str) -> bool:
+        """Delete a background task; `False` if there was no such task."""
+
     async def delete_tasks_older_than(
         self,
         cutoff: datetime,
         *,
         status: TaskStatus | Iterable[TaskStatus],
         date_field: TaskDateField = "completed_at",
-    ) -> int: ...
+    ) -> int:
+        """Delete tasks in `status` whose `date_field` is set and earlier than `cutoff`; returns how many
+        (cleanup TTLs).
+        """
 
     # workflow snapshots
     async def persist_workflow_snapshot(
         self, workflow_name: str, run_id: str, snapshot: JSONValue, *, resource_id: str | None = None
-    ) -> None: ...
-    async def load_workflow_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None: ...
-    async def delete_workflow_snapshot(self, workflow_name: str, run_id: str) -> bool: ...
+    ) -> None:
+        """Insert or replace the snapshot of run `(workflow_name, run_id)`."""
+
+    async def load_workflow_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None:
+        """The snapshot of run `(workflow_name, run_id)`, or `None`."""
+
+    async def delete_workflow_snapshot(self, workflow_name: str, run_id: str) -> bool:
+        """Delete the snapshot of run `(workflow_name, run_id)`; `False` if there was none."""
 
     # thread state
-    async def get_thread_state(self, thread_id: str, key: str) -> JSONValue | None: ...
-    async def set_thread_state(self, thread_id: str, key: str, value: JSONValue) -> None: ...
-    async def delete_thread_state(self, thread_id: str, key: str) -> bool: ...
-    async def list_thread_state(self, thread_id: str) -> dict[str, JSONValue]: ...
+    async def get_thread_state(self, thread_id: str, key: str) -> JSONValue | None:
+        """The JSON value stored under `(thread_id, key)`, or `None`."""
 
-    async def dangerously_clear_all(self) -> None: ...
+    async def set_thread_state(self, thread_id: str, key: str, value: JSONValue) -> None:
+        """Replace the JSON value stored under `(thread_id, key)`."""
+
+    async def delete_thread_state(self, thread_id: str, key: str) -> bool:
+        """Delete the value under `(thread_id, key)`; `False` if there was none."""
+
+    async def list_thread_state(self, thread_id: str) -> dict[str, JSONValue]:
+        """Every `key: value` stored for a thread."""
+
+    async def dangerously_clear_all(self) -> None:
+        """Delete every record of every domain (tests, development resets); the schema stays."""
 
 
 Page = tuple[int, int] | None
@@ -245,6 +311,7 @@ class BaseStore(ABC):
                 self._opened = True
 
     async def close(self) -> None:
+        """Close the store (connections, pool); further use raises. Idempotent."""
         async with self._init_lock:
             if self._opened:
                 await self._close()
@@ -274,12 +341,14 @@ class BaseStore(ABC):
         return thread
 
     async def get_thread(self, thread_id: str) -> ThreadRecord:
+        """The thread with this id; `NotFoundError` if there is none."""
         found = await self.find_thread(thread_id)
         if found is None:
             raise NotFoundError("thread", thread_id)
         return found
 
     async def find_thread(self, thread_id: str) -> ThreadRecord | None:
+        """The thread with this id, or `None`."""
         await self._ready()
         return await self._find_thread(thread_id)
 
@@ -348,12 +417,14 @@ class BaseStore(ABC):
         return task
 
     async def get_task(self, task_id: str) -> BackgroundTask:
+        """The background task with this id; `NotFoundError` if there is none."""
         found = await self.find_task(task_id)
         if found is None:
             raise NotFoundError("background task", task_id)
         return found
 
     async def find_task(self, task_id: str) -> BackgroundTask | None:
+        """The background task with this id, or `None`."""
         await self._ready()
         return await self._find_task(task_id)
 
@@ -435,6 +506,7 @@ class BaseStore(ABC):
         return await self._count_tasks(query)
 
     async def delete_task(self, task_id: str) -> bool:
+        """Delete a background task; `False` if there was no such task."""
         await self._ready()
         return await self._delete_task(task_id)
 
@@ -462,16 +534,19 @@ class BaseStore(ABC):
         await self._persist_snapshot(workflow_name, run_id, snapshot, resource_id)
 
     async def load_workflow_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None:
+        """The snapshot of run `(workflow_name, run_id)`, or `None`."""
         await self._ready()
         return await self._load_snapshot(workflow_name, run_id)
 
     async def delete_workflow_snapshot(self, workflow_name: str, run_id: str) -> bool:
+        """Delete the snapshot of run `(workflow_name, run_id)`; `False` if there was none."""
         await self._ready()
         return await self._delete_snapshot(workflow_name, run_id)
 
     # ------------------------------------------------------------------------------- thread state
 
     async def get_thread_state(self, thread_id: str, key: str) -> JSONValue | None:
+        """The value stored under `(thread_id, key)`, or `None`."""
         await self._ready()
         return await self._get_state(thread_id, key)
 
@@ -481,10 +556,12 @@ class BaseStore(ABC):
         await self._set_state(thread_id, key, value)
 
     async def delete_thread_state(self, thread_id: str, key: str) -> bool:
+        """Delete the value under `(thread_id, key)`; `False` if there was none."""
         await self._ready()
         return await self._delete_state(thread_id, key)
 
     async def list_thread_state(self, thread_id: str) -> dict[str, JSONValue]:
+        """Every `key: value` stored for a thread."""
         await self._ready()
         return await self._list_state(thread_id)
 

@@ -74,6 +74,7 @@ class ConflictError(StorageError):
 
 
 def utc_now() -> datetime:
+    """The current time as a timezone-aware UTC `datetime` (what records expect)."""
     return datetime.now(UTC)
 
 
@@ -121,6 +122,7 @@ class ThreadRecord(msgspec.Struct, frozen=True, kw_only=True):
         check_aware("updated_at", self.updated_at)
 
     def normalized(self) -> ThreadRecord:
+        """A copy with the dates converted to UTC (what stores return)."""
         return msgspec.structs.replace(
             self, created_at=to_utc(self.created_at), updated_at=to_utc(self.updated_at)
         )
@@ -149,6 +151,7 @@ class MessageRecord(msgspec.Struct, frozen=True, kw_only=True):
             raise ValueError(f"message {self.id!r}: content.parts must be a list")
 
     def normalized(self) -> MessageRecord:
+        """A copy with `created_at` converted to UTC (what stores return)."""
         return msgspec.structs.replace(self, created_at=to_utc(self.created_at))
 
 
@@ -192,6 +195,7 @@ class BackgroundTask(msgspec.Struct, frozen=True, kw_only=True):
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
 
     def normalized(self) -> BackgroundTask:
+        """A copy with every date converted to UTC (what stores return)."""
         return msgspec.structs.replace(
             self,
             created_at=to_utc(self.created_at),
@@ -253,6 +257,8 @@ class WorkflowSnapshotRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MessagePage(msgspec.Struct, frozen=True, kw_only=True):
+    """One page of a thread's messages (`Storage.list_messages`); `total` counts all of them."""
+
     messages: list[MessageRecord]
     total: int
     page: int | None
@@ -261,6 +267,8 @@ class MessagePage(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TaskPage(msgspec.Struct, frozen=True, kw_only=True):
+    """One page of background tasks (`Storage.list_tasks`)."""
+
     tasks: list[BackgroundTask]
     total: int
     """Number of matching tasks before pagination."""

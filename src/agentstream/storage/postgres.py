@@ -112,6 +112,7 @@ class PostgresStore(BaseStore):
 
     @property
     def pool(self) -> Pool:
+        """The open psycopg connection pool; `RuntimeError` before `init()`."""
         if self._pool is None:
             raise RuntimeError("PostgresStore is not open")
         return self._pool

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .._secrets import loggable
 from ..chunks import (
     Abort,
     Chunk,
@@ -112,8 +113,8 @@ class _StepBuffers:
 class ModelOutput:
     """The streaming result of one agent run.
 
-    **Streams** (each access is a new consumer that replays from the start): :attr:`full_stream`,
-    :attr:`text_stream`, :attr:`object_stream`.
+    **Streams** (each access is a new consumer that replays from the start): ``full_stream``,
+    ``text_stream``, ``object_stream``.
 
     **Results** (awaitable; awaiting starts the run): ``await output.text``, ``usage``,
     ``total_usage``, ``finish_reason``, ``tool_calls``, ``tool_results``, ``steps``, ``object``, ...
@@ -128,7 +129,7 @@ class ModelOutput:
     * ``experimental_transform`` - a transform factory, or a list of them, applied to every
       ``full_stream`` access (not to ``text_stream``, ``object_stream`` or the results).
     * ``has_structured_output`` - whether ``object`` can resolve to a value.
-    * ``on_cancel`` - called once when :meth:`aclose` stops a run that has not ended.
+    * ``on_cancel`` - called once when ``aclose`` stops a run that has not ended.
     """
 
     def __init__(
@@ -201,10 +202,12 @@ class ModelOutput:
 
     @property
     def status(self) -> RunStatus:
+        """Where the run is: `"running"`, `"success"`, `"failed"`, `"canceled"` or `"suspended"`."""
         return self._status
 
     @property
     def error(self) -> BaseException | None:
+        """The error that ended the run, once it has ended with one (else `None`)."""
         return self._error
 
     @property
@@ -214,6 +217,7 @@ class ModelOutput:
 
     @property
     def used_fallback_value(self) -> bool:
+        """Whether structured output fell back to the configured `fallback_value`."""
         return self._used_fallback_value
 
     # ---------------------------------------------------------------- streams
@@ -696,6 +700,7 @@ class ModelOutput:
         # (step-finish, finish), the results then resolve from them, ``object`` stays rejected and
         # on_finish is never called. If no finish follows, every pending result rejects at the end.
         error = chunk.payload.error
+        logging.getLogger("agentstream.runs").error("run %s failed: %s", self.run_id, loggable(error))
         self._error = error if isinstance(error, BaseException) else _RunError(error)
         self._status = "failed"
         self._finish_callback_sent = True

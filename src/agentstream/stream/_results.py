@@ -95,18 +95,22 @@ class StepResult:
 
     @property
     def static_tool_calls(self) -> list[ToolCall]:
+        """The step's calls of tools known when the agent was built."""
         return [c for c in self.tool_calls if c.payload.dynamic is not True]
 
     @property
     def dynamic_tool_calls(self) -> list[ToolCall]:
+        """The step's calls of dynamic tools (`payload.dynamic` set)."""
         return [c for c in self.tool_calls if c.payload.dynamic is True]
 
     @property
     def static_tool_results(self) -> list[ToolResult]:
+        """The step's results of tools known when the agent was built."""
         return [r for r in self.tool_results if r.payload.dynamic is not True]
 
     @property
     def dynamic_tool_results(self) -> list[ToolResult]:
+        """The step's results of dynamic tools (`payload.dynamic` set)."""
         return [r for r in self.tool_results if r.payload.dynamic is True]
 
 

@@ -57,7 +57,7 @@ class Segmenter:
     """Locale-aware segmentation like ``new Intl.Segmenter(locale, {granularity})``.
 
     The default granularity is ``"word"`` (``Intl.Segmenter`` defaults to ``"grapheme"``).
-    ``segment(text)`` yields :class:`Segment` objects lazily, in order; their texts concatenate to
+    ``segment(text)`` yields ``Segment`` objects lazily, in order; their texts concatenate to
     ``text``. Pass an instance as ``smooth_stream(chunking=...)``.
     """
 
@@ -74,6 +74,7 @@ class Segmenter:
         return f"Segmenter({self.locale!r}, granularity={self.granularity!r})"
 
     def segment(self, text: str) -> Iterator[Segment]:
+        """Split `text` into segments (words, sentences or graphemes) that cover it exactly, in order."""
         if not text:
             return
         safe = _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text

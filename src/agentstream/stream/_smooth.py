@@ -781,7 +781,7 @@ def smooth_stream(
 
     ``chunking``: ``"word"`` (default), ``"line"``, ``"grapheme"``, a JavaScript RegExp literal string
     (``"/[^,]*,\\\\s*/"``), a compiled ``re``/``regex`` pattern (Python semantics), a detector
-    ``(buffer) -> prefix | None``, or a segmenter (``segment(text)``, e.g. :class:`Segmenter`).
+    ``(buffer) -> prefix | None``, or a segmenter (``segment(text)``, e.g. ``Segmenter``).
     ``sleep`` receives seconds. Invalid ``chunking`` raises Mastra's ``TypeError`` here.
     """
     return SmoothStream(
@@ -814,7 +814,7 @@ def smooth_stream_factory(
     max_lag_ms: float | None = None,
     hold_back: bool = False,
 ) -> SmoothStreamFactory:
-    """A transform factory for ``experimental_transform``: same options as :func:`smooth_stream`."""
+    """A transform factory for ``experimental_transform``: same options as ``smooth_stream``."""
     return SmoothStreamFactory(
         delay_in_ms=delay_in_ms, chunking=chunking, sleep=sleep, max_lag_ms=max_lag_ms, hold_back=hold_back
     )

@@ -14,7 +14,7 @@ Transform: TypeAlias = "Callable[[AsyncIterable[Chunk]], AsyncIterator[Chunk]]"
 """Takes an async iterable of chunks, returns an async iterator of chunks. Single use."""
 
 TransformFactory: TypeAlias = "Callable[[], Transform]"
-"""Makes a fresh :data:`Transform` per call (Mastra's ``experimental_transform``)."""
+"""Makes a fresh ``Transform`` per call (Mastra's ``experimental_transform``)."""
 
 
 class ChunkStream:

@@ -16,7 +16,7 @@ from .._validate import check_count, check_ms, from_mapping
 __all__ = ["AgentBackgroundConfig", "AgentToolBackgroundConfig", "TaskCallback", "ToolBackgroundConfig"]
 
 TaskCallback: TypeAlias = Callable[[Any], object]
-"""Called with the task record (:class:`agentstream.storage.BackgroundTask`); may be async."""
+"""Called with the task record (``agentstream.storage.BackgroundTask``); may be async."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,7 @@ class ToolBackgroundConfig:
     def from_value(
         cls, value: ToolBackgroundConfig | Mapping[str, Any] | bool | None
     ) -> ToolBackgroundConfig | None:
+        """Build the config from `Tool(background=...)`: `True`/`False`, a dict, a config or `None`."""
         if value is None or isinstance(value, cls):
             return value
         if isinstance(value, bool):
@@ -59,6 +60,8 @@ class ToolBackgroundConfig:
 
 @dataclass(frozen=True, slots=True)
 class AgentToolBackgroundConfig:
+    """One tool's background setting on an agent (`Agent(background_tasks={"tools": {name: ...}})`)."""
+
     enabled: bool
     timeout_ms: int | None = None
     default_disposition: Literal["foreground", "deferred"] | None = None
@@ -79,6 +82,9 @@ class AgentBackgroundConfig:
     def from_value(
         cls, value: AgentBackgroundConfig | Mapping[str, Any] | None
     ) -> AgentBackgroundConfig | None:
+        """Build the config from `Agent(background_tasks=...)`: a dict, a config or `None`; `TypeError` for
+        anything else.
+        """
         if value is None or isinstance(value, cls):
             return value
         if isinstance(value, Mapping):
@@ -86,6 +92,7 @@ class AgentBackgroundConfig:
         raise TypeError(f"agent background config must be a dict or AgentBackgroundConfig, got {value!r}")
 
     def tool_config(self, tool_name: str) -> AgentToolBackgroundConfig | None:
+        """This agent's background setting for tool `tool_name` (`None` when the agent does not override it)."""
         if self.tools is None:
             return None
         if self.tools == "all":

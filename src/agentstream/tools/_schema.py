@@ -24,17 +24,22 @@ _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 
 @dataclass(frozen=True)
 class SchemaIssue:
+    """One validation problem: the path of the offending field and what is wrong with it."""
+
     path: tuple[str | int, ...]
     message: str
 
 
 @dataclass(frozen=True)
 class ValidationOutcome:
+    """The result of `validate_value`: the (coerced) value and the issues found (none when `ok`)."""
+
     value: Any
     issues: tuple[SchemaIssue, ...]
 
     @property
     def ok(self) -> bool:
+        """Whether the value was valid (no issues)."""
         return not self.issues
 
 

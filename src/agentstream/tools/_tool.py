@@ -68,7 +68,7 @@ class ToolWriter:
         self._send(chunk)
 
     def custom(self, chunk: DataChunk | dict[str, Any]) -> None:
-        """Emit a ``data-*`` chunk (a :class:`DataChunk` or its dict ``{type: 'data-x', data, ...}``)."""
+        """Emit a ``data-*`` chunk (a ``DataChunk`` or its dict ``{type: 'data-x', data, ...}``)."""
         if isinstance(chunk, dict):
             chunk = DataChunk(
                 type=str(chunk.get("type", "")),
@@ -107,7 +107,8 @@ class ToolContext:
 
 
 class ToolInputValidationError(ValueError):
-    pass
+    """A tool was called with arguments that do not match its input schema; the message names the field."""
+
 
 
 @dataclass
@@ -121,7 +122,7 @@ class Tool:
     ``background`` (Mastra ``createTool({background})``): ``{"enabled": True, "timeout_ms": ...,
     "max_retries": ..., "default_disposition": "deferred" | "foreground", "on_complete": ...,
     "on_failed": ...}``, ``True``/``False`` or a
-    :class:`~agentstream.background.ToolBackgroundConfig` (normalised to one). It only matters when
+    ``ToolBackgroundConfig`` (normalised to one). It only matters when
     the agent runs with a background-task manager (``Mastra(background_tasks=...)``); without one
     the tool runs inline.
     """
@@ -222,11 +223,11 @@ def tool(
     description: str | None = None,
     background: Any = None,
 ) -> Any:
-    """Build a :class:`Tool` from a type-hinted function (sync or async).
+    """Build a ``Tool`` from a type-hinted function (sync or async).
 
     Parameters become the input schema (via pydantic); a parameter named ``context`` (or annotated
-    :class:`ToolContext`) receives the context. The description defaults to the docstring.
-    ``background`` is the tool's background-task config (see :class:`Tool`), e.g.
+    ``ToolContext``) receives the context. The description defaults to the docstring.
+    ``background`` is the tool's background-task config (see ``Tool``), e.g.
     ``@tool(background={"enabled": True, "timeout_ms": 60_000})``.
     """
 

@@ -1,0 +1,193 @@
+#!/usr/bin/env node
+// The real `useChat` in headless Chromium: serves the page (web/dist, built by
+// `scripts/clients.sh --browser`) with /api/chat forwarded to a backend, types each prompt,
+// clicks Send, waits for useChat to settle, and prints what useChat holds and what was rendered.
+//
+//   node browser-check.mjs --backend <chat-url> --screenshot out.png [--prompt text]... [options]
+//
+//   --prompt <text>     one turn per --prompt, each sent after the previous answer finished, so
+//                       later requests carry the earlier messages back (default: one weather question)
+//   --timeout <ms>      wait at most this long per turn (default 60000)
+//   --chromium <path>   the browser (default $AGENTSTREAM_CHROMIUM, else `chromium` on PATH)
+//
+// Exit: 0 ok; 1 useChat ended in "error" or the page threw; 2 usage, timeout or browser failure;
+// 3 no assistant message.
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, dirname, join, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { chromium } from 'playwright-core';
+import { servePage } from './web/serve.mjs';
+
+function usage(message) {
+  process.stderr.write(
+    `browser-check: ${message}\nusage: node browser-check.mjs --backend <chat-url> --screenshot out.png ` +
+      '[--prompt text]... [--timeout ms] [--chromium path]\n',
+  );
+  process.exit(2);
+}
+
+function readOptions() {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        backend: { type: 'string' },
+        screenshot: { type: 'string' },
+        prompt: { type: 'string', multiple: true, default: [] },
+        timeout: { type: 'string', default: '60000' },
+        chromium: { type: 'string', default: process.env.AGENTSTREAM_CHROMIUM ?? onPath('chromium') },
+      },
+    }));
+  } catch (err) {
+    usage(err.message);
+  }
+  if (!values.backend) usage('--backend <chat-url> is required');
+  if (!values.screenshot) usage('--screenshot <path> is required');
+  if (!values.chromium) usage('no chromium on PATH: give --chromium <path> (scripts/clients.sh --browser installs it)');
+  const timeout = Number(values.timeout);
+  if (!(timeout > 0)) usage(`--timeout ${JSON.stringify(values.timeout)}: expected milliseconds > 0`);
+  const prompts = values.prompt.length ? values.prompt : ['What is the weather in Berlin?'];
+  return { ...values, timeout, prompts, screenshot: resolve(values.screenshot) };
+}
+
+const probe = () => window.chatProbe ?? null;
+
+function onPath(name) {
+  const dir = (process.env.PATH ?? '').split(delimiter).find(d => d && existsSync(join(d, name)));
+  return dir ? join(dir, name) : undefined;
+}
+
+// One turn: type, send, wait until useChat has finished request number `n` and is idle again.
+async function turn(page, prompt, n, timeout) {
+  await page.fill('#prompt', prompt);
+  await page.click('#send');
+  try {
+    await page.waitForFunction(
+      count => {
+        const p = window.chatProbe;
+        return p && p.finished.length >= count && (p.status === 'ready' || p.status === 'error');
+      },
+      n,
+      { timeout, polling: 50 },
+    );
+  } catch {
+    return { prompt, timedOut: true, ...(await page.evaluate(probe)) };
+  }
+  const state = await page.evaluate(probe);
+  const assistant = state.messages.findLast(m => m.role === 'assistant');
+  return {
+    prompt,
+    status: state.status,
+    error: state.error,
+    assistantText: assistant ? assistant.parts.filter(p => p.type === 'text').map(p => p.text).join('\n') : null,
+  };
+}
+
+// What the page shows for the last assistant message.
+function rendered() {
+  const last = [...document.querySelectorAll('.message[data-role="assistant"]')].at(-1);
+  return {
+    text: last ? last.querySelector('.parts').innerText : null,
+    textParts: last ? [...last.querySelectorAll('[data-part-type="text"]')].map(e => e.innerText) : [],
+    parts: last
+      ? [...last.querySelectorAll('[data-part-type]')].map(e => ({
+          type: e.dataset.partType,
+          ...(e.dataset.state ? { state: e.dataset.state } : {}),
+          ...(e.dataset.toolName ? { toolName: e.dataset.toolName } : {}),
+        }))
+      : [],
+    error: document.querySelector('#error')?.innerText ?? null,
+  };
+}
+
+async function check(options, page, chatResponses) {
+  await page.goto(options.pageUrl, { waitUntil: 'load', timeout: 30000 });
+  await page.waitForSelector('#prompt', { timeout: 15000 });
+  const turns = [];
+  for (const [i, prompt] of options.prompts.entries()) {
+    const result = await turn(page, prompt, i + 1, options.timeout);
+    turns.push(result);
+    if (result.timedOut || result.status === 'error') break;
+  }
+  await page.evaluate(() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done))));
+  mkdirSync(dirname(options.screenshot), { recursive: true });
+  await page.screenshot({ path: options.screenshot, fullPage: true });
+  const state = await page.evaluate(probe);
+  const assistant = state.messages.findLast(m => m.role === 'assistant') ?? null;
+  return { turns, state, assistant, view: await page.evaluate(rendered), http: chatResponses };
+}
+
+async function main() {
+  const options = readOptions();
+  const proxyLog = [];
+  const { server, url } = await servePage({ backend: options.backend, log: line => proxyLog.push(line) });
+  const profile = mkdtempSync(join(tmpdir(), 'agentstream-chromium-'));
+  const consoleErrors = [];
+  const pageErrors = [];
+  const chatResponses = [];
+  let context;
+  let report;
+  let exitCode;
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: options.chromium,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      viewport: { width: 1000, height: 800 },
+      timeout: 60000,
+    });
+    const page = context.pages()[0] ?? (await context.newPage());
+    page.on('console', m => m.type() === 'error' && consoleErrors.push(m.text()));
+    page.on('pageerror', e => pageErrors.push(String(e?.stack ?? e)));
+    page.on('response', async r => {
+      if (!new URL(r.url()).pathname.startsWith('/api/chat')) return;
+      chatResponses.push({ method: r.request().method(), status: r.status(), headers: await r.allHeaders().catch(() => null) });
+    });
+    const { turns, state, assistant, view, http } = await check({ ...options, pageUrl: url }, page, chatResponses);
+    const timedOut = turns.some(t => t.timedOut);
+    exitCode = timedOut ? 2 : state.status === 'error' || pageErrors.length ? 1 : assistant?.parts.length ? 0 : 3;
+    report = {
+      ok: exitCode === 0,
+      exitCode,
+      browser: `chromium ${context.browser()?.version() ?? '?'}`,
+      page: url,
+      backend: options.backend,
+      status: state.status,
+      statusHistory: state.statusHistory,
+      error: state.error,
+      onFinish: state.finished.at(-1) ?? null,
+      turns,
+      http: http.at(-1) ?? null,
+      requests: http.map(r => `${r.method} ${r.status}`),
+      renderedAssistantText: view.text,
+      renderedTextParts: view.textParts,
+      renderedError: view.error,
+      domParts: view.parts,
+      parts: assistant?.parts ?? null,
+      assistantMessage: assistant,
+      messages: state.messages,
+      consoleErrors,
+      pageErrors,
+      proxyLog,
+      screenshot: options.screenshot,
+    };
+  } catch (err) {
+    exitCode = 2;
+    report = { ok: false, exitCode, page: url, error: { name: err?.name, message: String(err?.message ?? err) }, consoleErrors, pageErrors, proxyLog };
+  } finally {
+    await context?.close().catch(() => {});
+    rmSync(profile, { recursive: true, force: true });
+    server.closeAllConnections();
+    await new Promise(done => server.close(done));
+  }
+  process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  process.stderr.write(
+    exitCode === 0
+      ? `browser-check: OK (${report.turns.length} turn(s), status ${report.status}, screenshot ${options.screenshot})\n`
+      : `browser-check: FAIL (exit ${exitCode}: ${report.error ? `${report.error.name}: ${report.error.message}` : 'no assistant message'})\n`,
+  );
+  process.exit(exitCode);
+}
+
+await main();
