@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController, AbortSignal
 from ..chunks import Chunk
-from ..memory import Memory, MemoryScope, TurnRecorder, resolve_memory_option
+from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
@@ -273,8 +273,13 @@ class Agent:
         )
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:
-            source = _remembered(
-                source, config, memory, scope, [] if continuation else inputs, load=not continuation
+            source = memory.remember(
+                source,
+                scope,
+                config.prompt,
+                [] if continuation else inputs,
+                message_id=message_id,
+                load=not continuation,
             )
         return ModelOutput(
             source,
@@ -299,31 +304,3 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, model={self._model_spec!r}, tools={list(self.tools)})"
-
-
-async def _remembered(
-    source: AsyncIterator[Chunk],
-    config: RunConfig,
-    memory: Memory,
-    scope: MemoryScope,
-    inputs: list[dict[str, Any]],
-    *,
-    load: bool,
-) -> AsyncIterator[Chunk]:
-    """The run's chunks, with the thread's history loaded before and the turn stored after."""
-    if load:
-        history = await memory.history(scope)
-        at = next((i for i, m in enumerate(config.prompt) if m.get("role") != "system"), len(config.prompt))
-        config.prompt[at:at] = history
-    else:
-        await memory.ensure_thread(scope)
-    recorder = TurnRecorder(scope)
-    finished = broken = False
-    async for chunk in source:
-        recorder.observe(chunk)
-        kind = getattr(chunk, "type", None)
-        finished = finished or kind == "finish"
-        broken = broken or kind in ("abort", "error", "tripwire")
-        yield chunk
-    if finished and not broken:  # an aborted or failed turn is not stored
-        await memory.save(recorder.records(inputs, message_id=config.message_id))
