@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import json
+import sys
+from pathlib import Path
 
 import httpx
 import pytest
 
-from agentstream._app import create_app, load_mastra
+from agentstream import Agent, Mastra
+from agentstream._app import AppLoadError, check_models, create_app, load_app
 
 
 def _events(body: str) -> list[dict[str, object]]:
@@ -59,8 +62,46 @@ async def test_unknown_agent_and_bad_body_are_client_errors() -> None:
         assert bad.status_code == 400 and "error" in bad.json()
 
 
-def test_load_mastra_names_what_is_wrong() -> None:
-    with pytest.raises(ValueError, match="module:attr"):
-        load_mastra("nocolon")
-    with pytest.raises(TypeError, match="expected a Mastra instance"):
-        load_mastra("json:__doc__")
+def test_load_app_names_what_is_wrong() -> None:
+    with pytest.raises(AppLoadError, match="module:attr") as info:
+        load_app("nocolon")
+    assert info.value.usage
+    with pytest.raises(AppLoadError, match="expected a Mastra, an Agent, an ASGI app"):
+        load_app("json:__doc__")
+    with pytest.raises(AppLoadError, match="no module named 'no_such_module_here'"):
+        load_app("no_such_module_here:app")
+    with pytest.raises(AppLoadError, match="has no attribute 'nope'"):
+        load_app("json:nope")
+
+
+def test_load_app_takes_a_mastra_an_agent_an_asgi_app_or_a_factory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "served_here.py").write_text(
+        "from agentstream import Agent, Mastra\n"
+        "agent = Agent(id='helper', name='Helper', instructions='Be brief.', model='demo')\n"
+        "mastra = Mastra(agents={'a': agent})\n"
+        "def factory():\n    return mastra\n"
+        "async def asgi(scope, receive, send):\n    pass\n"
+        "def broken():\n    raise RuntimeError('boom')\n"
+    )
+    monkeypatch.chdir(tmp_path)  # found in the current directory, as uvicorn finds it
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    from_agent = load_app("served_here:agent")
+    assert isinstance(from_agent, Mastra) and list(from_agent.get_agents()) == ["helper"]
+    assert isinstance(load_app("served_here:mastra"), Mastra)
+    assert load_app("served_here:factory") is load_app("served_here:mastra")
+    assert callable(load_app("served_here:asgi"))
+    with pytest.raises(
+        AppLoadError, match="calling served_here:broken\\(\\) failed: RuntimeError: boom"
+    ) as info:
+        load_app("served_here:broken")
+    assert not info.value.usage
+
+
+def test_check_models_names_the_agent_and_the_missing_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    mastra = Mastra(agents={"writer": Agent(id="w", name="W", instructions="", model="openai/gpt-4o-mini")})
+    with pytest.raises(AppLoadError, match=r"agent 'writer' cannot use its model: .*OPENAI_API_KEY"):
+        check_models(mastra)
+    check_models(Mastra(agents={"demo": Agent(id="d", name="D", instructions="", model="demo")}))

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
+import sys
 from importlib import resources
 from typing import Any
 
 from ._mastra import Mastra
 
-__all__ = ["create_app", "demo_mastra", "load_mastra"]
+__all__ = ["AppLoadError", "check_models", "create_app", "demo_mastra", "load_app", "load_mastra"]
 
 
 def demo_mastra() -> Mastra:
@@ -31,17 +34,119 @@ def demo_mastra() -> Mastra:
     )
 
 
+class AppLoadError(ValueError):
+    """``--app module:attr`` cannot be loaded; ``usage`` is true when the spec itself is wrong."""
+
+    def __init__(self, message: str, *, usage: bool = True) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def load_app(spec: str) -> Any:
+    """``module:attr`` → a ``Mastra``, or an ASGI app to serve as it is.
+
+    The module is looked up in the current directory first (as uvicorn does). ``attr`` may be a
+    ``Mastra``, an ``Agent`` (served alone in a new ``Mastra``), an ASGI app, or a zero-argument
+    factory returning one of those.
+    """
+    from .agent import Agent
+
+    value = _attribute(spec)
+    if _zero_argument_callable(value):
+        try:
+            value = value()
+        except Exception as exc:
+            raise AppLoadError(f"calling {spec}() failed: {type(exc).__name__}: {exc}", usage=False) from exc
+    if isinstance(value, Agent):
+        return Mastra(agents={value.id: value})
+    if isinstance(value, Mastra) or _asgi_app(value):
+        return value
+    raise AppLoadError(
+        f"{spec} is a {type(value).__name__}; expected a Mastra, an Agent, an ASGI app, "
+        "or a zero-argument function returning one"
+    )
+
+
 def load_mastra(spec: str) -> Mastra:
-    """``module:attr`` → the ``Mastra`` there (an instance, or a zero-argument factory returning one)."""
+    """``module:attr`` → the ``Mastra`` there (an instance, an ``Agent``, or a factory of one)."""
+    value = load_app(spec)
+    if not isinstance(value, Mastra):
+        raise AppLoadError(f"{spec} is {type(value).__name__}, expected a Mastra instance")
+    return value
+
+
+def _attribute(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise ValueError(f"--app must look like 'module:attr', got {spec!r}")
-    value: Any = getattr(importlib.import_module(module_name), attr)
-    if callable(value) and not isinstance(value, (Mastra, type)):
-        value = value()
-    if not isinstance(value, Mastra):
-        raise TypeError(f"{spec} is {type(value).__name__}, expected a Mastra instance")
+        raise AppLoadError(f"--app must look like 'module:attr' (e.g. 'myapp:mastra'), got {spec!r}")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, "")  # the current directory, as ``python -m`` and uvicorn do
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and (module_name + ".").startswith(exc.name + "."):
+            raise AppLoadError(
+                f"no module named {module_name!r} (looked in {os.getcwd()} and on sys.path): "
+                "run from the directory that holds it, or add it to PYTHONPATH"
+            ) from exc
+        raise AppLoadError(f"importing {module_name!r} failed: {exc}", usage=False) from exc
+    except Exception as exc:
+        where = _where(exc)
+        raise AppLoadError(
+            f"importing {module_name!r} failed: {type(exc).__name__}: {exc}{where}", usage=False
+        ) from exc
+    try:
+        value: Any = module
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except AttributeError:
+        raise AppLoadError(f"module {module_name!r} has no attribute {attr!r}") from None
     return value
+
+
+def _where(exc: BaseException) -> str:
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return "" if tb is None else f" ({tb.tb_frame.f_code.co_filename}, line {tb.tb_lineno})"
+
+
+def _zero_argument_callable(value: Any) -> bool:
+    from .agent import Agent
+
+    if isinstance(value, (Mastra, Agent, type)) or not callable(value):
+        return False
+    try:
+        inspect.signature(value).bind()
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _asgi_app(value: Any) -> bool:
+    """Callable as ``app(scope, receive, send)`` (ASGI 3)."""
+    if not callable(value) or isinstance(value, type):
+        return False
+    try:
+        inspect.signature(value).bind(None, None, None)
+    except TypeError:
+        return False
+    except ValueError:  # no signature (a builtin): give it the benefit of the doubt
+        return True
+    return True
+
+
+def check_models(mastra: Mastra) -> None:
+    """Resolve every agent's model now; a model that cannot be used raises, naming the agent."""
+    from .models import MissingAPIKeyError
+
+    for key, agent in mastra.get_agents().items():
+        try:
+            agent.model  # noqa: B018 - resolving is the point
+        except MissingAPIKeyError as exc:
+            raise AppLoadError(f"agent {key!r} cannot use its model: {exc}", usage=False) from exc
+        except ValueError as exc:
+            raise AppLoadError(f"agent {key!r} has an unusable model: {exc}", usage=False) from exc
 
 
 def create_app(

@@ -150,8 +150,9 @@ async def test_until_idle_matches_recording(store: BaseStore) -> None:
         "call3.tool-result.providerOptions",
     )
 
-    # first-turn promises only; on_finish once; the stored task
-    assert await out.text == "Research started."
+    # text: every turn's, as the user saw them (each turn's own in out.turns); on_finish once; the stored task
+    assert await out.text == "Research started.\n\nThe research is complete."
+    assert [await turn.text for turn in out.turns] == ["Research started.", "The research is complete."]
     assert len(calls["onFinish"]) == 1 and len(calls["onStepFinish"]) == 3
     after = to_wire(vector["backgroundTasksAfter"])
     tasks = [chunk_to_dict_task(t) for t in (await manager.list_tasks()).tasks]
@@ -255,6 +256,9 @@ async def test_failed_task_continuation_and_awaited(store: BaseStore) -> None:
     agent = Agent(id="a", instructions="sys", model=model, tools=[tool])
     async with BackgroundTaskManager(store) as manager:
         out = stream_until_idle(agent, "go", manager=manager, thread_id="t")
+        # awaiting the text starts the stream and waits until it is idle: every turn's text, in order
+        assert await out.text == "Started.\n\nIt failed."
+        assert [await turn.text for turn in out.turns] == ["Started.", "It failed."]
         types = [c.type async for c in out.full_stream]
     assert "background-task-failed" in types and types.count("start") == 2
     directive = model.calls[2].prompt[1]["content"]
@@ -311,6 +315,7 @@ async def test_abort_and_max_idle(store: BaseStore) -> None:
         )
         types = [c.type async for c in out.full_stream]  # closes 100 ms after the first turn
         assert types[-1] == "finish" and "background-task-running" in types
+        assert await out.text == "Started." and len(out.turns) == 1
         ctrl = AbortController()
         model = ScriptedModel(_steps(("c1", "lookup", {"q": "x"}), "Started."))
         out = stream_until_idle(

@@ -102,3 +102,83 @@ def test_until_idle_jsonl_has_two_turns() -> None:
     assert types.count("start") == 2 and types[-1] == "finish"
     assert types.index("background-task-started") < types.index("background-task-completed")
     assert types.index("background-task-completed") < len(types) - 1 - types[::-1].index("start")
+
+
+def test_ctrl_c_stops_the_smoothed_output_at_once() -> None:
+    """At 200 ms a word the answer takes ~30 s; Ctrl-C must end it now, not after what was buffered."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentstream", "run", "Explain how rainbows form", "--delay-ms", "200"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.read1(64)  # the first piece is out: the run and the Ctrl-C handler are live
+    assert first
+    proc.send_signal(signal.SIGINT)
+    rest, err = proc.communicate(timeout=30)
+    out = (first + rest).decode()
+    assert proc.returncode == 130, err
+    assert out.endswith("\n[aborted]\n")
+    assert "Alexander's band" not in out  # the end of the answer never came
+    assert b"Traceback" not in err
+
+
+def _on_a_terminal(*args: str, **env: str) -> str:
+    """Run with stdout on a pseudo-terminal (colour allowed) and return what it printed."""
+    import pty
+
+    main, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agentstream", "run", *args],
+        stdout=secondary,
+        stderr=subprocess.DEVNULL,
+        env={**ENV, **env},
+    )
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            data = os.read(main, 4096)
+        except OSError:  # EIO: the process closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(main)
+    assert proc.wait(timeout=60) == 0
+    return b"".join(chunks).decode()
+
+
+def test_reasoning_is_marked_when_the_output_is_not_a_terminal() -> None:
+    proc = _run("What is the weather in Oslo?", "--delay-ms", "0")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    reasoning = [line for line in lines if line.startswith("[reasoning] ")]
+    assert len(reasoning) == 2  # one per step
+    assert "\x1b[" not in proc.stdout
+    answer = next(line for line in lines if line.startswith("In Oslo"))
+    assert lines.index(answer) > lines.index(reasoning[-1])
+
+
+def test_colour_on_a_terminal_unless_no_color() -> None:
+    coloured = _on_a_terminal("What is the weather in Oslo?", "--delay-ms", "0")
+    assert "\x1b[2m" in coloured and "[reasoning]" not in coloured
+    plain = _on_a_terminal("What is the weather in Oslo?", "--delay-ms", "0", NO_COLOR="1")
+    assert "\x1b[" not in plain and "[reasoning] " in plain
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly() -> None:
+    proc = subprocess.Popen(
+        # paced, so the answer is still being written when the reader leaves (it would fit in the pipe)
+        [sys.executable, "-m", "agentstream", "run", "Explain how rainbows form", "--delay-ms", "50"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read1(16)  # `| head -c 16`
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 0
+    err = proc.stderr.read().decode()
+    assert "Traceback" not in err and "Exception" not in err and "Broken" not in err, err

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any
+
+from ._args import milliseconds
+from ._errors import CLIError, UsageError
 
 __all__ = ["add_parser", "run"]
 
@@ -28,8 +33,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="run an agent on a prompt and stream its answer",
         description=(
             "Run the demo agent (tools: weather, research) on PROMPT and stream the answer: reasoning "
-            "dimmed, tool calls and results as they happen, usage at the end. --jsonl writes every "
-            "chunk as a JSON line instead. Ctrl-C aborts the run (exit code 130). With --until-idle "
+            "dimmed (marked [reasoning] when the output is not a colour terminal, or NO_COLOR is set), "
+            "tool calls and results as they happen, usage at the end. --jsonl writes every "
+            "chunk as a JSON line instead. Ctrl-C aborts the run at once (exit code 130). With --until-idle "
             "the demo agent runs in a Mastra with background tasks: 'research' runs in the background, "
             "its lifecycle (started/running/output/completed) is shown as it happens, and a "
             "continuation turn answers with the result."
@@ -40,7 +46,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--model", help="model, e.g. openai/gpt-4o-mini (default: $AGENTSTREAM_MODEL or demo)"
     )
     parser.add_argument("--smooth", choices=("word", "line", "none"), default="word", help="smoothing (word)")
-    parser.add_argument("--delay-ms", type=float, default=10.0, metavar="N", help="smoothing delay per piece")
+    parser.add_argument(
+        "--delay-ms", type=milliseconds, default=10.0, metavar="N", help="smoothing delay per piece (10)"
+    )
     parser.add_argument("--jsonl", action="store_true", help="write raw chunks as JSON lines")
     parser.add_argument(
         "--until-idle",
@@ -49,7 +57,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--max-idle-ms",
-        type=float,
+        type=milliseconds,
         default=None,
         metavar="N",
         help="with --until-idle: close after N ms without background-task news (default 300000)",
@@ -61,30 +69,47 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def _transform(args: argparse.Namespace) -> Any:
     if args.smooth == "none" or args.jsonl:  # JSON lines are the raw chunks, unsmoothed
         return None
+    from agentstream.stream import smooth_stream_factory
+
+    return smooth_stream_factory(delay_in_ms=args.delay_ms, chunking=args.smooth)
+
+
+def _model(args: argparse.Namespace) -> str:
+    model: str | None = args.model or os.environ.get("AGENTSTREAM_MODEL")
+    if args.model is not None and not args.model.strip():
+        raise UsageError("--model is empty: give a model such as openai/gpt-4o-mini, or leave it out")
+    if not model:
+        print(
+            "note: using the offline demo model (set AGENTSTREAM_MODEL or --model for a real one)",
+            file=sys.stderr,
+        )
+        return "demo"
+    return model
+
+
+def _check_model(agent: Any, args: argparse.Namespace) -> None:
+    """Resolve the agent's model now, so a bad model string or a missing key is one line, not a run."""
+    from agentstream.models import MissingAPIKeyError
+
+    source = "--model" if args.model else "AGENTSTREAM_MODEL"
     try:
-        from agentstream.stream._smooth import smooth_stream
-    except ImportError:  # pragma: no cover - smoothing not available in this build
-        return None
-    return lambda: smooth_stream(delay_in_ms=args.delay_ms, chunking=args.smooth)
+        agent.model  # noqa: B018 - resolving is the point
+    except MissingAPIKeyError as exc:
+        raise CLIError(str(exc)) from exc
+    except ValueError as exc:
+        raise UsageError(f"{source}: {exc}") from exc
 
 
 async def _main(args: argparse.Namespace) -> int:
     from agentstream._abort import AbortController
     from agentstream._demo import demo_agent
 
-    model = args.model or os.environ.get("AGENTSTREAM_MODEL")
-    if not model:
-        model = "demo"
-        print(
-            "note: using the offline demo model (set AGENTSTREAM_MODEL or --model for a real one)",
-            file=sys.stderr,
+    if not args.prompt.strip():
+        raise UsageError(
+            'the prompt is empty: say what to ask, e.g. agentstream run "Explain how rainbows form"'
         )
+    model = _model(args)
     controller = AbortController()
-    loop = asyncio.get_running_loop()
-    try:
-        loop.add_signal_handler(signal.SIGINT, controller.abort)
-    except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
-        pass
     mastra: Any = None
     options: dict[str, Any] = {"abort_signal": controller.signal, "experimental_transform": _transform(args)}
     if args.until_idle:
@@ -95,9 +120,19 @@ async def _main(args: argparse.Namespace) -> int:
         options["until_idle"] = {"max_idle_ms": args.max_idle_ms} if args.max_idle_ms else True
     else:
         agent = demo_agent(model)
-    output = agent.stream(args.prompt, **options)
     try:
-        return await _render(args, output, controller)
+        _check_model(agent, args)
+        output = agent.stream(args.prompt, **options)
+        with _interrupts(controller, cancel_at_once=not args.jsonl) as interrupted:
+            try:
+                return await _render(args, output)
+            except asyncio.CancelledError:
+                if not interrupted():
+                    raise
+                _write_aborted()
+                return 130
+            finally:
+                await output.aclose()
     finally:
         if mastra is not None:
             manager = mastra.background_task_manager
@@ -106,9 +141,52 @@ async def _main(args: argparse.Namespace) -> int:
             await mastra.aclose()
 
 
-_LINE_KINDS = frozenset(
-    {"reasoning-end", "tool-call", "tool-output", "tool-result", "tool-error", "error", "abort"}
-)
+@contextlib.contextmanager
+def _interrupts(controller: Any, *, cancel_at_once: bool) -> Iterator[Callable[[], bool]]:
+    """Ctrl-C aborts the run; and stops the output at once (smoothing may hold seconds of text).
+
+    With ``cancel_at_once`` false (JSON lines: unsmoothed, a consumer wants the ``abort`` chunk) the
+    first Ctrl-C only aborts, and a second one stops the output.
+    """
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    count = 0
+    cancelled = False
+
+    def on_sigint() -> None:
+        nonlocal count, cancelled
+        count += 1
+        controller.abort()
+        if (cancel_at_once or count > 1) and task is not None and not cancelled:
+            cancelled = True
+            task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_sigint)
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix: KeyboardInterrupt
+        pass
+    try:
+        yield lambda: count > 0
+    finally:
+        if cancelled and task is not None:
+            task.uncancel()  # the cancellation was ours, and handled
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.remove_signal_handler(signal.SIGINT)
+
+
+def _write_aborted() -> None:
+    out = sys.stdout
+    out.write(_paint(_colour(out), RED, "\n[aborted]\n"))
+    out.flush()
+
+
+def _colour(out: Any) -> bool:
+    """Colour only on a terminal, and never when ``NO_COLOR`` is set (https://no-color.org)."""
+    return bool(out.isatty()) and not os.environ.get("NO_COLOR")
+
+
+def _paint(colour: bool, code: str, text: str) -> str:
+    return f"{code}{text}{RESET}" if colour else text
 
 
 def _short(value: Any, limit: int = 160) -> str:
@@ -116,99 +194,142 @@ def _short(value: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-async def _render(args: argparse.Namespace, output: Any, controller: Any) -> int:
+def _failure(output: Any, payload: Any) -> str:
+    """The run's error in one line; a failed HTTP call names its URL (the user runs this locally)."""
+    error = getattr(output, "error", None)
+    if isinstance(payload, dict):
+        message = str(payload.get("message") or payload.get("name") or payload)
+    else:
+        message = str(error if error is not None else payload)
+    url = getattr(error, "url", None)
+    if url and str(url) not in message:
+        message = f"{message} ({url})"
+    return f"the run failed: {message}"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+_BG_LINES: dict[str, tuple[str, str, Callable[[Any], str]]] = {
+    "background-task-started": (YELLOW, "⧗", lambda p: "started in the background"),
+    "background-task-running": (YELLOW, "⧗", lambda p: f"running {_short(p.args)}"),
+    "background-task-completed": (GREEN, "✓", lambda p: f"completed: {_short(p.result)}"),
+    "background-task-failed": (RED, "✗", lambda p: f"failed: {p.error.get('message', '')}"),
+    "background-task-suspended": (YELLOW, "⏸", lambda p: f"suspended: {_short(p.suspend_payload)}"),
+    "background-task-cancelled": (YELLOW, "⧗", lambda p: "cancelled"),
+    "background-task-resumed": (YELLOW, "⧗", lambda p: "resumed"),
+}
+
+
+class _Terminal:
+    """Chunks as a person reads them: text as it comes, everything else on lines of its own.
+
+    Colour (reasoning dimmed, tools cyan/green, errors red) only on a colour terminal; otherwise
+    each line of reasoning starts with ``[reasoning]`` so it stays apart from the answer.
+    """
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.colour = _colour(out)
+        self.at_line_start = True
+        self.starts = 0
+        self.aborted = False
+        self.error: Any = None
+
+    def write(self, text: str, code: str = "") -> None:
+        if text:
+            self.out.write(_paint(self.colour, code, text) if code else text)
+            self.at_line_start = text.endswith("\n")
+
+    def line(self, text: str, code: str = "") -> None:
+        """``text`` on a line of its own."""
+        if not self.at_line_start:
+            self.write("\n")
+        self.write(text + "\n", code)
+
+    def reasoning(self, text: str) -> None:
+        if self.colour:
+            self.write(text, DIM)
+            return
+        for piece in text.splitlines(keepends=True):
+            self.write(("[reasoning] " if self.at_line_start else "") + piece)
+
+    def chunk(self, kind: str, payload: Any) -> None:
+        if kind == "text-delta":
+            self.write(payload.text)
+        elif kind == "reasoning-delta":
+            self.reasoning(payload.text)
+        elif kind == "reasoning-end":
+            if not self.at_line_start:
+                self.write("\n")
+        elif kind in _BG_LINES:
+            code, mark, describe = _BG_LINES[kind]
+            self.line(f"{mark} {self._tag(payload)} {describe(payload)}", code)
+        elif kind == "background-task-output":
+            inner = payload.payload
+            value = inner.get("payload", {}).get("output", inner) if isinstance(inner, dict) else inner
+            self.line(f"  {self._tag(payload)} … {_short(value)}", DIM)
+        elif kind == "start":
+            self.starts += 1
+            if self.starts > 1:
+                self.line("── continuation ──", DIM)
+        elif kind == "tool-call":
+            self.line(f"→ {payload.tool_name}({_json(payload.args)})", CYAN)
+        elif kind == "tool-output":
+            self.line(f"  … {_json(payload.output)}", DIM)
+        elif kind == "tool-result":
+            self.line(f"← {payload.tool_name}: {_json(payload.result)}", GREEN)
+        elif kind == "tool-error":
+            self.line(f"← {payload.tool_name} failed: {payload.error}", RED)
+        elif kind == "error":  # reported on stderr once the stream has ended
+            self.error = payload.error
+        elif kind == "abort":
+            self.aborted = True
+            self.line("[aborted]", RED)
+
+    @staticmethod
+    def _tag(payload: Any) -> str:
+        return f"[bg {getattr(payload, 'tool_name', '')} {str(getattr(payload, 'task_id', ''))[:8]}]"
+
+
+async def _render(args: argparse.Namespace, output: Any) -> int:
     from agentstream.chunks import encode_chunk
 
     out = sys.stdout
-    tty = out.isatty()
-
-    def paint(color: str, text: str) -> str:
-        return f"{color}{text}{RESET}" if tty else text
-
-    aborted = False
-    failed = False
-    mode = "text"
-    starts = 0
-    at_line_start = True
-    async for chunk in output.full_stream:
-        kind = chunk.type if hasattr(chunk, "type") else ""
-        if args.jsonl:
+    if args.jsonl:
+        error: Any = None
+        aborted = False
+        async for chunk in output.full_stream:
             out.buffer.write(encode_chunk(chunk) + b"\n")
             out.flush()
+            kind = getattr(chunk, "type", "")
             aborted = aborted or kind == "abort"
-            failed = failed or kind == "error"
-            continue
-        payload: Any = getattr(chunk, "payload", None)
-        if kind.startswith("background-task-"):
-            if not at_line_start:
-                out.write("\n")
-            tag = f"[bg {getattr(payload, 'tool_name', '')} {str(getattr(payload, 'task_id', ''))[:8]}]"
-            if kind == "background-task-started":
-                out.write(paint(YELLOW, f"⧗ {tag} started in the background\n"))
-            elif kind == "background-task-running":
-                out.write(paint(YELLOW, f"⧗ {tag} running {_short(payload.args)}\n"))
-            elif kind == "background-task-output":
-                inner = payload.payload
-                value = inner.get("payload", {}).get("output", inner) if isinstance(inner, dict) else inner
-                out.write(paint(DIM, f"  {tag} … {_short(value)}\n"))
-            elif kind == "background-task-completed":
-                out.write(paint(GREEN, f"✓ {tag} completed: {_short(payload.result)}\n"))
-            elif kind == "background-task-failed":
-                out.write(paint(RED, f"✗ {tag} failed: {payload.error.get('message', '')}\n"))
-            elif kind == "background-task-suspended":
-                out.write(paint(YELLOW, f"⏸ {tag} suspended: {_short(payload.suspend_payload)}\n"))
-            elif kind in ("background-task-cancelled", "background-task-resumed"):
-                out.write(paint(YELLOW, f"⧗ {tag} {kind.removeprefix('background-task-')}\n"))
-        elif kind == "start":
-            starts += 1
-            if starts > 1:
-                out.write(paint(DIM, "\n── continuation ──\n"))
-        elif kind == "reasoning-delta":
-            if mode != "reasoning":
-                mode = "reasoning"
-            out.write(paint(DIM, payload.text))
-        elif kind == "reasoning-end":
-            out.write("\n")
-        elif kind == "text-delta":
-            mode = "text"
-            out.write(payload.text)
-        elif kind == "tool-call":
-            out.write(
-                paint(CYAN, f"\n→ {payload.tool_name}({json.dumps(payload.args, ensure_ascii=False)})\n")
-            )
-        elif kind == "tool-output":
-            out.write(paint(DIM, f"  … {json.dumps(payload.output, ensure_ascii=False)}\n"))
-        elif kind == "tool-result":
-            out.write(
-                paint(GREEN, f"← {payload.tool_name}: {json.dumps(payload.result, ensure_ascii=False)}\n")
-            )
-        elif kind == "tool-error":
-            out.write(paint(RED, f"← {payload.tool_name} failed: {payload.error}\n"))
-        elif kind == "error":
-            failed = True
-            out.write(paint(RED, f"\nerror: {payload.error}\n"))
-        elif kind == "abort":
-            aborted = True
-            out.write(paint(RED, "\n[aborted]\n"))
-        if kind == "text-delta":
-            at_line_start = payload.text.endswith("\n")
-        elif kind == "reasoning-delta":
-            at_line_start = False
-        elif kind in _LINE_KINDS or kind.startswith("background-task-") or (kind == "start" and starts > 1):
-            at_line_start = True
+            if kind == "error":
+                error = chunk.payload.error
+        if error is not None:
+            raise CLIError(_failure(output, error))
+        return 130 if aborted else 0
+    terminal = _Terminal(out)
+    async for chunk in output.full_stream:
+        terminal.chunk(getattr(chunk, "type", ""), getattr(chunk, "payload", None))
         out.flush()
-    if not args.jsonl and not aborted and not failed:
-        usage = await output.usage
-        out.write("\n")
-        print(
-            f"[usage] input {usage.get('inputTokens', 0)} · output {usage.get('outputTokens', 0)} · "
-            f"total {usage.get('totalTokens', 0)} tokens",
-            file=sys.stderr,
-        )
-    out.flush()
-    if aborted:
+    if terminal.aborted:
         return 130
-    return 1 if failed else 0
+    if terminal.error is not None:
+        if not terminal.at_line_start:
+            out.write("\n")
+            out.flush()
+        raise CLIError(_failure(output, terminal.error))
+    usage = await output.usage
+    out.write("\n")
+    out.flush()
+    print(
+        f"[usage] input {usage.get('inputTokens', 0)} · output {usage.get('outputTokens', 0)} · "
+        f"total {usage.get('totalTokens', 0)} tokens",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

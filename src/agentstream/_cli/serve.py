@@ -3,61 +3,133 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import socket
 import sys
 from typing import Any
+
+from ._args import milliseconds, milliseconds_or_none
+from ._errors import CLIError, UsageError, missing_extra
+
+__all__ = ["add_parser", "run"]
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port between 0 and 65535, got {value!r}")
+    return port
 
 
 def add_parser(subparsers: Any) -> None:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "serve",
         help="serve agents to AI SDK useChat clients, with a chat page at /",
-        description="Serve POST /api/chat and /api/chat/{agent_id} (AI SDK UI message stream over SSE) and a chat page.",
+        description=(
+            "Serve POST /api/chat and /api/chat/{agent_id} (AI SDK UI message stream over SSE) and a "
+            "chat page. Every agent's model is resolved before the server starts."
+        ),
     )
     parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--port", type=_port, default=8000, help="0 picks a free port (8000)")
     parser.add_argument(
         "--app",
         metavar="MODULE:ATTR",
-        help="a Mastra instance (or factory) to serve; default: the demo agent",
+        help=(
+            "what to serve: a Mastra, an Agent, an ASGI app, or a zero-argument factory of one; the "
+            "module is looked up in the current directory first (default: the demo agent)"
+        ),
     )
     parser.add_argument("--agent", metavar="ID", help="agent answering POST /api/chat (default: the first)")
     parser.add_argument("--no-smooth", action="store_true", help="turn off smoothing (word chunking)")
-    parser.add_argument("--delay-ms", default="10", metavar="N|none", help="smoothing delay per piece (10)")
     parser.add_argument(
-        "--heartbeat-ms", type=float, default=15_000, help="SSE heartbeat interval, 0 disables"
+        "--delay-ms",
+        type=milliseconds_or_none,
+        default=10.0,
+        metavar="N|none",
+        help="smoothing delay per piece (10)",
+    )
+    parser.add_argument(
+        "--heartbeat-ms",
+        type=milliseconds,
+        default=15_000,
+        metavar="N",
+        help="SSE heartbeat interval, 0 disables (15000)",
     )
     parser.set_defaults(func=run)
+
+
+def _app(args: argparse.Namespace) -> Any:
+    """The ASGI app to serve, every agent's model resolved (a missing key stops here)."""
+    from agentstream._app import AppLoadError, check_models, create_app, demo_mastra, load_app
+    from agentstream._mastra import Mastra
+
+    try:
+        target = load_app(args.app) if args.app else demo_mastra()
+        if not isinstance(target, Mastra):
+            return target  # an ASGI app of the user's: served as it is
+        check_models(target)
+        if args.agent is not None and args.agent not in target.get_agents():
+            known = ", ".join(sorted(target.get_agents())) or "none"
+            raise UsageError(f"--agent {args.agent!r} is not registered (agents: {known})")
+        return create_app(
+            target,
+            default_agent=args.agent,
+            smooth=not args.no_smooth,
+            delay_in_ms=args.delay_ms,
+            heartbeat_ms=args.heartbeat_ms,
+        )
+    except AppLoadError as exc:
+        raise (UsageError if exc.usage else CLIError)(str(exc)) from exc
+    except ValueError as exc:  # create_app: e.g. a Mastra without agents
+        raise UsageError(str(exc)) from exc
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """Bind now, so a busy port is one clear line (and ``--port 0`` knows its port before serving)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise UsageError(f"--host {host!r} cannot be resolved ({exc.strerror})") from exc
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CLIError(
+                f"port {port} on {host} is already in use: stop what is using it, or pick another with --port"
+            ) from exc
+        raise CLIError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    sock.set_inheritable(True)
+    return sock
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
-    except ImportError:
-        print("agentstream serve needs the server extra: pip install 'agentstream[server]'", file=sys.stderr)
-        return 2
-    from agentstream._app import create_app, demo_mastra, load_mastra
-
-    delay = None if args.delay_ms == "none" else float(args.delay_ms)
-    try:
-        mastra = load_mastra(args.app) if args.app else demo_mastra()
-        app = create_app(
-            mastra,
-            default_agent=args.agent,
-            smooth=not args.no_smooth,
-            delay_in_ms=delay,
-            heartbeat_ms=args.heartbeat_ms,
-        )
-    except (ImportError, AttributeError, TypeError, ValueError) as exc:
-        print(f"agentstream serve: {exc}", file=sys.stderr)
-        return 2
+    except ImportError as exc:
+        raise missing_extra(exc, "serving") or exc from exc
+    app = _app(args)
+    sock = _listen(args.host, args.port)
+    host, port = sock.getsockname()[:2]
     if not args.app:
         print(
             "agentstream serve: serving the demo agent (offline demo model unless AGENTSTREAM_MODEL is set)",
             file=sys.stderr,
         )
-    print(f"agentstream serve: http://{args.host}:{args.port}/", file=sys.stderr)
+    shown = f"[{host}]" if ":" in host else host
+    print(f"agentstream serve: http://{shown}:{port}/", file=sys.stderr, flush=True)
     _log_to_stderr()
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    with sock:
+        server.run(sockets=[sock])
     return 0
 
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import threading
-from collections.abc import AsyncIterator
 from typing import IO, Any
+
+from ._args import milliseconds, milliseconds_or_none
+from ._errors import CLIError, UsageError
+from ._stdin import read_lines
 
 __all__ = ["add_parser", "parse_chunking", "run"]
 
@@ -33,10 +35,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "--delay-ms", default="10", metavar="N|none", help="delay after each piece in ms (default 10)"
+        "--delay-ms",
+        type=milliseconds_or_none,
+        default=10.0,
+        metavar="N|none",
+        help="delay after each piece in ms (default 10)",
     )
     parser.add_argument(
-        "--max-lag-ms", type=float, default=None, metavar="N", help="catch up beyond this lag"
+        "--max-lag-ms", type=milliseconds, default=None, metavar="N", help="catch up beyond this lag"
     )
     parser.add_argument("--hold-back", action="store_true", help="keep the last segment until more text")
     parser.set_defaults(func=run)
@@ -44,67 +50,53 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def parse_chunking(value: str) -> Any:
-    """The ``--chunking`` argument → a ``smooth_stream(chunking=...)`` value."""
+    """The ``--chunking`` argument → a ``smooth_stream(chunking=...)`` value (:class:`UsageError` if bad)."""
     if value in ("word", "line", "grapheme"):
         return value
     if value.startswith("regex:"):
-        from agentstream.stream import js_regex
-        from agentstream.stream._jsregex import parse_js_literal
-
-        source = value[len("regex:") :]
-        return parse_js_literal(source) or js_regex(source)
+        return _regex(value[len("regex:") :])
     if value.startswith("segmenter:"):
         from agentstream.stream import Segmenter
 
         locale, _, granularity = value[len("segmenter:") :].partition(":")
-        return Segmenter(locale or None, granularity or "word")  # type: ignore[arg-type]
-    raise argparse.ArgumentTypeError(
-        f"invalid --chunking {value!r}: use word, line, grapheme, regex:PATTERN or segmenter:LOCALE[:GRANULARITY]"
+        try:
+            return Segmenter(locale or None, granularity or "word")  # type: ignore[arg-type]
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"--chunking {value!r}: {exc}") from exc
+    raise UsageError(
+        f"--chunking {value!r} is not a chunking: use word, line, grapheme, regex:PATTERN "
+        "or segmenter:LOCALE[:GRANULARITY]"
     )
 
 
-def parse_delay(value: str) -> float | None:
-    if value.lower() in ("none", "null"):
-        return None
+def _regex(source: str) -> Any:
+    from agentstream.stream._jsregex import js_regex, parse_js_literal
+
+    if not source:
+        raise UsageError(
+            "--chunking regex: needs a pattern after 'regex:', e.g. 'regex:[^,]*,\\s*' or 'regex:/b,/i'"
+        )
     try:
-        delay = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid --delay-ms {value!r}: a number of ms or 'none'") from None
-    if delay < 0:
-        raise argparse.ArgumentTypeError(f"invalid --delay-ms {value!r}: must be >= 0")
-    return delay
+        pattern = parse_js_literal(source) or js_regex(source)
+    except ValueError as exc:
+        raise UsageError(f"--chunking regex:{source}: {exc}") from exc
+    if pattern.search("") is not None:
+        # smooth_stream would stop at the first empty match (Mastra's TypeError): refuse it up front.
+        raise UsageError(
+            f"--chunking regex:{source}: the pattern matches the empty string, so it cannot cut text "
+            "into pieces; make it match at least one character"
+        )
+    return pattern
 
 
-async def _lines(stream: IO[bytes]) -> AsyncIterator[bytes]:
-    """Lines of ``stream`` as they arrive (a reader thread; the event loop never blocks on stdin)."""
-    loop = asyncio.get_running_loop()
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-
-    def read() -> None:
-        try:
-            for line in iter(stream.readline, b""):
-                loop.call_soon_threadsafe(queue.put_nowait, line)
-        finally:
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, None)
-            except RuntimeError:  # loop already closed
-                pass
-
-    threading.Thread(target=read, name="agentstream-smooth-stdin", daemon=True).start()
-    while (line := await queue.get()) is not None:
-        yield line
-
-
-async def _main(
-    args: argparse.Namespace, chunking: Any, delay: float | None, stdin: IO[bytes], stdout: IO[bytes]
-) -> None:
+async def _main(args: argparse.Namespace, chunking: Any, stdin: IO[bytes], stdout: IO[bytes]) -> None:
     from agentstream.chunks import aiter_jsonl, encode_chunk
     from agentstream.stream import smooth_stream
 
     transform = smooth_stream(
-        delay_in_ms=delay, chunking=chunking, max_lag_ms=args.max_lag_ms, hold_back=args.hold_back
+        delay_in_ms=args.delay_ms, chunking=chunking, max_lag_ms=args.max_lag_ms, hold_back=args.hold_back
     )
-    async for chunk in transform(aiter_jsonl(_lines(stdin), unknown="keep")):
+    async for chunk in transform(aiter_jsonl(read_lines(stdin.fileno()), unknown="keep")):
         stdout.write(encode_chunk(chunk) + b"\n")
         stdout.flush()
 
@@ -112,18 +104,9 @@ async def _main(
 def run(args: argparse.Namespace) -> int:
     from agentstream.chunks import ChunkDecodeError
 
+    chunking = parse_chunking(args.chunking)
     try:
-        chunking = parse_chunking(args.chunking)
-        delay = parse_delay(args.delay_ms)
-    except (argparse.ArgumentTypeError, ValueError, ImportError) as exc:
-        print(f"agentstream smooth: {exc}", file=sys.stderr)
-        return 2
-    try:
-        asyncio.run(_main(args, chunking, delay, sys.stdin.buffer, sys.stdout.buffer))
-    except (ChunkDecodeError, TypeError) as exc:
-        sys.stdout.flush()
-        print(f"agentstream smooth: {exc}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 0
+        asyncio.run(_main(args, chunking, sys.stdin.buffer, sys.stdout.buffer))
+    except (ChunkDecodeError, TypeError) as exc:  # a bad line, or a malformed chunk (Mastra's TypeError)
+        raise CLIError(str(exc)) from exc
     return 0

@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import AsyncIterator
 from typing import IO, Any
+
+from ._errors import CLIError
+from ._stdin import read_lines
 
 __all__ = ["add_parser", "run"]
 
@@ -33,19 +35,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-async def _chunks(stream: IO[bytes]) -> AsyncIterator[Any]:
-    from agentstream.chunks import iter_jsonl
-
-    for chunk in iter_jsonl(stream, unknown="keep"):
-        yield chunk
-
-
 async def _main(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[bytes]) -> None:
     from agentstream.ai_sdk import encode_sse_frame, to_ai_sdk_stream
     from agentstream.ai_sdk._sse import DONE_FRAME, _dumps
+    from agentstream.chunks import aiter_jsonl
 
     parts = to_ai_sdk_stream(
-        _chunks(stdin),
+        aiter_jsonl(read_lines(stdin.fileno()), unknown="keep"),
         version=args.version,
         send_start=not args.no_start,
         send_finish=not args.no_finish,
@@ -68,9 +64,5 @@ def run(args: argparse.Namespace) -> int:
     try:
         asyncio.run(_main(args, sys.stdin.buffer, sys.stdout.buffer))
     except (ChunkDecodeError, UIMessageStreamError) as exc:
-        sys.stdout.flush()
-        print(f"agentstream to-ui: {exc}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:
-        return 0
+        raise CLIError(str(exc)) from exc
     return 0

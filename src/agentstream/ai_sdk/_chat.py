@@ -6,11 +6,12 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from .._abort import AbortSignal
+from ..stream._smooth import check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, TransformFactory, UIChunk, Version, to_ai_sdk_stream
 from ._errors import UIMessageError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
 
-__all__ = ["ChatRequestError", "handle_chat_stream"]
+__all__ = ["ChatRequestError", "check_transform_factories", "handle_chat_stream"]
 
 
 class ChatRequestError(ValueError):
@@ -113,6 +114,7 @@ async def handle_chat_stream(
     defaults = dict(default_options or {})
     transform = experimental_transform or defaults.pop("experimental_transform", None)
     defaults.pop("experimental_transform", None)
+    check_transform_factories(transform, "handle_chat_stream(experimental_transform=...)")
     options: dict[str, Any] = {**defaults}
     if isinstance(extra.get("runId"), str):
         options["run_id"] = extra["runId"]

@@ -3,8 +3,9 @@
 ``stream_until_idle``: one stream made of the first turn, every background-task chunk of the
 agent/thread/resource and one continuation turn per batch of finished tasks (the conversation with
 the real results swapped in, plus Mastra's directive as a system message that is not kept). It
-closes when idle, on abort or after ``max_idle_ms`` without news between turns. Awaitables on the
-returned object describe the first turn only, as in Mastra.
+closes when idle, on abort or after ``max_idle_ms`` without news between turns. ``await output.text``
+is the text of every turn (what the user saw); each turn is in ``output.turns``; the other awaitables
+describe the first turn, as in Mastra.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .._abort import AbortSignal
 from ..agent import Agent
 from ..chunks import Chunk, StepFinish
 from ..memory import Memory, MemoryScope, resolve_memory_option
-from ..stream import ModelOutput
+from ..stream import Delayed, ModelOutput, UnresolvedResultError
 from ._config import continuation_directive
 from ._dispatch import AgentBackground
 from ._manager import BackgroundTaskManager
@@ -94,8 +95,14 @@ class _State:
 class UntilIdleOutput:
     """The first turn's ``ModelOutput`` whose ``full_stream`` is the combined stream.
 
-    Every other attribute (``text``, ``tool_calls``, ``get_full_output()``, ...) is the first
-    turn's. Each ``full_stream`` access replays the combined log from the start.
+    * :attr:`full_stream`: every turn's chunks and the background-task chunks, in order; each
+      access replays the combined log from the start.
+    * ``await output.text``: the text of every turn in order, turns separated by a blank line
+      (``"\n\n"``), once the stream is idle; it raises if a turn failed or was cut off.
+    * :attr:`turns`: the :class:`ModelOutput` of each turn (the first, then one per continuation),
+      growing as continuations start; ``await output.turns[i].text`` is one turn's text.
+    * Every other attribute (``tool_calls``, ``usage``, ``get_full_output()``, ...) is the first
+      turn's, as in Mastra.
     """
 
     def __init__(
@@ -126,6 +133,9 @@ class UntilIdleOutput:
         self._driver: asyncio.Task[None] | None = None
         self._turn: ModelOutput | None = None
         self.turns: list[ModelOutput] = [first]
+        self._idle = asyncio.Event()
+        self._text: Delayed[str] = Delayed(self._start_text)
+        self._text_task: asyncio.Task[None] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.first, name)
@@ -137,6 +147,28 @@ class UntilIdleOutput:
         """
         self._ensure_started()
         return self._follow()
+
+    @property
+    def text(self) -> Delayed[str]:
+        """Awaitable: the text of every turn in order, separated by a blank line (see the class)."""
+        return self._text
+
+    def _start_text(self) -> None:
+        self._ensure_started()
+        if self._text_task is None:
+            self._text_task = asyncio.get_running_loop().create_task(self._join_text())
+
+    async def _join_text(self) -> None:
+        try:
+            await self._idle.wait()
+            texts = [await turn.text for turn in self.turns]
+        except asyncio.CancelledError:
+            self._text.reject(UnresolvedResultError("the stream was cancelled before its text was known"))
+            raise
+        except Exception as exc:  # handed to whoever awaits ``text``
+            self._text.reject(exc)
+        else:
+            self._text.resolve("\n\n".join(text for text in texts if text))
 
     async def consume_stream(self) -> None:
         """Read the combined stream to its end without keeping the chunks (the results stay awaitable)."""
@@ -288,6 +320,7 @@ class UntilIdleOutput:
                 await asyncio.shield(self._inject(batch))
             self._done = True
             self._changed.set()
+            self._idle.set()
 
     async def _inject(self, batch: list[_Outcome]) -> None:
         """Mastra's result injector, for the thread in memory: the stored placeholder invocation

@@ -13,7 +13,13 @@ from ._demo import DemoModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 
-__all__ = ["MissingAPIKeyError", "UnknownProviderError", "register_model_factory", "resolve_model"]
+__all__ = [
+    "MissingAPIKeyError",
+    "UnknownProviderError",
+    "known_providers",
+    "register_model_factory",
+    "resolve_model",
+]
 
 ModelFactory = Callable[..., LanguageModel]
 """``factory(model_id, **kwargs) -> LanguageModel``."""
@@ -24,7 +30,7 @@ class MissingAPIKeyError(ValueError):
 
 
 class UnknownProviderError(ValueError):
-    """The model string names a provider the router does not know."""
+    """The model string names no provider, or one the router does not know (the message lists them)."""
 
 
 @dataclass(frozen=True)
@@ -44,14 +50,20 @@ _COMPAT: dict[str, _Compat] = {
     "deepseek": _Compat("https://api.deepseek.com", "DEEPSEEK_API_KEY", "DEEPSEEK_BASE_URL"),
     "mistral": _Compat("https://api.mistral.ai/v1", "MISTRAL_API_KEY", "MISTRAL_BASE_URL"),
     "xai": _Compat("https://api.x.ai/v1", "XAI_API_KEY", "XAI_BASE_URL"),
-    "together": _Compat("https://api.together.xyz/v1", "TOGETHER_API_KEY", "TOGETHER_BASE_URL",
-                        kwargs=(("parse_think_tags", True),)),
+    "together": _Compat(
+        "https://api.together.xyz/v1",
+        "TOGETHER_API_KEY",
+        "TOGETHER_BASE_URL",
+        kwargs=(("parse_think_tags", True),),
+    ),
     "fireworks": _Compat("https://api.fireworks.ai/inference/v1", "FIREWORKS_API_KEY", "FIREWORKS_BASE_URL"),
     "cerebras": _Compat("https://api.cerebras.ai/v1", "CEREBRAS_API_KEY", "CEREBRAS_BASE_URL"),
     "zai": _Compat("https://api.z.ai/api/paas/v4", "ZAI_API_KEY", "ZAI_BASE_URL"),
     "huggingface": _Compat("https://router.huggingface.co/v1", "HF_TOKEN", "HF_BASE_URL"),
     "ollama": _Compat("http://localhost:11434/v1", "OLLAMA_API_KEY", "OLLAMA_BASE_URL", key_required=False),
-    "lmstudio": _Compat("http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL", key_required=False),
+    "lmstudio": _Compat(
+        "http://localhost:1234/v1", "LMSTUDIO_API_KEY", "LMSTUDIO_BASE_URL", key_required=False
+    ),
     "vllm": _Compat("http://localhost:8000/v1", "VLLM_API_KEY", "VLLM_BASE_URL", key_required=False),
 }
 
@@ -66,6 +78,11 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
     if not prefix or "/" in prefix:
         raise ValueError(f"invalid model prefix {prefix!r}")
     _factories[prefix] = factory
+
+
+def known_providers() -> list[str]:
+    """Every prefix :func:`resolve_model` accepts (built-in providers and registered factories), sorted."""
+    return sorted({*_COMPAT, "anthropic", "demo", "openai.chat", "openai.responses", *_factories})
 
 
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
@@ -97,8 +114,13 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         return _factories[prefix](model_id, **kwargs)
     if prefix == "demo":
         return DemoModel(model_id=model_id or "demo", **kwargs)
-    if not sep or not model_id:
-        raise ValueError(f"model string must look like 'provider/model-id', got {spec!r}")
+    if not sep:
+        raise UnknownProviderError(
+            f"model {spec!r} names no provider: use 'provider/model-id' (e.g. 'openai/gpt-4o-mini'); "
+            f"known providers: {', '.join(known_providers())}"
+        )
+    if not model_id:
+        raise ValueError(f"model {spec!r} names no model id: use '{prefix}/<model-id>'")
 
     api = kwargs.pop("api", None)
     api_key = kwargs.pop("api_key", None)
@@ -115,12 +137,15 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         prefix = "openai"
     compat = _COMPAT.get(prefix)
     if compat is None:
-        known = sorted({*_COMPAT, "anthropic", "demo", "openai.responses", *_factories})
-        raise UnknownProviderError(f"unknown model provider {prefix!r} in {spec!r}; known: {', '.join(known)}")
+        raise UnknownProviderError(
+            f"unknown model provider {prefix!r} in {spec!r}; known providers: {', '.join(known_providers())}"
+        )
     if api not in (None, "chat"):
         raise ValueError(f"provider {prefix!r} supports api='chat' only, got {api!r}")
-    key = _key(prefix, compat.key_env, api_key, compat.key_required)
-    url = base_url or (os.environ.get(compat.base_url_env) if compat.base_url_env else None) or compat.base_url
+    key = _key("OpenAI" if prefix == "openai" else prefix, compat.key_env, api_key, compat.key_required)
+    url = (
+        base_url or (os.environ.get(compat.base_url_env) if compat.base_url_env else None) or compat.base_url
+    )
     options = dict(compat.kwargs)
     options.update(kwargs)
     return OpenAIChatModel(model_id, api_key=key, base_url=url, provider=prefix, **options)

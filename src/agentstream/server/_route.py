@@ -20,7 +20,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .._abort import AbortController
-from ..ai_sdk._chat import ChatRequestError, handle_chat_stream
+from ..ai_sdk._chat import ChatRequestError, check_transform_factories, handle_chat_stream
 from ..ai_sdk._convert import MessageMetadataFn, OnErrorFn, TransformFactory, Version
 from ..ai_sdk._sse import UI_MESSAGE_STREAM_HEADERS, encode_sse
 
@@ -153,6 +153,10 @@ def chat_route(
     agent a 404, with ``{"error": {"name", "message", "path"?}}``; everything else streams.
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
+    check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
+    check_transform_factories(
+        (default_options or {}).get("experimental_transform"), "chat_route(default_options=...)"
+    )
     if agent is None and "{agent_id}" not in path:
         raise ValueError("chat_route: the path needs an {agent_id} parameter, or pass agent=")
 

@@ -18,7 +18,28 @@ from __future__ import annotations
 
 import regex  # type: ignore[import-untyped]
 
-__all__ = ["JS_LINE_TERMINATORS", "JS_WHITESPACE", "JS_WHITESPACE_CLASS", "js_regex", "parse_js_literal"]
+__all__ = [
+    "JS_FLAGS",
+    "JS_LINE_TERMINATORS",
+    "JS_WHITESPACE",
+    "JS_WHITESPACE_CLASS",
+    "JSRegexError",
+    "check_js_flags",
+    "js_regex",
+    "parse_js_literal",
+]
+
+JS_FLAGS = "dgimsuvy"
+"""Every flag ``new RegExp(source, flags)`` accepts."""
+
+
+class JSRegexError(ValueError):
+    """The source or flags are not a valid JavaScript ``RegExp`` (V8's wording, plus what is wrong)."""
+
+
+class _Invalid(Exception):
+    """Raised while translating; :func:`js_regex` turns it into :class:`JSRegexError` with the source."""
+
 
 JS_WHITESPACE = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
@@ -67,7 +88,7 @@ def _code_point(cp: int) -> str:
 def _escape(source: str, i: int, in_class: bool) -> tuple[str, int]:
     """Translate the escape starting at ``source[i] == '\\\\'``; returns (python, next index)."""
     if i + 1 >= len(source):
-        raise ValueError("Invalid regular expression: \\ at end of pattern")
+        raise _Invalid("\\ at end of pattern")
     c = source[i + 1]
     if c in _CLASS_ESCAPES:
         body = _CLASS_ESCAPES[c]
@@ -80,8 +101,14 @@ def _escape(source: str, i: int, in_class: bool) -> tuple[str, int]:
         return _NOT_WORD_BOUNDARY, i + 2
     if c == "u":
         if source.startswith("{", i + 2):
-            end = source.index("}", i + 3)
-            return _code_point(int(source[i + 3 : end], 16)), end + 1
+            end = _find(source, "}", i + 3, "Invalid Unicode escape")
+            try:
+                cp = int(source[i + 3 : end], 16)
+            except ValueError:
+                raise _Invalid("Invalid Unicode escape") from None
+            if cp > 0x10FFFF:
+                raise _Invalid("Invalid Unicode escape")
+            return _code_point(cp), end + 1
         hi = _hex4(source, i + 2)
         if hi is None:
             return "u", i + 2
@@ -95,10 +122,10 @@ def _escape(source: str, i: int, in_class: bool) -> tuple[str, int]:
     if c == "c" and i + 2 < len(source) and source[i + 2].isalpha():
         return _code_point(ord(source[i + 2]) % 32), i + 3
     if c == "k" and source.startswith("<", i + 2):
-        end = source.index(">", i + 3)
+        end = _find(source, ">", i + 3, "Invalid named reference")
         return f"(?P={source[i + 3 : end]})", end + 1
     if c in "pP":
-        end = source.index("}", i + 2) + 1
+        end = _find(source, "}", i + 2, "Invalid property name") + 1
         return source[i:end], end
     if c.isdigit():  # back-reference
         j = i + 1
@@ -136,7 +163,7 @@ def _translate(source: str, flags: str) -> str:
                     body.append(regex.escape(ch) if ch in "[&~|" else ch)
                     i += 1
             if i >= n:
-                raise ValueError("Invalid regular expression: missing /")
+                raise _Invalid("Unterminated character class")
             i += 1
             if not body:
                 out.append(r"[\s\S]" if negate else "(?!)")
@@ -152,7 +179,7 @@ def _translate(source: str, flags: str) -> str:
             out.append(f"(?=[{_LT_CLASS}]|\\Z)" if multiline else r"\Z")
             i += 1
         elif c == "(" and source.startswith("(?<", i) and not source.startswith(("(?<=", "(?<!"), i):
-            end = source.index(">", i)
+            end = _find(source, ">", i, "Invalid capture group name")
             out.append(f"(?P<{source[i + 3 : end]}>")
             i = end + 1
         else:
@@ -161,28 +188,58 @@ def _translate(source: str, flags: str) -> str:
     return "".join(out)
 
 
+def _find(source: str, char: str, start: int, problem: str) -> int:
+    end = source.find(char, start)
+    if end < 0:
+        raise _Invalid(problem)
+    return end
+
+
+def check_js_flags(flags: str) -> None:
+    """Raise :class:`JSRegexError` naming the first unknown or repeated flag."""
+    for index, flag in enumerate(flags):
+        if flag not in JS_FLAGS:
+            problem = f"unknown flag {flag!r} (valid flags: {', '.join(JS_FLAGS)})"
+        elif flag in flags[:index]:
+            problem = f"flag {flag!r} given twice"
+        else:
+            continue
+        raise JSRegexError(f"Invalid flags supplied to RegExp constructor '{flags}': {problem}")
+
+
 def js_regex(source: str, flags: str = "") -> regex.Pattern[str]:
-    """Compile JavaScript ``new RegExp(source, flags)`` as a Python ``regex`` pattern with the same matches."""
-    for flag in flags:
-        if flag not in "dgimsuvy" or flags.count(flag) > 1:
-            raise ValueError(f"Invalid flags supplied to RegExp constructor '{flags}'")
-    body = _translate(source, flags)
-    if "y" in flags:
-        body = rf"\A(?:{body})"
-    options = regex.VERSION0
-    if "i" in flags:
-        options |= regex.IGNORECASE
-    return regex.compile(body, options)
+    """Compile JavaScript ``new RegExp(source, flags)`` as a Python ``regex`` pattern with the same matches.
+
+    Raises :class:`JSRegexError` (a ``ValueError``) for an invalid pattern or flag, saying which.
+    """
+    check_js_flags(flags)
+    try:
+        body = _translate(source, flags)
+        if "y" in flags:
+            body = rf"\A(?:{body})"
+        options = regex.VERSION0
+        if "i" in flags:
+            options |= regex.IGNORECASE
+        return regex.compile(body, options)
+    except _Invalid as exc:
+        problem = str(exc)
+    except regex.error as exc:
+        problem = exc.msg
+    raise JSRegexError(f"Invalid regular expression: /{source}/{flags}: {problem}")
 
 
 def parse_js_literal(literal: str) -> regex.Pattern[str] | None:
-    """``"/source/flags"`` → compiled pattern; ``None`` if ``literal`` is not in that form."""
+    """``"/source/flags"`` → compiled pattern; ``None`` if ``literal`` is not in that form.
+
+    Anything after the last ``/`` made of letters counts as flags, so ``"/a/q"`` raises
+    :class:`JSRegexError` naming ``q`` rather than being taken for something else.
+    """
     if len(literal) < 2 or not literal.startswith("/"):
         return None
     end = literal.rfind("/")
     if end == 0:
         return None
     flags = literal[end + 1 :]
-    if not all(f in "dgimsuvy" for f in flags):
+    if flags and not (flags.isascii() and flags.isalpha()):
         return None
     return js_regex(literal[1:end], flags)

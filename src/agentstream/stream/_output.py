@@ -59,6 +59,7 @@ from ._results import (
     final_usage,
     total_usage,
 )
+from ._smooth import check_transform_factories
 from ._types import ChunkStream, TransformFactory, apply_transforms
 
 __all__ = ["ModelOutput", "RunStatus", "UnresolvedResultError"]
@@ -156,6 +157,7 @@ class ModelOutput:
         self._cb_error = on_error
         self._cb_abort = on_abort
         self._on_cancel = on_cancel
+        check_transform_factories(experimental_transform, "experimental_transform")
         self._transforms = experimental_transform
 
         self._log: list[Chunk] = []
@@ -219,6 +221,11 @@ class ModelOutput:
     def used_fallback_value(self) -> bool:
         """Whether structured output fell back to the configured `fallback_value`."""
         return self._used_fallback_value
+
+    @property
+    def turns(self) -> list[ModelOutput]:
+        """The turns of this stream: this one (an until-idle stream adds one per continuation)."""
+        return [self]
 
     # ---------------------------------------------------------------- streams
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import inspect
 import re
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
@@ -58,6 +59,7 @@ __all__ = [
     "SegmenterLike",
     "SmoothStream",
     "SmoothStreamFactory",
+    "check_transform_factories",
     "compose_transforms",
     "smooth_stream",
     "smooth_stream_factory",
@@ -818,6 +820,40 @@ def smooth_stream_factory(
     return SmoothStreamFactory(
         delay_in_ms=delay_in_ms, chunking=chunking, sleep=sleep, max_lag_ms=max_lag_ms, hold_back=hold_back
     )
+
+
+def check_transform_factories(value: object, where: str) -> None:
+    """Refuse, where it is configured, what cannot make a fresh transform for every stream.
+
+    ``value`` is what ``experimental_transform`` accepts (``None``, a factory, or a sequence of
+    them). The single-use :func:`smooth_stream` passed there would otherwise fail on every request;
+    the message names :func:`agentstream.ai_sdk.smooth_stream`, its reusable form. ``where`` names
+    the parameter in the message (e.g. ``"chat_route(experimental_transform=...)"``).
+    """
+    if value is None:
+        return
+    items = list(value) if isinstance(value, Sequence) and not isinstance(value, (str, bytes)) else [value]
+    for item in items:
+        if isinstance(item, SmoothStream):
+            raise TypeError(
+                f"{where}: got a single-use agentstream.stream.smooth_stream(...) transform, but a factory "
+                "is needed (each stream gets a fresh transform): use agentstream.ai_sdk.smooth_stream(...) "
+                "with the same options"
+            )
+        if not callable(item):
+            raise TypeError(
+                f"{where}: expected a transform factory (a function with no arguments returning a "
+                f"transform), got {type(item).__name__}"
+            )
+        try:
+            inspect.signature(item).bind()
+        except TypeError:
+            raise TypeError(
+                f"{where}: {item!r} needs arguments, so it is a transform, not a factory: pass "
+                "a function with no arguments that returns a new transform"
+            ) from None
+        except ValueError:  # no signature to inspect (a builtin): accept it
+            pass
 
 
 def compose_transforms(

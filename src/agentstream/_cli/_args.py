@@ -1,0 +1,45 @@
+"""Argument parsing shared by the subcommands: a one-line-error parser and checked number types."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import NoReturn
+
+from ._errors import EXIT_USAGE
+
+__all__ = ["Parser", "milliseconds", "milliseconds_or_none"]
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse`` whose errors are one line, ``agentstream <command>: <error> (see ... --help)``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def _number(value: str, allow_none: bool) -> float | None:
+    if allow_none and value.strip().lower() in ("none", "null"):
+        return None
+    alternative = " or 'none'" if allow_none else ""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of milliseconds{alternative}, got {value!r}"
+        ) from None
+    if not math.isfinite(number) or number < 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0{alternative}, got {value!r}")
+    return number
+
+
+def milliseconds(value: str) -> float:
+    """``argparse`` type: a finite, non-negative number of milliseconds."""
+    number = _number(value, allow_none=False)
+    assert number is not None
+    return number
+
+
+def milliseconds_or_none(value: str) -> float | None:
+    """``argparse`` type: like :func:`milliseconds`, or ``none`` (no delay)."""
+    return _number(value, allow_none=True)

@@ -1,0 +1,105 @@
+"""``agentstream serve`` as a user starts it: the console script, a module in the current directory."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ._support import assert_one_line, clean_env
+
+pytest.importorskip("uvicorn")
+
+SCRIPT = Path(sys.executable).with_name("agentstream")  # sys.path[0] is its bin/, not the cwd
+
+APP = """
+from agentstream import Agent, Mastra
+
+helper = Agent(id="helper", name="Helper", instructions="Be brief.", model="demo")
+keyless = Agent(id="writer", name="Writer", instructions="", model="openai/gpt-4o-mini")
+needs_key = Mastra(agents={"helper": helper, "writer": keyless})
+
+async def raw(scope, receive, send):
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": b"raw asgi"})
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    if not SCRIPT.exists():
+        pytest.skip("the agentstream console script is not installed next to this Python")
+    (tmp_path / "myproject.py").write_text(APP)
+    (tmp_path / "broken.py").write_text("raise RuntimeError('config missing')\n")
+    return tmp_path
+
+
+def serve(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), "serve", *args], cwd=cwd, capture_output=True, text=True, timeout=120, env=clean_env()
+    )
+
+
+def _serving(cwd: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [str(SCRIPT), "serve", "--port", "0", *args],
+        cwd=cwd,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=clean_env(),
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "http://" in line:
+            return proc, line.split("serve: ", 1)[1].strip()
+    proc.kill()
+    raise AssertionError("serve never printed its URL")
+
+
+@pytest.mark.parametrize(("attr", "check"), [("helper", "agents"), ("raw", "raw")])
+def test_serves_an_agent_or_an_asgi_app_from_the_current_directory(
+    project: Path, attr: str, check: str
+) -> None:
+    proc, url = _serving(project, "--app", f"myproject:{attr}")
+    try:
+        if check == "agents":
+            assert httpx.get(f"{url}api/agents", timeout=30).json() == {
+                "agents": [{"id": "helper", "name": "Helper"}]
+            }
+        else:
+            assert httpx.get(url, timeout=30).text == "raw asgi"
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130  # uvicorn shuts down, then the Ctrl-C ends the process as usual
+    assert "Traceback" not in err
+
+
+def test_an_agent_without_its_key_stops_the_server_before_it_starts(project: Path) -> None:
+    proc = serve(project, "--app", "myproject:needs_key", "--port", "0")
+    assert_one_line(proc, "serve", 1, "agent 'writer' cannot use its model", "OPENAI_API_KEY")
+
+
+def test_a_module_that_fails_to_import(project: Path) -> None:
+    proc = serve(project, "--app", "broken:app", "--port", "0")
+    assert_one_line(proc, "serve", 1, "importing 'broken' failed: RuntimeError: config missing", "broken.py")
+
+
+def test_a_module_that_is_not_there(project: Path) -> None:
+    proc = serve(project, "--app", "myprojekt:helper")
+    assert_one_line(proc, "serve", 2, "no module named 'myprojekt'", str(project))
+
+
+def test_a_busy_port(project: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = serve(project, "--app", "myproject:helper", "--port", str(port))
+    assert_one_line(proc, "serve", 1, f"port {port} on 127.0.0.1 is already in use", "--port")
