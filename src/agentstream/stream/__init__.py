@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._jsregex import js_regex
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
+from ._promise import Delayed
 from ._results import AbortEvent, ErrorEvent, FinishEvent, FullOutput, StepResult, Usage
 from ._segmenter import Segment, Segmenter
 from ._smooth import (
@@ -19,6 +20,7 @@ from ._types import ChunkStream, Transform, TransformFactory, apply_transforms
 __all__ = [
     "AbortEvent",
     "ChunkStream",
+    "Delayed",
     "ErrorEvent",
     "FinishEvent",
     "FullOutput",
