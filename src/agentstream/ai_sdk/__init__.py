@@ -32,13 +32,16 @@ from ._convert import (
 from ._errors import UIMessageError, UIMessageStreamError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request, validate_ui_messages
 from ._sse import (
+    DONE_FRAME,
     UI_MESSAGE_STREAM_HEADERS,
     create_ui_message_stream_response,
     encode_sse,
     encode_sse_frame,
+    encode_ui_chunk,
 )
 
 __all__ = [
+    "DONE_FRAME",
     "MAX_ID_LENGTH",
     "UI_MESSAGE_STREAM_HEADERS",
     "AgentRegistry",
@@ -59,6 +62,7 @@ __all__ = [
     "default_error_text",
     "encode_sse",
     "encode_sse_frame",
+    "encode_ui_chunk",
     "handle_chat_stream",
     "parse_chat_request",
     "parse_json_body",

@@ -17,6 +17,7 @@ __all__ = [
     "create_ui_message_stream_response",
     "encode_sse",
     "encode_sse_frame",
+    "encode_ui_chunk",
 ]
 
 UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
@@ -80,3 +81,8 @@ def create_ui_message_stream_response(
         for key, value in headers.items():
             merged[key.lower()] = value
     return StreamingResponse(encode_sse(stream), status_code=status, headers=merged)
+
+
+def encode_ui_chunk(chunk: Any) -> bytes:
+    """One UI message chunk as compact JSON bytes: an SSE frame's data, or one JSON line."""
+    return _dumps(chunk)

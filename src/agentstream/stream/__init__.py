@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._jsregex import js_regex
+from ._jsregex import JSRegexError, js_regex, parse_js_literal
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
 from ._promise import Delayed
 from ._results import AbortEvent, ErrorEvent, FinishEvent, FullOutput, StepResult, Usage
@@ -24,6 +24,7 @@ __all__ = [
     "ErrorEvent",
     "FinishEvent",
     "FullOutput",
+    "JSRegexError",
     "ModelOutput",
     "RunStatus",
     "Segment",
@@ -39,6 +40,7 @@ __all__ = [
     "check_transform_factories",
     "compose_transforms",
     "js_regex",
+    "parse_js_literal",
     "smooth_stream",
     "smooth_stream_factory",
 ]
