@@ -17,20 +17,23 @@ ALLOWED: dict[str, frozenset[str]] = {
     "chunks": frozenset(),
     "_abort": frozenset(),
     "_secrets": frozenset(),
+    "_validate": frozenset(),
     "storage": frozenset(),
     "stream": frozenset({"chunks", "_secrets"}),
     "models": frozenset({"_abort", "_secrets"}),
-    "tools": frozenset({"chunks", "_abort", "_secrets"}),
+    "tools": frozenset({"chunks", "_abort", "_secrets", "_validate"}),
     "memory": frozenset({"chunks", "storage"}),
     "agent": frozenset({"chunks", "stream", "models", "tools", "memory", "_abort"}),
-    "background": frozenset({"agent", "chunks", "stream", "tools", "memory", "storage", "_abort"}),
+    "background": frozenset(
+        {"agent", "chunks", "stream", "tools", "memory", "storage", "_abort", "_secrets", "_validate"}
+    ),
     "_mastra": frozenset({"agent", "storage"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "_abort"}),
     "testing": frozenset({"models", "_abort"}),
 }
 # the top of the stack may import anything
-UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web"})
+UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo"})
 
 
 def _package_of(path: Path) -> str:

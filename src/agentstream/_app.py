@@ -26,7 +26,7 @@ def demo_mastra() -> Mastra:
     """
     import os
 
-    from .agent._demo_agent import demo_mastra as build
+    from ._demo import demo_mastra as build
     from .storage import SQLiteStore
 
     db = os.environ.get("AGENTSTREAM_DB")

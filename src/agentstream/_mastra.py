@@ -82,14 +82,16 @@ class Mastra:
         if not isinstance(agent, Agent):
             raise TypeError(f"Mastra agents must be Agent instances, got {type(agent).__name__} for {key!r}")
         self._agents[key] = agent
-        agent._register_mastra(self)
         manager = self._background_task_manager
+        background = None
         if manager is not None:
-            # executors for tasks recovered or resumed after a restart ("<agent_id>:<tool>");
-            # the agent's runs install the background dispatch hooks themselves (Agent.stream)
-            from .background._dispatch import register_background_tools
+            from .background import AgentBackground
 
-            register_background_tools(agent, manager)
+            background = AgentBackground(manager)
+            # executors for tasks recovered or resumed after a restart ("<agent_id>:<tool>");
+            # the agent's runs get the background dispatch hooks through the seam (Agent.stream)
+            background.register_tools(agent)
+        agent._register_mastra(self, background)
 
     def get_agent(self, key: str) -> Agent:
         """The agent registered under ``key`` (or whose ``id`` is ``key``)."""

@@ -4,7 +4,7 @@ Each subcommand lives in its own module under ``agentstream._cli`` exposing ``ad
 (which registers the subcommand and sets ``func``); ``func(args) -> int`` is the exit code.
 Modules are imported lazily so ``agentstream --help`` stays fast and optional extras stay optional.
 
-Every error a user can cause ends the same way (``agentstream._cli._errors``): one line
+Every error a user can cause ends the same way (``agentstream._cli``): one line
 ``agentstream <command>: <what is wrong and how to fix it>`` on stderr, exit code 2 for a wrong
 command line and 1 otherwise; ``AGENTSTREAM_DEBUG=1`` adds the traceback.
 """
@@ -17,8 +17,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from ._cli._args import Parser
-from ._cli._errors import report
+from ._cli import Parser, report
 
 __all__ = ["main"]
 

@@ -20,7 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from ._abort import AbortError, AbortSignal
-from .models._base import CallOptions, StreamPart
+from .models import CallOptions, StreamPart
 
 __all__ = ["FakeClock", "RecordedCall", "ScriptExhaustedError", "ScriptedError", "ScriptedModel"]
 

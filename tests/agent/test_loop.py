@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from agentstream._abort import AbortController, AbortSignal
-from agentstream.agent import Agent, LoopHooks, RunConfig, run_loop
-from agentstream.agent._loop import PendingToolCall, _classify, rate_limited
+from agentstream._abort import AbortController
+from agentstream.agent import Agent, LoopHooks, PendingToolCall
+from agentstream.agent._loop import RunConfig, rate_limited, run_loop
 from agentstream.chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, ChunkFrom, chunk_to_dict
 from agentstream.chunks._codec import Chunk
 from agentstream.models import CallOptions, ModelStream, OpenAIChatModel, StreamPart
@@ -397,23 +397,6 @@ async def test_tool_writer_emit_streams_any_chunk() -> None:
     assert [c["type"] for c in chunks].count("background-task-started") == 1
 
 
-# -- exception classification ----------------------------------------------------------------------
-
-
-def test_classify() -> None:
-    user, step, total = AbortController(), AbortController(), AbortController()
-    exc = ValueError("boom")
-    assert _classify(exc, user.signal, step, total) == (False, None, exc)
-    step.abort(TimeoutError("step"))
-    aborted, timed_out, _ = _classify(exc, user.signal, step, total)
-    assert not aborted and isinstance(timed_out, TimeoutError) and str(timed_out) == "step"
-    own = TimeoutError("own")
-    assert _classify(own, user.signal, step, total)[1] is own
-    user.abort()
-    assert _classify(exc, user.signal, step, total)[0] is True
-    assert isinstance(user.signal, AbortSignal)
-
-
 # -- structured output through a real provider ------------------------------------------------------
 
 
@@ -448,3 +431,117 @@ async def test_structured_output_through_openai_chat() -> None:
         assert sent["response_format"]["json_schema"]["schema"]["properties"] == schema["properties"]
     finally:
         await server.stop()
+
+
+# -- fidelity: usage after an empty "other" step, isContinued after max_steps ----------------------
+
+
+async def test_empty_other_step_keeps_the_provider_usage() -> None:
+    """Mastra: ``error``, then ``step-finish`` and ``finish`` carrying the provider's usage (4 in, 0 out)."""
+    empty = [
+        {"type": "stream-start", "warnings": []},
+        {
+            "type": "finish",
+            "finishReason": "other",
+            "usage": {"inputTokens": 4, "outputTokens": 0, "totalTokens": 4},
+        },
+    ]
+    output = Agent(id="a", model=ScriptedModel([empty])).stream("hi")
+    chunks = [chunk_to_dict(c) async for c in output.full_stream]
+    assert [c["type"] for c in chunks] == ["start", "step-start", "error", "step-finish", "finish"]
+    assert "without producing any content" in chunks[2]["payload"]["error"]["message"]
+    for chunk in chunks[3:]:
+        usage = chunk["payload"]["output"]["usage"]
+        assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (4, 0, 4)
+        assert chunk["payload"]["stepResult"]["reason"] == "error"
+    assert (await output.usage)["inputTokens"] == 4
+
+
+@pytest.mark.parametrize(
+    "stop", [{"max_steps": 1}, {"stop_when": lambda steps: len(steps) >= 1}], ids=["max_steps", "stop_when"]
+)
+async def test_a_run_stopped_after_a_tool_step_says_it_does_not_continue(stop: dict[str, Any]) -> None:
+    ran: list[Any] = []
+    model = ScriptedModel([_tool_step(), _text_step()])
+    agent = Agent(id="a", model=model, tools=[_weather_tool(ran)])
+    chunks = [chunk_to_dict(c) async for c in agent.stream("hi", **stop).full_stream]
+    assert ran == [{"city": "Oslo"}]  # the tool ran; the model is not called again
+    assert len(model.calls) == 1
+    (step_finish,) = [c for c in chunks if c["type"] == "step-finish"]
+    assert step_finish["payload"]["stepResult"] == {
+        "reason": "tool-calls",
+        "isContinued": False,
+        "warnings": [],
+    }
+    assert chunks[-1]["type"] == "finish"
+    assert chunks[-1]["payload"]["stepResult"]["isContinued"] is False
+
+
+async def test_a_tool_step_within_max_steps_continues() -> None:
+    chunks = await _collect(_config(ScriptedModel([_tool_step(), _text_step()]), max_steps=2))
+    flags = [c["payload"]["stepResult"]["isContinued"] for c in chunks if c["type"] == "step-finish"]
+    assert flags == [True, False]
+
+
+# -- the seams -------------------------------------------------------------------------------------
+
+
+class RecordingHooks(LoopHooks):
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self.seen.append("process_input")
+        return [{"role": "system", "content": "be brief"}, *messages]
+
+    async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
+        self.seen.append(f"prepare_step {step_number}")
+        return {**options, "temperature": 0.25}
+
+    async def after_tools(self, step: Any, results: list[Any]) -> None:
+        self.seen.append(f"after_tools {step.number}")
+
+    async def end_of_step(self, step: Any) -> bool | None:
+        self.seen.append(f"end_of_step {step.number}")
+        return None
+
+    async def end_of_run(self, steps: list[Any]) -> list[Chunk]:
+        self.seen.append(f"end_of_run {len(steps)}")
+        return [
+            BackgroundTaskStarted(
+                run_id="run-1",
+                from_=ChunkFrom.AGENT,
+                payload=BackgroundTaskStartedPayload(task_id="t", tool_name="weather", tool_call_id="call-1"),
+            )
+        ]
+
+
+async def test_hooks_are_called_at_each_seam_in_order() -> None:
+    hooks = RecordingHooks()
+    model = ScriptedModel([_tool_step(), _text_step()])
+    chunks = await _collect(_config(model, hooks=hooks))
+    assert hooks.seen == [
+        "process_input",
+        "prepare_step 1",
+        "after_tools 1",
+        "end_of_step 1",
+        "prepare_step 2",
+        "after_tools 2",
+        "end_of_step 2",
+        "end_of_run 2",
+    ]
+    assert [c["type"] for c in chunks][-2:] == ["background-task-started", "finish"]
+    assert model.calls[0].prompt[0] == {"role": "system", "content": "be brief"}
+    assert model.calls[1].options["temperature"] == 0.25
+
+
+async def test_end_of_step_can_stop_the_run() -> None:
+    class Stop(LoopHooks):
+        async def end_of_step(self, step: Any) -> bool | None:
+            return False
+
+    model = ScriptedModel([_tool_step(), _text_step()])
+    chunks = await _collect(_config(model, hooks=Stop()))
+    assert len(model.calls) == 1
+    (step_finish,) = [c for c in chunks if c["type"] == "step-finish"]
+    assert step_finish["payload"]["stepResult"]["isContinued"] is False

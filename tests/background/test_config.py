@@ -17,10 +17,10 @@ from agentstream.background import (
     continuation_directive,
     inject_background_schema,
     is_background_eligible,
-    placeholder_result_text,
     resolve_background_config,
     resumed_result_text,
 )
+from agentstream.background._config import placeholder_result_text
 
 CASE = Path(__file__).resolve().parents[1] / "data" / "conformance" / "agent" / "background-task-until-idle.json"
 

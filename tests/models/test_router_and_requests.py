@@ -224,7 +224,7 @@ def test_router_errors(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_model("nope/model")
     with pytest.raises(ValueError, match="provider/model-id"):
         resolve_model("gpt-4o")
-    # "demo" is registered by the agent package (imported by ``import agentstream``), not here
+    # "demo" is the router's own offline model
     import agentstream  # noqa: F401
 
     assert resolve_model("demo").model_id == "demo"

@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 
 from agentstream import Agent, tool
 from agentstream._mastra import Mastra
+from agentstream.chunks import chunk_to_dict
 from agentstream.models import OpenAIChatModel
 from agentstream.server import chat_route
 from tests.models.conftest import ReplayServer, Reply
@@ -299,3 +300,34 @@ async def test_serve_logs_the_upstream_error_and_sends_the_client_one_line(
     assert f"ERROR:  agentstream.runs: run {RUN_ID} failed" in log
     assert f"url: {provider.url}/v1/chat/completions" in log and "status: 401" in log
     assert "response body: " in log and "***" in log
+
+
+async def test_a_background_tool_raising_with_a_secret_reaches_neither_client_nor_model(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentstream.testing import ScriptedModel
+    from agentstream.tools import Tool, ToolContext
+    from tests.background.test_public_api import call, text
+
+    monkeypatch.setenv("WEATHER_API_KEY", ENV_KEY)
+
+    async def leaky(args: dict[str, Any], ctx: ToolContext) -> Any:
+        raise RuntimeError(f"upstream refused key {ENV_KEY} for {args['q']}")
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    model = ScriptedModel([call("c1", "x"), text("Started."), text("It failed.")])
+    leaky_tool = Tool(id="lookup", description="d", input_schema=schema, execute=leaky, background=True)
+    agent = Agent(id="a", model=model, tools=[leaky_tool])
+    caplog.set_level(logging.WARNING, logger="agentstream.background")
+    async with Mastra(agents={"a": agent}, background_tasks=True):
+        output = agent.stream("go", until_idle=True)
+        chunks = [c async for c in output.full_stream]
+    failed = [c for c in chunks if c.type == "background-task-failed"]
+    assert failed, [c.type for c in chunks]
+    assert "upstream refused key ***" in json.dumps(failed[0].payload.error)
+    streamed = json.dumps([chunk_to_dict(c) for c in chunks])
+    for spelling in spellings(ENV_KEY):
+        assert_absent(spelling, streamed, "the stream")
+        assert_absent(spelling, json.dumps([c.prompt for c in model.calls]), "the model's prompts")
+    assert "upstream refused key ***" in caplog.text  # logged on the server, redacted too
+    assert_absent(ENV_KEY, caplog.text, "the server log")

@@ -102,7 +102,7 @@ def _check_model(agent: Any, args: argparse.Namespace) -> None:
 
 async def _main(args: argparse.Namespace) -> int:
     from agentstream._abort import AbortController
-    from agentstream.agent._demo_agent import demo_agent
+    from agentstream._demo import demo_agent
 
     if not args.prompt.strip():
         raise UsageError(
@@ -113,7 +113,7 @@ async def _main(args: argparse.Namespace) -> int:
     mastra: Any = None
     options: dict[str, Any] = {"abort_signal": controller.signal, "experimental_transform": _transform(args)}
     if args.until_idle:
-        from agentstream.agent._demo_agent import demo_mastra
+        from agentstream._demo import demo_mastra
 
         mastra = demo_mastra(model)
         agent = mastra.get_agent("demo")

@@ -70,7 +70,7 @@ def parse_chunking(value: str) -> Any:
 
 
 def _regex(source: str) -> Any:
-    from agentstream.stream._jsregex import js_regex, parse_js_literal
+    from agentstream.stream import js_regex, parse_js_literal
 
     if not source:
         raise UsageError(

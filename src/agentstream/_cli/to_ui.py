@@ -36,8 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 async def _main(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    from agentstream.ai_sdk import encode_sse_frame, to_ai_sdk_stream
-    from agentstream.ai_sdk._sse import DONE_FRAME, _dumps
+    from agentstream.ai_sdk import DONE_FRAME, encode_sse_frame, encode_ui_chunk, to_ai_sdk_stream
     from agentstream.chunks import aiter_jsonl
 
     parts = to_ai_sdk_stream(
@@ -50,7 +49,7 @@ async def _main(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[bytes]) -
         last_message_id=args.last_message_id,
     )
     async for part in parts:
-        stdout.write(encode_sse_frame(part) if args.sse else _dumps(part) + b"\n")
+        stdout.write(encode_sse_frame(part) if args.sse else encode_ui_chunk(part) + b"\n")
         stdout.flush()
     if args.sse:
         stdout.write(DONE_FRAME)

@@ -3,38 +3,32 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
-from ._loop import (
-    AgentStreamError,
-    LoopHooks,
-    PendingToolCall,
-    RunConfig,
-    StepInfo,
-    ToolNotFoundError,
-    run_loop,
-)
+from ._hooks import BackgroundSeam, LoopHooks, PendingToolCall, RunSetup, StepInfo, StopCondition
+from ._loop import AgentStreamError
+from ._messages import MessageInput
+from ._options import StreamOptions, TurnOptions, UntilIdleOptions
+from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
-
-
-def _register_demo() -> None:
-    from ..models import register_model_factory
-    from ..models._demo import DemoModel
-
-    register_model_factory("demo", lambda model_id="demo", **kw: DemoModel(model_id=model_id or "demo", **kw))
-
-
-_register_demo()
+from ._tool_runner import ToolNotFoundError
 
 __all__ = [
     "Agent",
     "AgentStreamError",
+    "BackgroundSeam",
     "LoopHooks",
+    "MessageInput",
+    "ModelSettings",
     "PendingToolCall",
-    "RunConfig",
+    "RunSetup",
     "StepInfo",
+    "StopCondition",
+    "StreamOptions",
     "StructuredOutputConfig",
     "StructuredOutputError",
+    "TimeoutSettings",
     "ToolNotFoundError",
+    "TurnOptions",
+    "UntilIdleOptions",
     "has_tool_call",
-    "run_loop",
     "step_count_is",
 ]

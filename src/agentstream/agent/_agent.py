@@ -9,46 +9,24 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController, AbortSignal
-from ..chunks._codec import Chunk
-from ..memory import Memory, MemoryScope, TurnRecorder, resolve_memory_option
-from ..models._base import LanguageModel
+from ..chunks import Chunk
+from ..memory import Memory, resolve_memory_option
+from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
-from ..tools import Tool
-from ._loop import LoopHooks, RunConfig, StopCondition, run_loop
+from ..tools import AgentBackgroundConfig, Tool
+from ._hooks import BackgroundSeam, LoopHooks, StopCondition
+from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
+from ._options import StreamOptions, TurnOptions, check_options
+from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
 
 if TYPE_CHECKING:
-    from ..background import AgentBackgroundConfig, BackgroundTaskManager, UntilIdleOutput
+    from typing_extensions import Unpack
+
+    from ..background import BackgroundTaskManager, UntilIdleOutput
 
 __all__ = ["Agent", "has_tool_call", "step_count_is"]
-
-_OPTIONS = frozenset(
-    {
-        "max_steps",
-        "stop_when",
-        "on_chunk",
-        "on_step_finish",
-        "on_finish",
-        "on_error",
-        "on_abort",
-        "on_tool_error",
-        "abort_signal",
-        "structured_output",
-        "experimental_transform",
-        "include_raw_chunks",
-        "tool_choice",
-        "active_tools",
-        "model_settings",
-        "tool_call_concurrency",
-        "run_id",
-        "clock",
-        "sleep",
-        "memory",
-        "until_idle",
-    }
-)
-
 
 def step_count_is(n: int) -> StopCondition:
     """Stop once ``n`` steps ran (``stepCountIs``)."""
@@ -117,23 +95,24 @@ class Agent:
                     )
                 self.tools[t.id] = t
         self.default_options = dict(default_options or {})
-        _check_options(self.default_options)
+        check_options(self.default_options)
         self.hooks = hooks or LoopHooks()
         if memory is not None and not isinstance(memory, Memory):
             raise TypeError(f"agent {id!r}: memory must be a Memory, got {type(memory).__name__}")
         self.memory = memory
         self.background_config: AgentBackgroundConfig | None = None
         if background_tasks is not None:
-            from ..background._config import AgentBackgroundConfig
-
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
         self._mastra: Any = None
+        self._background: BackgroundSeam | None = None
 
     # ----------------------------------------------------------------------------- Mastra wiring
 
-    def _register_mastra(self, mastra: Any) -> None:
-        """Called by ``Mastra.register_agent`` (Mastra's ``__registerMastra``)."""
+    def _register_mastra(self, mastra: Any, background: BackgroundSeam | None = None) -> None:
+        """Called by ``Mastra.register_agent`` (Mastra's ``__registerMastra``) with the Mastra's
+        background-task seam (``None``: tools run inline)."""
         self._mastra = mastra
+        self._background = background
 
     @property
     def background_task_manager(self) -> BackgroundTaskManager | None:
@@ -168,49 +147,39 @@ class Agent:
             self._model = models.resolve_model(self._model_spec)
         return self._model
 
-    def stream(self, messages: MessageInput, **options: Any) -> ModelOutput:
+    def stream(self, messages: MessageInput, **options: Unpack[StreamOptions]) -> ModelOutput:
         """Start a run (lazily: it begins when the output is first read or awaited).
 
-        ``memory={"thread": id | {"id", "title"?, "metadata"?}, "resource": id}`` loads the thread's
-        history first and stores the turn at the end. ``until_idle=True | {"max_idle_ms": n}``
-        returns :meth:`stream_until_idle`'s combined stream instead.
+        Options: :class:`StreamOptions`. ``memory={"thread": id | {"id", "title"?, "metadata"?},
+        "resource": id}`` loads the thread's history first and stores the turn at the end.
+        ``until_idle=True | {"max_idle_ms": n}`` returns :meth:`stream_until_idle`'s combined
+        stream instead.
         """
-        _check_options(options)
-        opts = {**self.default_options, **options}
+        check_options(options)
+        opts: dict[str, Any] = {**self.default_options, **options}
         until_idle = opts.pop("until_idle", None)
         if until_idle is not None and until_idle is not False:
             return self._until_idle(messages, until_idle, opts)  # type: ignore[return-value]
         return self._stream_turn(messages, opts)
 
     def stream_until_idle(
-        self,
-        messages: MessageInput,
-        *,
-        max_idle_ms: float | None = None,
-        manager: BackgroundTaskManager | None = None,
-        **options: Any,
+        self, messages: MessageInput, *, max_idle_ms: float | None = None, **options: Unpack[TurnOptions]
     ) -> UntilIdleOutput | ModelOutput:
         """``stream(messages, until_idle={"max_idle_ms": ...})`` (Mastra's deprecated ``streamUntilIdle``).
 
         One stream: the first turn, every background-task chunk of this agent (and memory thread),
         and a continuation turn whenever finished tasks are waiting and nothing runs; it closes when
-        idle, on abort, or after ``max_idle_ms`` (default 5 min) without news between turns.
-        ``manager`` defaults to the Mastra's; with none at all this is a plain :meth:`stream`.
+        idle, on abort, or after ``max_idle_ms`` (default 5 min) without news between turns. Without
+        background tasks (the agent is not in a ``Mastra(background_tasks=...)``) this is a plain
+        :meth:`stream`; ``agentstream.background.stream_until_idle`` takes an explicit manager.
         """
-        _check_options(options)
-        opts = {**self.default_options, **options}
+        check_options(options)
+        opts: dict[str, Any] = {**self.default_options, **options}
         opts.pop("until_idle", None)
         spec: dict[str, Any] = {} if max_idle_ms is None else {"max_idle_ms": max_idle_ms}
-        return self._until_idle(messages, spec or True, opts, manager=manager)
+        return self._until_idle(messages, spec or True, opts)
 
-    def _until_idle(
-        self,
-        messages: MessageInput,
-        spec: Any,
-        opts: dict[str, Any],
-        *,
-        manager: BackgroundTaskManager | None = None,
-    ) -> UntilIdleOutput | ModelOutput:
+    def _until_idle(self, messages: MessageInput, spec: Any, opts: dict[str, Any]) -> UntilIdleOutput | ModelOutput:
         max_idle_ms: float | None = None
         if isinstance(spec, Mapping):
             unknown = set(spec) - {"max_idle_ms"}
@@ -224,12 +193,10 @@ class Agent:
                     raise ValueError(f"until_idle max_idle_ms must be > 0, got {spec['max_idle_ms']!r}")
         elif spec is not True:
             raise TypeError(f'until_idle must be True or {{"max_idle_ms": n}}, got {spec!r}')
-        manager = manager or self.background_task_manager
-        if manager is None or not manager.config.enabled:
+        background = self._background
+        if background is None or not background.enabled:
             return self._stream_turn(messages, opts)  # as in Mastra: no manager → a plain stream
-        from ..background._agent_integration import stream_until_idle
-
-        return stream_until_idle(self, messages, manager=manager, max_idle_ms=max_idle_ms, **opts)
+        return background.stream_until_idle(self, messages, max_idle_ms=max_idle_ms, options=opts)
 
     def _stream_turn(
         self,
@@ -237,15 +204,15 @@ class Agent:
         options: Mapping[str, Any],
         *,
         continuation: bool = False,
-        manager: BackgroundTaskManager | None = None,
+        background: BackgroundSeam | None = None,
         background_scope: tuple[str | None, str | None] | None = None,
     ) -> ModelOutput:
         """One turn. ``continuation``: an until-idle continuation whose ``messages`` already hold the
         history (memory is not reloaded and only the response is stored).
 
-        With an enabled background-task manager (``manager`` or the Mastra's), the run gets the
-        background tools, instructions and hooks of :func:`~agentstream.background._dispatch.background_run`;
-        its tasks belong to ``background_scope`` (thread, resource), by default the memory thread's.
+        With enabled background tasks (``background`` or the Mastra's), the run gets the tools,
+        instructions and hooks of :meth:`BackgroundSeam.prepare_run`; its tasks belong to
+        ``background_scope`` (thread, resource), by default the memory thread's.
         """
         opts = {**self.default_options, **options}
         opts.pop("until_idle", None)
@@ -255,16 +222,12 @@ class Agent:
         now_ms: Callable[[], float] = opts.get("clock") or _now_ms
         sleep: Callable[[float], Awaitable[None]] = opts.get("sleep") or asyncio.sleep
         tools, instructions, hooks = self.tools, self.instructions, self.hooks
-        manager = manager or self.background_task_manager
-        if manager is not None and manager.config.enabled:
-            from ..background._dispatch import background_run
-
+        background = background or self._background
+        if background is not None and background.enabled:
             if background_scope is None:
                 background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
-            run = background_run(
-                self, manager, thread_id=background_scope[0], resource_id=background_scope[1]
-            )
-            tools, instructions, hooks = run.tools, run.instructions, run.hooks
+            setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
+            tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
@@ -302,7 +265,7 @@ class Agent:
             structured_output=so,
             tool_choice=opts.get("tool_choice"),
             active_tools=opts.get("active_tools"),
-            model_settings=dict(opts.get("model_settings") or {}),
+            model_settings=normalize_model_settings(opts.get("model_settings")),
             tool_call_concurrency=int(concurrency),
             hooks=hooks,
             sleep=sleep,
@@ -310,8 +273,13 @@ class Agent:
         )
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:
-            source = _remembered(
-                source, config, memory, scope, [] if continuation else inputs, load=not continuation
+            source = memory.remember(
+                source,
+                scope,
+                config.prompt,
+                [] if continuation else inputs,
+                message_id=message_id,
+                load=not continuation,
             )
         return ModelOutput(
             source,
@@ -327,48 +295,12 @@ class Agent:
             on_cancel=cancel.abort,
         )
 
-    async def generate(self, messages: MessageInput, **options: Any) -> FullOutput:
+    async def generate(self, messages: MessageInput, **options: Unpack[TurnOptions]) -> FullOutput:
         """Run to the end and return every result at once (raises the run's error if it failed)."""
         if options.get("until_idle") not in (None, False):
             raise TypeError("generate() does not take until_idle: use stream(..., until_idle=True)")
-        _check_options(options)
+        check_options(options)
         return await self._stream_turn(messages, {**self.default_options, **options}).get_full_output()
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, model={self._model_spec!r}, tools={list(self.tools)})"
-
-
-async def _remembered(
-    source: AsyncIterator[Chunk],
-    config: RunConfig,
-    memory: Memory,
-    scope: MemoryScope,
-    inputs: list[dict[str, Any]],
-    *,
-    load: bool,
-) -> AsyncIterator[Chunk]:
-    """The run's chunks, with the thread's history loaded before and the turn stored after."""
-    if load:
-        history = await memory.history(scope)
-        at = next((i for i, m in enumerate(config.prompt) if m.get("role") != "system"), len(config.prompt))
-        config.prompt[at:at] = history
-    else:
-        await memory.ensure_thread(scope)
-    recorder = TurnRecorder(scope)
-    finished = broken = False
-    async for chunk in source:
-        recorder.observe(chunk)
-        kind = getattr(chunk, "type", None)
-        finished = finished or kind == "finish"
-        broken = broken or kind in ("abort", "error", "tripwire")
-        yield chunk
-    if finished and not broken:  # an aborted or failed turn is not stored
-        await memory.save(recorder.records(inputs, message_id=config.message_id))
-
-
-def _check_options(options: Mapping[str, Any]) -> None:
-    unknown = set(options) - _OPTIONS
-    if unknown:
-        raise TypeError(
-            f"unknown agent option(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(_OPTIONS))})"
-        )

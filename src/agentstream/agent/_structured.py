@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pydantic
 
 from ..chunks import UNSET, ChunkFrom, Object, ObjectResult
-from ..tools._schema import Schema, format_issues, json_schema_of, validate_value
+from ..tools import Schema, format_issues, json_schema_of, validate_value
 from ._convert import parse_partial_json
 
 __all__ = ["StructuredOutputConfig", "StructuredOutputError", "StructuredOutputState"]

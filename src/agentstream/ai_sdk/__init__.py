@@ -30,18 +30,21 @@ from ._convert import (
 from ._errors import UIMessageError, UIMessageStreamError, default_error_text
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request, validate_ui_messages
 from ._sse import (
+    DONE_FRAME,
     HEARTBEAT_FRAME,
     UI_MESSAGE_STREAM_HEADERS,
     assert_valid_heartbeat_ms,
     create_ui_message_stream_response,
     encode_sse,
     encode_sse_frame,
+    encode_ui_chunk,
 )
 
 if TYPE_CHECKING:
     from ._response import SSEStreamResponse
 
 __all__ = [
+    "DONE_FRAME",
     "HEARTBEAT_FRAME",
     "MAX_ID_LENGTH",
     "UI_MESSAGE_STREAM_HEADERS",
@@ -64,6 +67,7 @@ __all__ = [
     "default_error_text",
     "encode_sse",
     "encode_sse_frame",
+    "encode_ui_chunk",
     "handle_chat_stream",
     "parse_chat_request",
     "parse_json_body",

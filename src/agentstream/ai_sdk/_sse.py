@@ -20,6 +20,7 @@ __all__ = [
     "create_ui_message_stream_response",
     "encode_sse",
     "encode_sse_frame",
+    "encode_ui_chunk",
 ]
 
 UI_MESSAGE_STREAM_HEADERS: Mapping[str, str] = {
@@ -92,3 +93,8 @@ def create_ui_message_stream_response(
     from ._response import SSEStreamResponse
 
     return SSEStreamResponse(stream, heartbeat_ms=0, status_code=status, headers=headers)
+
+
+def encode_ui_chunk(chunk: Any) -> bytes:
+    """One UI message chunk as compact JSON bytes: an SSE frame's data, or one JSON line."""
+    return _dumps(chunk)

@@ -13,8 +13,7 @@ async with BackgroundTaskManager(SQLiteStore("tasks.db"), {"global_concurrency":
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+from ._agent_integration import UntilIdleOutput, stream_until_idle
 from ._config import (
     BACKGROUND_OVERRIDE_JSON_SCHEMA,
     AgentBackgroundConfig,
@@ -32,11 +31,11 @@ from ._config import (
     continuation_directive,
     inject_background_schema,
     is_background_eligible,
-    placeholder_result_text,
     resolve_background_config,
     resumed_result_text,
 )
 from ._context import BackgroundTaskContext, BackgroundTaskWriter
+from ._dispatch import AgentBackground
 from ._errors import (
     BackgroundTaskError,
     BackgroundTasksDisabledError,
@@ -55,25 +54,10 @@ from ._manager import (
     TaskHooks,
 )
 
-if TYPE_CHECKING:
-    from ._agent_integration import UntilIdleOutput, stream_until_idle
-
-_LAZY = frozenset({"UntilIdleOutput", "stream_until_idle"})
-
-
-def __getattr__(name: str) -> Any:
-    # the agent integration imports agentstream.agent; load it on demand so that the agent package
-    # can import this one without a cycle
-    if name in _LAZY:
-        from . import _agent_integration
-
-        return getattr(_agent_integration, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 __all__ = [
     "BACKGROUND_OVERRIDE_JSON_SCHEMA",
     "STALE_TASK_MESSAGE",
+    "AgentBackground",
     "AgentBackgroundConfig",
     "AgentToolBackgroundConfig",
     "BackgroundTaskChunk",
@@ -104,7 +88,6 @@ __all__ = [
     "continuation_directive",
     "inject_background_schema",
     "is_background_eligible",
-    "placeholder_result_text",
     "resolve_background_config",
     "resumed_result_text",
     "stream_until_idle",

@@ -20,13 +20,11 @@ from typing import Any
 
 from .._abort import AbortSignal
 from ..agent import Agent
-from ..chunks import StepFinish
-from ..chunks._codec import Chunk
+from ..chunks import Chunk, StepFinish
 from ..memory import Memory, MemoryScope, resolve_memory_option
-from ..stream import ModelOutput
-from ..stream._output import UnresolvedResultError
-from ..stream._promise import Delayed
+from ..stream import Delayed, ModelOutput, UnresolvedResultError
 from ._config import continuation_directive
+from ._dispatch import AgentBackground
 from ._manager import BackgroundTaskManager
 
 __all__ = ["UntilIdleOutput", "stream_until_idle"]
@@ -296,7 +294,7 @@ class UntilIdleOutput:
                             self._continuation_messages(batch),
                             self._options,
                             continuation=True,
-                            manager=self._manager,
+                            background=AgentBackground(self._manager),
                             background_scope=(self._scope.thread_id, self._scope.resource_id),
                         )
                         self.turns.append(turn)
@@ -409,7 +407,7 @@ def stream_until_idle(
     continuation = {k: v for k, v in first_options.items() if k != "on_finish"}
     scope = _Scope(thread_id, resource_id, run_id)
     first = agent._stream_turn(
-        messages, first_options, manager=manager, background_scope=(thread_id, resource_id)
+        messages, first_options, background=AgentBackground(manager), background_scope=(thread_id, resource_id)
     )
     return UntilIdleOutput(
         agent,

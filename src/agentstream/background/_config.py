@@ -10,10 +10,12 @@ directive). Keys are snake_case; ``Mastra(background_tasks={...})`` passes a dic
 from __future__ import annotations
 
 import copy
-import dataclasses
-from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, cast, get_args
+from typing import Any, Literal, cast, get_args
+
+from .._validate import check_count, check_ms, from_mapping
+from ..tools import AgentBackgroundConfig, AgentToolBackgroundConfig, TaskCallback, ToolBackgroundConfig
 
 __all__ = [
     "BACKGROUND_OVERRIDE_JSON_SCHEMA",
@@ -43,31 +45,6 @@ ManagerMode = Literal["full", "producer", "worker"]
 _BACKPRESSURE: tuple[str, ...] = get_args(Backpressure)
 _DISPOSITIONS: tuple[str, ...] = get_args(Disposition)
 
-TaskCallback: TypeAlias = Callable[[Any], object]
-"""Called with the task record (``agentstream.storage.BackgroundTask``); may be async."""
-
-
-def _check_ms(name: str, value: object, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ValueError(f"{name} must be a non-negative number of milliseconds, got {value!r}")
-
-
-def _check_count(name: str, value: object, *, minimum: int = 0) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-
-
-def _from_mapping(cls: type[Any], value: Mapping[str, Any], where: str) -> Any:
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(value) - names)
-    if unknown:
-        raise ValueError(
-            f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; expected some of {sorted(names)}"
-        )
-    return cls(**value)
-
 
 @dataclass(frozen=True, slots=True)
 class RetryConfig:
@@ -80,7 +57,7 @@ class RetryConfig:
     retryable_errors: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
-        _check_count("max_retries", self.max_retries)
+        check_count("max_retries", self.max_retries)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,9 +71,9 @@ class CleanupConfig:
     cleanup_interval_ms: int = 60_000
 
     def __post_init__(self) -> None:
-        _check_ms("completed_ttl_ms", self.completed_ttl_ms)
-        _check_ms("failed_ttl_ms", self.failed_ttl_ms)
-        _check_ms("cleanup_interval_ms", self.cleanup_interval_ms)
+        check_ms("completed_ttl_ms", self.completed_ttl_ms)
+        check_ms("failed_ttl_ms", self.failed_ttl_ms)
+        check_ms("cleanup_interval_ms", self.cleanup_interval_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,28 +116,28 @@ class BackgroundTaskManagerConfig:
     on_task_cancelled: TaskCallback | None = None
 
     def __post_init__(self) -> None:
-        _check_count("global_concurrency", self.global_concurrency, minimum=1)
-        _check_count("per_agent_concurrency", self.per_agent_concurrency, minimum=1)
+        check_count("global_concurrency", self.global_concurrency, minimum=1)
+        check_count("per_agent_concurrency", self.per_agent_concurrency, minimum=1)
         if self.backpressure not in _BACKPRESSURE:
             raise ValueError(f"backpressure must be one of {_BACKPRESSURE}, got {self.backpressure!r}")
         if self.mode != "full":
             raise ValueError(
                 f"mode {self.mode!r} is not supported: this port runs producer and worker in one process ('full')"
             )
-        _check_ms("default_timeout_ms", self.default_timeout_ms)
-        _check_ms("progress_throttle_ms", self.progress_throttle_ms, allow_none=True)
-        _check_ms("wait_timeout_ms", self.wait_timeout_ms, allow_none=True)
-        _check_ms("shutdown_grace_ms", self.shutdown_grace_ms)
-        _check_count("lease_ms", self.lease_ms, minimum=1)
+        check_ms("default_timeout_ms", self.default_timeout_ms)
+        check_ms("progress_throttle_ms", self.progress_throttle_ms, allow_none=True)
+        check_ms("wait_timeout_ms", self.wait_timeout_ms, allow_none=True)
+        check_ms("shutdown_grace_ms", self.shutdown_grace_ms)
+        check_count("lease_ms", self.lease_ms, minimum=1)
         if self.heartbeat_interval_ms is not None:
-            _check_count("heartbeat_interval_ms", self.heartbeat_interval_ms, minimum=1)
+            check_count("heartbeat_interval_ms", self.heartbeat_interval_ms, minimum=1)
             if self.heartbeat_interval_ms >= self.lease_ms:
                 raise ValueError(
                     f"heartbeat_interval_ms ({self.heartbeat_interval_ms}) must be shorter than lease_ms "
                     f"({self.lease_ms}), or every lease lapses before it is renewed"
                 )
         if self.max_queued is not None:
-            _check_count("max_queued", self.max_queued, minimum=0)
+            check_count("max_queued", self.max_queued, minimum=0)
         if self.cleanup is not None and not isinstance(self.cleanup, CleanupConfig):
             raise ValueError(f"cleanup must be a CleanupConfig, a dict or None, got {self.cleanup!r}")
 
@@ -198,114 +175,13 @@ class BackgroundTaskManagerConfig:
         data.setdefault("enabled", True)
         retries = data.get("default_retries")
         if isinstance(retries, Mapping):
-            data["default_retries"] = _from_mapping(RetryConfig, retries, "default_retries")
+            data["default_retries"] = from_mapping(RetryConfig, retries, "default_retries")
         cleanup = data.get("cleanup")
         if isinstance(cleanup, Mapping):
-            data["cleanup"] = _from_mapping(CleanupConfig, cleanup, "cleanup")
+            data["cleanup"] = from_mapping(CleanupConfig, cleanup, "cleanup")
         elif cleanup is False:
             data["cleanup"] = None
-        return cast(BackgroundTaskManagerConfig, _from_mapping(cls, data, "background_tasks"))
-
-
-@dataclass(frozen=True, slots=True)
-class ToolBackgroundConfig:
-    """``createTool({background: {...}})``."""
-
-    enabled: bool = False
-    default_disposition: Literal["foreground", "deferred"] = "deferred"
-    timeout_ms: int | None = None
-    max_retries: int | None = None
-    wait_timeout_ms: int | None = None
-    on_complete: TaskCallback | None = None
-    on_failed: TaskCallback | None = None
-
-    def __post_init__(self) -> None:
-        if self.default_disposition not in ("foreground", "deferred"):
-            raise ValueError(
-                f"default_disposition must be 'foreground' or 'deferred', got {self.default_disposition!r}"
-            )
-        _check_ms("timeout_ms", self.timeout_ms, allow_none=True)
-        if self.max_retries is not None:
-            _check_count("max_retries", self.max_retries)
-
-    @classmethod
-    def from_value(
-        cls, value: ToolBackgroundConfig | Mapping[str, Any] | bool | None
-    ) -> ToolBackgroundConfig | None:
-        """Build the config from `Tool(background=...)`: `True`/`False`, a dict, a config or `None`."""
-        if value is None or isinstance(value, cls):
-            return value
-        if isinstance(value, bool):
-            return cls(enabled=value)
-        if isinstance(value, Mapping):
-            data = dict(value)
-            retries = data.pop("retries", None)  # Mastra's older `retries: {maxRetries}` spelling
-            if isinstance(retries, Mapping) and "max_retries" in retries:
-                data.setdefault("max_retries", retries["max_retries"])
-            return cast(ToolBackgroundConfig, _from_mapping(cls, data, "tool background"))
-        raise TypeError(f"tool background config must be a dict or ToolBackgroundConfig, got {value!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class AgentToolBackgroundConfig:
-    """One tool's background setting on an agent (`Agent(background_tasks={"tools": {name: ...}})`)."""
-
-    enabled: bool
-    timeout_ms: int | None = None
-    default_disposition: Literal["foreground", "deferred"] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class AgentBackgroundConfig:
-    """``new Agent({backgroundTasks: {...}})``."""
-
-    disabled: bool = False
-    tools: Mapping[str, bool | AgentToolBackgroundConfig | Mapping[str, Any]] | Literal["all"] | None = None
-    concurrency: int | None = None
-    wait_timeout_ms: int | None = None
-    on_task_complete: TaskCallback | None = None
-    on_task_failed: TaskCallback | None = None
-
-    @classmethod
-    def from_value(
-        cls, value: AgentBackgroundConfig | Mapping[str, Any] | None
-    ) -> AgentBackgroundConfig | None:
-        """Build the config from `Agent(background_tasks=...)`: a dict, a config or `None`; `TypeError` for
-        anything else.
-        """
-        if value is None or isinstance(value, cls):
-            return value
-        if isinstance(value, Mapping):
-            return cast(AgentBackgroundConfig, _from_mapping(cls, value, "agent background_tasks"))
-        raise TypeError(f"agent background config must be a dict or AgentBackgroundConfig, got {value!r}")
-
-    def tool_config(self, tool_name: str) -> AgentToolBackgroundConfig | None:
-        """This agent's background setting for tool `tool_name` (`None` when the agent does not override it)."""
-        if self.tools is None:
-            return None
-        if self.tools == "all":
-            return AgentToolBackgroundConfig(enabled=True)
-        if isinstance(self.tools, str):
-            raise ValueError(f"agent background tools must be 'all' or a mapping, got {self.tools!r}")
-        key = _strip_prefix(tool_name)
-        entry = self.tools.get(tool_name, self.tools.get(key))
-        if entry is None:
-            return None
-        if isinstance(entry, bool):
-            return AgentToolBackgroundConfig(enabled=entry)
-        if isinstance(entry, AgentToolBackgroundConfig):
-            return entry
-        return cast(
-            AgentToolBackgroundConfig,
-            _from_mapping(AgentToolBackgroundConfig, entry, f"tools[{tool_name!r}]"),
-        )
-
-
-def _strip_prefix(tool_name: str) -> str:
-    for prefix in ("agent-", "workflow-"):
-        if tool_name.startswith(prefix):
-            return tool_name[len(prefix) :]
-    return tool_name
+        return cast(BackgroundTaskManagerConfig, from_mapping(cls, data, "background_tasks"))
 
 
 @dataclass(frozen=True, slots=True)

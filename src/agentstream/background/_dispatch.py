@@ -18,19 +18,15 @@ or ``stream_until_idle(..., manager=...)``), ``background_run`` gives the run:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..agent._loop import LoopHooks, PendingToolCall, StepInfo
-from ..chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, ChunkFrom, ToolResult
-from ..chunks._codec import Chunk
-from ..tools import Tool, ToolContext, json_schema_of
+from ..agent import Agent, LoopHooks, PendingToolCall, RunSetup, StepInfo
+from ..chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, Chunk, ChunkFrom, ToolResult
+from ..tools import AgentBackgroundConfig, Tool, ToolBackgroundConfig, ToolContext, json_schema_of
 from ._config import (
-    AgentBackgroundConfig,
     ResolvedBackgroundConfig,
-    ToolBackgroundConfig,
     background_system_prompt,
     inject_background_schema,
     is_background_eligible,
@@ -40,18 +36,43 @@ from ._config import (
 from ._manager import BackgroundTaskManager, TaskHooks
 
 if TYPE_CHECKING:
-    from ..agent import Agent
+    from ..agent import MessageInput
+    from ..stream import ModelOutput
+    from ._agent_integration import UntilIdleOutput
 
-__all__ = ["BackgroundHooks", "BackgroundRun", "background_run", "register_background_tools"]
+__all__ = ["AgentBackground", "BackgroundHooks", "background_run", "register_background_tools"]
 
 
-@dataclass
-class BackgroundRun:
-    """What one run of an agent uses instead of its own tools, instructions and hooks."""
+class AgentBackground:
+    """``manager`` behind the agent's :class:`~agentstream.agent.BackgroundSeam`.
 
-    tools: dict[str, Tool]
-    instructions: str
-    hooks: BackgroundHooks
+    ``Mastra(background_tasks=...)`` gives one to every agent it registers; until-idle turns pass
+    one to ``Agent._stream_turn``.
+    """
+
+    def __init__(self, manager: BackgroundTaskManager) -> None:
+        self.manager = manager
+
+    @property
+    def enabled(self) -> bool:
+        """The manager's ``config.enabled``."""
+        return self.manager.config.enabled
+
+    def register_tools(self, agent: Agent) -> None:
+        """Register ``agent``'s eligible tools as executors (tasks recovered or resumed later)."""
+        register_background_tools(agent, self.manager)
+
+    def prepare_run(self, agent: Agent, *, thread_id: str | None, resource_id: str | None) -> RunSetup:
+        """:func:`background_run` of ``agent`` with this manager."""
+        return background_run(agent, self.manager, thread_id=thread_id, resource_id=resource_id)
+
+    def stream_until_idle(
+        self, agent: Agent, messages: MessageInput, *, max_idle_ms: float | None, options: dict[str, Any]
+    ) -> UntilIdleOutput | ModelOutput:
+        """:func:`~agentstream.background.stream_until_idle` of ``agent`` with this manager."""
+        from ._agent_integration import stream_until_idle  # it builds AgentBackground objects itself
+
+        return stream_until_idle(agent, messages, manager=self.manager, max_idle_ms=max_idle_ms, **options)
 
 
 def _tool_configs(agent: Agent) -> dict[str, ToolBackgroundConfig | None]:
@@ -72,7 +93,7 @@ def background_run(
     *,
     thread_id: str | None = None,
     resource_id: str | None = None,
-) -> BackgroundRun:
+) -> RunSetup:
     """The tools, instructions and hooks of one run of ``agent`` with ``manager`` (enabled)."""
     agent_cfg = agent.background_config
     configs = _tool_configs(agent)
@@ -98,7 +119,7 @@ def background_run(
         thread_id=thread_id,
         resource_id=resource_id,
     )
-    return BackgroundRun(tools, instructions, hooks)
+    return RunSetup(tools, instructions, hooks)
 
 
 async def _run_inline(tool: Tool, args: Any, context: ToolContext) -> Any:

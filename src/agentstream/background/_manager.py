@@ -34,6 +34,7 @@ from typing import Any, Literal, TypeAlias, cast
 import msgspec
 
 from .._abort import AbortableQueue, AbortController, AbortSignal
+from .._secrets import redact
 from ..chunks import (
     BackgroundTaskCancelled,
     BackgroundTaskCancelledPayload,
@@ -940,9 +941,11 @@ class BackgroundTaskManager:
         if controller.signal.aborted or isinstance(exc, TimeoutError):
             message = f"Task timed out after {task.timeout_ms}ms"
             return _Outcome("timed_out", error=TaskError(message=message))
-        error = TaskError(
-            message=str(exc) or type(exc).__name__, stack="".join(traceback.format_exception(exc))
-        )
+        # The record's message reaches the client (background-task-failed) and the model (the
+        # continuation turn): a secret in a tool's exception must reach neither.
+        stack = redact("".join(traceback.format_exception(exc)))
+        log.warning("background task %s (tool %s) failed:\n%s", task.id, task.tool_name, stack)
+        error = TaskError(message=redact(str(exc) or type(exc).__name__), stack=stack)
         if task.retry_count < task.max_retries:
             return _Outcome("retry", error=error)
         return _Outcome("failed", error=error)

@@ -11,7 +11,6 @@ from ._memory import (
     DEFAULT_LAST_MESSAGES,
     Memory,
     MemoryScope,
-    TurnRecorder,
     db_messages_to_prompt,
     resolve_memory_option,
 )
@@ -20,7 +19,6 @@ __all__ = [
     "DEFAULT_LAST_MESSAGES",
     "Memory",
     "MemoryScope",
-    "TurnRecorder",
     "db_messages_to_prompt",
     "resolve_memory_option",
 ]

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 
-from ..chunks import chunk_to_dict
+from ..chunks import Chunk, chunk_to_dict
 from ..storage import MessageRecord, Storage, ThreadRecord
 
 __all__ = ["Memory", "MemoryScope", "TurnRecorder", "db_messages_to_prompt", "resolve_memory_option"]
@@ -128,6 +128,39 @@ class Memory:
             floor = record.created_at
             out.append(record)
         await store.save_messages(out)
+
+    async def remember(
+        self,
+        source: AsyncIterator[Chunk],
+        scope: MemoryScope,
+        prompt: list[dict[str, Any]],
+        inputs: list[dict[str, Any]],
+        *,
+        message_id: str,
+        load: bool = True,
+    ) -> AsyncIterator[Chunk]:
+        """A run's chunks, with the thread's history loaded into ``prompt`` (after its system
+        messages) before the run starts and the turn (``inputs`` and the response) stored after.
+
+        ``load=False``: the history is already in the prompt (an until-idle continuation); only the
+        thread is ensured. An aborted or failed turn is not stored.
+        """
+        if load:
+            history = await self.history(scope)
+            at = next((i for i, m in enumerate(prompt) if m.get("role") != "system"), len(prompt))
+            prompt[at:at] = history
+        else:
+            await self.ensure_thread(scope)
+        recorder = TurnRecorder(scope)
+        finished = broken = False
+        async for chunk in source:
+            recorder.observe(chunk)
+            kind = getattr(chunk, "type", None)
+            finished = finished or kind == "finish"
+            broken = broken or kind in ("abort", "error", "tripwire")
+            yield chunk
+        if finished and not broken:
+            await self.save(recorder.records(inputs, message_id=message_id))
 
     async def inject_result(
         self,

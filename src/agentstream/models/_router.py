@@ -9,6 +9,7 @@ from typing import Any
 
 from ._anthropic import AnthropicModel
 from ._base import LanguageModel
+from ._demo import DemoModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 
@@ -72,7 +73,7 @@ _factories: dict[str, ModelFactory] = {}
 def register_model_factory(prefix: str, factory: ModelFactory) -> None:
     """Make ``resolve_model(f"{prefix}/<id>")`` (or just ``prefix``) call ``factory(model_id, **kw)``.
 
-    Registered prefixes win over built-in providers (the agent package registers ``"demo"``).
+    Registered prefixes win over built-in providers (``"demo"``: the offline demo model).
     """
     if not prefix or "/" in prefix:
         raise ValueError(f"invalid model prefix {prefix!r}")
@@ -81,7 +82,7 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
 
 def known_providers() -> list[str]:
     """Every prefix :func:`resolve_model` accepts (built-in providers and registered factories), sorted."""
-    return sorted({*_COMPAT, "anthropic", "openai.chat", "openai.responses", *_factories})
+    return sorted({*_COMPAT, "anthropic", "demo", "openai.chat", "openai.responses", *_factories})
 
 
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
@@ -111,6 +112,8 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
     prefix, sep, model_id = spec.partition("/")
     if prefix in _factories:
         return _factories[prefix](model_id, **kwargs)
+    if prefix == "demo":
+        return DemoModel(model_id=model_id or "demo", **kwargs)
     if not sep:
         raise UnknownProviderError(
             f"model {spec!r} names no provider: use 'provider/model-id' (e.g. 'openai/gpt-4o-mini'); "

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from ._jsregex import js_regex
+from ._jsregex import JSRegexError, js_regex, parse_js_literal
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
+from ._promise import Delayed
 from ._results import AbortEvent, ErrorEvent, FinishEvent, FullOutput, StepResult, Usage
 from ._segmenter import Segment, Segmenter
 from ._smooth import (
@@ -19,9 +20,11 @@ from ._types import ChunkStream, Transform, TransformFactory, apply_transforms
 __all__ = [
     "AbortEvent",
     "ChunkStream",
+    "Delayed",
     "ErrorEvent",
     "FinishEvent",
     "FullOutput",
+    "JSRegexError",
     "ModelOutput",
     "RunStatus",
     "Segment",
@@ -37,6 +40,7 @@ __all__ = [
     "check_transform_factories",
     "compose_transforms",
     "js_regex",
+    "parse_js_literal",
     "smooth_stream",
     "smooth_stream_factory",
 ]

@@ -275,26 +275,80 @@ class ModelOutput:
 
     # ---------------------------------------------------------------- results
 
-    def _result(self, name: str) -> Delayed[Any]:
-        return self._results[name]
+    @property
+    def text(self) -> Delayed[str]:
+        """Awaitable: the run's text (spec §3.4 rules)."""
+        return self._results["text"]
 
-    text = property(lambda self: self._result("text"), doc="Awaitable: the run's text (spec §3.4 rules).")
-    reasoning = property(lambda self: self._result("reasoning"), doc="Awaitable: reasoning details.")
-    reasoning_text = property(
-        lambda self: self._result("reasoning_text"), doc="Awaitable: all reasoning text or None."
-    )
-    sources = property(lambda self: self._result("sources"), doc="Awaitable: source chunks.")
-    files = property(lambda self: self._result("files"), doc="Awaitable: file chunks.")
-    tool_calls = property(lambda self: self._result("tool_calls"), doc="Awaitable: tool-call chunks.")
-    tool_results = property(lambda self: self._result("tool_results"), doc="Awaitable: tool-result chunks.")
-    steps = property(lambda self: self._result("steps"), doc="Awaitable: list of StepResult.")
-    usage = property(lambda self: self._result("usage"), doc="Awaitable: usage summed over steps.")
-    total_usage = property(lambda self: self._result("total_usage"), doc="Awaitable: total usage.")
-    finish_reason = property(lambda self: self._result("finish_reason"), doc="Awaitable: finish reason.")
-    warnings = property(lambda self: self._result("warnings"), doc="Awaitable: provider warnings.")
-    provider_metadata = property(lambda self: self._result("provider_metadata"), doc="Awaitable.")
-    response = property(lambda self: self._result("response"), doc="Awaitable: response metadata.")
-    request = property(lambda self: self._result("request"), doc="Awaitable: the last request.")
+    @property
+    def reasoning(self) -> Delayed[list[dict[str, Any]]]:
+        """Awaitable: reasoning details."""
+        return self._results["reasoning"]
+
+    @property
+    def reasoning_text(self) -> Delayed[str | None]:
+        """Awaitable: all reasoning text, or ``None``."""
+        return self._results["reasoning_text"]
+
+    @property
+    def sources(self) -> Delayed[list[Source]]:
+        """Awaitable: the ``source`` chunks."""
+        return self._results["sources"]
+
+    @property
+    def files(self) -> Delayed[list[File]]:
+        """Awaitable: the ``file`` chunks."""
+        return self._results["files"]
+
+    @property
+    def tool_calls(self) -> Delayed[list[ToolCall]]:
+        """Awaitable: the ``tool-call`` chunks."""
+        return self._results["tool_calls"]
+
+    @property
+    def tool_results(self) -> Delayed[list[ToolResult]]:
+        """Awaitable: the ``tool-result`` chunks."""
+        return self._results["tool_results"]
+
+    @property
+    def steps(self) -> Delayed[list[StepResult]]:
+        """Awaitable: one :class:`StepResult` per step."""
+        return self._results["steps"]
+
+    @property
+    def usage(self) -> Delayed[Usage]:
+        """Awaitable: usage summed over the steps."""
+        return self._results["usage"]
+
+    @property
+    def total_usage(self) -> Delayed[Usage]:
+        """Awaitable: total usage."""
+        return self._results["total_usage"]
+
+    @property
+    def finish_reason(self) -> Delayed[str | None]:
+        """Awaitable: the run's finish reason."""
+        return self._results["finish_reason"]
+
+    @property
+    def warnings(self) -> Delayed[list[Any]]:
+        """Awaitable: provider warnings."""
+        return self._results["warnings"]
+
+    @property
+    def provider_metadata(self) -> Delayed[dict[str, Any] | None]:
+        """Awaitable: the last step's provider metadata."""
+        return self._results["provider_metadata"]
+
+    @property
+    def response(self) -> Delayed[dict[str, Any]]:
+        """Awaitable: response metadata."""
+        return self._results["response"]
+
+    @property
+    def request(self) -> Delayed[dict[str, Any]]:
+        """Awaitable: the last request."""
+        return self._results["request"]
 
     @property
     def object(self) -> Delayed[Any]:
@@ -304,8 +358,15 @@ class ModelOutput:
             delayed.resolve(None)
         return delayed
 
-    suspend_payload = property(lambda self: self._result("suspend_payload"), doc="Awaitable.")
-    resume_schema = property(lambda self: self._result("resume_schema"), doc="Awaitable.")
+    @property
+    def suspend_payload(self) -> Delayed[Any]:
+        """Awaitable: the suspended tool's payload (``None`` when the run did not suspend)."""
+        return self._results["suspend_payload"]
+
+    @property
+    def resume_schema(self) -> Delayed[Any]:
+        """Awaitable: the schema of the data that resumes the run (``None`` when it did not suspend)."""
+        return self._results["resume_schema"]
 
     async def consume_stream(self, on_error: Callable[[BaseException], Any] | None = None) -> None:
         """Run to the end without reading; a run error goes to ``on_error`` instead of raising."""

@@ -30,14 +30,17 @@ class Delayed(Generic[T]):
 
     @property
     def settled(self) -> bool:
+        """Resolved or rejected already."""
         return self._state != _PENDING
 
     def resolve(self, value: T) -> None:
+        """Settle with ``value`` (ignored once settled)."""
         if self._state == _PENDING:
             self._state, self._value = _RESOLVED, value
             self._wake()
 
     def reject(self, error: BaseException) -> None:
+        """Settle with ``error``: awaiting raises it (ignored once settled)."""
         if self._state == _PENDING:
             self._state, self._value = _REJECTED, error
             self._wake()

@@ -6,15 +6,15 @@ import asyncio
 import inspect
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, get_type_hints, overload
 
 import pydantic
 
 from .._abort import AbortSignal
-from ..chunks import ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload
-from ..chunks._codec import Chunk
+from ..chunks import Chunk, ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload
+from ._background import ToolBackgroundConfig
 from ._schema import Schema, format_issues, issues_tree, json_schema_of, validate_value
 
 __all__ = ["Tool", "ToolContext", "ToolWriter", "tool"]
@@ -132,19 +132,15 @@ class Tool:
     input_schema: Schema
     execute: ToolExecute
     output_schema: Schema | None = None
-    background: Any = None
-    """``ToolBackgroundConfig | None`` after construction (typed ``Any``: the background package
-    imports this one)."""
+    background: ToolBackgroundConfig | Mapping[str, Any] | bool | None = None
+    """A :class:`ToolBackgroundConfig` (or ``None``) after construction."""
 
     def __post_init__(self) -> None:
         if not self.id:
             raise ValueError("a tool needs a non-empty id")
         if not callable(self.execute):
             raise TypeError(f"tool {self.id!r}: execute must be callable")
-        if self.background is not None:
-            from ..background._config import ToolBackgroundConfig
-
-            self.background = ToolBackgroundConfig.from_value(self.background)
+        self.background = ToolBackgroundConfig.from_value(self.background)
         self._is_async = inspect.iscoroutinefunction(self.execute) or inspect.iscoroutinefunction(
             getattr(self.execute, "__call__", None)  # noqa: B004
         )

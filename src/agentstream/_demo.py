@@ -1,4 +1,4 @@
-"""The demo agent used by ``agentstream run``: a ``weather`` tool and a slow ``research`` tool.
+"""The demo agent used by ``agentstream run`` / ``serve`` (the application layer, not the library's): a ``weather`` tool and a slow ``research`` tool.
 
 ``research`` is background-enabled: under ``Mastra(background_tasks=...)`` (see ``demo_mastra``)
 it runs as a background task and the model gets a placeholder; elsewhere it runs inline.
@@ -10,13 +10,13 @@ import asyncio
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from ..models._base import LanguageModel
-from ..tools import ToolContext, tool
-from ._agent import Agent
+from ._mastra import Mastra
+from .agent import Agent
+from .models import LanguageModel
+from .tools import ToolContext, tool
 
 if TYPE_CHECKING:
-    from .._mastra import Mastra
-    from ..storage import Storage
+    from .storage import Storage
 
 __all__ = ["demo_agent", "demo_mastra"]
 
@@ -69,8 +69,6 @@ def demo_mastra(
     ``until_idle`` becomes a default option of the agent, so that every ``stream()`` (e.g. the chat
     route's) is an until-idle stream carrying the background-task chunks and the continuation turn.
     """
-    from .._mastra import Mastra
-
     options: dict[str, Any] = {"until_idle": until_idle} if until_idle else {}
     return Mastra(
         agents={"demo": demo_agent(model, default_options=options)},

@@ -1,0 +1,163 @@
+"""The loop's seams: what it tells the code plugged into it, and where it calls that code.
+
+One :class:`LoopHooks` object per run; every method has a no-op default, so an override implements
+only what it needs and chains to an inner hooks object for the rest (as the background package's
+``BackgroundHooks`` does). The order within a run, and who is meant to plug in where:
+
+==========================  ===================================================================
+``process_input``           once, before the first model call: the prompt (input processors)
+``prepare_step``            before every model call: that call's options (per-step processors,
+                            ``prepareStep``, the LLM-request phase)
+``process_chunk``           every chunk the loop streams (output-stream processors, tripwire)
+``execute_tool``            every client tool call that validated (tool approval / suspension,
+                            background dispatch)
+``after_tools``             after a step's tools ran
+``end_of_step``             before ``step-finish``: force continuing or stopping (goals,
+                            is-task-complete)
+``end_of_run``              before ``finish``: chunks to stream first (output-result processors)
+==========================  ===================================================================
+
+Background tasks plug in one level up, per run: a :class:`BackgroundSeam` gives the run its tools,
+instructions and (wrapping) hooks, and runs the until-idle stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..background import UntilIdleOutput
+    from ..chunks import Chunk
+    from ..models import CallOptions
+    from ..stream import ModelOutput
+    from ..tools import Tool, ToolContext
+    from ._agent import Agent
+    from ._messages import MessageInput
+
+__all__ = ["BackgroundSeam", "LoopHooks", "PendingToolCall", "RunSetup", "StepInfo", "StopCondition"]
+
+
+@dataclass
+class StepInfo:
+    """What ``stop_when`` conditions and hooks see about one finished step."""
+
+    number: int
+    text: str
+    finish_reason: str
+    is_continued: bool
+    tool_calls: list[dict[str, Any]]
+    tool_results: list[dict[str, Any]]
+    usage: dict[str, Any]
+    errored: bool = False
+
+
+@dataclass
+class PendingToolCall:
+    """One client-side tool call of a step, as the loop runs it."""
+
+    call_id: str
+    name: str
+    exec_args: Any
+    """The arguments the tool is run with (the streamed JSON, or the provider's repaired input)."""
+    history_args: Any
+    """The arguments recorded in the message history (the provider's ``tool-call`` input)."""
+    provider_executed: bool | None
+    args: Any = None
+    """``exec_args`` validated against the tool's input schema (set just before the tool runs)."""
+
+
+StopCondition = Callable[[list[StepInfo]], bool | Awaitable[bool]]
+
+
+class LoopHooks:
+    """Where processors, goals, approvals and background tasks plug into a run (no-ops here).
+
+    * ``process_input(messages)`` — the prompt before the first model call (system messages
+      included); return it, or a replacement list.
+    * ``prepare_step(step_number, options)`` — the ``CallOptions`` of one model call (``prompt``,
+      ``tools``, ``tool_choice`` …); return them, or a replacement.
+    * ``process_chunk(chunk)`` — per-chunk output processing; return the chunk, a replacement, or
+      ``None`` to drop it. A plain attribute (``None``: no processing) so that the per-token path
+      pays nothing when nobody processes.
+    * ``execute_tool(call, tool, context, default)`` — the tool-execution seam: called for every
+      client tool call whose tool exists and whose input validated (``call.args``); the default
+      awaits ``default()``, which runs the tool. An override may run it elsewhere instead (the
+      background-task package dispatches eligible tools and returns a placeholder result), ask
+      for approval first, or decline. What it returns is the tool's result; what it raises becomes
+      a ``tool-error``. It may stream chunks into the run with ``context.writer.emit(chunk)`` (e.g.
+      ``background-task-started``, which also reaches ``on_chunk``); they appear before the step's
+      ``tool-result`` chunks.
+    * ``after_tools(step, results)`` — after the step's tools ran; ``results`` are
+      ``(call, failed, value)`` triples in call order.
+    * ``end_of_step(step)`` — before ``step-finish``; return ``True``/``False`` to force continuing or
+      stopping, ``None`` to keep the loop's decision (goals, is-task-complete).
+    * ``end_of_run(steps)`` — after the last step, before ``finish``: chunks to stream first.
+    """
+
+    process_chunk: Callable[[Chunk], Chunk | None] | None = None
+
+    async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The prompt before the first model call; return it or a replacement (input processors)."""
+        return messages
+
+    async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
+        """One model call's options (1-based ``step_number``); return them or a replacement."""
+        return options
+
+    async def execute_tool(
+        self,
+        call: PendingToolCall,
+        tool: Tool,
+        context: ToolContext,
+        default: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        """Run one validated tool call; the default awaits ``default()`` (the tool itself)."""
+        return await default()
+
+    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
+        """After a step's tools ran: ``results`` are ``(call, failed, value)`` in call order."""
+        return None
+
+    async def end_of_step(self, step: StepInfo) -> bool | None:
+        """Before ``step-finish``: ``True``/``False`` force continuing / stopping, ``None`` keeps it."""
+        return None
+
+    async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
+        """After the last step of a run that was not aborted: chunks to stream before ``finish``."""
+        return []
+
+
+@dataclass
+class RunSetup:
+    """What one run of an agent uses instead of its own tools, instructions and hooks."""
+
+    tools: dict[str, Tool]
+    instructions: str
+    hooks: LoopHooks
+
+
+@runtime_checkable
+class BackgroundSeam(Protocol):
+    """What an agent needs from background tasks (implemented by ``agentstream.background``).
+
+    The agent package owns this seam so that it never imports the background package (which sits
+    above it and imports ``Agent``). A ``Mastra`` with background tasks gives each registered agent
+    one (``agentstream.background.AgentBackground``).
+    """
+
+    @property
+    def enabled(self) -> bool:
+        """``False``: runs are plain (tools inline, no until-idle stream)."""
+        ...
+
+    def prepare_run(self, agent: Agent, *, thread_id: str | None, resource_id: str | None) -> RunSetup:
+        """The tools, instructions and hooks of one run whose tasks belong to (thread, resource)."""
+        ...
+
+    def stream_until_idle(
+        self, agent: Agent, messages: MessageInput, *, max_idle_ms: float | None, options: dict[str, Any]
+    ) -> UntilIdleOutput | ModelOutput:
+        """The until-idle stream: the first turn, the tasks' chunks and the continuation turns."""
+        ...

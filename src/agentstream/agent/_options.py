@@ -1,0 +1,85 @@
+"""The typed options of ``Agent.stream()`` / ``generate()`` (Mastra's ``AgentExecutionOptions`` in snake_case).
+
+``**options: Unpack[StreamOptions]``: editors complete the names and mypy checks the values; at
+run time unknown names still raise ``TypeError`` listing the known ones (:func:`check_options`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Literal, TypedDict
+
+from .._abort import AbortSignal
+from ..chunks import Chunk
+from ..stream import AbortEvent, ErrorEvent, FinishEvent, StepResult, TransformFactory
+from ..tools import ToolErrorMask
+from ._hooks import StopCondition
+from ._settings import ModelSettings
+from ._structured import StructuredOutputConfig
+
+__all__ = ["StreamOptions", "TurnOptions", "UntilIdleOptions", "check_options"]
+
+
+class UntilIdleOptions(TypedDict, total=False):
+    """``until_idle={"max_idle_ms": n}``: close after ``n`` ms without news between turns."""
+
+    max_idle_ms: float
+
+
+class MemoryThread(TypedDict, total=False):
+    id: str
+    title: str
+    metadata: dict[str, Any]
+
+
+class MemoryOptions(TypedDict, total=False):
+    """``memory={"thread": id | {...}, "resource": id}``."""
+
+    thread: str | MemoryThread
+    resource: str
+
+
+class TurnOptions(TypedDict, total=False):
+    """The options of one turn (``generate()`` takes exactly these)."""
+
+    max_steps: int
+    stop_when: StopCondition | Sequence[StopCondition]
+    on_chunk: Callable[[Chunk], Awaitable[None] | None]
+    on_step_finish: Callable[[StepResult], Awaitable[None] | None]
+    on_finish: Callable[[FinishEvent], Awaitable[None] | None]
+    on_error: Callable[[ErrorEvent], Awaitable[None] | None]
+    on_abort: Callable[[AbortEvent], Awaitable[None] | None]
+    on_tool_error: ToolErrorMask
+    """What the client and the model see of a tool's exception (secrets are redacted either way)."""
+    abort_signal: AbortSignal
+    structured_output: StructuredOutputConfig | Mapping[str, Any] | type[Any]
+    """A pydantic model class, ``{"schema": <JSON Schema or model>, ...}`` or a config."""
+    experimental_transform: TransformFactory | Sequence[TransformFactory]
+    include_raw_chunks: bool
+    tool_choice: Literal["auto", "none", "required"] | str | Mapping[str, Any]
+    active_tools: list[str]
+    model_settings: ModelSettings
+    tool_call_concurrency: int | Mapping[str, int]
+    run_id: str
+    clock: Callable[[], float]
+    """``() -> milliseconds`` for timestamps (inject a fake clock's ``now_ms`` in tests)."""
+    sleep: Callable[[float], Awaitable[None]]
+    """How the run waits (timeouts, the rate-limit pause); inject a fake clock's ``sleep`` in tests."""
+    memory: MemoryOptions
+
+
+class StreamOptions(TurnOptions, total=False):
+    """:class:`TurnOptions` plus ``until_idle``."""
+
+    until_idle: bool | UntilIdleOptions
+
+
+KNOWN_OPTIONS = frozenset(StreamOptions.__optional_keys__ | StreamOptions.__required_keys__)
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    unknown = set(options) - KNOWN_OPTIONS
+    if unknown:
+        raise TypeError(
+            f"unknown agent option(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(KNOWN_OPTIONS))})"
+        )

@@ -1,0 +1,140 @@
+"""Per-step state: what one model call produced, as the part handlers and the loop fill it in."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chunks import UNSET, Chunk
+from ..models import StreamPart
+from ._hooks import PendingToolCall
+from ._structured import StructuredOutputState
+
+__all__ = ["StepState", "model_output"]
+
+
+def model_output(result: Any) -> dict[str, Any]:
+    """A tool result as a prompt ``tool-result`` part's ``output``."""
+    if isinstance(result, str):
+        return {"type": "text", "value": result}
+    return {"type": "json", "value": result}
+
+
+@dataclass(eq=False, slots=True)
+class StepState:
+    """One step: the provider's parts as converted so far, its finish, its error, its tool calls."""
+
+    run_id: str
+    number: int
+    created_at: int
+    so: StructuredOutputState | None = None
+    stream: AsyncIterator[StreamPart] | None = None
+    first: StreamPart | None = None
+    """The model's first part, when it was not ``stream-start`` (read while opening the call)."""
+    request: dict[str, Any] = field(default_factory=dict)
+    warnings: list[Any] = field(default_factory=list)
+    response: dict[str, Any] = field(default_factory=dict)
+    finish_reason: str | None = None
+    raw_reason: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+    provider_metadata: Any = None
+    error: Any = UNSET
+    """The step's error (``UNSET``: none); set by an ``error`` part, a throw or a synthetic error."""
+    aborted: bool = False
+    timed_out: BaseException | None = None
+    has_content: bool = False
+    route: int = 0
+    """How the loop treats the chunk the last handler returned (``_parts.STANDARD`` unless set)."""
+    pending: bool = False
+    """``early`` or ``notify`` holds something (checked once per part instead of both lists)."""
+    fatal: bool = False
+    """An ``error`` part ended the step's stream."""
+    text_chunks: list[str] = field(default_factory=list)
+    content: list[dict[str, Any]] = field(default_factory=list)
+    """The assistant message's parts in stream order (text / reasoning parts filled in at the end)."""
+    text_acc: dict[str, list[str]] = field(default_factory=dict)
+    text_part: dict[str, dict[str, Any]] = field(default_factory=dict)
+    reasoning_acc: dict[str, list[str]] = field(default_factory=dict)
+    reasoning_part: dict[str, dict[str, Any]] = field(default_factory=dict)
+    calls: list[PendingToolCall] = field(default_factory=list)
+    streamed: dict[str, list[str]] = field(default_factory=dict)
+    """Streamed tool-input JSON per call id."""
+    stream_meta: dict[str, StreamPart] = field(default_factory=dict)
+    """The ``tool-input-start`` part per call id."""
+    early: list[Chunk] = field(default_factory=list)
+    """Chunks a handler wants streamed before its own (structured-output objects, their errors)."""
+    notify: list[Chunk] = field(default_factory=list)
+    """Chunks a handler wants ``on_chunk`` to see before its own (the synthetic streamed tool-call)."""
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_chunks)
+
+    @property
+    def ended(self) -> bool:
+        """The step was cut short (abort, timeout or error) before its parts ran out."""
+        return self.aborted or self.timed_out is not None or self.error is not UNSET
+
+    def client_calls(self) -> list[PendingToolCall]:
+        return [c for c in self.calls if not c.provider_executed]
+
+    def text_entry(self, tid: str, provider_options: Any) -> list[str]:
+        acc = self.text_acc[tid] = []
+        self.text_part[tid] = part = {"type": "text", "text": "", "providerOptions": provider_options}
+        self.content.append(part)
+        return acc
+
+    def reasoning_entry(self, rid: str, provider_options: Any) -> list[str]:
+        acc = self.reasoning_acc[rid] = []
+        self.reasoning_part[rid] = part = {
+            "type": "reasoning",
+            "text": "",
+            "providerOptions": provider_options,
+        }
+        self.content.append(part)
+        return acc
+
+    def assistant_content(self) -> list[dict[str, Any]]:
+        """The step's assistant message content for the next model call's prompt."""
+        by_obj: dict[int, str] = {id(p): k for k, p in self.text_part.items()}
+        by_reasoning: dict[int, str] = {id(p): k for k, p in self.reasoning_part.items()}
+        out: list[dict[str, Any]] = []
+        for part in self.content:
+            kind = part["type"]
+            if kind == "text" or kind == "reasoning":
+                key = by_obj.get(id(part)) if kind == "text" else by_reasoning.get(id(part))
+                acc = self.text_acc if kind == "text" else self.reasoning_acc
+                text = "".join(acc.get(key or "", []))
+                if not text and (kind == "text" or part.get("providerOptions") is None):
+                    continue
+                options = dict(part.get("providerOptions") or {})
+                options["mastra"] = {"createdAt": self.created_at}
+                out.append({"type": kind, "text": text, "providerOptions": options})
+            else:
+                out.append(part)
+        return out
+
+    def history(self, results: list[tuple[PendingToolCall, bool, Any]]) -> list[dict[str, Any]]:
+        """The messages this step adds to the prompt: the assistant's, then the tool results."""
+        new_messages: list[dict[str, Any]] = []
+        assistant = self.assistant_content()
+        if assistant:
+            new_messages.append({"role": "assistant", "content": assistant})
+        if results:
+            new_messages.append(
+                {
+                    "role": "tool",
+                    "content": [
+                        {
+                            "type": "tool-result",
+                            "toolCallId": c.call_id,
+                            "toolName": c.name,
+                            "output": {"type": "error-text", "value": str(v)} if f else model_output(v),
+                            "input": c.history_args,
+                        }
+                        for c, f, v in results
+                    ],
+                }
+            )
+        return new_messages
