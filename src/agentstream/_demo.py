@@ -10,6 +10,7 @@ import asyncio
 import hashlib
 from typing import TYPE_CHECKING, Any
 
+from ._abort import until_aborted
 from ._mastra import Mastra
 from .agent import Agent
 from .models import LanguageModel
@@ -36,12 +37,7 @@ async def research(topic: str, context: ToolContext) -> dict[str, object]:
     """Research a topic in depth (slow)."""
     for step in ("searching", "reading", "summarising"):
         context.writer.write({"status": step, "topic": topic})
-        waiter = asyncio.ensure_future(context.abort_signal.wait())
-        try:
-            await asyncio.wait({waiter}, timeout=0.8)
-        finally:
-            waiter.cancel()
-        context.abort_signal.throw_if_aborted()
+        await until_aborted(asyncio.sleep(0.8), context.abort_signal)
     return {"topic": topic, "summary": f"Three sources agree on the basics of {topic}; details vary."}
 
 
