@@ -213,8 +213,7 @@ async def until_aborted(aw: Awaitable[_T], signal: AbortSignal | None) -> _T:
     try:
         await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
     finally:
-        waiter.cancel()
-        await reap(waiter)
+        waiter.cancel()  # it only waits on an Event: nothing to clean up, so it is not awaited
     if not task.done():
         task.cancel()
         await reap(task)
