@@ -7,10 +7,14 @@ is their union. They are types only: a part is still a plain dict at run time, s
 validated or copied on the per-token path (docs/decisions.md).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the TypedDicts' NotRequired keys must be seen at run time
+# (``__optional_keys__``, pydantic), which string annotations hide on Python 3.11.
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import Any, Literal, NotRequired, Protocol, TypeAlias, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, TypeAlias, runtime_checkable
+
+# typing_extensions' TypedDict (not typing's) so pydantic can validate parts on Python 3.11 too.
+from typing_extensions import TypedDict
 
 from .._abort import AbortSignal
 from .._secrets import redact, redact_value, safe_url
@@ -327,12 +331,12 @@ class ModelStream(AsyncIterator[StreamPart]):
         self.response: dict[str, Any] = {}
         self._parts: AsyncGenerator[StreamPart, None] | None = None
 
-    def attach(self, parts: AsyncGenerator[StreamPart, None]) -> ModelStream:
+    def attach(self, parts: AsyncGenerator[StreamPart, None]) -> "ModelStream":
         """Set the generator that produces the parts (it may fill ``request`` / ``response``)."""
         self._parts = parts
         return self
 
-    def __aiter__(self) -> ModelStream:
+    def __aiter__(self) -> "ModelStream":
         return self
 
     async def __anext__(self) -> StreamPart:
