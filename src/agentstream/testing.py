@@ -14,7 +14,7 @@ import asyncio
 import base64
 import heapq
 import itertools
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -96,7 +96,8 @@ class ScriptedModel:
 
     def __init__(
         self,
-        steps: Sequence[Sequence[StreamPart] | dict[str, Any]],
+        # Recorded JSON, tags and `$waitForAbort` markers included: plain mappings, not typed parts.
+        steps: Sequence[Sequence[Mapping[str, Any]] | dict[str, Any]],
         *,
         provider: str = "mock-provider",
         model_id: str = "mock-model-id",

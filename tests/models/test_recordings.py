@@ -11,6 +11,7 @@ from agentstream.models import AnthropicModel, APICallError, OpenAIChatModel, Op
 
 from ._cases import CASES, RECORDED_PROMPTS
 from ._drive import drive
+from ._typed_parts import assert_typed_parts
 from .conftest import (
     API_KEY,
     EXPECTED,
@@ -49,6 +50,7 @@ async def test_recording_stream_parts(server: ReplayServer, name: str) -> None:
     # one list of collapsed parts per turn; `--inline-snapshot=fix` rewrites the file (tests/data/README.md)
     assert [snapshot(parts) for parts in outputs] == external_file(EXPECTED / name)
     for parts in outputs:
+        assert_typed_parts(parts)
         assert parts[0] == {"type": "stream-start", "warnings": []}
         assert parts[-1]["type"] == "finish"
         assert sum(p["type"] == "finish" for p in parts) == 1

@@ -52,7 +52,16 @@ from ..models import CallOptions, LanguageModel, StreamPart
 from ..tools import Tool, ToolErrorMask
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
 from ._hooks import LoopHooks, StepInfo, StopCondition
-from ._parts import FATAL, HANDLERS, ON_CHUNK_TYPES, RAW, STANDARD, convert_unknown, finish_structured_output
+from ._parts import (
+    FATAL,
+    HANDLERS,
+    ON_CHUNK_TYPES,
+    RAW,
+    STANDARD,
+    Handler,
+    convert_unknown,
+    finish_structured_output,
+)
 from ._settings import ModelSettings, call_options
 from ._state import StepState
 from ._structured import StructuredOutputConfig, StructuredOutputState
@@ -125,12 +134,13 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                 parts = run.parts(st)
                 if parts is not None:
                     try:
-                        signal, lookup, routed = cfg.signal, HANDLERS.get, run.routed
+                        signal, routed = cfg.signal, run.routed
+                        lookup: Callable[[str, Handler], Handler] = HANDLERS.get
                         async for part in parts:  # the per-token path: no generator in between
                             if signal.aborted:
                                 st.aborted = True
                                 break
-                            out = lookup(part.get("type"), convert_unknown)(st, part)  # type: ignore[arg-type]
+                            out = lookup(part["type"], convert_unknown)(st, part)
                             if routed and out is not None:
                                 out = run.route(st, out)
                             if st.pending:
@@ -262,8 +272,8 @@ class _Run:
         except Exception as exc:
             st.aborted, st.timed_out, st.error = deadline.classify(exc)
         deadline.first_chunk_arrived()
-        if first is not None and first.get("type") == "stream-start":
-            st.warnings = list(first.get("warnings") or [])
+        if first is not None and first["type"] == "stream-start":
+            st.warnings = list(first["warnings"] or [])
             first = None
         st.request = _sent_request(st.stream)
         return first

@@ -18,7 +18,7 @@ Handlers may also queue ``state.early`` (streamed first, unprocessed) and ``stat
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from ..chunks import (
@@ -60,7 +60,29 @@ from ..chunks import (
     ToolResult,
     ToolResultPayload,
 )
-from ..models import StreamPart
+from ..models import (
+    CustomPart,
+    ErrorPart,
+    FilePart,
+    FinishPart,
+    ProviderMetadata,
+    RawPart,
+    ReasoningDeltaPart,
+    ReasoningEndPart,
+    ReasoningFilePart,
+    ReasoningStartPart,
+    ResponseMetadataPart,
+    SourcePart,
+    StreamStartPart,
+    TextDeltaPart,
+    TextEndPart,
+    TextStartPart,
+    ToolCallPart,
+    ToolInputDeltaPart,
+    ToolInputEndPart,
+    ToolInputStartPart,
+    ToolResultPart,
+)
 from ._convert import (
     normalize_finish_reason,
     normalize_usage,
@@ -71,7 +93,17 @@ from ._convert import (
 from ._hooks import PendingToolCall
 from ._state import StepState, model_output
 
-__all__ = ["FATAL", "HANDLERS", "ON_CHUNK_TYPES", "QUIET", "RAW", "STANDARD", "Handled", "convert_unknown"]
+__all__ = [
+    "FATAL",
+    "HANDLERS",
+    "ON_CHUNK_TYPES",
+    "QUIET",
+    "RAW",
+    "STANDARD",
+    "Handled",
+    "Handler",
+    "convert_unknown",
+]
 
 log = logging.getLogger("agentstream.agent")
 
@@ -98,15 +130,16 @@ ON_CHUNK_TYPES = frozenset(
 )
 
 Handled = Chunk | None
-Handler = Callable[[StepState, StreamPart], Handled]
+Handler = Callable[[StepState, Any], Handled]
+"""Takes the part ``TypedDict`` of its key in :data:`HANDLERS` (``tests/agent/test_parts.py`` checks the pairing)."""
 
 
-def _text_delta(st: StepState, part: StreamPart) -> Handled:
-    delta = part.get("delta", "")
+def _text_delta(st: StepState, part: TextDeltaPart) -> Handled:
+    delta = part["delta"]
     pm = part.get("providerMetadata")
     if not delta and pm is None:
         return None
-    tid = part.get("id", "")
+    tid = part["id"]
     acc = st.text_acc.get(tid)
     if acc is None:
         acc = st.text_entry(tid, None)
@@ -125,9 +158,9 @@ def _text_delta(st: StepState, part: StreamPart) -> Handled:
     )
 
 
-def _reasoning_delta(st: StepState, part: StreamPart) -> Handled:
-    rid = part.get("id", "")
-    delta = part.get("delta", "")
+def _reasoning_delta(st: StepState, part: ReasoningDeltaPart) -> Handled:
+    rid = part["id"]
+    delta = part["delta"]
     pm = part.get("providerMetadata")
     acc = st.reasoning_acc.get(rid)
     if acc is None:
@@ -141,11 +174,11 @@ def _reasoning_delta(st: StepState, part: StreamPart) -> Handled:
     )
 
 
-def _tool_input_delta(st: StepState, part: StreamPart) -> Handled:
-    delta = part.get("delta", "")
+def _tool_input_delta(st: StepState, part: ToolInputDeltaPart) -> Handled:
+    delta = part["delta"]
     if not delta:
         return None
-    cid = part.get("id", "")
+    cid = part["id"]
     st.streamed.setdefault(cid, []).append(delta)
     st.has_content = True
     meta = st.stream_meta.get(cid)
@@ -161,16 +194,16 @@ def _tool_input_delta(st: StepState, part: StreamPart) -> Handled:
     )
 
 
-def _text_start(st: StepState, part: StreamPart) -> Handled:
-    tid = part.get("id", "")
+def _text_start(st: StepState, part: TextStartPart) -> Handled:
+    tid = part["id"]
     pm = part.get("providerMetadata")
     if tid not in st.text_acc:
         st.text_entry(tid, pm)
     return TextStart(run_id=st.run_id, from_=AGENT, payload=TextStartPayload(id=tid, provider_metadata=pm))
 
 
-def _text_end(st: StepState, part: StreamPart) -> Handled:
-    tid = part.get("id", "")
+def _text_end(st: StepState, part: TextEndPart) -> Handled:
+    tid = part["id"]
     pm = part.get("providerMetadata")
     if pm is not None and tid in st.text_part:
         st.text_part[tid]["providerOptions"] = pm
@@ -180,8 +213,10 @@ def _text_end(st: StepState, part: StreamPart) -> Handled:
     )
 
 
-def _reasoning_bound(st: StepState, part: StreamPart) -> tuple[str, Any]:
-    rid = part.get("id", "")
+def _reasoning_bound(
+    st: StepState, part: ReasoningStartPart | ReasoningEndPart
+) -> tuple[str, ProviderMetadata | None]:
+    rid = part["id"]
     pm = part.get("providerMetadata")
     if rid not in st.reasoning_acc:
         st.reasoning_entry(rid, pm)
@@ -190,21 +225,21 @@ def _reasoning_bound(st: StepState, part: StreamPart) -> tuple[str, Any]:
     return rid, pm
 
 
-def _reasoning_start(st: StepState, part: StreamPart) -> Handled:
+def _reasoning_start(st: StepState, part: ReasoningStartPart) -> Handled:
     rid, pm = _reasoning_bound(st, part)
     payload = ReasoningStartPayload(id=rid, provider_metadata=pm)
     return ReasoningStart(run_id=st.run_id, from_=AGENT, payload=payload)
 
 
-def _reasoning_end(st: StepState, part: StreamPart) -> Handled:
+def _reasoning_end(st: StepState, part: ReasoningEndPart) -> Handled:
     rid, pm = _reasoning_bound(st, part)
     return ReasoningEnd(
         run_id=st.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid, provider_metadata=pm)
     )
 
 
-def _tool_input_start(st: StepState, part: StreamPart) -> Handled:
-    cid = part.get("id", "")
+def _tool_input_start(st: StepState, part: ToolInputStartPart) -> Handled:
+    cid = part["id"]
     st.stream_meta[cid] = part
     st.streamed.setdefault(cid, [])
     return ToolCallInputStreamingStart(
@@ -212,7 +247,7 @@ def _tool_input_start(st: StepState, part: StreamPart) -> Handled:
         from_=AGENT,
         payload=ToolCallInputStreamingStartPayload(
             tool_call_id=cid,
-            tool_name=part.get("toolName", ""),
+            tool_name=part["toolName"],
             provider_executed=part.get("providerExecuted"),
             provider_metadata=part.get("providerMetadata"),
             dynamic=part.get("dynamic"),
@@ -220,8 +255,8 @@ def _tool_input_start(st: StepState, part: StreamPart) -> Handled:
     )
 
 
-def _tool_input_end(st: StepState, part: StreamPart) -> Handled:
-    cid = part.get("id", "")
+def _tool_input_end(st: StepState, part: ToolInputEndPart) -> Handled:
+    cid = part["id"]
     chunk = ToolCallInputStreamingEnd(
         run_id=st.run_id,
         from_=AGENT,
@@ -238,7 +273,7 @@ def _tool_input_end(st: StepState, part: StreamPart) -> Handled:
         from_=AGENT,
         payload=ToolCallPayload(
             tool_call_id=cid,
-            tool_name=meta.get("toolName", ""),
+            tool_name=meta["toolName"],
             args=parse_streamed_args("".join(st.streamed.get(cid, []))),
             provider_executed=meta.get("providerExecuted"),
             provider_metadata=meta.get("providerMetadata"),
@@ -251,12 +286,12 @@ def _tool_input_end(st: StepState, part: StreamPart) -> Handled:
     return chunk
 
 
-def _tool_call(st: StepState, part: StreamPart) -> Handled:
-    cid = part.get("toolCallId", "")
-    name = part.get("toolName", "")
-    ok, args = parse_tool_input(part.get("input"))
+def _tool_call(st: StepState, part: ToolCallPart) -> Handled:
+    cid = part["toolCallId"]
+    name = part["toolName"]
+    ok, args = parse_tool_input(part["input"])
     if not ok:
-        log.error("could not parse tool-call input for %s: %r", name, part.get("input"))
+        log.error("could not parse tool-call input for %s: %r", name, part["input"])
     pexec = part.get("providerExecuted")
     exec_args = args if ok else {}
     if cid in st.streamed:
@@ -293,10 +328,10 @@ def _tool_call(st: StepState, part: StreamPart) -> Handled:
     return chunk
 
 
-def _finish(st: StepState, part: StreamPart) -> Handled:
-    st.finish_reason, st.raw_reason = normalize_finish_reason(part.get("finishReason"))
+def _finish(st: StepState, part: FinishPart) -> Handled:
+    st.finish_reason, st.raw_reason = normalize_finish_reason(part["finishReason"])
     st.provider_metadata = part.get("providerMetadata")
-    st.usage = normalize_usage(part.get("usage"), st.provider_metadata)
+    st.usage = normalize_usage(part["usage"], st.provider_metadata)
     if st.so is not None and not st.client_calls():
         finish_structured_output(st, st.finish_reason)
     return None
@@ -315,44 +350,44 @@ def finish_structured_output(st: StepState, finish_reason: str) -> None:
     st.pending = bool(st.early or st.notify)
 
 
-def _response_metadata(st: StepState, part: StreamPart) -> Handled:
+def _response_metadata(st: StepState, part: ResponseMetadataPart) -> Handled:
     st.response = dict(part)
     return None
 
 
-def _ignore(st: StepState, part: StreamPart) -> Handled:
+def _ignore(st: StepState, part: StreamStartPart) -> Handled:
     return None
 
 
-def _error(st: StepState, part: StreamPart) -> Handled:
-    st.error = part.get("error")
+def _error(st: StepState, part: ErrorPart) -> Handled:
+    st.error = part["error"]
     st.fatal = True
     extra = {k: v for k, v in part.items() if k != "error"}
     st.route = FATAL
     return Error(run_id=st.run_id, from_=AGENT, payload=ErrorPayload(error=st.error, extra=extra))
 
 
-def _raw(st: StepState, part: StreamPart) -> Handled:
-    raw_value = part.get("rawValue")
+def _raw(st: StepState, part: RawPart) -> Handled:
+    raw_value = part["rawValue"]
     payload = RawPayload(extra=raw_value if isinstance(raw_value, dict) else {"value": raw_value})
     st.route = RAW
     return Raw(run_id=st.run_id, from_=AGENT, payload=payload)
 
 
-def convert_unknown(st: StepState, part: StreamPart) -> Handled:
+def convert_unknown(st: StepState, part: Mapping[str, Any]) -> Handled:
     """Part types this table does not know travel as ``raw``."""
     st.route = RAW
     return Raw(run_id=st.run_id, from_=AGENT, payload=RawPayload(extra=dict(part)))
 
 
-def _source(st: StepState, part: StreamPart) -> Handled:
+def _source(st: StepState, part: SourcePart) -> Handled:
     st.has_content = True
-    is_url = part.get("sourceType") == "url"
+    is_url = part["sourceType"] == "url"
     return Source(
         run_id=st.run_id,
         from_=AGENT,
         payload=SourcePayload(
-            id=part.get("id", ""),
+            id=part["id"],
             source_type="url" if is_url else "document",
             title=part.get("title") or "",
             mime_type=None if is_url else part.get("mediaType"),
@@ -363,10 +398,10 @@ def _source(st: StepState, part: StreamPart) -> Handled:
     )
 
 
-def _file(st: StepState, part: StreamPart) -> Handled:
+def _file(st: StepState, part: FilePart) -> Handled:
     st.has_content = True
-    data = part.get("data")
-    media_type = part.get("mediaType", "application/octet-stream")
+    data = part["data"]
+    media_type = part["mediaType"]
     st.content.append({"type": "file", "data": data, "mediaType": media_type})
     return File(
         run_id=st.run_id,
@@ -380,25 +415,25 @@ def _file(st: StepState, part: StreamPart) -> Handled:
     )
 
 
-def _reasoning_file(st: StepState, part: StreamPart) -> Handled:
+def _reasoning_file(st: StepState, part: ReasoningFilePart) -> Handled:
     st.has_content = True
     payload = ReasoningFilePayload(
-        data=part.get("data"),
-        mime_type=part.get("mediaType", "application/octet-stream"),
+        data=part["data"],
+        mime_type=part["mediaType"],
         provider_metadata=part.get("providerMetadata"),
     )
     return ReasoningFile(run_id=st.run_id, from_=AGENT, payload=payload)
 
 
-def _tool_result(st: StepState, part: StreamPart) -> Handled:
+def _tool_result(st: StepState, part: ToolResultPart) -> Handled:
     st.has_content = True
-    cid = part.get("toolCallId", "")
+    cid = part["toolCallId"]
     st.content.append(
         {
             "type": "tool-result",
             "toolCallId": cid,
-            "toolName": part.get("toolName", ""),
-            "output": model_output(part.get("result")),
+            "toolName": part["toolName"],
+            "output": model_output(part["result"]),
             "providerExecuted": True,
         }
     )
@@ -407,8 +442,8 @@ def _tool_result(st: StepState, part: StreamPart) -> Handled:
         from_=AGENT,
         payload=ToolResultPayload(
             tool_call_id=cid,
-            tool_name=part.get("toolName", ""),
-            result=part.get("result"),
+            tool_name=part["toolName"],
+            result=part["result"],
             is_error=part.get("isError"),
             provider_executed=part.get("providerExecuted"),
             provider_metadata=part.get("providerMetadata"),
@@ -418,8 +453,8 @@ def _tool_result(st: StepState, part: StreamPart) -> Handled:
     return chunk
 
 
-def _custom(st: StepState, part: StreamPart) -> Handled:
-    payload = CustomPayload(kind=part.get("kind", ""), provider_metadata=part.get("providerMetadata"))
+def _custom(st: StepState, part: CustomPart) -> Handled:
+    payload = CustomPayload(kind=part["kind"], provider_metadata=part.get("providerMetadata"))
     return Custom(run_id=st.run_id, from_=AGENT, payload=payload)
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..chunks import UNSET, Chunk
-from ..models import StreamPart
+from ..models import StreamPart, ToolInputStartPart
 from ._hooks import PendingToolCall
 from ._structured import StructuredOutputState
 
@@ -60,7 +60,7 @@ class StepState:
     calls: list[PendingToolCall] = field(default_factory=list)
     streamed: dict[str, list[str]] = field(default_factory=dict)
     """Streamed tool-input JSON per call id."""
-    stream_meta: dict[str, StreamPart] = field(default_factory=dict)
+    stream_meta: dict[str, ToolInputStartPart] = field(default_factory=dict)
     """The ``tool-input-start`` part per call id."""
     early: list[Chunk] = field(default_factory=list)
     """Chunks a handler wants streamed before its own (structured-output objects, their errors)."""

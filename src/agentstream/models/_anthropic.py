@@ -18,7 +18,15 @@ from typing import Any
 import httpx
 import msgspec
 
-from ._base import CallOptions, StreamPart
+from ._base import (
+    CallOptions,
+    FinishReason,
+    ResponseMetadataPart,
+    StreamPart,
+    ToolCallPart,
+    ToolInputStartPart,
+    ToolResultPart,
+)
 from ._http import Sleep, _HTTPStreamingModel, _Transformer
 from ._prompt import (
     InvalidPromptError,
@@ -33,7 +41,7 @@ __all__ = ["AnthropicModel", "convert_to_anthropic_messages"]
 
 _json_decode = msgspec.json.Decoder().decode
 
-_STOP = {
+_STOP: dict[str, FinishReason] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "pause_turn": "stop",
@@ -44,7 +52,7 @@ _STOP = {
 }
 
 
-def map_anthropic_stop_reason(reason: str | None) -> str:
+def map_anthropic_stop_reason(reason: str | None) -> FinishReason:
     return _STOP.get(reason or "", "unknown")
 
 
@@ -245,7 +253,7 @@ class _AnthropicTransformer(_Transformer):
         self._gen_id = model._generate_id
         self.blocks: dict[int, dict[str, Any]] = {}
         self.server_tools: dict[str, str] = {}
-        self.finish_reason = "unknown"
+        self.finish_reason: FinishReason = "unknown"
         self.raw_usage: dict[str, Any] = {}
         self.input_tokens: int | None = None
         self.output_tokens: int | None = None
@@ -284,7 +292,7 @@ class _AnthropicTransformer(_Transformer):
         if kind == "message_start":
             message = value.get("message") or {}
             self._usage(message.get("usage") or {})
-            meta: StreamPart = {"type": "response-metadata"}
+            meta: ResponseMetadataPart = {"type": "response-metadata"}
             if message.get("id"):
                 meta["id"] = message["id"]
             if message.get("model"):
@@ -354,7 +362,11 @@ class _AnthropicTransformer(_Transformer):
             }
             if provider_executed:
                 self.server_tools[block["id"]] = block["name"]
-            part: StreamPart = {"type": "tool-input-start", "id": block["id"], "toolName": block["name"]}
+            part: ToolInputStartPart = {
+                "type": "tool-input-start",
+                "id": block["id"],
+                "toolName": block["name"],
+            }
             if provider_executed:
                 part["providerExecuted"] = True
             return [part]
@@ -394,7 +406,7 @@ class _AnthropicTransformer(_Transformer):
                 )
         elif isinstance(content, dict) and str(content.get("type", "")).endswith("_error"):
             is_error = True
-        part: StreamPart = {
+        part: ToolResultPart = {
             "type": "tool-result",
             "toolCallId": call_id,
             "toolName": tool_name,
@@ -471,7 +483,7 @@ class _AnthropicTransformer(_Transformer):
         if not text:
             initial = block.get("initial")
             text = msgspec.json.encode(initial).decode() if initial else "{}"
-        call: StreamPart = {
+        call: ToolCallPart = {
             "type": "tool-call",
             "toolCallId": call_id,
             "toolName": block["toolName"],

@@ -2,13 +2,19 @@
 
 Stream parts are plain dicts in the exact JSON shape of the AI SDK's ``LanguageModelV2StreamPart``
 (``@ai-sdk/provider``), so the agent layer's ``convertFullStreamChunkToMastra`` port can consume
-them unchanged.
+them unchanged. Each part type is a ``TypedDict`` discriminated by its ``type`` literal; ``StreamPart``
+is their union. They are types only: a part is still a plain dict at run time, so nothing is
+validated or copied on the per-token path (docs/decisions.md).
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations`: the TypedDicts' NotRequired keys must be seen at run time
+# (``__optional_keys__``, pydantic), which string annotations hide on Python 3.11.
 
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, TypeAlias, runtime_checkable
+
+# typing_extensions' TypedDict (not typing's) so pydantic can validate parts on Python 3.11 too.
+from typing_extensions import TypedDict
 
 from .._abort import AbortSignal
 from .._secrets import redact, redact_value, safe_url
@@ -16,17 +22,251 @@ from .._secrets import redact, redact_value, safe_url
 __all__ = [
     "APICallError",
     "CallOptions",
+    "CustomPart",
+    "ErrorPart",
+    "FilePart",
+    "FinishPart",
     "FinishReason",
     "LanguageModel",
     "ModelStream",
+    "ProviderMetadata",
+    "RawPart",
+    "ReasoningDeltaPart",
+    "ReasoningEndPart",
+    "ReasoningFilePart",
+    "ReasoningStartPart",
     "ResponseFormat",
+    "ResponseMetadataPart",
+    "SourcePart",
     "StreamPart",
+    "StreamStartPart",
+    "TextDeltaPart",
+    "TextEndPart",
+    "TextStartPart",
+    "ToolCallPart",
+    "ToolInputDeltaPart",
+    "ToolInputEndPart",
+    "ToolInputStartPart",
+    "ToolResultPart",
 ]
 
-StreamPart = dict[str, Any]
-"""One ``LanguageModelV2StreamPart`` as JSON (``{"type": "text-delta", "id": "0", "delta": "Hi"}``)."""
-
 FinishReason = Literal["stop", "length", "content-filter", "tool-calls", "error", "other", "unknown"]
+
+ProviderMetadata: TypeAlias = dict[str, dict[str, Any]]
+"""``SharedV2ProviderMetadata``: provider name → that provider's JSON values."""
+
+
+class StreamStartPart(TypedDict):
+    """``{"type": "stream-start", "warnings": [...]}``: the first part, with the call's warnings."""
+
+    type: Literal["stream-start"]
+    warnings: list[dict[str, Any]]
+
+
+class ResponseMetadataPart(TypedDict):
+    """``{"type": "response-metadata", "id"?, "timestamp"?, "modelId"?}``: what the provider says it ran."""
+
+    type: Literal["response-metadata"]
+    id: NotRequired[str]
+    timestamp: NotRequired[Any]
+    """ISO 8601 string in recordings; a ``datetime`` is accepted too."""
+    modelId: NotRequired[str]
+
+
+class TextStartPart(TypedDict):
+    """``{"type": "text-start", "id"}``: a text block opens."""
+
+    type: Literal["text-start"]
+    id: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class TextDeltaPart(TypedDict):
+    """``{"type": "text-delta", "id", "delta"}``: text for the open block ``id``."""
+
+    type: Literal["text-delta"]
+    id: str
+    delta: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class TextEndPart(TypedDict):
+    """``{"type": "text-end", "id"}``: the text block ``id`` is complete."""
+
+    type: Literal["text-end"]
+    id: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class ReasoningStartPart(TypedDict):
+    """``{"type": "reasoning-start", "id"}``: a reasoning block opens."""
+
+    type: Literal["reasoning-start"]
+    id: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class ReasoningDeltaPart(TypedDict):
+    """``{"type": "reasoning-delta", "id", "delta"}``: reasoning text for the open block ``id``."""
+
+    type: Literal["reasoning-delta"]
+    id: str
+    delta: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class ReasoningEndPart(TypedDict):
+    """``{"type": "reasoning-end", "id"}``: the reasoning block ``id`` is complete (may carry a signature)."""
+
+    type: Literal["reasoning-end"]
+    id: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class ToolInputStartPart(TypedDict):
+    """``{"type": "tool-input-start", "id", "toolName"}``: a tool call's input starts streaming (``id`` is the call id)."""
+
+    type: Literal["tool-input-start"]
+    id: str
+    toolName: str
+    providerMetadata: NotRequired[ProviderMetadata]
+    providerExecuted: NotRequired[bool]
+    dynamic: NotRequired[bool]
+
+
+class ToolInputDeltaPart(TypedDict):
+    """``{"type": "tool-input-delta", "id", "delta"}``: a piece of the call's JSON input."""
+
+    type: Literal["tool-input-delta"]
+    id: str
+    delta: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class ToolInputEndPart(TypedDict):
+    """``{"type": "tool-input-end", "id"}``: the call's input is complete."""
+
+    type: Literal["tool-input-end"]
+    id: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class ToolCallPart(TypedDict):
+    """``{"type": "tool-call", "toolCallId", "toolName", "input"}``: a complete call; ``input`` is its JSON text."""
+
+    type: Literal["tool-call"]
+    toolCallId: str
+    toolName: str
+    input: str
+    providerExecuted: NotRequired[bool]
+    providerMetadata: NotRequired[ProviderMetadata]
+    dynamic: NotRequired[bool]
+
+
+class ToolResultPart(TypedDict):
+    """``{"type": "tool-result", "toolCallId", "toolName", "result"}``: the result of a provider-executed tool."""
+
+    type: Literal["tool-result"]
+    toolCallId: str
+    toolName: str
+    result: Any
+    isError: NotRequired[bool]
+    providerExecuted: NotRequired[bool]
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class SourcePart(TypedDict):
+    """``{"type": "source", "sourceType": "url" | "document", "id", ...}``: a cited source.
+
+    A ``url`` source has ``url`` (and maybe ``title``); a ``document`` source has ``mediaType`` and
+    ``title`` (and maybe ``filename``).
+    """
+
+    type: Literal["source"]
+    sourceType: Literal["url", "document"]
+    id: str
+    url: NotRequired[str | None]
+    title: NotRequired[str | None]
+    """``None`` when the provider's citation has none."""
+    mediaType: NotRequired[str]
+    filename: NotRequired[str]
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class FilePart(TypedDict):
+    """``{"type": "file", "mediaType", "data"}``: a generated file, ``data`` base64 text or bytes."""
+
+    type: Literal["file"]
+    mediaType: str
+    data: Any
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class ReasoningFilePart(TypedDict):
+    """``{"type": "reasoning-file", "mediaType", "data"}``: a file produced while reasoning (AI SDK 6)."""
+
+    type: Literal["reasoning-file"]
+    mediaType: str
+    data: Any
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class CustomPart(TypedDict):
+    """``{"type": "custom", "kind"}``: a provider-specific part (AI SDK 6), streamed as a ``custom`` chunk."""
+
+    type: Literal["custom"]
+    kind: str
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class FinishPart(TypedDict):
+    """``{"type": "finish", "finishReason", "usage"}``: the last part of a call."""
+
+    type: Literal["finish"]
+    finishReason: FinishReason | dict[str, Any]
+    """A V2 reason, or a V3 (AI SDK 6) ``{"unified": <reason>, "raw": <provider's reason>}`` envelope."""
+    usage: dict[str, Any]
+    """``{"inputTokens", "outputTokens", "totalTokens", "reasoningTokens"?, "cachedInputTokens"?}``."""
+    providerMetadata: NotRequired[ProviderMetadata]
+
+
+class RawPart(TypedDict):
+    """``{"type": "raw", "rawValue"}``: the provider's event as received (only with ``include_raw_chunks``)."""
+
+    type: Literal["raw"]
+    rawValue: Any
+
+
+class ErrorPart(TypedDict):
+    """``{"type": "error", "error"}``: an error inside the stream (the stream may go on)."""
+
+    type: Literal["error"]
+    error: Any
+
+
+StreamPart: TypeAlias = (
+    StreamStartPart
+    | ResponseMetadataPart
+    | TextStartPart
+    | TextDeltaPart
+    | TextEndPart
+    | ReasoningStartPart
+    | ReasoningDeltaPart
+    | ReasoningEndPart
+    | ToolInputStartPart
+    | ToolInputDeltaPart
+    | ToolInputEndPart
+    | ToolCallPart
+    | ToolResultPart
+    | SourcePart
+    | FilePart
+    | ReasoningFilePart
+    | CustomPart
+    | FinishPart
+    | RawPart
+    | ErrorPart
+)
+"""One ``LanguageModelV2StreamPart`` as JSON (``{"type": "text-delta", "id": "0", "delta": "Hi"}``); narrow on ``part["type"]``."""
 
 
 class ResponseFormat(TypedDict, total=False):
@@ -91,12 +331,12 @@ class ModelStream(AsyncIterator[StreamPart]):
         self.response: dict[str, Any] = {}
         self._parts: AsyncGenerator[StreamPart, None] | None = None
 
-    def attach(self, parts: AsyncGenerator[StreamPart, None]) -> ModelStream:
+    def attach(self, parts: AsyncGenerator[StreamPart, None]) -> "ModelStream":
         """Set the generator that produces the parts (it may fill ``request`` / ``response``)."""
         self._parts = parts
         return self
 
-    def __aiter__(self) -> ModelStream:
+    def __aiter__(self) -> "ModelStream":
         return self
 
     async def __anext__(self) -> StreamPart:

@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .._abort import AbortError, AbortSignal, until_aborted
-from ._base import CallOptions, StreamPart
+from ._base import CallOptions, FinishReason, StreamPart
 
 __all__ = ["DemoModel"]
 
@@ -155,7 +155,7 @@ class DemoModel:
                 yield {"type": "tool-input-end", "id": call_id}
                 yield {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": text}
                 output_chars += len(text)
-            finish = "tool-calls"
+            finish: FinishReason = "tool-calls"
         else:
             answer = self._answer(question, results)
             yield {"type": "text-start", "id": "text-0"}

@@ -19,7 +19,14 @@ from typing import Any
 import httpx
 import msgspec
 
-from ._base import CallOptions, StreamPart
+from ._base import (
+    CallOptions,
+    FinishReason,
+    ReasoningDeltaPart,
+    ResponseMetadataPart,
+    SourcePart,
+    StreamPart,
+)
 from ._http import Sleep, _HTTPStreamingModel, _Transformer, iso_timestamp
 from ._prompt import (
     InvalidPromptError,
@@ -35,7 +42,7 @@ __all__ = ["OpenAIChatModel", "OpenAICompatible", "convert_to_openai_chat_messag
 
 _json_decode = msgspec.json.Decoder().decode
 
-_FINISH = {
+_FINISH: dict[str, FinishReason] = {
     "stop": "stop",
     "length": "length",
     "content_filter": "content-filter",
@@ -44,7 +51,7 @@ _FINISH = {
 }
 
 
-def map_openai_finish_reason(reason: str | None) -> str:
+def map_openai_finish_reason(reason: str | None) -> FinishReason:
     return _FINISH.get(reason or "", "unknown")
 
 
@@ -222,7 +229,7 @@ class _ChatTransformer(_Transformer):
         self._model = model
         self._key = model.provider_key
         self._gen_id = model._generate_id
-        self.finish_reason = "unknown"
+        self.finish_reason: FinishReason = "unknown"
         self.saw_finish = False
         self.usage: dict[str, Any] | None = None
         self.metadata_sent = False
@@ -265,7 +272,7 @@ class _ChatTransformer(_Transformer):
         if not self.reasoning_open:
             out.append({"type": "reasoning-start", "id": "reasoning-0"})
             self.reasoning_open = True
-        part: StreamPart = {"type": "reasoning-delta", "id": "reasoning-0", "delta": text}
+        part: ReasoningDeltaPart = {"type": "reasoning-delta", "id": "reasoning-0", "delta": text}
         if metadata is not None:
             part["providerMetadata"] = metadata
         out.append(part)
@@ -303,7 +310,7 @@ class _ChatTransformer(_Transformer):
             return out
 
         if not self.metadata_sent:
-            meta: StreamPart = {"type": "response-metadata"}
+            meta: ResponseMetadataPart = {"type": "response-metadata"}
             if value.get("id"):
                 meta["id"] = value["id"]
             if value.get("created"):
@@ -372,7 +379,7 @@ class _ChatTransformer(_Transformer):
         for annotation in delta.get("annotations") or ():
             citation = annotation.get("url_citation") if isinstance(annotation, dict) else None
             if citation and citation.get("url"):
-                source: StreamPart = {
+                source: SourcePart = {
                     "type": "source",
                     "sourceType": "url",
                     "id": self._gen_id(),

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from ._base import CallOptions, StreamPart
+from ._base import CallOptions, FinishReason, ResponseMetadataPart, SourcePart, StreamPart
 from ._http import Sleep, _HTTPStreamingModel, _Transformer, iso_timestamp
 from ._prompt import (
     InvalidPromptError,
@@ -118,7 +118,7 @@ class _ResponsesTransformer(_Transformer):
     def __init__(self, model: OpenAIResponsesModel) -> None:
         self._model = model
         self._gen_id = model._generate_id
-        self.finish_reason = "unknown"
+        self.finish_reason: FinishReason = "unknown"
         self.usage: dict[str, Any] | None = None
         self.response_id: str | None = None
         self.service_tier: str | None = None
@@ -195,7 +195,7 @@ class _ResponsesTransformer(_Transformer):
         if kind == "response.output_text.annotation.added":
             annotation = value.get("annotation") or {}
             if annotation.get("type") == "url_citation":
-                source: StreamPart = {
+                source: SourcePart = {
                     "type": "source",
                     "sourceType": "url",
                     "id": self._gen_id(),
@@ -210,7 +210,7 @@ class _ResponsesTransformer(_Transformer):
             if kind != "response.created" or self.response_id is not None:
                 return []
             self.response_id = response.get("id")
-            meta: StreamPart = {"type": "response-metadata"}
+            meta: ResponseMetadataPart = {"type": "response-metadata"}
             if response.get("id"):
                 meta["id"] = response["id"]
             if response.get("created_at"):
@@ -243,7 +243,7 @@ class _ResponsesTransformer(_Transformer):
         )
         return {"type": "error", "error": error}
 
-    def _map_finish(self, reason: str | None) -> str:
+    def _map_finish(self, reason: str | None) -> FinishReason:
         if reason is None:
             return "tool-calls" if self.has_function_call else "stop"
         if reason == "max_output_tokens":
