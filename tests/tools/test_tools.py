@@ -119,3 +119,17 @@ def test_background_config_field_and_decorator() -> None:
         Tool("t", "d", {}, lambda i, c: None, background={"enabled": True, "default_disposition": "later"})
     with pytest.raises(TypeError):
         Tool("t", "d", {}, lambda i, c: None, background="yes")
+
+
+async def test_a_result_that_is_not_json_data_is_a_tool_error_naming_its_type() -> None:
+    class Opaque:
+        pass
+
+    async def opaque(args: Args, ctx: ToolContext) -> Opaque:
+        return Opaque()
+
+    model = ScriptedModel(_steps('{"n": 1}'))
+    agent = Agent(id="a", model=model, tools=[Tool("prog", "p", Args, opaque)])
+    chunks = [c async for c in agent.stream("go").full_stream]
+    err = next(c for c in chunks if c.type == "tool-error")
+    assert "Opaque" in str(err.payload.error)

@@ -14,12 +14,13 @@ the run goes on as after any step error; a fired total timer fails the run witho
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._abort import AbortController, AbortSignal
+from .._abort import AbortController, AbortError, AbortSignal, until_aborted
 from ..chunks import UNSET
 
 __all__ = ["Deadlines", "LoopClock", "StepDeadline", "StepTimeoutError", "pause"]
@@ -42,16 +43,11 @@ class LoopClock:
 
 
 async def pause(sleep: Callable[[float], Awaitable[None]], seconds: float, signal: AbortSignal) -> None:
-    """``await sleep(seconds)``, cut short when ``signal`` fires."""
+    """``await sleep(seconds)``, cut short (without raising) when ``signal`` fires."""
     if signal.aborted:
         return
-    sleeper = asyncio.ensure_future(sleep(seconds))
-    waiter = asyncio.ensure_future(signal.wait())
-    try:
-        await asyncio.wait((sleeper, waiter), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (sleeper, waiter):
-            task.cancel()
+    with contextlib.suppress(AbortError):
+        await until_aborted(sleep(seconds), signal)
 
 
 def _ms(timeout: Mapping[str, Any], snake: str, camel: str) -> Any:

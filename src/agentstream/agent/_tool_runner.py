@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from .._abort import AbortSignal
+from .._abort import AbortableQueue, AbortSignal
 from ..chunks import Chunk, ChunkFrom, ToolError, ToolErrorPayload, ToolResult, ToolResultPayload
 from ..tools import Tool, ToolContext, ToolErrorMask, ToolWriter, reported_tool_error
 from ._hooks import LoopHooks, PendingToolCall
@@ -24,8 +24,6 @@ __all__ = ["ToolNotFoundError", "ToolRunner", "call_on_chunk", "tool_error", "to
 log = logging.getLogger("agentstream.agent")
 
 AGENT = ChunkFrom.AGENT
-_DONE = object()
-_ABORTED = object()
 
 ToolOutcome = tuple[PendingToolCall, bool, Any]
 """``(call, failed, value)``: the tool's result, or (``failed``) the error it raised."""
@@ -110,34 +108,29 @@ class ToolRunner:
         self, calls: list[PendingToolCall], messages: list[dict[str, Any]]
     ) -> AsyncGenerator[Chunk, None]:
         process, on_chunk = self.hooks.process_chunk, self.on_chunk
-        queue: asyncio.Queue[Any] = asyncio.Queue()
+        queue: AbortableQueue[Chunk] = AbortableQueue(self.signal)
         outcome: list[tuple[bool, Any]] = [(False, None)] * len(calls)
         semaphore = asyncio.Semaphore(self.concurrency)
-        put = queue.put_nowait
 
         async def run(index: int, call: PendingToolCall) -> None:
             async with semaphore:
-                outcome[index] = await self._execute(call, messages, put)
+                outcome[index] = await self._execute(call, messages, queue.put)
 
         tasks = [asyncio.ensure_future(run(i, c)) for i, c in enumerate(calls)]
         gathered = asyncio.gather(*tasks, return_exceptions=True)
-        gathered.add_done_callback(lambda _f: put(_DONE))
-        remove = self.signal.add_listener(lambda _r: put(_ABORTED))
+        gathered.add_done_callback(lambda _f: queue.close())
         try:
-            while True:
-                item = await queue.get()
-                if item is _DONE:
-                    break
-                if item is _ABORTED:
-                    self.aborted = True
-                    return
-                if process is not None and (item := process(item)) is None:
+            async for item in queue:
+                if process is not None and (item := process(item)) is None:  # type: ignore[assignment]
                     continue
                 if on_chunk is not None and item.type in ON_CHUNK_TYPES:
                     await call_on_chunk(on_chunk, item)  # background-task-started
                 yield item
+            if queue.aborted:
+                self.aborted = True
+                return
         finally:
-            remove()
+            queue.close()
             for task in tasks:
                 task.cancel()
         for call, (failed, value) in zip(calls, outcome, strict=True):

@@ -13,7 +13,7 @@ from typing import Any, get_type_hints, overload
 import pydantic
 
 from .._abort import AbortSignal
-from ..chunks import Chunk, ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload
+from ..chunks import Chunk, ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload, to_jsonable
 from ._background import ToolBackgroundConfig
 from ._schema import Schema, format_issues, issues_tree, json_schema_of, validate_value
 
@@ -183,13 +183,7 @@ class Tool:
                     "validationErrors": issues_tree(outcome.issues),
                 }
             result = outcome.value
-        return _jsonable(result)
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, pydantic.BaseModel):
-        return value.model_dump(mode="json")
-    return value
+        return to_jsonable(result)
 
 
 def _is_context_param(name: str, annotation: Any) -> bool:
