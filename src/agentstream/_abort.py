@@ -204,7 +204,7 @@ async def abortable(source: AsyncIterable[_T], signal: AbortSignal) -> AsyncIter
 
 
 async def until_aborted(aw: Awaitable[_T], signal: AbortSignal | None) -> _T:
-    """Await ``aw``; if ``signal`` fires first, cancel it and raise :class:`AbortError`."""
+    """Await ``aw``; if ``signal`` fires first, cancel it and raise `AbortError`."""
     if signal is None:
         return await aw
     signal.throw_if_aborted()

@@ -41,5 +41,5 @@ def milliseconds(value: str) -> float:
 
 
 def milliseconds_or_none(value: str) -> float | None:
-    """``argparse`` type: like :func:`milliseconds`, or ``none`` (no delay)."""
+    """``argparse`` type: like `milliseconds`, or ``none`` (no delay)."""
     return _number(value, allow_none=True)

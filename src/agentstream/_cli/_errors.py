@@ -1,7 +1,7 @@
 """The command line's one error path: a user's mistake is one line on stderr, never a traceback.
 
-Subcommands raise :class:`UsageError` (exit 2: the command line itself is wrong) or
-:class:`CLIError` (exit 1: the environment or the input is); :func:`report` turns those, and the
+Subcommands raise `UsageError` (exit 2: the command line itself is wrong) or
+`CLIError` (exit 1: the environment or the input is); `report` turns those, and the
 library errors a user can cause (a missing extra, a missing API key, ...), into
 ``agentstream <command>: <what is wrong and how to fix it>``. ``AGENTSTREAM_DEBUG=1`` adds the
 traceback.
@@ -30,7 +30,7 @@ EXTRAS = {
 
 
 class CLIError(Exception):
-    """A mistake the user can fix; ``str()`` is the message, :attr:`code` the exit code (1)."""
+    """A mistake the user can fix; ``str()`` is the message, `code` the exit code (1)."""
 
     code = EXIT_RUNTIME
 
@@ -47,7 +47,7 @@ def debug() -> bool:
 
 
 def missing_extra(exc: ImportError, needed_for: str = "this command") -> CLIError | None:
-    """A :class:`CLIError` naming the extra to install when ``exc`` is a missing optional dependency."""
+    """A `CLIError` naming the extra to install when ``exc`` is a missing optional dependency."""
     cause: BaseException | None = exc
     while cause is not None:  # a library may re-raise the ImportError with its own message
         name = getattr(cause, "name", None) or ""

@@ -50,7 +50,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def parse_chunking(value: str) -> Any:
-    """The ``--chunking`` argument → a ``smooth_stream(chunking=...)`` value (:class:`UsageError` if bad)."""
+    """The ``--chunking`` argument → a ``smooth_stream(chunking=...)`` value (`UsageError` if bad)."""
     if value in ("word", "line", "grapheme"):
         return value
     if value.startswith("regex:"):

@@ -1,4 +1,4 @@
-"""``Agent``: ``stream()`` returns a :class:`~agentstream.stream.ModelOutput` over the agent loop."""
+"""``Agent``: ``stream()`` returns a `ModelOutput` over the agent loop."""
 
 from __future__ import annotations
 
@@ -45,16 +45,16 @@ def _now_ms() -> float:
 class Agent:
     """An agent: a model, instructions and tools, run step by step (Mastra's ``Agent``).
 
-    ``model`` is a :class:`~agentstream.models.LanguageModel` or a router string (``"openai/gpt-4o-mini"``,
-    ``"demo"``). ``tools`` is a list of :class:`~agentstream.tools.Tool` or a ``{id: Tool}`` mapping.
+    ``model`` is a `LanguageModel` or a router string (``"openai/gpt-4o-mini"``,
+    ``"demo"``). ``tools`` is a list of `Tool` or a ``{id: Tool}`` mapping.
     ``default_options`` are merged under the options of every ``stream()`` call. ``memory`` (a
-    :class:`~agentstream.memory.Memory`) serves ``stream(..., memory={"thread", "resource"})``; without
+    `Memory`) serves ``stream(..., memory={"thread", "resource"})``; without
     one, an agent registered in a ``Mastra`` uses a default ``Memory`` over the Mastra's storage.
 
     Registered in a ``Mastra(background_tasks=...)``, the agent's tools with ``background`` enabled
     run as background tasks of ``mastra.background_task_manager``. ``background_tasks`` (Mastra's
     agent ``backgroundTasks``: ``{"tools": "all" | {name: bool | {...}}, "disabled": ...}`` or an
-    :class:`~agentstream.background.AgentBackgroundConfig`) overrides the tools' own settings.
+    `AgentBackgroundConfig`) overrides the tools' own settings.
 
     Run options include ``clock`` (``() -> ms``, timestamps) and ``sleep`` (``async (seconds) ->
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
@@ -150,9 +150,9 @@ class Agent:
     def stream(self, messages: MessageInput, **options: Unpack[StreamOptions]) -> ModelOutput:
         """Start a run (lazily: it begins when the output is first read or awaited).
 
-        Options: :class:`StreamOptions`. ``memory={"thread": id | {"id", "title"?, "metadata"?},
+        Options: `StreamOptions`. ``memory={"thread": id | {"id", "title"?, "metadata"?},
         "resource": id}`` loads the thread's history first and stores the turn at the end.
-        ``until_idle=True | {"max_idle_ms": n}`` returns :meth:`stream_until_idle`'s combined
+        ``until_idle=True | {"max_idle_ms": n}`` returns `stream_until_idle`'s combined
         stream instead.
         """
         check_options(options)
@@ -171,7 +171,7 @@ class Agent:
         and a continuation turn whenever finished tasks are waiting and nothing runs; it closes when
         idle, on abort, or after ``max_idle_ms`` (default 5 min) without news between turns. Without
         background tasks (the agent is not in a ``Mastra(background_tasks=...)``) this is a plain
-        :meth:`stream`; ``agentstream.background.stream_until_idle`` takes an explicit manager.
+        `stream`; ``agentstream.background.stream_until_idle`` takes an explicit manager.
         """
         check_options(options)
         opts: dict[str, Any] = {**self.default_options, **options}
@@ -211,7 +211,7 @@ class Agent:
         history (memory is not reloaded and only the response is stored).
 
         With enabled background tasks (``background`` or the Mastra's), the run gets the tools,
-        instructions and hooks of :meth:`BackgroundSeam.prepare_run`; its tasks belong to
+        instructions and hooks of `BackgroundSeam.prepare_run`; its tasks belong to
         ``background_scope`` (thread, resource), by default the memory thread's.
         """
         opts = {**self.default_options, **options}

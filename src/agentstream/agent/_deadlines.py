@@ -1,6 +1,6 @@
 """The run's time: timestamps, the pause after a rate-limited step and the three timeout timers.
 
-Everything the loop reads or waits on goes through one :class:`LoopClock` (``now_ms`` and
+Everything the loop reads or waits on goes through one `LoopClock` (``now_ms`` and
 ``sleep``), so a test passes a fake clock's methods and runs on virtual time. The timers are tasks
 sleeping on that clock (not ``loop.call_later``) for the same reason.
 
@@ -118,7 +118,7 @@ class StepDeadline:
 
 
 class Deadlines:
-    """The run's timers (``model_settings.timeout``) on ``clock``; :meth:`close` cancels them."""
+    """The run's timers (``model_settings.timeout``) on ``clock``; `close` cancels them."""
 
     def __init__(self, timeout: Mapping[str, Any] | None, clock: LoopClock, user_signal: AbortSignal) -> None:
         timeout = timeout or {}

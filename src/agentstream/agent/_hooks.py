@@ -1,6 +1,6 @@
 """The loop's seams: what it tells the code plugged into it, and where it calls that code.
 
-One :class:`LoopHooks` object per run; every method has a no-op default, so an override implements
+One `LoopHooks` object per run; every method has a no-op default, so an override implements
 only what it needs and chains to an inner hooks object for the rest (as the background package's
 ``BackgroundHooks`` does). The order within a run, and who is meant to plug in where:
 
@@ -17,7 +17,7 @@ only what it needs and chains to an inner hooks object for the rest (as the back
 ``end_of_run``              before ``finish``: chunks to stream first (output-result processors)
 ==========================  ===================================================================
 
-Background tasks plug in one level up, per run: a :class:`BackgroundSeam` gives the run its tools,
+Background tasks plug in one level up, per run: a `BackgroundSeam` gives the run its tools,
 instructions and (wrapping) hooks, and runs the until-idle stream.
 """
 

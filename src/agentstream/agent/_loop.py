@@ -1,17 +1,17 @@
 """The agent loop: the run's chunk stream exactly as Mastra's loop produces it (before ``ModelOutput``).
 
 Per step: ``step-start``, the provider parts converted to chunks (``convertFullStreamChunkToMastra``,
-:mod:`._parts`, incl. ``raw`` and the provider's own ``tool-call``), tool execution
-(:mod:`._tool_runner`: ``tool-output`` live, then ``tool-result`` / ``tool-error`` in call order),
+`_parts`, incl. ``raw`` and the provider's own ``tool-call``), tool execution
+(`_tool_runner`: ``tool-output`` live, then ``tool-result`` / ``tool-error`` in call order),
 ``step-finish`` with that step's usage. One ``start`` before and one ``finish`` after.
 ``ModelOutput`` does the accounting (synthetic tool-call, usage sums, raw filtering, awaitables,
 callbacks), so none of that happens here.
 
-:func:`run_loop` is the orchestration only; the pieces are the per-step state (:mod:`._state`), the
-part → chunk table (:mod:`._parts`), the tool runner, the deadlines and clock (:mod:`._deadlines`)
-and the seams where processors, goals, approvals and background tasks plug in (:mod:`._hooks`).
+`run_loop` is the orchestration only; the pieces are the per-step state (`_state`), the
+part → chunk table (`_parts`), the tool runner, the deadlines and clock (`_deadlines`)
+and the seams where processors, goals, approvals and background tasks plug in (`_hooks`).
 
-What the provider sent and got back (a :class:`~agentstream.models.ModelStream`'s ``request`` /
+What the provider sent and got back (a `ModelStream`'s ``request`` /
 ``response``) goes into ``step-start.request`` and the step's metadata (``request``, ``headers``);
 after a step whose response header ``x-ratelimit-remaining-tokens`` is between 0 and 2000 (exclusive)
 the loop pauses 10 s before the next model call (Mastra's ``model.loop.ts``; ``RunConfig.sleep``).
@@ -113,7 +113,7 @@ class RunConfig:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     """How the run waits (timeouts, the rate-limit pause): inject a fake clock's in tests."""
     on_tool_error: ToolErrorMask | None = None
-    """What the client and the model see of a tool's exception (see :func:`tool_error`)."""
+    """What the client and the model see of a tool's exception (see `tool_error`)."""
 
 
 async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
@@ -305,7 +305,7 @@ class _Run:
 
     def route(self, st: StepState, chunk: Chunk) -> Chunk | None:
         """A converted chunk through the output seam, queued for ``on_chunk`` by its route
-        (:mod:`._parts`); ``None`` when a processor dropped it. Only called when a run processes
+        (`_parts`); ``None`` when a processor dropped it. Only called when a run processes
         chunks or has ``on_chunk``: otherwise every chunk is streamed as converted."""
         route, st.route = st.route, STANDARD
         if route == RAW:
@@ -508,7 +508,7 @@ async def _any_stop(conditions: list[StopCondition], steps: list[StepInfo]) -> b
 
 
 def _sent_request(stream: Any) -> dict[str, Any]:
-    """``{"body": ...}`` a :class:`~agentstream.models.ModelStream` reports; ``{}`` for other streams."""
+    """``{"body": ...}`` a `ModelStream` reports; ``{}`` for other streams."""
     request = getattr(stream, "request", None)
     return dict(request) if isinstance(request, Mapping) else {}
 

@@ -1,7 +1,7 @@
 """The typed options of ``Agent.stream()`` / ``generate()`` (Mastra's ``AgentExecutionOptions`` in snake_case).
 
 ``**options: Unpack[StreamOptions]``: editors complete the names and mypy checks the values; at
-run time unknown names still raise ``TypeError`` listing the known ones (:func:`check_options`).
+run time unknown names still raise ``TypeError`` listing the known ones (`check_options`).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class TurnOptions(TypedDict, total=False):
 
 
 class StreamOptions(TurnOptions, total=False):
-    """:class:`TurnOptions` plus ``until_idle``."""
+    """`TurnOptions` plus ``until_idle``."""
 
     until_idle: bool | UntilIdleOptions
 

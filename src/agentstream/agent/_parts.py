@@ -1,11 +1,11 @@
 """Provider stream part → chunk (Mastra's ``convertFullStreamChunkToMastra``), as a table by part type.
 
-Each handler updates the :class:`~agentstream.agent._state.StepState` and returns the chunk or
+Each handler updates the `StepState` and returns the chunk or
 ``None`` (nothing to stream); a chunk that does not take the ``STANDARD`` route sets ``state.route``.
 The route says what the loop does with the chunk:
 
 * ``STANDARD`` — output processing (``LoopHooks.process_chunk``), ``on_chunk`` for the types Mastra
-  shows it (:data:`ON_CHUNK_TYPES`), then streamed;
+  shows it (`ON_CHUNK_TYPES`), then streamed;
 * ``QUIET`` — output processing, streamed; ``on_chunk`` does not see it (provider-executed results,
   a tool-call whose synthetic twin ``on_chunk`` already saw);
 * ``RAW`` — not processed; ``on_chunk`` sees it only with ``include_raw_chunks``;
@@ -131,7 +131,7 @@ ON_CHUNK_TYPES = frozenset(
 
 Handled = Chunk | None
 Handler = Callable[[StepState, Any], Handled]
-"""Takes the part ``TypedDict`` of its key in :data:`HANDLERS` (``tests/agent/test_parts.py`` checks the pairing)."""
+"""Takes the part ``TypedDict`` of its key in `HANDLERS` (``tests/agent/test_parts.py`` checks the pairing)."""
 
 
 def _text_delta(st: StepState, part: TextDeltaPart) -> Handled:
@@ -480,4 +480,4 @@ HANDLERS: dict[str, Handler] = {
     "tool-result": _tool_result,
     "custom": _custom,
 }
-"""Part type → handler; anything else goes to :func:`convert_unknown`."""
+"""Part type → handler; anything else goes to `convert_unknown`."""

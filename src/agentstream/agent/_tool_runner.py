@@ -74,10 +74,10 @@ async def call_on_chunk(on_chunk: Callable[[Chunk], Any], chunk: Chunk) -> None:
 
 
 class ToolRunner:
-    """Runs one step's client tool calls; :meth:`stream` yields their chunks, then sets the outcome.
+    """Runs one step's client tool calls; `stream` yields their chunks, then sets the outcome.
 
     After the stream: ``aborted`` (the run was aborted meanwhile: no results), ``results`` (one
-    :data:`ToolOutcome` per call kept by ``process_chunk``, in call order) and ``errored``.
+    `ToolOutcome` per call kept by ``process_chunk``, in call order) and ``errored``.
     """
 
     def __init__(

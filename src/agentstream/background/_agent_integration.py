@@ -95,11 +95,11 @@ class _State:
 class UntilIdleOutput:
     """The first turn's ``ModelOutput`` whose ``full_stream`` is the combined stream.
 
-    * :attr:`full_stream`: every turn's chunks and the background-task chunks, in order; each
+    * `full_stream`: every turn's chunks and the background-task chunks, in order; each
       access replays the combined log from the start.
     * ``await output.text``: the text of every turn in order, turns separated by a blank line
       (``"\n\n"``), once the stream is idle; it raises if a turn failed or was cut off.
-    * :attr:`turns`: the :class:`ModelOutput` of each turn (the first, then one per continuation),
+    * `turns`: the `ModelOutput` of each turn (the first, then one per continuation),
       growing as continuations start; ``await output.turns[i].text`` is one turn's text.
     * Every other attribute (``tool_calls``, ``usage``, ``get_full_output()``, ...) is the first
       turn's, as in Mastra.

@@ -84,7 +84,7 @@ class BackgroundTaskManagerConfig:
     ``failed_ttl_ms`` (failed / cancelled / timed_out) after they finished, checked every
     ``cleanup_interval_ms``. On by default (Mastra cleans up only when ``cleanup`` is configured;
     records would pile up forever); ``cleanup=None`` (or ``False`` in a dict) turns the periodic
-    cleanup off, :meth:`BackgroundTaskManager.cleanup` still applies the default TTLs when called.
+    cleanup off, `BackgroundTaskManager.cleanup` still applies the default TTLs when called.
 
     ``lease_ms`` / ``heartbeat_interval_ms``: every ``pending``/``running`` task a manager holds
     carries its owner id and a lease that the manager renews every ``heartbeat_interval_ms``
@@ -92,7 +92,7 @@ class BackgroundTaskManagerConfig:
     after its lease expired, i.e. when its owner stopped renewing for ``lease_ms``.
 
     ``max_queued``: tasks waiting in this process for a free slot (``backpressure='queue'``); when
-    full, :meth:`BackgroundTaskManager.enqueue` raises :class:`ConcurrencyLimitError`. ``None``:
+    full, `BackgroundTaskManager.enqueue` raises `ConcurrencyLimitError`. ``None``:
     unbounded.
     """
 

@@ -44,7 +44,7 @@ __all__ = ["AgentBackground", "BackgroundHooks", "background_run", "register_bac
 
 
 class AgentBackground:
-    """``manager`` behind the agent's :class:`~agentstream.agent.BackgroundSeam`.
+    """``manager`` behind the agent's `BackgroundSeam`.
 
     ``Mastra(background_tasks=...)`` gives one to every agent it registers; until-idle turns pass
     one to ``Agent._stream_turn``.
@@ -63,13 +63,13 @@ class AgentBackground:
         register_background_tools(agent, self.manager)
 
     def prepare_run(self, agent: Agent, *, thread_id: str | None, resource_id: str | None) -> RunSetup:
-        """:func:`background_run` of ``agent`` with this manager."""
+        """`background_run` of ``agent`` with this manager."""
         return background_run(agent, self.manager, thread_id=thread_id, resource_id=resource_id)
 
     def stream_until_idle(
         self, agent: Agent, messages: MessageInput, *, max_idle_ms: float | None, options: dict[str, Any]
     ) -> UntilIdleOutput | ModelOutput:
-        """:func:`~agentstream.background.stream_until_idle` of ``agent`` with this manager."""
+        """`stream_until_idle` of ``agent`` with this manager."""
         from ._agent_integration import stream_until_idle  # it builds AgentBackground objects itself
 
         return stream_until_idle(agent, messages, manager=self.manager, max_idle_ms=max_idle_ms, **options)

@@ -4,8 +4,8 @@ Mastra ``background-tasks/manager.ts`` + ``workflow.ts`` in one process (mode ``
 record lives in the storage's background-task domain, every status transition is a
 compare-and-set on the stored status (so a task is never run twice nor resurrected after a
 cancel), concurrency is counted with local slot reservations against ``global_concurrency`` and
-``per_agent_concurrency``, and the result topic is an in-process fan-out that :meth:`stream` and
-:meth:`subscribe` read.
+``per_agent_concurrency``, and the result topic is an in-process fan-out that `stream` and
+`subscribe` read.
 
 Several processes may share one store. Each manager has an ``owner_id``; every ``pending`` or
 ``running`` task it holds records that owner and a lease it renews every ``heartbeat_interval_ms``.
@@ -86,7 +86,7 @@ __all__ = [
 log = logging.getLogger("agentstream.background")
 
 Executor: TypeAlias = Callable[[dict[str, Any], BackgroundTaskContext], Any]
-"""``execute(args, context)`` (sync or async). A :class:`agentstream.tools.Tool` is accepted too."""
+"""``execute(args, context)`` (sync or async). A `agentstream.tools.Tool` is accepted too."""
 
 BackgroundTaskChunk: TypeAlias = (
     BackgroundTaskRunning
@@ -104,7 +104,7 @@ ABANDONED_THREAD_NOTE = (
     "its synchronous executor runs in a thread that Python cannot stop: the thread may still be running"
 )
 STREAM_OUTPUT_BUFFER = 1000
-"""Default bound on progress chunks buffered per :meth:`BackgroundTaskManager.stream` consumer."""
+"""Default bound on progress chunks buffered per `BackgroundTaskManager.stream` consumer."""
 _WAIT_POLL_S = 0.05
 _ACTIVE: tuple[TaskStatus, ...] = ("pending", "running", "suspended")
 
@@ -116,7 +116,7 @@ class TaskHooks:
     """Per-task in-process closures (Mastra ``TaskContext``); never stored, lost on restart."""
 
     executor: Any = None
-    """Overrides the registry for this task: an :data:`Executor` or a ``Tool``."""
+    """Overrides the registry for this task: an `Executor` or a ``Tool``."""
     on_chunk: Callback | None = None
     """Called with the task's lifecycle chunk when it completes / fails / is cancelled."""
     on_result: Callback | None = None
@@ -298,7 +298,7 @@ class BackgroundTaskManager:
         """Stop: wait up to ``grace_ms`` (default ``shutdown_grace_ms``) for running tasks, then abandon them.
 
         Abandoned tasks stay ``running`` in storage with their lease expired at once, and queued ones
-        are released: the next :meth:`start` (here or in another process) reclaims them.
+        are released: the next `start` (here or in another process) reclaims them.
         """
         self._closing = True
         for background in (self._cleanup_task, self._lease_task):
@@ -409,8 +409,8 @@ class BackgroundTaskManager:
     async def dispatch(
         self, tool_name: str, args: Mapping[str, Any] | None = None, **kwargs: Any
     ) -> BackgroundTask:
-        """:meth:`enqueue` returning the task; with ``fallback-sync`` and no slot raises
-        :class:`ConcurrencyLimitError` (use :meth:`enqueue` to run the tool inline instead)."""
+        """`enqueue` returning the task; with ``fallback-sync`` and no slot raises
+        `ConcurrencyLimitError` (use `enqueue` to run the tool inline instead)."""
         result = await self.enqueue(tool_name, args, **kwargs)
         if result.fallback_to_sync:
             raise ConcurrencyLimitError(
@@ -433,7 +433,7 @@ class BackgroundTaskManager:
         return await self.storage.list_tasks(**filters)
 
     async def cancel(self, task_id: str) -> BackgroundTask:
-        """Cancel a pending, running or suspended task. A finished task raises :class:`InvalidTaskStateError`."""
+        """Cancel a pending, running or suspended task. A finished task raises `InvalidTaskStateError`."""
         while True:
             task = await self.get_task(task_id)
             if task.status in TERMINAL_TASK_STATUSES:
@@ -503,8 +503,8 @@ class BackgroundTaskManager:
         """Resume a ``suspended`` task: its tool's ``execute`` runs again with ``context.resume_data``.
 
         Works from a new process (the executor comes from the registry). Raises
-        :class:`TaskNotFoundError`, :class:`InvalidTaskStateError` (not suspended, or resumed
-        concurrently) or :class:`ConcurrencyLimitError` (no free slot).
+        `TaskNotFoundError`, `InvalidTaskStateError` (not suspended, or resumed
+        concurrently) or `ConcurrencyLimitError` (no free slot).
         """
         await self.start()
         task = await self.get_task(task_id)
@@ -1197,7 +1197,7 @@ class BackgroundTaskManager:
         safe for processes sharing a store).
 
         An expired ``running`` task goes back to ``pending`` with ``retry_count + 1`` when it has
-        retries left, otherwise it fails with :data:`STALE_TASK_MESSAGE`. Expired (or unowned)
+        retries left, otherwise it fails with `STALE_TASK_MESSAGE`. Expired (or unowned)
         ``pending`` tasks are claimed into this process's queue, oldest first, while it has room.
         Every change is a compare-and-set on (status, owner, lease expired), so of several managers
         sweeping at once exactly one takes each task, and a renewed lease is never taken.

@@ -7,7 +7,7 @@ per-call provider ``_Transformer`` that turns it into ``LanguageModelV2StreamPar
 
 Error policy (mirrors the AI SDK):
 
-* non-2xx after retries: a single ``error`` part carrying an :class:`APICallError` (the AI SDK
+* non-2xx after retries: a single ``error`` part carrying an `APICallError` (the AI SDK
   throws from ``doStream`` before any stream exists, so no ``stream-start``/``finish``);
 * an error *event* inside a 200 stream, or an event whose JSON does not parse: an ``error`` part,
   then the stream continues and the final ``finish`` part reports ``finishReason: "error"``
@@ -17,7 +17,7 @@ Error policy (mirrors the AI SDK):
   request; after it: an ``error`` part and the generator ends, no ``finish`` and no retry (parts
   were already emitted, and a retry would emit them twice). The AI SDK reports a body that just
   stops as ``finish: unknown``, which makes an agent loop call the model again: we say "error";
-* the abort signal fires: the HTTP request is cancelled and :class:`AbortError` is raised from the
+* the abort signal fires: the HTTP request is cancelled and `AbortError` is raised from the
   generator (``fetch`` rejects with an ``AbortError`` in JS).
 """
 
@@ -306,7 +306,7 @@ class _HTTPStreamingModel:
     def do_stream(self, options: CallOptions) -> ModelStream:
         """Stream one model call as AI SDK ``LanguageModelV2StreamPart`` dicts.
 
-        The returned :class:`ModelStream` reports the request body (``request``) and the response
+        The returned `ModelStream` reports the request body (``request``) and the response
         headers (``response``) once the first part is out.
         """
         info = ModelStream()

@@ -81,7 +81,7 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
 
 
 def known_providers() -> list[str]:
-    """Every prefix :func:`resolve_model` accepts (built-in providers and registered factories), sorted."""
+    """Every prefix `resolve_model` accepts (built-in providers and registered factories), sorted."""
     return sorted({*_COMPAT, "anthropic", "demo", "openai.chat", "openai.responses", *_factories})
 
 

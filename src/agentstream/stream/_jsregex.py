@@ -38,7 +38,7 @@ class JSRegexError(ValueError):
 
 
 class _Invalid(Exception):
-    """Raised while translating; :func:`js_regex` turns it into :class:`JSRegexError` with the source."""
+    """Raised while translating; `js_regex` turns it into `JSRegexError` with the source."""
 
 
 JS_WHITESPACE = (
@@ -196,7 +196,7 @@ def _find(source: str, char: str, start: int, problem: str) -> int:
 
 
 def check_js_flags(flags: str) -> None:
-    """Raise :class:`JSRegexError` naming the first unknown or repeated flag."""
+    """Raise `JSRegexError` naming the first unknown or repeated flag."""
     for index, flag in enumerate(flags):
         if flag not in JS_FLAGS:
             problem = f"unknown flag {flag!r} (valid flags: {', '.join(JS_FLAGS)})"
@@ -210,7 +210,7 @@ def check_js_flags(flags: str) -> None:
 def js_regex(source: str, flags: str = "") -> regex.Pattern[str]:
     """Compile JavaScript ``new RegExp(source, flags)`` as a Python ``regex`` pattern with the same matches.
 
-    Raises :class:`JSRegexError` (a ``ValueError``) for an invalid pattern or flag, saying which.
+    Raises `JSRegexError` (a ``ValueError``) for an invalid pattern or flag, saying which.
     """
     check_js_flags(flags)
     try:
@@ -232,7 +232,7 @@ def parse_js_literal(literal: str) -> regex.Pattern[str] | None:
     """``"/source/flags"`` → compiled pattern; ``None`` if ``literal`` is not in that form.
 
     Anything after the last ``/`` made of letters counts as flags, so ``"/a/q"`` raises
-    :class:`JSRegexError` naming ``q`` rather than being taken for something else.
+    `JSRegexError` naming ``q`` rather than being taken for something else.
     """
     if len(literal) < 2 or not literal.startswith("/"):
         return None

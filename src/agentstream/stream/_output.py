@@ -312,7 +312,7 @@ class ModelOutput:
 
     @property
     def steps(self) -> Delayed[list[StepResult]]:
-        """Awaitable: one :class:`StepResult` per step."""
+        """Awaitable: one `StepResult` per step."""
         return self._results["steps"]
 
     @property

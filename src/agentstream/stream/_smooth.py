@@ -826,8 +826,8 @@ def check_transform_factories(value: object, where: str) -> None:
     """Refuse, where it is configured, what cannot make a fresh transform for every stream.
 
     ``value`` is what ``experimental_transform`` accepts (``None``, a factory, or a sequence of
-    them). The single-use :func:`smooth_stream` passed there would otherwise fail on every request;
-    the message names :func:`agentstream.ai_sdk.smooth_stream`, its reusable form. ``where`` names
+    them). The single-use `smooth_stream` passed there would otherwise fail on every request;
+    the message names `agentstream.ai_sdk.smooth_stream`, its reusable form. ``where`` names
     the parameter in the message (e.g. ``"chat_route(experimental_transform=...)"``).
     """
     if value is None:

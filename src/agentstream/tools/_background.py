@@ -1,7 +1,7 @@
 """How a tool may run as a background task: the tool's own setting and the agent's override.
 
 Mastra: ``background-tasks/types.ts`` (``createTool({background})``, ``new Agent({backgroundTasks})``).
-These live with the tools (not in :mod:`agentstream.background`) because ``Tool`` and ``Agent`` take
+These live with the tools (not in `agentstream.background`) because ``Tool`` and ``Agent`` take
 them at construction; the background package reads them when it runs a tool.
 """
 

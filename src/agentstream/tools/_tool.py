@@ -133,7 +133,7 @@ class Tool:
     execute: ToolExecute
     output_schema: Schema | None = None
     background: ToolBackgroundConfig | Mapping[str, Any] | bool | None = None
-    """A :class:`ToolBackgroundConfig` (or ``None``) after construction."""
+    """A `ToolBackgroundConfig` (or ``None``) after construction."""
 
     def __post_init__(self) -> None:
         if not self.id:
