@@ -6,10 +6,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/clients.sh --browser
 PORT=${E2E_PORT:-18731}
+# The useChat page is served from its own origin: the server must allow it (serve refuses
+# cross-origin requests by default).
+PAGE_PORT=${E2E_PAGE_PORT:-18732}
 OUT="$PWD/.cache/e2e"
 CLIENTS="$PWD/.cache/clients"
 mkdir -p "$OUT"
-.venv/bin/agentstream serve --port "$PORT" --delay-ms 5 >"$OUT/server.log" 2>&1 &
+.venv/bin/agentstream serve --port "$PORT" --delay-ms 5 --allow-origin "http://127.0.0.1:$PAGE_PORT" >"$OUT/server.log" 2>&1 &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
@@ -24,7 +27,7 @@ for ai in v7 v6 v5 v6-strict; do
     >"$OUT/node-$ai.json"
 done
 echo "== browser (useChat, two turns)"
-node "$CLIENTS/browser-check.mjs" --backend "$BACKEND" --screenshot "$OUT/chat.png" \
+node "$CLIENTS/browser-check.mjs" --backend "$BACKEND" --page-port "$PAGE_PORT" --screenshot "$OUT/chat.png" \
   --prompt "What is the weather in Berlin?" --prompt "Explain how rainbows form" >"$OUT/browser.json"
 python3 - "$OUT/browser.json" <<'PY'
 import json, sys

@@ -36,6 +36,7 @@ function readOptions() {
         screenshot: { type: 'string' },
         prompt: { type: 'string', multiple: true, default: [] },
         timeout: { type: 'string', default: '60000' },
+        'page-port': { type: 'string', default: '0' },
         chromium: { type: 'string', default: process.env.AGENTSTREAM_CHROMIUM ?? onPath('chromium') },
       },
     }));
@@ -48,7 +49,9 @@ function readOptions() {
   const timeout = Number(values.timeout);
   if (!(timeout > 0)) usage(`--timeout ${JSON.stringify(values.timeout)}: expected milliseconds > 0`);
   const prompts = values.prompt.length ? values.prompt : ['What is the weather in Berlin?'];
-  return { ...values, timeout, prompts, screenshot: resolve(values.screenshot) };
+  const pagePort = Number(values['page-port']);
+  if (!Number.isInteger(pagePort) || pagePort < 0) usage(`--page-port ${JSON.stringify(values['page-port'])}: expected a port number`);
+  return { ...values, timeout, prompts, pagePort, screenshot: resolve(values.screenshot) };
 }
 
 const probe = () => window.chatProbe ?? null;
@@ -121,7 +124,7 @@ async function check(options, page, chatResponses) {
 async function main() {
   const options = readOptions();
   const proxyLog = [];
-  const { server, url } = await servePage({ backend: options.backend, log: line => proxyLog.push(line) });
+  const { server, url } = await servePage({ backend: options.backend, port: options.pagePort, log: line => proxyLog.push(line) });
   const profile = mkdtempSync(join(tmpdir(), 'agentstream-chromium-'));
   const consoleErrors = [];
   const pageErrors = [];
