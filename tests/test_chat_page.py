@@ -10,6 +10,7 @@ unless ``CI`` is set, where that is a failure.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -92,8 +93,11 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
+@contextlib.contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` on a real uvicorn server on a free loopback port; yields its base URL.
+
+    Skips (fails on CI) when the browser tooling is missing."""
     reason = _missing()
     if reason:
         if os.environ.get("CI"):
@@ -101,14 +105,10 @@ def base_url() -> Iterator[str]:
         pytest.skip(reason)
     import uvicorn
 
-    from agentstream._app import create_app
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(delay_in_ms=5), host="127.0.0.1", port=port, log_level="warning")
-    )
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 15
@@ -121,6 +121,14 @@ def base_url() -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    from agentstream._app import create_app
+
+    with serving(create_app(delay_in_ms=5)) as url:
+        yield url
 
 
 def drive(base_url: str, tmp_path: Path, *prompts: str) -> dict[str, Any]:

@@ -62,7 +62,7 @@ def _redacted(error: BaseException) -> BaseException:
     fields = _public_fields(error)
     clean_message = redact(message)
     clean_fields = {k: redact_value(v) for k, v in fields.items()}
-    if clean_message == message and redact(repr(clean_fields)) == repr(fields):
+    if clean_message == message and repr(clean_fields) == repr(fields):
         return error
     return RedactedToolError(clean_message, _js_name(error), clean_fields)
 
