@@ -96,6 +96,7 @@ class ForeachEntry:
 @dataclass(frozen=True)
 class SleepEntry:
     id: str
+    kind: str  # "sleep" | "sleepUntil"
     ms: float | None = None
     until: datetime | None = None
     fn: Callable[[StepContext], Any] | None = None
@@ -269,21 +270,21 @@ class Workflow:
         """Wait `duration` ms (or as many as `duration(context)` returns); the data passes through."""
         entry_id = f"sleep_{uuid.uuid4()}"
         if callable(duration):
-            return self._add(SleepEntry(entry_id, ms=None, fn=duration), [])
+            return self._add(SleepEntry(entry_id, "sleep", fn=duration), [])
         try:
             check_ms("sleep(duration)", duration)
         except ValueError as exc:
             raise WorkflowDefinitionError(str(exc)) from None
-        return self._add(SleepEntry(entry_id, ms=float(duration)), [])
+        return self._add(SleepEntry(entry_id, "sleep", ms=float(duration)), [])
 
     def sleep_until(self, date: datetime | Callable[[StepContext], Any]) -> Workflow:
         """Wait until `date` (an aware datetime, or what `date(context)` returns); the data passes through."""
         entry_id = f"sleep_{uuid.uuid4()}"
         if callable(date):
-            return self._add(SleepEntry(entry_id, fn=date), [])
+            return self._add(SleepEntry(entry_id, "sleepUntil", fn=date), [])
         if not isinstance(date, datetime) or date.tzinfo is None:
             raise WorkflowDefinitionError(f"sleep_until(): expected a timezone-aware datetime, got {date!r}")
-        return self._add(SleepEntry(entry_id, until=date), [])
+        return self._add(SleepEntry(entry_id, "sleepUntil", until=date), [])
 
     def map(self, fn: Callable[[StepContext], Any], *, id: str | None = None) -> Workflow:
         """Turn the previous output into the next step's input with ``fn(context)`` (async or plain);
