@@ -61,6 +61,8 @@ class Run:
         self._task: asyncio.Task[None] | None = None
         self._watchers: list[Watcher] = []
         self._generation = 0
+        self.stored_resource_id: str | None = None
+        """The resource (user) the stored run belongs to, when it was loaded from storage."""
         self._execution = Execution(
             workflow, run_id, emit=lambda _c: None, signal=self._controller.signal, clock=clock, sleep=sleep
         )
@@ -83,6 +85,8 @@ class Run:
             self._restore(snapshot)
 
     def _restore(self, snapshot: dict[str, Any]) -> None:
+        owner = snapshot.get("resourceId")
+        self.stored_resource_id = owner if isinstance(owner, str) else None
         self._execution.load(snapshot)
         status = snapshot.get("status")
         self._status = status if isinstance(status, str) else "pending"
@@ -91,6 +95,8 @@ class Run:
 
     def _snapshot(self, status: str, end: RunEnd | None = None) -> dict[str, Any]:
         snapshot: dict[str, Any] = {"runId": self.run_id, "status": status, "value": {}}
+        if self.resource_id is not None:
+            snapshot["resourceId"] = self.resource_id
         snapshot.update(self._execution.dump())
         snapshot["serializedStepGraph"] = self.workflow.serialized_step_graph()
         if end is not None and end.status == "success":
