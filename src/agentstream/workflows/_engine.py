@@ -137,7 +137,8 @@ class Execution:
         return {
             "input": self.input,
             "state": self.state[0],
-            "context": {k: to_jsonable(v) for k, v in self.records.items()},
+            # records are JSON already, except the exceptions of failed steps
+            "context": {k: to_jsonable(v) if "error" in v else v for k, v in self.records.items()},
             "stepExecutionPath": list(self.path),
             "branches": dict(self.branches),
             "suspendedPaths": dict(self.suspended),

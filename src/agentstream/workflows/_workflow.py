@@ -186,6 +186,7 @@ class Workflow:
         self.mastra: Any = None
         self._storage: Storage | None = None
         self._as_step: Step | None = None
+        self._graph: list[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------------------- building
 
@@ -356,6 +357,10 @@ class Workflow:
 
     def serialized_step_graph(self) -> list[dict[str, Any]]:
         """The step graph as Mastra serialises it (``serializedStepFlow``)."""
+        if self.committed:
+            if self._graph is None:
+                self._graph = [_entry_json(e) for e in self.entries]
+            return self._graph
         return [_entry_json(e) for e in self.entries]
 
     def describe(self) -> dict[str, Any]:
