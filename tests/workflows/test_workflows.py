@@ -467,3 +467,44 @@ async def test_a_crashing_step_function_is_a_step_failure_not_a_crash() -> None:
         output_again = (await wf.create_run("same")).stream(input_data={})
         await output_again.result
         (await wf.create_run("same")).stream(input_data={})
+
+
+async def test_cancel_interrupts_stubborn_parallel_and_foreach_steps() -> None:
+    started = asyncio.Event()
+
+    async def stubborn(c: StepContext) -> Any:
+        started.set()
+        await asyncio.Event().wait()
+
+    for wf in (
+        create_workflow(id="par")
+        .parallel([create_step(id="a", execute=stubborn), create_step(id="b", execute=stubborn)])
+        .commit(),
+        create_workflow(id="each").foreach(create_step(id="a", execute=stubborn), concurrency=2).commit(),
+    ):
+        started.clear()
+        run = await wf.create_run(cancel_grace_ms=0)
+        output = run.stream(input_data=[1, 2, 3])
+        await started.wait()
+        await run.cancel()
+        kinds = [c.type for c in await chunks_of(output)]
+        assert kinds[-2:] == ["workflow-canceled", "workflow-finish"], (wf.id, kinds)
+        assert (await output.result).status == "canceled"
+
+
+async def test_a_watcher_added_while_the_run_streams_sees_the_rest() -> None:
+    gate = asyncio.Event()
+
+    async def wait(c: StepContext) -> Any:
+        await gate.wait()
+        return c.input_data
+
+    wf = create_workflow(id="late-watch").then(create_step(id="w", execute=wait)).commit()
+    run = await wf.create_run()
+    output = run.stream(input_data={})
+    seen: list[str] = []
+    await asyncio.sleep(0)
+    run.watch(lambda c: seen.append(c.type))
+    gate.set()
+    await output.result
+    assert seen == ["workflow-step-result", "workflow-step-finish"]
