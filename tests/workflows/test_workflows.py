@@ -508,3 +508,40 @@ async def test_a_watcher_added_while_the_run_streams_sees_the_rest() -> None:
     gate.set()
     await output.result
     assert seen == ["workflow-step-result", "workflow-step-finish"]
+
+
+async def test_context_knows_its_run_workflow_and_mastra() -> None:
+    seen: dict[str, Any] = {}
+
+    def look(c: StepContext) -> Any:
+        seen.update(run_id=c.run_id, workflow_id=c.workflow_id, step_id=c.step_id, mastra=c.mastra)
+        return {}
+
+    wf = create_workflow(id="who").then(create_step(id="look", execute=look)).commit()
+    mastra = Mastra(workflows={"who": wf})
+    await (await mastra.get_workflow("who").create_run("run-7")).start(input_data={})
+    assert seen == {"run_id": "run-7", "workflow_id": "who", "step_id": "look", "mastra": mastra}
+
+
+async def test_agent_step_with_structured_output() -> None:
+    from agentstream import Agent
+    from agentstream.testing import ScriptedModel
+
+    answer = '{"city": "Oslo", "celsius": 4}'
+    model = ScriptedModel([[
+        {"type": "stream-start", "warnings": []},
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": answer},
+        {"type": "text-end", "id": "t"},
+        {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 5, "outputTokens": 7, "totalTokens": 12}},
+    ]])
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+              "required": ["city", "celsius"]}
+    agent = Agent(id="forecaster", model=model)
+    wf = create_workflow(id="so").then(create_step(agent, structured_output={"schema": schema})).commit()
+    output = (await wf.create_run()).stream(input_data={"prompt": "Oslo?"})
+    result = await output.result
+    assert result.status == "success", result.error
+    assert result.result == {"city": "Oslo", "celsius": 4}
+    usage = await output.usage
+    assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (5, 7, 12)

@@ -192,8 +192,6 @@ class Execution:
         record = self.records.get(resume.step_id)
         if record is None:
             raise WorkflowError(f"run {self.run_id!r} has no record of step {resume.step_id!r}")
-        if isinstance(entry, ForeachEntry):
-            return record.get("payload")
         return record.get("payload")
 
     async def _entry(self, index: int, entry: Entry, prev: Any, resume: Resume | None) -> Any:
