@@ -545,3 +545,14 @@ async def test_agent_step_with_structured_output() -> None:
     assert result.result == {"city": "Oslo", "celsius": 4}
     usage = await output.usage
     assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (5, 7, 12)
+
+
+async def test_nested_conversion_names_the_tool_workflow_parts() -> None:
+    from agentstream.ai_sdk import WorkflowUIChunkConverter
+
+    wf = create_workflow(id="n").then(add(1)).commit()
+    output = (await wf.create_run("r")).stream(input_data={"value": 0})
+    converter = WorkflowUIChunkConverter(nested=True)
+    parts = [p for c in await chunks_of(output) for p in converter.convert(c)]
+    assert {p["type"] for p in parts} == {"data-tool-workflow", "data-tool-workflow-step"}
+    assert parts[-1]["data"]["status"] == "success"
