@@ -1,0 +1,236 @@
+"""jsonschema-rs errors worded as zod's English locale words the equivalent zod check.
+
+Mastra's tools are zod schemas; the recorded runs show what the model is told, e.g. ``Invalid
+input: expected string, received undefined``. A JSON Schema keyword maps onto the zod check a
+zod-to-JSON-Schema conversion would have produced it from (``pattern`` → ``.regex()``,
+``multipleOf`` → ``.multipleOf()``, ``format: email`` → ``z.email()``...). Keywords zod has no
+check for get a message in the same style. Unions follow zod's rule: when exactly one branch
+failed only on refinements (lengths, bounds, pattern, format...), its issues are reported;
+otherwise the union reports ``Invalid input``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import jsonschema_rs
+
+from ._issues import SchemaIssue, js_number, js_type, js_value
+
+__all__ = ["missing_message", "zod_issues"]
+
+Kind = jsonschema_rs.ValidationErrorKind
+
+_FORMAT_NOUNS = {
+    "email": "email address",
+    "idn-email": "email address",
+    "uri": "URL",
+    "iri": "URL",
+    "uuid": "UUID",
+    "date-time": "ISO datetime",
+    "date": "ISO date",
+    "time": "ISO time",
+    "duration": "ISO duration",
+    "ipv4": "IPv4 address",
+    "ipv6": "IPv6 address",
+    "regex": "input",
+}
+_REFINEMENTS = (
+    Kind.MinLength, Kind.MaxLength, Kind.MinItems, Kind.MaxItems, Kind.MinProperties,
+    Kind.MaxProperties, Kind.Minimum, Kind.Maximum, Kind.ExclusiveMinimum, Kind.ExclusiveMaximum,
+    Kind.MultipleOf, Kind.Pattern, Kind.Format, Kind.UniqueItems, Kind.Contains,
+    Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure,
+)  # fmt: skip
+"""Checks zod runs with ``continue: true``: an issue of one of these does not abort a union branch."""
+
+
+def _node_at(root: Any, path: Sequence[str | int]) -> Any:
+    node = root
+    for part in path:
+        if isinstance(node, Mapping):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            return None
+    return node
+
+
+def _resolve(root: Any, node: Any) -> Any:
+    for _ in range(32):  # a $ref chain longer than this is a cycle
+        if not (isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#")):
+            return node
+        pointer = node["$ref"][1:]
+        if pointer and not pointer.startswith("/"):  # a $anchor: no static answer needed for messages
+            return None
+        parts = [p.replace("~1", "/").replace("~0", "~") for p in pointer.split("/")[1:]] if pointer else []
+        node = _node_at(root, [int(p) if p.isdigit() else p for p in parts])
+    return node
+
+
+def _expected(types: Sequence[str], value: Any) -> str:
+    named = [t for t in types if t != "null"] or list(types)
+    if "integer" in named and "number" not in named and js_type(value) == "number":
+        return "int"
+    first = named[0] if named else "value"
+    return "number" if first == "integer" else first
+
+
+def missing_message(schema: Any, root: Any) -> str:
+    """What zod says when a required property with schema ``schema`` is absent (``undefined``)."""
+    node = _resolve(root, schema)
+    if not isinstance(node, Mapping):
+        return "Invalid input: expected value, received undefined"
+    if "const" in node:
+        return f"Invalid input: expected {js_value(node['const'])}"
+    if isinstance(node.get("enum"), list):
+        return _enum_message(node["enum"])
+    kind = node.get("type")
+    if isinstance(kind, str) or (isinstance(kind, list) and kind):
+        return f"Invalid input: expected {_expected([kind] if isinstance(kind, str) else kind, None)}, received undefined"
+    if "anyOf" in node or "oneOf" in node:
+        return "Invalid input"
+    return "Invalid input: expected value, received undefined"
+
+
+def _enum_message(options: Sequence[Any]) -> str:
+    if len(options) == 1:
+        return f"Invalid input: expected {js_value(options[0])}"
+    return "Invalid option: expected one of " + "|".join(js_value(o) for o in options)
+
+
+def _js_regex(pattern: str) -> str:
+    escaped, backslash = [], False
+    for ch in pattern:
+        escaped.append("\\/" if ch == "/" and not backslash else ch)
+        backslash = ch == "\\" and not backslash
+    return "/" + ("".join(escaped) or "(?:)") + "/"
+
+
+def _size(kind: Kind, value: Any, limit: Any, small: bool) -> str:
+    origin = js_type(value)
+    unit = {"string": "characters", "array": "items", "object": "properties"}.get(origin)
+    head = "Too small" if small else "Too big"
+    exclusive = isinstance(kind, (Kind.ExclusiveMinimum, Kind.ExclusiveMaximum))
+    op = (">" if small else "<") + ("" if exclusive else "=")
+    if unit is None:
+        return f"{head}: expected {origin} to be {op}{js_number(limit)}"
+    return f"{head}: expected {origin} to have {op}{js_number(limit)} {unit}"
+
+
+def _contains_message(error: jsonschema_rs.ValidationError, root: Any) -> str:
+    node = _node_at(root, error.schema_path[:-1])
+    node = node if isinstance(node, Mapping) else {}
+    if error.schema_path and error.schema_path[-1] == "maxContains":
+        return f"Invalid array: must contain at most {node.get('maxContains')} items matching \"contains\""
+    least = node.get("minContains", 1)
+    return f"Invalid array: must contain at least {least} item{'s' if least != 1 else ''} matching \"contains\""
+
+
+def _message(error: jsonschema_rs.ValidationError, root: Any) -> str:  # noqa: PLR0911
+    kind, value = error.kind, error.instance
+    if isinstance(kind, Kind.Type):
+        return f"Invalid input: expected {_expected(kind.types, value)}, received {js_type(value)}"
+    if isinstance(kind, Kind.Constant):
+        return f"Invalid input: expected {js_value(kind.expected_value)}"
+    if isinstance(kind, Kind.Enum):
+        return _enum_message(kind.options)
+    if isinstance(kind, (Kind.MinLength, Kind.MinItems, Kind.MinProperties, Kind.Minimum, Kind.ExclusiveMinimum)):
+        return _size(kind, value, kind.limit, small=True)
+    if isinstance(kind, (Kind.MaxLength, Kind.MaxItems, Kind.MaxProperties, Kind.Maximum, Kind.ExclusiveMaximum)):
+        return _size(kind, value, kind.limit, small=False)
+    if isinstance(kind, Kind.MultipleOf):
+        return f"Invalid number: must be a multiple of {js_number(kind.multiple_of)}"
+    if isinstance(kind, (Kind.Pattern, Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure)):
+        pattern = _node_at(root, error.schema_path)
+        return f"Invalid string: must match pattern {_js_regex(str(pattern))}"
+    if isinstance(kind, Kind.Format):
+        return f"Invalid {_FORMAT_NOUNS.get(kind.format, kind.format)}"
+    if isinstance(kind, Kind.UniqueItems):
+        return "Invalid array: items must be unique"
+    if isinstance(kind, Kind.Contains):
+        return _contains_message(error, root)
+    if isinstance(kind, Kind.FalseSchema):
+        return f"Invalid input: expected never, received {js_type(value)}"
+    if isinstance(kind, Kind.Not):
+        return 'Invalid input: must not match the schema in "not"'
+    if isinstance(kind, Kind.OneOfMultipleValid):
+        return 'Invalid input: matches more than one option of "oneOf"'
+    if isinstance(kind, Kind.ContentEncoding):
+        return f"Invalid {kind.content_encoding}-encoded string"
+    if isinstance(kind, Kind.ContentMediaType):
+        return "Invalid JSON string" if kind.content_media_type == "application/json" else "Invalid input"
+    if isinstance(kind, Kind.Custom):
+        return kind.message
+    return "Invalid input"
+
+
+def _issues_of(error: jsonschema_rs.ValidationError, root: Any) -> list[SchemaIssue]:
+    kind, path = error.kind, tuple(error.instance_path)
+    if isinstance(kind, Kind.Required):
+        owner = _resolve(root, _node_at(root, error.schema_path[:-1]))
+        props = owner.get("properties") if isinstance(owner, Mapping) else None
+        sub = props.get(kind.property) if isinstance(props, Mapping) else None
+        return [SchemaIssue((*path, kind.property), missing_message(sub, root))]
+    if isinstance(kind, (Kind.AdditionalProperties, Kind.UnevaluatedProperties)):
+        keys = ", ".join(json.dumps(k, ensure_ascii=False) for k in kind.unexpected)
+        return [SchemaIssue(path, f"Unrecognized key{'s' if len(kind.unexpected) > 1 else ''}: {keys}")]
+    if isinstance(kind, Kind.AdditionalItems):
+        return [SchemaIssue(path, f"Too big: expected array to have <={kind.limit} items")]
+    if isinstance(kind, Kind.UnevaluatedItems):
+        return [SchemaIssue(path, f"Too big: expected array to have <={min(kind.unexpected)} items")]
+    if isinstance(kind, Kind.PropertyNames):
+        inner = kind.error
+        return [SchemaIssue(path, f"Invalid key {js_value(inner.instance)}: {_message(inner, root)}")]
+    if isinstance(kind, (Kind.AnyOf, Kind.OneOfNotValid)):
+        return _union_issues(kind.context, path, root)
+    if isinstance(kind, Kind.Type) and isinstance(error.instance, float) and math.isnan(error.instance):
+        return [SchemaIssue(path, "Invalid input: expected number, received NaN")]
+    return [SchemaIssue(path, _message(error, root))]
+
+
+def _union_issues(
+    branches: Sequence[Sequence[jsonschema_rs.ValidationError]], path: tuple[str | int, ...], root: Any
+) -> list[SchemaIssue]:
+    refined_only = [b for b in branches if b and all(isinstance(e.kind, _REFINEMENTS) for e in b)]
+    if len(refined_only) == 1:
+        return [issue for error in refined_only[0] for issue in _issues_of(error, root)]
+    return [SchemaIssue(path, "Invalid input")]
+
+
+def _order(issue: SchemaIssue, root: Any) -> tuple[float, ...]:
+    """zod reports an object's fields in shape order, then the object's own issues: rank each path
+    segment by its position among the (resolved) schema's ``properties``."""
+    ranks: list[float] = []
+    node = _resolve(root, root)
+    for part in issue.path:
+        props = node.get("properties") if isinstance(node, Mapping) else None
+        if isinstance(part, int):
+            ranks.append(part)
+            node = _resolve(root, node.get("items") if isinstance(node, Mapping) else None)
+        elif isinstance(props, Mapping) and part in props:
+            ranks.append(list(props).index(part))
+            node = _resolve(root, props[part])
+        else:
+            ranks.append(math.inf)
+            node = None
+    return (*ranks, math.inf)
+
+
+def zod_issues(errors: Sequence[jsonschema_rs.ValidationError], root: Any) -> tuple[SchemaIssue, ...]:
+    """The zod-worded issues of ``errors`` (from validating a value against ``root``), in zod's order."""
+    issues: list[SchemaIssue] = []
+    seen: set[SchemaIssue] = set()
+    # zod stops checking a value whose type is wrong: no bounds or pattern issues next to the type's
+    mistyped = {tuple(e.instance_path) for e in errors if isinstance(e.kind, Kind.Type)}
+    for error in errors:
+        if isinstance(error.kind, _REFINEMENTS) and tuple(error.instance_path) in mistyped:
+            continue
+        for issue in _issues_of(error, root):
+            if issue not in seen:
+                seen.add(issue)
+                issues.append(issue)
+    return tuple(sorted(issues, key=lambda issue: _order(issue, root)))
