@@ -123,7 +123,11 @@ def _draft_of(schema: Mapping[str, Any]) -> _Draft:
     declared = schema.get("$schema")
     if declared is None:
         return _DRAFT2020
-    key = str(declared).rstrip("#").replace("https://json-schema.org/draft-07", "http://json-schema.org/draft-07")
+    key = (
+        str(declared)
+        .rstrip("#")
+        .replace("https://json-schema.org/draft-07", "http://json-schema.org/draft-07")
+    )
     draft = _DRAFTS.get(key)
     if draft is None:
         _refuse(
@@ -135,7 +139,9 @@ def _draft_of(schema: Mapping[str, Any]) -> _Draft:
     return draft
 
 
-def _subschemas(draft: _Draft, node: Mapping[str, Any], at: tuple[str | int, ...]) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
+def _subschemas(
+    draft: _Draft, node: Mapping[str, Any], at: tuple[str | int, ...]
+) -> Iterator[tuple[Any, tuple[str | int, ...]]]:
     for key, value in node.items():
         if key in draft.schema_maps and isinstance(value, Mapping):
             yield from ((sub, (*at, key, name)) for name, sub in value.items())

@@ -16,7 +16,7 @@ from typing import Any, TypeAlias
 
 import pydantic
 
-from ._issues import SchemaIssue, format_issues, issues_tree, js_type
+from ._issues import SchemaIssue, format_issues, issues_tree, js_number, js_type
 from ._json_schema import JsonSchemaValidator, SchemaDefinitionError
 
 __all__ = [
@@ -111,8 +111,39 @@ def _pydantic_issues(exc: pydantic.ValidationError, schema: dict[str, Any], valu
         elif kind == "extra_forbidden":
             issues.append(SchemaIssue(path[:-1], f'Unrecognized key: "{path[-1]}"'))
         else:
-            issues.append(SchemaIssue(path, str(err["msg"])))
+            issues.append(SchemaIssue(path, _pydantic_check_message(kind, err.get("ctx") or {}, err)))
     return issues
+
+
+_BOUNDS = {
+    "greater_than": ("Too small", ">", "gt"),
+    "greater_than_equal": ("Too small", ">=", "ge"),
+    "less_than": ("Too big", "<", "lt"),
+    "less_than_equal": ("Too big", "<=", "le"),
+}
+_SIZES = {
+    "string_too_short": ("Too small", ">=", "min_length", "string", "characters"),
+    "string_too_long": ("Too big", "<=", "max_length", "string", "characters"),
+    "too_short": ("Too small", ">=", "min_length", "array", "items"),
+    "too_long": ("Too big", "<=", "max_length", "array", "items"),
+}
+
+
+def _pydantic_check_message(kind: str, ctx: dict[str, Any], err: Any) -> str:
+    """pydantic's constraint errors in zod's words (the same as the JSON Schema path gives)."""
+    if kind in _BOUNDS and _BOUNDS[kind][2] in ctx:
+        head, op, key = _BOUNDS[kind]
+        return f"{head}: expected number to be {op}{js_number(ctx[key])}"
+    if kind in _SIZES and _SIZES[kind][2] in ctx:
+        head, op, key, origin, unit = _SIZES[kind]
+        return f"{head}: expected {origin} to have {op}{ctx[key]} {unit}"
+    if kind == "string_pattern_mismatch" and "pattern" in ctx:
+        return f"Invalid string: must match pattern /{ctx['pattern']}/"
+    if kind == "multiple_of" and "multiple_of" in ctx:
+        return f"Invalid number: must be a multiple of {js_number(ctx['multiple_of'])}"
+    if kind in ("int_from_float", "int_fractional"):
+        return "Invalid input: expected int, received number"
+    return str(err["msg"])
 
 
 class CompiledSchema:

@@ -61,7 +61,9 @@ def _node_at(root: Any, path: Sequence[str | int]) -> Any:
 
 def _resolve(root: Any, node: Any) -> Any:
     for _ in range(32):  # a $ref chain longer than this is a cycle
-        if not (isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#")):
+        if not (
+            isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#")
+        ):
             return node
         pointer = node["$ref"][1:]
         if pointer and not pointer.startswith("/"):  # a $anchor: no static answer needed for messages
@@ -125,12 +127,12 @@ def _contains_message(error: jsonschema_rs.ValidationError, root: Any) -> str:
     node = _node_at(root, error.schema_path[:-1])
     node = node if isinstance(node, Mapping) else {}
     if error.schema_path and error.schema_path[-1] == "maxContains":
-        return f"Invalid array: must contain at most {node.get('maxContains')} items matching \"contains\""
+        return f'Invalid array: must contain at most {node.get("maxContains")} items matching "contains"'
     least = node.get("minContains", 1)
-    return f"Invalid array: must contain at least {least} item{'s' if least != 1 else ''} matching \"contains\""
+    return f'Invalid array: must contain at least {least} item{"s" if least != 1 else ""} matching "contains"'
 
 
-def _message(error: jsonschema_rs.ValidationError, root: Any) -> str:  # noqa: PLR0911
+def _message(error: jsonschema_rs.ValidationError, root: Any) -> str:
     kind, value = error.kind, error.instance
     if isinstance(kind, Kind.Type):
         return f"Invalid input: expected {_expected(kind.types, value)}, received {js_type(value)}"
@@ -138,9 +140,13 @@ def _message(error: jsonschema_rs.ValidationError, root: Any) -> str:  # noqa: P
         return f"Invalid input: expected {js_value(kind.expected_value)}"
     if isinstance(kind, Kind.Enum):
         return _enum_message(kind.options)
-    if isinstance(kind, (Kind.MinLength, Kind.MinItems, Kind.MinProperties, Kind.Minimum, Kind.ExclusiveMinimum)):
+    if isinstance(
+        kind, (Kind.MinLength, Kind.MinItems, Kind.MinProperties, Kind.Minimum, Kind.ExclusiveMinimum)
+    ):
         return _size(kind, value, kind.limit, small=True)
-    if isinstance(kind, (Kind.MaxLength, Kind.MaxItems, Kind.MaxProperties, Kind.Maximum, Kind.ExclusiveMaximum)):
+    if isinstance(
+        kind, (Kind.MaxLength, Kind.MaxItems, Kind.MaxProperties, Kind.Maximum, Kind.ExclusiveMaximum)
+    ):
         return _size(kind, value, kind.limit, small=False)
     if isinstance(kind, Kind.MultipleOf):
         return f"Invalid number: must be a multiple of {js_number(kind.multiple_of)}"
