@@ -234,4 +234,4 @@ class JsonSchemaValidator:
             errors = list(self._validator.iter_errors(value))
         except ValueError:  # not JSON data (a set, a datetime...)
             return (SchemaIssue((), f"Invalid input: expected JSON data, received {type(value).__name__}"),)
-        return zod_issues(errors, self.schema)
+        return zod_issues(errors, self.schema, value)

@@ -193,8 +193,6 @@ def _issues_of(error: jsonschema_rs.ValidationError, root: Any) -> list[SchemaIs
         return [SchemaIssue(path, f"Invalid key {js_value(inner.instance)}: {_message(inner, root)}")]
     if isinstance(kind, (Kind.AnyOf, Kind.OneOfNotValid)):
         return _union_issues(kind.context, path, root)
-    if isinstance(kind, Kind.Type) and isinstance(error.instance, float) and math.isnan(error.instance):
-        return [SchemaIssue(path, "Invalid input: expected number, received NaN")]
     return [SchemaIssue(path, _message(error, root))]
 
 
@@ -205,6 +203,10 @@ def _union_issues(
     if len(refined_only) == 1:
         return [issue for error in refined_only[0] for issue in _issues_of(error, root)]
     return [SchemaIssue(path, "Invalid input")]
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def _order(issue: SchemaIssue, root: Any) -> tuple[float, ...]:
@@ -226,8 +228,8 @@ def _order(issue: SchemaIssue, root: Any) -> tuple[float, ...]:
     return (*ranks, math.inf)
 
 
-def zod_issues(errors: Sequence[jsonschema_rs.ValidationError], root: Any) -> tuple[SchemaIssue, ...]:
-    """The zod-worded issues of ``errors`` (from validating a value against ``root``), in zod's order."""
+def zod_issues(errors: Sequence[jsonschema_rs.ValidationError], root: Any, value: Any) -> tuple[SchemaIssue, ...]:
+    """The zod-worded issues of ``errors`` (from validating ``value`` against ``root``), in zod's order."""
     issues: list[SchemaIssue] = []
     seen: set[SchemaIssue] = set()
     # zod stops checking a value whose type is wrong: no bounds or pattern issues next to the type's
@@ -235,7 +237,12 @@ def zod_issues(errors: Sequence[jsonschema_rs.ValidationError], root: Any) -> tu
     for error in errors:
         if isinstance(error.kind, _REFINEMENTS) and tuple(error.instance_path) in mistyped:
             continue
-        for issue in _issues_of(error, root):
+        if isinstance(error.kind, Kind.Type) and _is_nan(_node_at(value, error.instance_path)):
+            # jsonschema-rs reports a NaN as null; zod names it
+            found = [SchemaIssue(tuple(error.instance_path), "Invalid input: expected number, received NaN")]
+        else:
+            found = _issues_of(error, root)
+        for issue in found:
             if issue not in seen:
                 seen.add(issue)
                 issues.append(issue)
