@@ -220,7 +220,7 @@ class JsonSchemaValidator:
             raise SchemaDefinitionError(
                 f"a JSON Schema must be a dict, got {type(schema).__name__}", keyword=None, path=""
             )
-        self.schema = schema
+        self.schema = schema if isinstance(schema, dict) else dict(schema)
         draft = _draft_of(schema)
         self.draft = draft.name
         self._validator = _build(draft, schema)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jsonschema_rs
@@ -38,19 +38,19 @@ _FORMAT_NOUNS = {
     "ipv6": "IPv6 address",
     "regex": "input",
 }
-_REFINEMENTS = (
-    Kind.MinLength, Kind.MaxLength, Kind.MinItems, Kind.MaxItems, Kind.MinProperties,
-    Kind.MaxProperties, Kind.Minimum, Kind.Maximum, Kind.ExclusiveMinimum, Kind.ExclusiveMaximum,
-    Kind.MultipleOf, Kind.Pattern, Kind.Format, Kind.UniqueItems, Kind.Contains,
-    Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure,
-)  # fmt: skip
+_MINIMA = (Kind.MinLength, Kind.MinItems, Kind.MinProperties, Kind.Minimum, Kind.ExclusiveMinimum)
+_MAXIMA = (Kind.MaxLength, Kind.MaxItems, Kind.MaxProperties, Kind.Maximum, Kind.ExclusiveMaximum)
+_REFINEMENTS = frozenset(
+    {*_MINIMA, *_MAXIMA, Kind.MultipleOf, Kind.Pattern, Kind.Format, Kind.UniqueItems, Kind.Contains}
+    | {Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure}
+)
 """Checks zod runs with ``continue: true``: an issue of one of these does not abort a union branch."""
 
 
 def _node_at(root: Any, path: Sequence[str | int]) -> Any:
     node = root
     for part in path:
-        if isinstance(node, Mapping):
+        if isinstance(node, dict):
             node = node.get(part)
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
@@ -62,7 +62,7 @@ def _node_at(root: Any, path: Sequence[str | int]) -> Any:
 def _resolve(root: Any, node: Any) -> Any:
     for _ in range(32):  # a $ref chain longer than this is a cycle
         if not (
-            isinstance(node, Mapping) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#")
+            isinstance(node, dict) and isinstance(node.get("$ref"), str) and node["$ref"].startswith("#")
         ):
             return node
         pointer = node["$ref"][1:]
@@ -84,7 +84,7 @@ def _expected(types: Sequence[str], value: Any) -> str:
 def missing_message(schema: Any, root: Any) -> str:
     """What zod says when a required property with schema ``schema`` is absent (``undefined``)."""
     node = _resolve(root, schema)
-    if not isinstance(node, Mapping):
+    if not isinstance(node, dict):
         return "Invalid input: expected value, received undefined"
     if "const" in node:
         return f"Invalid input: expected {js_value(node['const'])}"
@@ -116,7 +116,7 @@ def _size(kind: Kind, value: Any, limit: Any, small: bool) -> str:
     origin = js_type(value)
     unit = {"string": "characters", "array": "items", "object": "properties"}.get(origin)
     head = "Too small" if small else "Too big"
-    exclusive = isinstance(kind, (Kind.ExclusiveMinimum, Kind.ExclusiveMaximum))
+    exclusive = type(kind) in (Kind.ExclusiveMinimum, Kind.ExclusiveMaximum)
     op = (">" if small else "<") + ("" if exclusive else "=")
     if unit is None:
         return f"{head}: expected {origin} to be {op}{js_number(limit)}"
@@ -125,73 +125,70 @@ def _size(kind: Kind, value: Any, limit: Any, small: bool) -> str:
 
 def _contains_message(error: jsonschema_rs.ValidationError, root: Any) -> str:
     node = _node_at(root, error.schema_path[:-1])
-    node = node if isinstance(node, Mapping) else {}
+    node = node if isinstance(node, dict) else {}
     if error.schema_path and error.schema_path[-1] == "maxContains":
         return f'Invalid array: must contain at most {node.get("maxContains")} items matching "contains"'
     least = node.get("minContains", 1)
     return f'Invalid array: must contain at least {least} item{"s" if least != 1 else ""} matching "contains"'
 
 
+_Message = Callable[[Any, Any, jsonschema_rs.ValidationError, Any], str]
+"""(kind, instance, error, root schema) → message."""
+
+_MESSAGES: dict[type, _Message] = {
+    Kind.Type: lambda k, v, e, r: f"Invalid input: expected {_expected(k.types, v)}, received {js_type(v)}",
+    Kind.Constant: lambda k, v, e, r: f"Invalid input: expected {js_value(k.expected_value)}",
+    Kind.Enum: lambda k, v, e, r: _enum_message(k.options),
+    **{c: lambda k, v, e, r: _size(k, v, k.limit, small=True) for c in _MINIMA},
+    **{c: lambda k, v, e, r: _size(k, v, k.limit, small=False) for c in _MAXIMA},
+    Kind.MultipleOf: lambda k, v, e, r: f"Invalid number: must be a multiple of {js_number(k.multiple_of)}",
+    **{c: lambda k, v, e, r: f"Invalid string: must match pattern {_js_regex(str(_node_at(r, e.schema_path)))}"
+       for c in (Kind.Pattern, Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure)},
+    Kind.Format: lambda k, v, e, r: f"Invalid {_FORMAT_NOUNS.get(k.format, k.format)}",
+    Kind.UniqueItems: lambda k, v, e, r: "Invalid array: items must be unique",
+    Kind.Contains: lambda k, v, e, r: _contains_message(e, r),
+    Kind.FalseSchema: lambda k, v, e, r: f"Invalid input: expected never, received {js_type(v)}",
+    Kind.Not: lambda k, v, e, r: 'Invalid input: must not match the schema in "not"',
+    Kind.OneOfMultipleValid: lambda k, v, e, r: 'Invalid input: matches more than one option of "oneOf"',
+    Kind.ContentEncoding: lambda k, v, e, r: f"Invalid {k.content_encoding}-encoded string",
+    Kind.ContentMediaType: lambda k, v, e, r: (
+        "Invalid JSON string" if k.content_media_type == "application/json" else "Invalid input"
+    ),
+    Kind.Custom: lambda k, v, e, r: str(k.message),
+}  # fmt: skip
+
+
 def _message(error: jsonschema_rs.ValidationError, root: Any) -> str:
-    kind, value = error.kind, error.instance
-    if isinstance(kind, Kind.Type):
-        return f"Invalid input: expected {_expected(kind.types, value)}, received {js_type(value)}"
-    if isinstance(kind, Kind.Constant):
-        return f"Invalid input: expected {js_value(kind.expected_value)}"
-    if isinstance(kind, Kind.Enum):
-        return _enum_message(kind.options)
-    if isinstance(
-        kind, (Kind.MinLength, Kind.MinItems, Kind.MinProperties, Kind.Minimum, Kind.ExclusiveMinimum)
-    ):
-        return _size(kind, value, kind.limit, small=True)
-    if isinstance(
-        kind, (Kind.MaxLength, Kind.MaxItems, Kind.MaxProperties, Kind.Maximum, Kind.ExclusiveMaximum)
-    ):
-        return _size(kind, value, kind.limit, small=False)
-    if isinstance(kind, Kind.MultipleOf):
-        return f"Invalid number: must be a multiple of {js_number(kind.multiple_of)}"
-    if isinstance(kind, (Kind.Pattern, Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure)):
-        pattern = _node_at(root, error.schema_path)
-        return f"Invalid string: must match pattern {_js_regex(str(pattern))}"
-    if isinstance(kind, Kind.Format):
-        return f"Invalid {_FORMAT_NOUNS.get(kind.format, kind.format)}"
-    if isinstance(kind, Kind.UniqueItems):
-        return "Invalid array: items must be unique"
-    if isinstance(kind, Kind.Contains):
-        return _contains_message(error, root)
-    if isinstance(kind, Kind.FalseSchema):
-        return f"Invalid input: expected never, received {js_type(value)}"
-    if isinstance(kind, Kind.Not):
-        return 'Invalid input: must not match the schema in "not"'
-    if isinstance(kind, Kind.OneOfMultipleValid):
-        return 'Invalid input: matches more than one option of "oneOf"'
-    if isinstance(kind, Kind.ContentEncoding):
-        return f"Invalid {kind.content_encoding}-encoded string"
-    if isinstance(kind, Kind.ContentMediaType):
-        return "Invalid JSON string" if kind.content_media_type == "application/json" else "Invalid input"
-    if isinstance(kind, Kind.Custom):
-        return kind.message
-    return "Invalid input"
+    kind = error.kind
+    wording = _MESSAGES.get(type(kind))
+    return "Invalid input" if wording is None else wording(kind, error.instance, error, root)
 
 
 def _issues_of(error: jsonschema_rs.ValidationError, root: Any) -> list[SchemaIssue]:
     kind, path = error.kind, tuple(error.instance_path)
-    if isinstance(kind, Kind.Required):
+    t = type(kind)
+    if t is Kind.Required:
+        assert isinstance(kind, Kind.Required)
         owner = _resolve(root, _node_at(root, error.schema_path[:-1]))
-        props = owner.get("properties") if isinstance(owner, Mapping) else None
-        sub = props.get(kind.property) if isinstance(props, Mapping) else None
+        props = owner.get("properties") if isinstance(owner, dict) else None
+        sub = props.get(kind.property) if isinstance(props, dict) else None
         return [SchemaIssue((*path, kind.property), missing_message(sub, root))]
-    if isinstance(kind, (Kind.AdditionalProperties, Kind.UnevaluatedProperties)):
+    if t is Kind.AdditionalProperties or t is Kind.UnevaluatedProperties:
+        assert isinstance(kind, (Kind.AdditionalProperties, Kind.UnevaluatedProperties))
         keys = ", ".join(json.dumps(k, ensure_ascii=False) for k in kind.unexpected)
         return [SchemaIssue(path, f"Unrecognized key{'s' if len(kind.unexpected) > 1 else ''}: {keys}")]
-    if isinstance(kind, Kind.AdditionalItems):
+    if t is Kind.AdditionalItems:
+        assert isinstance(kind, Kind.AdditionalItems)
         return [SchemaIssue(path, f"Too big: expected array to have <={kind.limit} items")]
-    if isinstance(kind, Kind.UnevaluatedItems):
+    if t is Kind.UnevaluatedItems:
+        assert isinstance(kind, Kind.UnevaluatedItems)
         return [SchemaIssue(path, f"Too big: expected array to have <={min(kind.unexpected)} items")]
-    if isinstance(kind, Kind.PropertyNames):
+    if t is Kind.PropertyNames:
+        assert isinstance(kind, Kind.PropertyNames)
         inner = kind.error
         return [SchemaIssue(path, f"Invalid key {js_value(inner.instance)}: {_message(inner, root)}")]
-    if isinstance(kind, (Kind.AnyOf, Kind.OneOfNotValid)):
+    if t is Kind.AnyOf or t is Kind.OneOfNotValid:
+        assert isinstance(kind, (Kind.AnyOf, Kind.OneOfNotValid))
         return _union_issues(kind.context, path, root)
     return [SchemaIssue(path, _message(error, root))]
 
@@ -199,7 +196,7 @@ def _issues_of(error: jsonschema_rs.ValidationError, root: Any) -> list[SchemaIs
 def _union_issues(
     branches: Sequence[Sequence[jsonschema_rs.ValidationError]], path: tuple[str | int, ...], root: Any
 ) -> list[SchemaIssue]:
-    refined_only = [b for b in branches if b and all(isinstance(e.kind, _REFINEMENTS) for e in b)]
+    refined_only = [b for b in branches if b and all(type(e.kind) in _REFINEMENTS for e in b)]
     if len(refined_only) == 1:
         return [issue for error in refined_only[0] for issue in _issues_of(error, root)]
     return [SchemaIssue(path, "Invalid input")]
@@ -215,11 +212,11 @@ def _order(issue: SchemaIssue, root: Any) -> tuple[float, ...]:
     ranks: list[float] = []
     node = _resolve(root, root)
     for part in issue.path:
-        props = node.get("properties") if isinstance(node, Mapping) else None
+        props = node.get("properties") if isinstance(node, dict) else None
         if isinstance(part, int):
             ranks.append(part)
-            node = _resolve(root, node.get("items") if isinstance(node, Mapping) else None)
-        elif isinstance(props, Mapping) and part in props:
+            node = _resolve(root, node.get("items") if isinstance(node, dict) else None)
+        elif isinstance(props, dict) and part in props:
             ranks.append(list(props).index(part))
             node = _resolve(root, props[part])
         else:
@@ -228,16 +225,19 @@ def _order(issue: SchemaIssue, root: Any) -> tuple[float, ...]:
     return (*ranks, math.inf)
 
 
-def zod_issues(errors: Sequence[jsonschema_rs.ValidationError], root: Any, value: Any) -> tuple[SchemaIssue, ...]:
+def zod_issues(
+    errors: Sequence[jsonschema_rs.ValidationError], root: Any, value: Any
+) -> tuple[SchemaIssue, ...]:
     """The zod-worded issues of ``errors`` (from validating ``value`` against ``root``), in zod's order."""
     issues: list[SchemaIssue] = []
     seen: set[SchemaIssue] = set()
     # zod stops checking a value whose type is wrong: no bounds or pattern issues next to the type's
-    mistyped = {tuple(e.instance_path) for e in errors if isinstance(e.kind, Kind.Type)}
-    for error in errors:
-        if isinstance(error.kind, _REFINEMENTS) and tuple(error.instance_path) in mistyped:
+    kinds = [type(e.kind) for e in errors]
+    mistyped = {tuple(e.instance_path) for e, k in zip(errors, kinds, strict=True) if k is Kind.Type}
+    for error, kind in zip(errors, kinds, strict=True):
+        if kind in _REFINEMENTS and tuple(error.instance_path) in mistyped:
             continue
-        if isinstance(error.kind, Kind.Type) and _is_nan(_node_at(value, error.instance_path)):
+        if kind is Kind.Type and _is_nan(_node_at(value, error.instance_path)):
             # jsonschema-rs reports a NaN as null; zod names it
             found = [SchemaIssue(tuple(error.instance_path), "Invalid input: expected number, received NaN")]
         else:
@@ -246,4 +246,6 @@ def zod_issues(errors: Sequence[jsonschema_rs.ValidationError], root: Any, value
             if issue not in seen:
                 seen.add(issue)
                 issues.append(issue)
-    return tuple(sorted(issues, key=lambda issue: _order(issue, root)))
+    if len(issues) > 1:
+        issues.sort(key=lambda issue: _order(issue, root))
+    return tuple(issues)
