@@ -80,7 +80,7 @@ _DRAFT7 = _Draft(
     | _COMMON_MAPS
     | _COMMON_SCHEMAS
     | {"$schema", "$id", "$ref", "allOf", "anyOf", "oneOf", "additionalItems", "dependencies"}
-    | {"contentMediaType", "contentEncoding"},
+    | {"contentMediaType", "contentEncoding", "deprecated"},  # `deprecated`: an annotation pydantic emits
     schema_maps=_COMMON_MAPS,
     schema_lists=frozenset({"allOf", "anyOf", "oneOf"}),
     schemas=_COMMON_SCHEMAS | {"additionalItems"},
