@@ -12,6 +12,7 @@ from ._schema import (
     ValidationOutcome,
     compile_schema,
     format_issues,
+    issues_tree,
     json_schema_of,
     validate_value,
 )
@@ -35,6 +36,7 @@ __all__ = [
     "ValidationOutcome",
     "compile_schema",
     "format_issues",
+    "issues_tree",
     "json_schema_of",
     "reported_tool_error",
     "tool",
