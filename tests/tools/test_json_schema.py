@@ -197,6 +197,9 @@ REFUSED: list[tuple[str, dict[str, Any], str | None, str, str]] = [
     ("invalid-required", {"type": "object", "required": "a"}, "required", "/required", "invalid"),
     ("unsupported-$schema", {"$schema": "http://json-schema.org/draft-04/schema#"}, "$schema", "/$schema",
      "Draft 2020-12"),
+    ("draft7-beside-$ref", {"$schema": D7, "definitions": {"A": {"type": "string"}},
+                            "properties": {"x": {"$ref": "#/definitions/A", "minLength": 3}}},
+     "minLength", "/properties/x/minLength", "ignores every keyword beside $ref"),
     ("mixed-drafts", {"$defs": {"A": {"$schema": D7}}}, "$schema", "/$defs/A/$schema", "another draft"),
 ]
 
@@ -242,3 +245,8 @@ def test_compile_is_cached_and_a_compiled_schema_validates() -> None:
     assert compile_schema(dict(schema)) is compiled
     assert compile_schema(compiled) is compiled
     assert not validate_value(compiled, {"a": 1}).ok
+
+
+def test_a_subschema_may_restate_the_root_draft() -> None:
+    schema = {"$schema": D7, "definitions": {"A": {"$schema": D7, "type": "string"}}, "$ref": "#/definitions/A"}
+    assert format_issues(validate_value(schema, 1).issues) == "- root: Invalid input: expected string, received number"

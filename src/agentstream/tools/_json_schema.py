@@ -99,6 +99,8 @@ _DRAFT2020 = _Draft(
     schema_lists=frozenset({"allOf", "anyOf", "oneOf", "prefixItems"}),
     schemas=_COMMON_SCHEMAS | {"unevaluatedItems", "unevaluatedProperties"},
 )
+_BESIDE_REF_IN_DRAFT7 = _ANNOTATIONS | {"$ref", "$id", "$schema", "definitions", "$defs", "deprecated"}
+"""What may stand beside ``$ref`` in Draft 7, which ignores the rest there."""
 _DRAFTS: dict[str, _Draft] = {
     "http://json-schema.org/draft-07/schema": _DRAFT7,
     "https://json-schema.org/draft/2020-12/schema": _DRAFT2020,
@@ -119,16 +121,16 @@ def _refuse(message: str, *, keyword: str | None, at: tuple[str | int, ...]) -> 
     raise SchemaDefinitionError(f"{message} (at {path or '/'} in the schema)", keyword=keyword, path=path)
 
 
+def _declared(uri: Any) -> _Draft | None:
+    key = str(uri).rstrip("#").replace("https://json-schema.org/draft-07", "http://json-schema.org/draft-07")
+    return _DRAFTS.get(key)
+
+
 def _draft_of(schema: Mapping[str, Any]) -> _Draft:
     declared = schema.get("$schema")
     if declared is None:
         return _DRAFT2020
-    key = (
-        str(declared)
-        .rstrip("#")
-        .replace("https://json-schema.org/draft-07", "http://json-schema.org/draft-07")
-    )
-    draft = _DRAFTS.get(key)
+    draft = _declared(declared)
     if draft is None:
         _refuse(
             f"unsupported $schema {declared!r}: tool schemas are validated as JSON Schema Draft 2020-12 "
@@ -155,7 +157,7 @@ def _subschemas(
             yield from ((sub, (*at, key, name)) for name, sub in value.items() if not isinstance(sub, list))
 
 
-def _check_keywords(draft: _Draft, node: Any, at: tuple[str | int, ...], root_draft: Any) -> None:
+def _check_keywords(draft: _Draft, node: Any, at: tuple[str | int, ...]) -> None:
     if not isinstance(node, Mapping):
         return
     for key in node:
@@ -167,10 +169,19 @@ def _check_keywords(draft: _Draft, node: Any, at: tuple[str | int, ...], root_dr
         else:
             hint = _HINTS.get(key, f"it is not a {draft.name} keyword and would not be enforced")
         _refuse(f"unsupported JSON Schema keyword {key!r}: {hint}", keyword=key, at=(*at, key))
-    if "$schema" in node and at and node["$schema"] != root_draft:
+    if draft is _DRAFT7 and "$ref" in node:
+        ignored = [k for k in node if k not in _BESIDE_REF_IN_DRAFT7 and not k.startswith("x-")]
+        if ignored:
+            _refuse(
+                f"{ignored[0]!r} next to $ref: Draft 7 ignores every keyword beside $ref; wrap them as "
+                '{"allOf": [{"$ref": ...}, {...}]} or use Draft 2020-12',
+                keyword=ignored[0],
+                at=(*at, ignored[0]),
+            )
+    if at and "$schema" in node and _declared(node["$schema"]) is not draft:
         _refuse("a subschema may not switch $schema to another draft", keyword="$schema", at=(*at, "$schema"))
     for sub, where in _subschemas(draft, node, at):
-        _check_keywords(draft, sub, where, root_draft)
+        _check_keywords(draft, sub, where)
 
 
 def _refuse_remote(uri: str) -> Any:
@@ -224,7 +235,7 @@ class JsonSchemaValidator:
         draft = _draft_of(schema)
         self.draft = draft.name
         self._validator = _build(draft, schema)
-        _check_keywords(draft, schema, (), schema.get("$schema"))
+        _check_keywords(draft, schema, ())
 
     def issues(self, value: Any) -> tuple[SchemaIssue, ...]:
         """The problems of ``value`` (empty when it is valid)."""
