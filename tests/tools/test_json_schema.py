@@ -250,3 +250,24 @@ def test_compile_is_cached_and_a_compiled_schema_validates() -> None:
 def test_a_subschema_may_restate_the_root_draft() -> None:
     schema = {"$schema": D7, "definitions": {"A": {"$schema": D7, "type": "string"}}, "$ref": "#/definitions/A"}
     assert format_issues(validate_value(schema, 1).issues) == "- root: Invalid input: expected string, received number"
+
+
+def test_a_property_required_by_then_is_described_by_the_object_schema() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"kind": {"type": "string"}, "code": {"type": "integer"}},
+        "if": {"properties": {"kind": {"const": "zip"}}, "required": ["kind"]},
+        "then": {"required": ["code"]},
+    }
+    outcome = validate_value(schema, {"kind": "zip"})
+    assert format_issues(outcome.issues) == "- code: Invalid input: expected number, received undefined"
+
+
+def test_pattern_inside_an_embedded_resource_is_named() -> None:
+    schema = {
+        "$defs": {"Code": {"$id": "https://example.com/code.json", "type": "string", "pattern": "^[A-Z]+$"}},
+        "type": "object",
+        "properties": {"c": {"$ref": "https://example.com/code.json"}},
+    }
+    outcome = validate_value(schema, {"c": "abc"})
+    assert format_issues(outcome.issues) == "- c: Invalid string: must match pattern /^[A-Z]+$/"

@@ -142,8 +142,9 @@ _MESSAGES: dict[type, _Message] = {
     **{c: lambda k, v, e, r: _size(k, v, k.limit, small=True) for c in _MINIMA},
     **{c: lambda k, v, e, r: _size(k, v, k.limit, small=False) for c in _MAXIMA},
     Kind.MultipleOf: lambda k, v, e, r: f"Invalid number: must be a multiple of {js_number(k.multiple_of)}",
+    Kind.Pattern: lambda k, v, e, r: f"Invalid string: must match pattern {_js_regex(k.pattern)}",
     **{c: lambda k, v, e, r: f"Invalid string: must match pattern {_js_regex(str(_node_at(r, e.schema_path)))}"
-       for c in (Kind.Pattern, Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure)},
+       for c in (Kind.BacktrackLimitExceeded, Kind.RegexEngineFailure)},
     Kind.Format: lambda k, v, e, r: f"Invalid {_FORMAT_NOUNS.get(k.format, k.format)}",
     Kind.UniqueItems: lambda k, v, e, r: "Invalid array: items must be unique",
     Kind.Contains: lambda k, v, e, r: _contains_message(e, r),
@@ -169,9 +170,10 @@ def _issues_of(error: jsonschema_rs.ValidationError, root: Any) -> list[SchemaIs
     t = type(kind)
     if t is Kind.Required:
         assert isinstance(kind, Kind.Required)
-        owner = _resolve(root, _node_at(root, error.schema_path[:-1]))
-        props = owner.get("properties") if isinstance(owner, dict) else None
-        sub = props.get(kind.property) if isinstance(props, dict) else None
+        # the property's schema: beside this `required`, else where the object itself is described
+        sub = _property(_resolve(root, _node_at(root, error.schema_path[:-1])), kind.property)
+        if sub is None:
+            sub = _property(_describing(root, path), kind.property)
         return [SchemaIssue((*path, kind.property), missing_message(sub, root))]
     if t is Kind.AdditionalProperties or t is Kind.UnevaluatedProperties:
         assert isinstance(kind, (Kind.AdditionalProperties, Kind.UnevaluatedProperties))
@@ -200,6 +202,21 @@ def _union_issues(
     if len(refined_only) == 1:
         return [issue for error in refined_only[0] for issue in _issues_of(error, root)]
     return [SchemaIssue(path, "Invalid input")]
+
+
+def _property(node: Any, name: str | int) -> Any:
+    props = node.get("properties") if isinstance(node, dict) else None
+    return props.get(name) if isinstance(props, dict) else None
+
+
+def _describing(root: Any, path: Sequence[str | int]) -> Any:
+    """The (resolved) schema describing the value at ``path``, following properties and items."""
+    node = _resolve(root, root)
+    for part in path:
+        if not isinstance(node, dict):
+            return None
+        node = _resolve(root, node.get("items") if isinstance(part, int) else _property(node, part))
+    return node
 
 
 def _is_nan(value: Any) -> bool:
