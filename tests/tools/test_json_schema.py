@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 import pytest
 
-from agentstream.tools import SchemaDefinitionError, Tool, compile_schema, format_issues, validate_value
+from agentstream.tools import (
+    SchemaDefinitionError,
+    Tool,
+    compile_schema,
+    format_issues,
+    json_schema_of,
+    validate_value,
+)
 
 D7 = "http://json-schema.org/draft-07/schema#"
 
@@ -271,3 +279,26 @@ def test_pattern_inside_an_embedded_resource_is_named() -> None:
     }
     outcome = validate_value(schema, {"c": "abc"})
     assert format_issues(outcome.issues) == "- c: Invalid string: must match pattern /^[A-Z]+$/"
+
+
+class _Point(pydantic.BaseModel):
+    point: tuple[int, int]
+
+
+def test_a_pydantic_schema_with_a_tuple_is_labelled_2020_12_and_compiles_as_a_dict() -> None:
+    # zod's Draft 7 label would make the generated ``prefixItems`` a refused keyword when the
+    # schema is re-used as a dict (the background wrapper does that)
+    schema = json_schema_of(_Point)
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    compiled = compile_schema(schema)
+    assert validate_value(compiled, {"point": [1, 2]}).ok
+    assert [i.message for i in validate_value(compiled, {"point": [1]}).issues] == [
+        "Too small: expected array to have >=2 items"
+    ]
+
+
+def test_a_pydantic_schema_without_2020_12_keywords_keeps_the_draft_7_label() -> None:
+    class Plain(pydantic.BaseModel):
+        city: str
+
+    assert json_schema_of(Plain)["$schema"] == "http://json-schema.org/draft-07/schema#"

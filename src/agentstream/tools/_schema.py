@@ -35,6 +35,7 @@ __all__ = [
 Schema: TypeAlias = "dict[str, Any] | type[pydantic.BaseModel] | pydantic.TypeAdapter[Any]"
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
+_DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,22 @@ def json_schema_of(schema: Schema | CompiledSchema) -> dict[str, Any]:
         return json_schema_of(schema.schema)
     if isinstance(schema, dict):
         return schema
-    if isinstance(schema, pydantic.TypeAdapter):
-        return {"$schema": _DRAFT7, **schema.json_schema()}
-    return {"$schema": _DRAFT7, **schema.model_json_schema()}
+    generated = schema.json_schema() if isinstance(schema, pydantic.TypeAdapter) else schema.model_json_schema()
+    return {"$schema": _draft_of(generated), **generated}
+
+
+def _draft_of(generated: dict[str, Any]) -> str:
+    """Draft 7 (what zod-to-json-schema labels, as the recordings show) unless pydantic used a
+    2020-12 keyword (``prefixItems`` for tuples), which Draft 7 would refuse."""
+    return _DRAFT2020 if _uses_prefix_items(generated) else _DRAFT7
+
+
+def _uses_prefix_items(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "prefixItems" in node or any(_uses_prefix_items(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_uses_prefix_items(v) for v in node)
+    return False
 
 
 _PYDANTIC_TYPES: dict[str, str] = {
