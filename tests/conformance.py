@@ -87,7 +87,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "approval-tool-level-request-v6": _ISSUE_12,
         "approval-tool-level-same-step-resume-v6": _ISSUE_12,
         "chat-approval-approve-v7": _ISSUE_12,
-        "subagent-stream-metadata-v5": _ISSUE_14,
         "suspension-request-v5": _ISSUE_12,
     },
 }
