@@ -27,7 +27,8 @@ ALLOWED: dict[str, frozenset[str]] = {
     "background": frozenset(
         {"agent", "chunks", "stream", "tools", "memory", "storage", "_abort", "_secrets", "_validate"}
     ),
-    "_mastra": frozenset({"agent", "storage"}),
+    "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "_abort", "_validate"}),
+    "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "_abort"}),
     "testing": frozenset({"models", "_abort"}),

@@ -703,8 +703,14 @@ async def to_ai_sdk_stream(
     on_error: OnErrorFn | None = None,
     experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
     include_sub_agent_metadata: bool = False,
+    from_: Literal["agent", "workflow"] = "agent",
+    include_text_stream_parts: bool = True,
 ) -> AsyncIterator[UIChunk]:
     """AI SDK UI message chunks (wire dicts) for a Mastra agent stream (``toAISdkStream``).
+
+    ``from_="workflow"`` converts a workflow stream (a ``WorkflowRunOutput`` or its chunks) instead:
+    ``data-workflow`` / ``data-workflow-step`` parts, and the text parts of agent steps unless
+    ``include_text_stream_parts=False`` (spec §9.4).
 
     ``stream`` is a ``ModelOutput`` (its ``full_stream`` is read) or any (async) iterable of chunks.
     ``version`` ``"v6"``/``"v7"`` map finish reasons/usage as AI SDK 6 and add the native
@@ -724,6 +730,21 @@ async def to_ai_sdk_stream(
         on_error=on_error,
         include_sub_agent_metadata=include_sub_agent_metadata,
     )
+    if from_ == "workflow":
+        from ._workflow import workflow_ui_stream
+
+        async for part in workflow_ui_stream(
+            _aiter(_source_stream(stream)),
+            version=version,
+            include_text_stream_parts=include_text_stream_parts,
+            send_reasoning=send_reasoning,
+            send_sources=send_sources,
+            on_error=on_error,
+        ):
+            yield part
+        return
+    if from_ != "agent":
+        raise ValueError(f"from_: expected 'agent' or 'workflow', got {from_!r}")
     iterator = apply_transforms(_aiter(_source_stream(stream)), experimental_transform)
     try:
         async for chunk in iterator:
