@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..chunks import Chunk, DataChunk, TextDelta, to_jsonable
-from ..tools import Tool, ToolContext
+from ..tools import Tool, ToolContext, json_schema_of
 
 if TYPE_CHECKING:
     from ._agent import Agent
@@ -29,11 +29,14 @@ __all__ = [
     "AGENT_TOOL_INPUT_SCHEMA",
     "DelegationRun",
     "SubAgentError",
+    "WorkflowToolError",
     "agent_tool",
     "check_sub_agents",
     "check_workflows",
     "delegation_tools",
     "strip_parent_tool_parts",
+    "workflow_input_schema",
+    "workflow_tool",
 ]
 
 
@@ -257,4 +260,74 @@ def delegation_tools(run: DelegationRun) -> dict[str, Tool]:
     tools: dict[str, Tool] = {}
     for name, sub in run.agent.agents.items():
         tools[f"agent-{name}"] = agent_tool(run, name, sub)
+    for name, workflow in run.agent.workflows.items():
+        tools[f"workflow-{name}"] = workflow_tool(run, name, workflow)
     return tools
+
+
+def _schema_part(schema: Any) -> dict[str, Any]:
+    out = dict(json_schema_of(schema))
+    out.pop("$schema", None)  # a property's schema, not a document
+    return out
+
+
+def workflow_input_schema(workflow: Any) -> dict[str, Any]:
+    """The ``workflow-<name>`` tool's input: ``{inputData, initialState?}`` (Mastra's shape)."""
+    properties: dict[str, Any] = {
+        "inputData": _schema_part(workflow.input_schema)
+        if workflow.input_schema is not None
+        else {"type": "object", "additionalProperties": True}
+    }
+    if getattr(workflow, "state_schema", None) is not None:
+        properties["initialState"] = _schema_part(workflow.state_schema)
+    return {"type": "object", "properties": properties, "required": ["inputData"], "additionalProperties": True}
+
+
+class WorkflowToolError(Exception):
+    """A workflow run as a tool could not give a result (it suspended, or could not start)."""
+
+    name = "WorkflowToolError"
+
+
+def _workflow_outcome(name: str, run_id: str, result: Any) -> dict[str, Any]:
+    status = result.status
+    if status == "success":
+        # Mastra returns the whole run result when the output is empty (``result || run result``).
+        value = result.result if result.result is not None else result.to_dict()
+        return {"result": value, "runId": run_id}
+    if status == "failed":
+        error = result.error
+        return {"error": str(error) if error is not None else "Workflow execution failed", "runId": run_id}
+    if status == "suspended":
+        steps = ", ".join(".".join(path) for path in result.suspended) or "?"
+        raise WorkflowToolError(
+            f"workflow-{name}: the run {run_id} suspended at step {steps}; resuming a workflow through "
+            "an agent's tool call is not available yet (resume it with workflow.create_run(run_id=...))"
+        )
+    return {"error": f"Workflow run ended with status {status!r}", "runId": run_id}
+
+
+def workflow_tool(run: DelegationRun, name: str, workflow: Any) -> Tool:
+    """The ``workflow-<name>`` tool of one parent run: the workflow's chunks stream into the parent
+    as ``tool-output``; the result is ``{result, runId}`` or ``{error, runId}``."""
+    parent = run.agent
+
+    async def execute(args: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        try:
+            wf_run = await workflow.create_run(clock=run.clock, sleep=run.sleep)
+            output = wf_run.stream(input_data=args.get("inputData"), initial_state=args.get("initialState"))
+        except Exception as exc:
+            raise WorkflowToolError(f"[Agent:{parent.name}] - Failed workflow tool execution: {exc}") from exc
+        try:
+            async for chunk in output.full_stream:
+                context.writer.write(chunk)
+        finally:
+            await output.aclose()  # cancels the run if it is still going (the parent was cancelled)
+        return _workflow_outcome(name, wf_run.run_id, await output.result)
+
+    return Tool(
+        id=f"workflow-{name}",
+        description=workflow.description or f"Workflow: {name}",
+        input_schema=workflow_input_schema(workflow),
+        execute=execute,
+    )

@@ -138,6 +138,9 @@ class ToolRunner:
             queue.close()
             for task in tasks:
                 task.cancel()
+            # Structured concurrency: a cancelled tool (a sub-agent or workflow run) finishes its
+            # cleanup before the step goes on, so no task outlives the run.
+            await asyncio.gather(*tasks, return_exceptions=True)
         for call, (failed, value) in zip(calls, outcome, strict=True):
             self.results.append((call, failed, value))
             self.errored = self.errored or failed

@@ -11,7 +11,7 @@ import base64
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from agentstream.chunks import (
     UNSET,
@@ -47,6 +47,7 @@ from agentstream.chunks import (
     Tripwire,
     UnknownChunk,
     chunk_to_dict,
+    decode_chunk,
     format_date,
     to_jsonable,
 )
@@ -54,6 +55,9 @@ from agentstream.stream import TransformFactory, apply_transforms
 
 from ._errors import UIMessageStreamError, default_error_text
 from ._sub_agent import AgentRunTracker
+
+if TYPE_CHECKING:
+    from ._workflow import WorkflowUIChunkConverter
 
 __all__ = [
     "MessageMetadataFn",
@@ -211,6 +215,7 @@ class UIChunkConverter:
         self._tripwire = False
         self._finish_seen = False
         self._agent_runs = AgentRunTracker(lambda: _now())
+        self._workflow_runs: WorkflowUIChunkConverter | None = None
         self._dispatch: dict[type[Any], Callable[[Any], Any]] = {
             TextDelta: self._text_delta,
             TextStart: self._text_start,
@@ -607,12 +612,26 @@ class UIChunkConverter:
             if self.include_sub_agent_metadata:
                 return self._sub_agent(leaf, ancestry)
             return None
+        if origin == "WORKFLOW" and self.include_sub_agent_metadata:
+            return self._sub_workflow(leaf)
         if origin in ("WORKFLOW", "NETWORK"):
             return None
         leaf_type = leaf.get("type")
         if isinstance(leaf_type, str) and leaf_type.startswith("data-"):
             return _data_part(leaf, chunk_to_dict(chunk))
         return None
+
+    def _sub_workflow(self, leaf: Mapping[str, Any]) -> list[UIChunk]:
+        """A workflow run as a tool: its snapshots as ``data-tool-workflow`` / ``-step`` parts."""
+        if self._workflow_runs is None:
+            from ._workflow import WorkflowUIChunkConverter  # the workflow converter builds on this one
+
+            self._workflow_runs = WorkflowUIChunkConverter(include_text_stream_parts=False)
+        parts = self._workflow_runs.convert(decode_chunk(dict(leaf), unknown="keep"))
+        for part in parts:
+            if part["type"] in ("data-workflow", "data-workflow-step"):
+                part["type"] = "data-tool-" + part["type"][len("data-") :]
+        return parts
 
     def _sub_agent(self, leaf: Mapping[str, Any], ancestry: list[dict[str, Any]]) -> list[UIChunk] | None:
         parts = self._agent_runs.update(leaf)
