@@ -246,3 +246,22 @@ def test_bad_configuration_is_refused() -> None:
         Agent(id="p", model=model, tools=[clash], agents={"s": sub})
     with pytest.raises(TypeError, match=r"workflows\['w'\]: expected a workflow"):
         Agent(id="p", model=model, workflows={"w": object()})
+
+
+@pytest.mark.parametrize("include", [False, True])
+async def test_chat_stream_shows_sub_agent_progress_only_when_asked(include: bool) -> None:
+    from agentstream import Mastra
+    from agentstream.ai_sdk import handle_chat_stream
+
+    parent, _, _ = _pair([_text("Facts.")], [_call({"prompt": "go"}), _text("ok")])
+    body = {"messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
+    stream = await handle_chat_stream(
+        mastra=Mastra(agents={"boss": parent}), agent_id="boss", params=body, include_sub_agent_metadata=include
+    )
+    types = [p["type"] async for p in stream]
+    agent_parts = [t for t in types if t.startswith("data-tool-agent")]
+    if include:
+        assert agent_parts[-1] == "data-tool-agent" and "data-tool-agent-step" in agent_parts
+        assert types.index("data-tool-agent") < types.index("tool-output-available")
+    else:
+        assert agent_parts == []
