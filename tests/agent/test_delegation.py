@@ -265,3 +265,27 @@ async def test_chat_stream_shows_sub_agent_progress_only_when_asked(include: boo
         assert types.index("data-tool-agent") < types.index("tool-output-available")
     else:
         assert agent_parts == []
+
+
+async def test_usage_with_sub_runs_adds_every_nested_run() -> None:
+    from agentstream.agent import usage_with_sub_runs
+
+    leaf = Agent(id="leaf", model=ScriptedModel([_text("deep", (100, 200))]))
+    middle = Agent(
+        id="middle",
+        model=ScriptedModel([_call({"prompt": "deeper"}, "agent-leaf"), _text("mid", (7, 6))]),
+        agents={"leaf": leaf},
+    )
+    top = Agent(
+        id="top",
+        model=ScriptedModel([_call({"prompt": "go"}, "agent-middle"), _text("top", (40, 7))]),
+        agents={"middle": middle},
+    )
+    output = top.stream("x")
+    own = await output.total_usage
+    assert (own["inputTokens"], own["outputTokens"]) == (50, 15)  # Mastra's: the parent's calls only
+    assert await usage_with_sub_runs(output) == {
+        "inputTokens": 50 + (10 + 7) + 100,
+        "outputTokens": 15 + (8 + 6) + 200,
+        "totalTokens": 65 + 31 + 300,
+    }

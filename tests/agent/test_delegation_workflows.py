@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from agentstream._abort import AbortController
-from agentstream.agent import Agent
+from agentstream.agent import Agent, usage_with_sub_runs
 from agentstream.agent._delegation import workflow_input_schema
 from agentstream.ai_sdk import to_ai_sdk_stream
 from agentstream.chunks import ToolError, ToolOutput, ToolResult
@@ -115,13 +115,15 @@ async def test_agent_step_usage_nests_inside_the_workflow() -> None:
     step = create_step(writer)
     workflow = create_workflow(id="poem").then(step).commit()
     parent, _ = _parent(workflow, [_call({"inputData": {"prompt": "write"}}), _text("ok")])
-    chunks = [c async for c in parent.stream("x").full_stream]
+    output = parent.stream("x")
+    chunks = [c async for c in output.full_stream]
     inner = [c.payload.output for c in chunks if isinstance(c, ToolOutput)]
     step_outputs = [o["payload"]["output"] for o in inner if o["type"] == "workflow-step-output"]
     assert step_outputs[-1]["type"] == "finish"
     assert inner[-1]["payload"]["output"]["usage"]["inputTokens"] == 4
     (result,) = [c for c in chunks if isinstance(c, ToolResult)]
     assert result.payload.result["result"] == {"text": "A poem."}
+    assert (await usage_with_sub_runs(output))["inputTokens"] == (3 + 4) + 4  # the parent's two calls + the step's
 
 
 async def test_ui_parts_only_with_sub_run_metadata() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
-from ._delegation import SubAgentError
+from ._delegation import SubAgentError, WorkflowToolError, usage_with_sub_runs
 from ._hooks import BackgroundSeam, LoopHooks, PendingToolCall, RunSetup, StepInfo, StopCondition
 from ._loop import AgentStreamError
 from ._messages import MessageInput
@@ -31,6 +31,8 @@ __all__ = [
     "ToolNotFoundError",
     "TurnOptions",
     "UntilIdleOptions",
+    "WorkflowToolError",
     "has_tool_call",
     "step_count_is",
+    "usage_with_sub_runs",
 ]

@@ -19,7 +19,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..chunks import Chunk, DataChunk, TextDelta, to_jsonable
+from ..chunks import Chunk, DataChunk, TextDelta, ToolOutput, to_jsonable
+from ..stream import ModelOutput, Usage
+from ..stream._results import add_usage, total_usage
 from ..tools import Tool, ToolContext, json_schema_of
 
 if TYPE_CHECKING:
@@ -35,6 +37,7 @@ __all__ = [
     "check_workflows",
     "delegation_tools",
     "strip_parent_tool_parts",
+    "usage_with_sub_runs",
     "workflow_input_schema",
     "workflow_tool",
 ]
@@ -331,3 +334,38 @@ def workflow_tool(run: DelegationRun, name: str, workflow: Any) -> Tool:
         input_schema=workflow_input_schema(workflow),
         execute=execute,
     )
+
+
+_ENVELOPES = ("tool-output", "workflow-step-output")
+
+
+def _nested_leaf(output: Any) -> Any:
+    """The chunk inside ``tool-output`` / ``workflow-step-output`` envelopes (sub-sub-runs too)."""
+    while isinstance(output, Mapping) and output.get("type") in _ENVELOPES:
+        payload = output.get("payload")
+        output = payload.get("output") if isinstance(payload, Mapping) else None
+    return output
+
+
+async def usage_with_sub_runs(output: ModelOutput) -> Usage:
+    """The run's total usage plus that of every sub-agent it ran through a tool, at any depth.
+
+    ``await output.total_usage`` is Mastra's: the parent's own model calls only (a recorded run
+    shows the sub-agent's tokens left out). Each sub-agent run ends with a nested ``finish`` chunk
+    carrying its usage (inside ``tool-output``, or ``workflow-step-output`` for an agent step of a
+    workflow run as a tool); this adds them up, so a budget or a bill sees every token the run
+    spent. Awaiting it runs the output to the end.
+    """
+    total: dict[str, Any] = dict(await output.total_usage)
+    total.pop("raw", None)
+    async for chunk in output.full_stream:
+        if not isinstance(chunk, ToolOutput):
+            continue
+        leaf = _nested_leaf(chunk.payload.output)
+        if isinstance(leaf, Mapping) and leaf.get("type") == "finish" and leaf.get("from") == "AGENT":
+            payload = leaf.get("payload")
+            inner = payload.get("output") if isinstance(payload, Mapping) else None
+            usage = inner.get("usage") if isinstance(inner, Mapping) else None
+            if isinstance(usage, Mapping):
+                add_usage(total, {k: v for k, v in usage.items() if k != "raw"})
+    return total_usage(total)
