@@ -34,7 +34,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "testing": frozenset({"models", "_abort"}),
 }
 # the top of the stack may import anything
-UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo"})
+UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo", "_demo_workflow"})
 
 
 def _package_of(path: Path) -> str:

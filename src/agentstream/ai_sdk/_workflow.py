@@ -8,7 +8,7 @@ pass through as for agents; ``data-*`` chunks pass through.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from agentstream.chunks import (
     UNSET,
@@ -25,9 +25,10 @@ from agentstream.chunks import (
     to_jsonable,
 )
 
-from ._convert import OnErrorFn, UIChunk, UIChunkConverter, Version
+from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
+from ._convert import OnErrorFn, UIChunk, UIChunkConverter, Version, to_ai_sdk_stream
 
-__all__ = ["WorkflowUIChunkConverter", "workflow_ui_stream"]
+__all__ = ["WorkflowRegistry", "WorkflowUIChunkConverter", "handle_workflow_stream", "workflow_ui_stream"]
 
 # Mastra chunk types whose AI SDK counterpart is in the text-stream whitelist (step-start/-finish and
 # the tool-input streaming chunks are not: they produce nothing inside a workflow).
@@ -237,3 +238,111 @@ async def workflow_ui_stream(
             await aclose()
     for part in converter.end():
         yield part
+
+
+class WorkflowRegistry(Protocol):
+    """What `handle_workflow_stream` needs of a ``Mastra``: workflows by id (``KeyError`` if unknown)."""
+
+    def get_workflow(self, key: str) -> Any:
+        """The workflow registered under ``key``; raises ``KeyError`` if none is."""
+        ...
+
+
+_PARAM_KEYS = frozenset(
+    {"runId", "resourceId", "inputData", "initialState", "resumeData", "step", "requestContext"}
+)
+
+
+def _issues_path(exc: BaseException) -> str | None:
+    issues = getattr(exc, "issues", None)
+    if issues:
+        return ".".join(str(p) for p in issues[0].path) or None
+    return None
+
+
+async def handle_workflow_stream(
+    *,
+    mastra: WorkflowRegistry,
+    workflow_id: str,
+    params: Mapping[str, Any],
+    resource_id: str | None = None,
+    version: Version = "v5",
+    include_text_stream_parts: bool = True,
+    send_reasoning: bool = False,
+    send_sources: bool = False,
+    on_error: OnErrorFn | None = None,
+    resume: bool | None = None,
+) -> AsyncIterator[UIChunk]:
+    """Start or resume a run of workflow ``workflow_id`` and return its UI message stream
+    (``handleWorkflowStream`` of ``@mastra/ai-sdk``).
+
+    ``params``: ``{inputData, initialState?, runId?}`` starts a run; ``{runId, resumeData, step?}``
+    resumes a suspended one (``resume=True`` requires that, ``False`` refuses it). ``resource_id``
+    (the authenticated user) owns new runs, and a run owned by another resource is answered as not
+    found. Raises `ChatRequestError` before streaming: 400 for malformed params or input that fails
+    the workflow's schema (``path`` names the field), 404 for an unknown workflow or run, 409 for a
+    run that is not suspended at that step. Closing the returned stream cancels the run.
+    """
+    if not isinstance(params, Mapping):
+        raise ChatRequestError(f"expected the request body to be a JSON object, got {type(params).__name__}")
+    unknown = sorted(set(params) - _PARAM_KEYS)
+    if unknown:
+        raise ChatRequestError(
+            f"unknown field(s) {unknown}; expected some of {sorted(_PARAM_KEYS)}", path=unknown[0]
+        )
+    try:
+        workflow = mastra.get_workflow(workflow_id)
+    except (KeyError, LookupError) as exc:
+        raise ChatRequestError(f"Workflow {_clip(workflow_id, 120)} not found", status_code=404) from exc
+    run_id = params.get("runId")
+    if run_id is not None and (not isinstance(run_id, str) or not run_id or len(run_id) > MAX_ID_LENGTH):
+        raise ChatRequestError(
+            f"runId: expected a non-empty string of at most {MAX_ID_LENGTH} characters", path="runId"
+        )
+    resuming = "resumeData" in params
+    if resume is True and not resuming:
+        raise ChatRequestError("resumeData is required to resume a run", path="resumeData")
+    if resume is False and resuming:
+        raise ChatRequestError(
+            "resumeData is not accepted here; resume at the resume endpoint", path="resumeData"
+        )
+    if resuming and run_id is None:
+        raise ChatRequestError("runId is required when resumeData is provided", path="runId")
+    step = params.get("step")
+    if step is not None and not (
+        isinstance(step, str) or (isinstance(step, list) and all(isinstance(s, str) for s in step))
+    ):
+        raise ChatRequestError("step: expected a step id or a list of step ids", path="step")
+    run = await workflow.create_run(run_id, resource_id=resource_id)
+    existing = run.status != "pending"
+    if existing and run.stored_resource_id != resource_id:
+        # Someone else's run: indistinguishable from one that does not exist.
+        raise ChatRequestError(f"run {_clip(str(run_id), 120)} not found", status_code=404, path="runId")
+    try:
+        if resuming:
+            if not existing:
+                raise ChatRequestError(
+                    f"run {_clip(str(run_id), 120)} not found", status_code=404, path="runId"
+                )
+            output = run.resume_stream(step=step, resume_data=params.get("resumeData"))
+        else:
+            if existing:
+                raise ChatRequestError(
+                    f"runId {_clip(str(run_id), 120)} is already used by a run", status_code=409, path="runId"
+                )
+            output = run.stream(input_data=params.get("inputData"), initial_state=params.get("initialState"))
+    except ValueError as exc:
+        if isinstance(exc, ChatRequestError):
+            raise
+        status = 409 if type(exc).__name__ == "WorkflowResumeError" and "resume data" not in str(exc) else 400
+        raise ChatRequestError(str(exc), status_code=status, path=_issues_path(exc)) from None
+    stream = to_ai_sdk_stream(
+        output,
+        from_="workflow",
+        version=version,
+        include_text_stream_parts=include_text_stream_parts,
+        send_reasoning=send_reasoning,
+        send_sources=send_sources,
+        on_error=on_error,
+    )
+    return _guarded(stream, output, on_error)

@@ -85,6 +85,10 @@ class _Stop(Exception):
         self.end = end
 
 
+def _noop(_context: StepContext) -> None:
+    return None
+
+
 def _now_ms() -> float:
     return datetime.now(UTC).timestamp() * 1000.0
 
@@ -133,7 +137,8 @@ class Execution:
         return {
             "input": self.input,
             "state": self.state[0],
-            "context": {k: to_jsonable(v) for k, v in self.records.items()},
+            # records are JSON already, except the exceptions of failed steps
+            "context": {k: to_jsonable(v) if "error" in v else v for k, v in self.records.items()},
             "stepExecutionPath": list(self.path),
             "branches": dict(self.branches),
             "suspendedPaths": dict(self.suspended),
@@ -559,20 +564,7 @@ class Execution:
         )
         ms: float
         if entry.fn is not None:
-            value = await call(
-                entry.fn,
-                StepContext(
-                    input_data=prev,
-                    run_id=self.run_id,
-                    workflow_id=self.workflow.id,
-                    step_id=entry.id,
-                    writer=StepWriter(self.emit, run_id=self.run_id, step_name=entry.id),
-                    abort_signal=self.signal,
-                    _init_data=self.input,
-                    _results=self.output_of,
-                    _state=self.state,
-                ),
-            )
+            value = await call(entry.fn, self._context(Step(id=entry.id, execute=_noop), prev))
             if isinstance(value, datetime):
                 ms = (value.timestamp() * 1000.0) - self.clock()
             else:

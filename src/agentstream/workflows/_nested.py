@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from ..chunks import WorkflowFinish, WorkflowStart
@@ -52,7 +53,11 @@ def nested_step(workflow: Workflow) -> Step:
     return step
 
 
-def _cancel_soon(run: Any) -> None:
-    import asyncio
+_PENDING: set[asyncio.Task[Any]] = set()
 
-    asyncio.get_running_loop().create_task(run.cancel())
+
+def _cancel_soon(run: Any) -> None:
+    # called from the abort signal's listener (synchronous): the cancel runs as a task kept alive here
+    task = asyncio.get_running_loop().create_task(run.cancel())
+    _PENDING.add(task)
+    task.add_done_callback(_PENDING.discard)

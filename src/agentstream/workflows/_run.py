@@ -60,6 +60,9 @@ class Run:
         self._output: WorkflowRunOutput | None = None
         self._task: asyncio.Task[None] | None = None
         self._watchers: list[Watcher] = []
+        self._generation = 0
+        self.stored_resource_id: str | None = None
+        """The resource (user) the stored run belongs to, when it was loaded from storage."""
         self._execution = Execution(
             workflow, run_id, emit=lambda _c: None, signal=self._controller.signal, clock=clock, sleep=sleep
         )
@@ -82,12 +85,18 @@ class Run:
             self._restore(snapshot)
 
     def _restore(self, snapshot: dict[str, Any]) -> None:
+        owner = snapshot.get("resourceId")
+        self.stored_resource_id = owner if isinstance(owner, str) else None
         self._execution.load(snapshot)
         status = snapshot.get("status")
         self._status = status if isinstance(status, str) else "pending"
+        generation = snapshot.get("suspendGeneration")
+        self._generation = generation if isinstance(generation, int) else 0
 
     def _snapshot(self, status: str, end: RunEnd | None = None) -> dict[str, Any]:
         snapshot: dict[str, Any] = {"runId": self.run_id, "status": status, "value": {}}
+        if self.resource_id is not None:
+            snapshot["resourceId"] = self.resource_id
         snapshot.update(self._execution.dump())
         snapshot["serializedStepGraph"] = self.workflow.serialized_step_graph()
         if end is not None and end.status == "success":
@@ -98,9 +107,21 @@ class Run:
         return snapshot
 
     async def _persist(self, status: str, end: RunEnd | None = None) -> None:
-        await self.workflow.storage.persist_workflow_snapshot(
-            self.workflow.id, self.run_id, self._snapshot(status, end), resource_id=self.resource_id
+        storage = self.workflow.storage
+        snapshot = self._snapshot(status, end)
+        if status == "suspended":
+            # A fresh one-use resume token per suspension: deleting it is the atomic claim (below).
+            self._generation += 1
+            await storage.persist_workflow_snapshot(
+                _tokens_name(self.workflow_id), self._token(), {"runId": self.run_id}
+            )
+        snapshot["suspendGeneration"] = self._generation
+        await storage.persist_workflow_snapshot(
+            self.workflow_id, self.run_id, snapshot, resource_id=self.resource_id
         )
+
+    def _token(self) -> str:
+        return f"{self.run_id}#{self._generation}"
 
     # ---------------------------------------------------------------------------- legs
 
@@ -232,8 +253,8 @@ class Run:
         return await self.resume_stream(step=step, resume_data=resume_data).result
 
     async def _claim(self) -> None:
-        """Take the suspended run from storage: only one resumer wins (the snapshot is deleted by the
-        winner; a loser finds it gone or no longer suspended)."""
+        """Take the suspended run: only one resumer (or canceller), in any process, wins — the one whose
+        delete of this suspension's resume token succeeds (a row delete is atomic in every store)."""
         storage = self.workflow.storage
         snapshot = await storage.load_workflow_snapshot(self.workflow_id, self.run_id)
         if not isinstance(snapshot, dict) or snapshot.get("status") != "suspended":
@@ -241,11 +262,13 @@ class Run:
             raise WorkflowResumeError(
                 f"run {self.run_id!r} of workflow {self.workflow_id!r} was resumed elsewhere ({state})"
             )
-        if not await storage.delete_workflow_snapshot(self.workflow_id, self.run_id):
+        self._restore(snapshot)
+        if not await storage.delete_workflow_snapshot(_tokens_name(self.workflow_id), self._token()):
             raise WorkflowResumeError(
                 f"run {self.run_id!r} of workflow {self.workflow_id!r} was resumed elsewhere"
             )
-        self._execution.load(snapshot)
+        self._status = "running"
+        await self._persist("running")
 
     async def _drive(self, output: WorkflowRunOutput, leg: Callable[[], Any]) -> None:
         try:
@@ -305,6 +328,7 @@ class Run:
             finally:
                 handle.cancel()
         elif self._status == "suspended":
+            await self._claim()
             self._status = "canceled"
             await self._persist("canceled")
 
@@ -312,6 +336,10 @@ class Run:
         if not task.done():
             self._execution.interrupted = True
             task.cancel()
+
+
+def _tokens_name(workflow_id: str) -> str:
+    return f"{workflow_id}#resume-tokens"
 
 
 def _derivable_payloads(path: list[str], records: dict[str, dict[str, Any]], first_input: Any) -> set[str]:

@@ -96,6 +96,7 @@ class ForeachEntry:
 @dataclass(frozen=True)
 class SleepEntry:
     id: str
+    kind: str  # "sleep" | "sleepUntil"
     ms: float | None = None
     until: datetime | None = None
     fn: Callable[[StepContext], Any] | None = None
@@ -185,6 +186,7 @@ class Workflow:
         self.mastra: Any = None
         self._storage: Storage | None = None
         self._as_step: Step | None = None
+        self._graph: list[dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------------------- building
 
@@ -269,21 +271,21 @@ class Workflow:
         """Wait `duration` ms (or as many as `duration(context)` returns); the data passes through."""
         entry_id = f"sleep_{uuid.uuid4()}"
         if callable(duration):
-            return self._add(SleepEntry(entry_id, ms=None, fn=duration), [])
+            return self._add(SleepEntry(entry_id, "sleep", fn=duration), [])
         try:
             check_ms("sleep(duration)", duration)
         except ValueError as exc:
             raise WorkflowDefinitionError(str(exc)) from None
-        return self._add(SleepEntry(entry_id, ms=float(duration)), [])
+        return self._add(SleepEntry(entry_id, "sleep", ms=float(duration)), [])
 
     def sleep_until(self, date: datetime | Callable[[StepContext], Any]) -> Workflow:
         """Wait until `date` (an aware datetime, or what `date(context)` returns); the data passes through."""
         entry_id = f"sleep_{uuid.uuid4()}"
         if callable(date):
-            return self._add(SleepEntry(entry_id, fn=date), [])
+            return self._add(SleepEntry(entry_id, "sleepUntil", fn=date), [])
         if not isinstance(date, datetime) or date.tzinfo is None:
             raise WorkflowDefinitionError(f"sleep_until(): expected a timezone-aware datetime, got {date!r}")
-        return self._add(SleepEntry(entry_id, until=date), [])
+        return self._add(SleepEntry(entry_id, "sleepUntil", until=date), [])
 
     def map(self, fn: Callable[[StepContext], Any], *, id: str | None = None) -> Workflow:
         """Turn the previous output into the next step's input with ``fn(context)`` (async or plain);
@@ -355,6 +357,10 @@ class Workflow:
 
     def serialized_step_graph(self) -> list[dict[str, Any]]:
         """The step graph as Mastra serialises it (``serializedStepFlow``)."""
+        if self.committed:
+            if self._graph is None:
+                self._graph = [_entry_json(e) for e in self.entries]
+            return self._graph
         return [_entry_json(e) for e in self.entries]
 
     def describe(self) -> dict[str, Any]:
