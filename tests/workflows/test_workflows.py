@@ -467,3 +467,92 @@ async def test_a_crashing_step_function_is_a_step_failure_not_a_crash() -> None:
         output_again = (await wf.create_run("same")).stream(input_data={})
         await output_again.result
         (await wf.create_run("same")).stream(input_data={})
+
+
+async def test_cancel_interrupts_stubborn_parallel_and_foreach_steps() -> None:
+    started = asyncio.Event()
+
+    async def stubborn(c: StepContext) -> Any:
+        started.set()
+        await asyncio.Event().wait()
+
+    for wf in (
+        create_workflow(id="par")
+        .parallel([create_step(id="a", execute=stubborn), create_step(id="b", execute=stubborn)])
+        .commit(),
+        create_workflow(id="each").foreach(create_step(id="a", execute=stubborn), concurrency=2).commit(),
+    ):
+        started.clear()
+        run = await wf.create_run(cancel_grace_ms=0)
+        output = run.stream(input_data=[1, 2, 3])
+        await started.wait()
+        await run.cancel()
+        kinds = [c.type for c in await chunks_of(output)]
+        assert kinds[-2:] == ["workflow-canceled", "workflow-finish"], (wf.id, kinds)
+        assert (await output.result).status == "canceled"
+
+
+async def test_a_watcher_added_while_the_run_streams_sees_the_rest() -> None:
+    gate = asyncio.Event()
+
+    async def wait(c: StepContext) -> Any:
+        await gate.wait()
+        return c.input_data
+
+    wf = create_workflow(id="late-watch").then(create_step(id="w", execute=wait)).commit()
+    run = await wf.create_run()
+    output = run.stream(input_data={})
+    seen: list[str] = []
+    await asyncio.sleep(0)
+    run.watch(lambda c: seen.append(c.type))
+    gate.set()
+    await output.result
+    assert seen == ["workflow-step-result", "workflow-step-finish"]
+
+
+async def test_context_knows_its_run_workflow_and_mastra() -> None:
+    seen: dict[str, Any] = {}
+
+    def look(c: StepContext) -> Any:
+        seen.update(run_id=c.run_id, workflow_id=c.workflow_id, step_id=c.step_id, mastra=c.mastra)
+        return {}
+
+    wf = create_workflow(id="who").then(create_step(id="look", execute=look)).commit()
+    mastra = Mastra(workflows={"who": wf})
+    await (await mastra.get_workflow("who").create_run("run-7")).start(input_data={})
+    assert seen == {"run_id": "run-7", "workflow_id": "who", "step_id": "look", "mastra": mastra}
+
+
+async def test_agent_step_with_structured_output() -> None:
+    from agentstream import Agent
+    from agentstream.testing import ScriptedModel
+
+    answer = '{"city": "Oslo", "celsius": 4}'
+    model = ScriptedModel([[
+        {"type": "stream-start", "warnings": []},
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": answer},
+        {"type": "text-end", "id": "t"},
+        {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 5, "outputTokens": 7, "totalTokens": 12}},
+    ]])
+    schema = {"type": "object", "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+              "required": ["city", "celsius"]}
+    agent = Agent(id="forecaster", model=model)
+    wf = create_workflow(id="so").then(create_step(agent, structured_output={"schema": schema})).commit()
+    output = (await wf.create_run()).stream(input_data={"prompt": "Oslo?"})
+    result = await output.result
+    assert result.status == "success", result.error
+    assert result.result == {"city": "Oslo", "celsius": 4}
+    usage = await output.usage
+    assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (5, 7, 12)
+
+
+async def test_nested_conversion_names_the_tool_workflow_parts() -> None:
+    from agentstream.ai_sdk import WorkflowUIChunkConverter
+
+    wf = create_workflow(id="n").then(add(1)).commit()
+    output = (await wf.create_run("r")).stream(input_data={"value": 0})
+    converter = WorkflowUIChunkConverter(nested=True)
+    parts = [p for c in await chunks_of(output) for p in converter.convert(c)]
+    assert {p["type"] for p in parts} == {"data-tool-workflow", "data-tool-workflow-step"}
+    assert parts[-1]["data"]["status"] == "success"

@@ -626,12 +626,8 @@ class UIChunkConverter:
         if self._workflow_runs is None:
             from ._workflow import WorkflowUIChunkConverter  # the workflow converter builds on this one
 
-            self._workflow_runs = WorkflowUIChunkConverter(include_text_stream_parts=False)
-        parts = self._workflow_runs.convert(decode_chunk(dict(leaf), unknown="keep"))
-        for part in parts:
-            if part["type"] in ("data-workflow", "data-workflow-step"):
-                part["type"] = "data-tool-" + part["type"][len("data-") :]
-        return parts
+            self._workflow_runs = WorkflowUIChunkConverter(include_text_stream_parts=False, nested=True)
+        return self._workflow_runs.convert(decode_chunk(dict(leaf), unknown="keep"))
 
     def _sub_agent(self, leaf: Mapping[str, Any], ancestry: list[dict[str, Any]]) -> list[UIChunk] | None:
         parts = self._agent_runs.update(leaf)

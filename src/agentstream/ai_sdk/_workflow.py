@@ -71,7 +71,9 @@ class WorkflowUIChunkConverter:
 
     `begin` gives the leading ``start``, `convert` the parts of each chunk, `end` the closing
     ``finish``. ``include_text_stream_parts`` (default on) converts the text, reasoning, source and
-    tool parts of agent steps as for an agent stream.
+    tool parts of agent steps as for an agent stream. ``nested=True`` names the parts
+    ``data-tool-workflow`` / ``data-tool-workflow-step`` (a workflow run inside an agent's tool call,
+    spec §9.3).
     """
 
     def __init__(
@@ -82,8 +84,11 @@ class WorkflowUIChunkConverter:
         send_reasoning: bool = False,
         send_sources: bool = False,
         on_error: OnErrorFn | None = None,
+        nested: bool = False,
     ) -> None:
         self.include_text_stream_parts = include_text_stream_parts
+        self._run_part = "data-tool-workflow" if nested else "data-workflow"
+        self._step_part = "data-tool-workflow-step" if nested else "data-workflow-step"
         self._inner = UIChunkConverter(
             version=version,
             send_start=False,
@@ -106,7 +111,7 @@ class WorkflowUIChunkConverter:
         run = self._runs[run_id]
         steps = {k: _step_view(v, with_output=outputs) for k, v in run["steps"].items()}
         return {
-            "type": "data-workflow",
+            "type": self._run_part,
             "id": run_id,
             "data": {"name": run["name"], "status": status, "steps": steps, "output": output},
         }
@@ -171,7 +176,7 @@ class WorkflowUIChunkConverter:
         return [
             self._snapshot(run_id, status),
             {
-                "type": "data-workflow-step",
+                "type": self._step_part,
                 "id": f"{run_id}:{p.id}",
                 "data": {"name": run["name"], "status": status, "stepId": p.id, "step": dict(step)},
             },

@@ -129,6 +129,7 @@ class Execution:
         self.suspended: dict[str, list[int]] = {}
         self.interrupted = False
         """Set when a step that ignored the abort was interrupted after the grace period."""
+        self._driver: asyncio.Task[Any] | None = None
 
     # ------------------------------------------------------------------------------ snapshots
 
@@ -163,6 +164,7 @@ class Execution:
 
     async def run(self, input_data: Any, resume: Resume | None = None) -> RunEnd:
         """Walk the entries from the start (or from `resume`'s entry); never raises for step failures."""
+        self._driver = asyncio.current_task()
         entries = self.workflow.entries
         start = 0
         prev = input_data
@@ -190,8 +192,6 @@ class Execution:
         record = self.records.get(resume.step_id)
         if record is None:
             raise WorkflowError(f"run {self.run_id!r} has no record of step {resume.step_id!r}")
-        if isinstance(entry, ForeachEntry):
-            return record.get("payload")
         return record.get("payload")
 
     async def _entry(self, index: int, entry: Entry, prev: Any, resume: Resume | None) -> Any:
@@ -259,7 +259,12 @@ class Execution:
             step, started = jobs[0]
             done[step.id] = await self._finish(step, started)
         elif jobs:
-            results = await asyncio.gather(*(self._finish(s, started) for s, started in jobs))
+            try:
+                results = await asyncio.gather(*(self._finish(s, started) for s, started in jobs))
+            except asyncio.CancelledError:
+                if not self._take_interruption():
+                    raise
+                raise _Stop(RunEnd("failed", error=AbortError(self.signal.reason))) from None
             for (step, _), outcome in zip(jobs, results, strict=True):
                 done[step.id] = outcome
         return self._settle(index, [(s, done[s.id]) for s in steps])
@@ -408,11 +413,18 @@ class Execution:
         try:
             return await call(step.execute, context)
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if self.interrupted and task is not None and task.uncancel() == 0:
-                self.interrupted = False
+            if self._take_interruption():
                 raise AbortError(self.signal.reason) from None
             raise
+
+    def _take_interruption(self) -> bool:
+        """After `CancelledError` reached the run's own task: whether it was the cancel's interruption
+        (then it is absorbed, and the step in flight fails with an `AbortError`)."""
+        task = asyncio.current_task()
+        if self.interrupted and task is not None and task is self._driver and task.uncancel() == 0:
+            self.interrupted = False
+            return True
+        return False
 
     # ------------------------------------------------------------------------------ outcomes
 
@@ -539,9 +551,15 @@ class Execution:
                     )
                 )
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(min(entry.concurrency, max(len(items), 1))):
-                group.create_task(worker())
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(entry.concurrency, max(len(items), 1))):
+                    group.create_task(worker())
+        except asyncio.CancelledError:
+            if not self._take_interruption():
+                raise
+        if self.signal.aborted and completed < len(items) and not failure:
+            failure.append(AbortError(self.signal.reason))
         if failure:
             self._failed(step, call_id, record, failure[0])
             raise _Stop(RunEnd("failed", error=failure[0]))

@@ -141,6 +141,8 @@ class Run:
 
         def emit(chunk: Chunk) -> None:
             push(chunk)
+            if not watchers:  # watchers may come and go while the run streams
+                return
             for callback in list(watchers):
                 try:
                     callback(chunk)
@@ -149,7 +151,7 @@ class Run:
                         "workflow %s run %s: a watch callback failed", self.workflow_id, self.run_id
                     )
 
-        return emit if watchers else push
+        return emit
 
     def stream(self, *, input_data: Any = None, initial_state: Any = None) -> WorkflowRunOutput:
         """Start the run (Mastra's ``run.stream({inputData})``) and return its `WorkflowRunOutput`.
