@@ -27,13 +27,14 @@ ALLOWED: dict[str, frozenset[str]] = {
     "background": frozenset(
         {"agent", "chunks", "stream", "tools", "memory", "storage", "_abort", "_secrets", "_validate"}
     ),
-    "_mastra": frozenset({"agent", "storage"}),
+    "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "_abort", "_validate"}),
+    "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "_abort"}),
     "testing": frozenset({"models", "_abort"}),
 }
 # the top of the stack may import anything
-UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo"})
+UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo", "_demo_workflow"})
 
 
 def _package_of(path: Path) -> str:

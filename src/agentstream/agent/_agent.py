@@ -14,6 +14,7 @@ from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
+from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
@@ -47,6 +48,10 @@ class Agent:
 
     ``model`` is a `LanguageModel` or a router string (``"openai/gpt-4o-mini"``,
     ``"demo"``). ``tools`` is a list of `Tool` or a ``{id: Tool}`` mapping.
+    ``agents`` (``{name: Agent}``) and ``workflows`` (``{name: Workflow}``) become the tools
+    ``agent-<name>`` / ``workflow-<name>``: their runs stream into this agent's stream as nested
+    ``tool-output`` chunks (see ``agentstream.agent._delegation``); ``description`` is what a
+    parent agent's model reads about this agent when it is a sub-agent.
     ``default_options`` are merged under the options of every ``stream()`` call. ``memory`` (a
     `Memory`) serves ``stream(..., memory={"thread", "resource"})``; without
     one, an agent registered in a ``Mastra`` uses a default ``Memory`` over the Mastra's storage.
@@ -74,12 +79,16 @@ class Agent:
         hooks: LoopHooks | None = None,
         memory: Memory | None = None,
         background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
+        description: str | None = None,
+        agents: Mapping[str, Agent] | None = None,
+        workflows: Mapping[str, Any] | None = None,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
         self.id = id
         self.name = name or id
         self.instructions = instructions
+        self.description = description
         self._model_spec = model
         self._model: LanguageModel | None = None if isinstance(model, str) else model
         if tools is None:
@@ -103,6 +112,8 @@ class Agent:
         self.background_config: AgentBackgroundConfig | None = None
         if background_tasks is not None:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
+        self.agents: dict[str, Agent] = check_sub_agents(self, agents)
+        self.workflows: dict[str, Any] = check_workflows(self, workflows)
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
 
@@ -228,6 +239,12 @@ class Agent:
                 background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
             setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
             tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
+        if opts.get("instructions") is not None:
+            # Keep what the background seam appended to the agent's own instructions.
+            tail = instructions[len(self.instructions) :] if instructions.startswith(self.instructions) else ""
+            instructions = str(opts["instructions"]) + tail
+        if self.agents or self.workflows:
+            tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []

@@ -82,6 +82,7 @@ def chat_route(
     name: str | None = None,
     guard: RequestGuard | None = None,
     allow_system_messages: bool = False,
+    include_sub_agent_metadata: bool = False,
 ) -> Route:
     """A ``POST`` route answering ``useChat`` with agent ``{agent_id}`` (or the fixed ``agent``).
 
@@ -91,6 +92,8 @@ def chat_route(
     to 1 MiB and 64 levels); client ``system`` messages are refused unless
     ``allow_system_messages``. A refused or malformed request gets 4xx JSON and an unknown agent a
     404, ``{"error": {"name", "message", "path"?}}``; everything else streams.
+    ``include_sub_agent_metadata`` adds the live progress of sub-agents and workflows run as tools
+    (``data-tool-agent`` / ``data-tool-workflow`` parts).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
@@ -124,6 +127,7 @@ def chat_route(
             message_metadata=message_metadata,
             abort_signal=controller.signal,
             allow_system_messages=allow_system_messages,
+            include_sub_agent_metadata=include_sub_agent_metadata,
         )
         return SSEStreamResponse(
             stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=checks.cors_headers(request)
