@@ -3,7 +3,8 @@
 The most used names are here; each subpackage has its own curated ``__all__``:
 ``agentstream.chunks`` (the protocol), ``agentstream.stream`` (``ModelOutput``, ``smooth_stream``),
 ``agentstream.models`` (providers), ``agentstream.tools``, ``agentstream.agent``,
-``agentstream.ai_sdk`` (useChat), ``agentstream.storage``, ``agentstream.testing``.
+``agentstream.ai_sdk`` (useChat), ``agentstream.storage``, ``agentstream.tracing`` (OpenTelemetry),
+``agentstream.testing``.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .chunks import Chunk, ChunkFrom, decode_chunk, encode_chunk
 from .memory import Memory
 from .stream import ModelOutput, smooth_stream
 from .tools import Tool, ToolContext, tool
+from .tracing import InstrumentationSettings, instrument
 
 __all__ = [
     "AbortController",
@@ -25,6 +27,7 @@ __all__ = [
     "Agent",
     "Chunk",
     "ChunkFrom",
+    "InstrumentationSettings",
     "Mastra",
     "Memory",
     "ModelOutput",
@@ -32,6 +35,7 @@ __all__ = [
     "ToolContext",
     "decode_chunk",
     "encode_chunk",
+    "instrument",
     "smooth_stream",
     "tool",
 ]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._background import TaskParent, dispatch_parent, traced_task
 from ._settings import InstrumentationSettings, check_instrument_option, instrument, settings_for
 from ._workflow import workflow_run_span, workflow_step_span
 
@@ -41,9 +42,12 @@ else:
 __all__ = [
     "InstrumentationSettings",
     "RunTrace",
+    "TaskParent",
     "check_instrument_option",
+    "dispatch_parent",
     "instrument",
     "trace_run",
+    "traced_task",
     "workflow_run_span",
     "workflow_step_span",
 ]
