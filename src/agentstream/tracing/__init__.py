@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._background import TaskParent, dispatch_parent, traced_task
+from ._propagation import incoming_trace
 from ._settings import InstrumentationSettings, check_instrument_option, instrument, settings_for
 from ._workflow import workflow_run_span, workflow_step_span
 
@@ -45,6 +46,7 @@ __all__ = [
     "TaskParent",
     "check_instrument_option",
     "dispatch_parent",
+    "incoming_trace",
     "instrument",
     "trace_run",
     "traced_task",
