@@ -164,6 +164,7 @@ async def test_error_part_in_the_stream_fails_the_call_span(spans: Spans) -> Non
     chat = spans.named("chat mock-model-id")
     assert chat.status.status_code is StatusCode.ERROR and chat.status.description == "overloaded"
     assert (chat.attributes or {})["error.type"] == "AI_APICallError"
+    assert "agentstream.aborted" not in (chat.attributes or {})  # ended by its error, not cut short
     assert spans.named("invoke_agent Helper").status.status_code is StatusCode.ERROR
 
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from ._background import TaskParent, dispatch_parent, traced_task
 from ._propagation import incoming_trace
 from ._settings import InstrumentationSettings, check_instrument_option, instrument, settings_for
+from ._tree import format_span_tree
 from ._workflow import workflow_run_span, workflow_step_span
 
 if TYPE_CHECKING:
@@ -46,6 +47,7 @@ __all__ = [
     "TaskParent",
     "check_instrument_option",
     "dispatch_parent",
+    "format_span_tree",
     "incoming_trace",
     "instrument",
     "trace_run",

@@ -99,6 +99,10 @@ class RunTrace:
         self._open[id(span)] = span
         return span
 
+    def is_open(self, span: Span) -> bool:
+        """``span`` is a child of this run that has not ended yet."""
+        return id(span) in self._open
+
     def end(self, span: Span) -> None:
         """End a child span (once)."""
         if self._open.pop(id(span), None) is not None:
@@ -256,13 +260,15 @@ def _failed(span: Span, exc: BaseException, signal: AbortSignal | None) -> None:
 class TracedStream:
     """A model call's parts, passed on unchanged; the call's span ends with the stream."""
 
-    __slots__ = ("_calls", "_inner", "_run", "_signal", "_span", "_text", "_watched")
+    __slots__ = ("_calls", "_done", "_inner", "_run", "_signal", "_span", "_text", "_watched")
 
     def __init__(
         self, inner: AsyncIterator[StreamPart], span: Span, run: RunTrace, signal: AbortSignal | None
     ) -> None:
         self._inner = inner
         self._signal = signal
+        self._done = False
+        """A ``finish`` or ``error`` part came: closing the stream now does not cut the call short."""
         self._span = span
         self._run = run
         self._watched = _CONTENT_PARTS if run.content else _STREAM_PARTS
@@ -298,6 +304,8 @@ class TracedStream:
 
     def _observe(self, part: StreamPart) -> None:
         span = self._span
+        if part["type"] == "finish" or part["type"] == "error":
+            self._done = True
         if part["type"] == "finish":
             usage = part["usage"] if isinstance(part["usage"], dict) else {}
             for key, name in (("inputTokens", "input_tokens"), ("outputTokens", "output_tokens")):
@@ -336,6 +344,7 @@ class TracedStream:
             if aclose is not None:
                 await aclose()
         finally:
-            if id(self._span) in self._run._open:
-                self._span.set_attribute(ABORTED, True)
+            if self._run.is_open(self._span):
+                if not self._done:
+                    self._span.set_attribute(ABORTED, True)
                 self._end()
