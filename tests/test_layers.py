@@ -24,7 +24,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "tools": frozenset({"chunks", "_abort", "_secrets", "_validate"}),
     "memory": frozenset({"chunks", "storage"}),
     "agent": frozenset({"chunks", "stream", "models", "tools", "memory", "tracing", "_abort"}),
-    "tracing": frozenset({"_secrets"}),
+    "tracing": frozenset({"_abort", "_secrets"}),
     "background": frozenset(
         {"agent", "chunks", "stream", "tools", "memory", "storage", "tracing", "_abort", "_secrets", "_validate"}
     ),

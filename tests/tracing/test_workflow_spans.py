@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from opentelemetry.trace import StatusCode
 
-from agentstream import Agent, instrument
+from agentstream import AbortError, Agent, instrument
 from agentstream.testing import ScriptedModel
 from agentstream.tracing import workflow_run_span, workflow_step_span
 
@@ -45,6 +45,21 @@ def test_a_failing_step_is_an_error_span(spans: Spans) -> None:
     step = spans.named("workflow_step parse")
     assert step.status.status_code is StatusCode.ERROR and step.status.description == "bad input"
     assert (step.attributes or {})["error.type"] == "ValueError"
+
+
+def test_control_flow_and_aborts_are_not_errors(spans: Spans) -> None:
+    class Suspend(Exception):
+        pass
+
+    instrument(spans.provider)
+    with pytest.raises(Suspend), workflow_step_span("ask", workflow_id="wf", control_flow=(Suspend,)):
+        raise Suspend()
+    with pytest.raises(AbortError), workflow_step_span("slow", workflow_id="wf"):
+        raise AbortError("stop")
+    ask, slow = spans.named("workflow_step ask"), spans.named("workflow_step slow")
+    assert (ask.attributes or {})["agentstream.workflow.ended_by"] == "Suspend"
+    assert (slow.attributes or {})["agentstream.aborted"] is True
+    assert ask.status.status_code is slow.status.status_code is StatusCode.UNSET
 
 
 def test_off_the_helpers_make_nothing(spans: Spans) -> None:
