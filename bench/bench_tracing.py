@@ -27,8 +27,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import NoOpTracerProvider
 
 from agentstream import Agent
-from agentstream.testing import ScriptedModel
 from agentstream.chunks import TextDelta, TextDeltaPayload
+from agentstream.testing import ScriptedModel
 from agentstream.tracing import InstrumentationSettings, RunTrace
 
 
