@@ -11,6 +11,7 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from agentstream import AbortController, Agent
+from agentstream.agent import LoopHooks
 from agentstream.models import APICallError
 from agentstream.testing import ScriptedModel
 from agentstream.tools import Tool, ToolContext
@@ -280,3 +281,34 @@ def test_untraced_program_never_imports_opentelemetry() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+async def test_the_agents_own_hooks_still_run_inside_the_traced_chain(spans: Spans) -> None:
+    seen: list[str] = []
+
+    class Recording(LoopHooks):
+        def __init__(self) -> None:
+            self.process_chunk = self.record
+
+        def record(self, chunk: Any) -> Any:
+            seen.append(f"chunk {chunk.type}")
+            return chunk
+
+        async def prepare_step(self, step_number: int, options: Any) -> Any:
+            seen.append(f"prepare {step_number}")
+            return options
+
+        async def execute_tool(self, call: Any, tool: Any, context: Any, default: Any) -> Any:
+            seen.append(f"tool {call.name}")
+            return await default()
+
+        async def end_of_run(self, steps: list[Any]) -> list[Any]:
+            seen.append("end")
+            return []
+
+    a = Agent(id="helper", name="Helper", model=ScriptedModel([tool_step(), text_step()]), tools=[weather()],
+              hooks=Recording(), instrument=spans.settings())
+    assert await a.stream("hi").text == "Sunny in Oslo."
+    assert [s for s in seen if not s.startswith("chunk")] == ["prepare 1", "tool weather", "prepare 2", "end"]
+    assert "chunk text-delta" in seen
+    assert len(spans.finished) == 4

@@ -39,7 +39,7 @@ class InstrumentationSettings:
 
     tracer_provider: TracerProvider | None = None
     include_content: bool = False
-    _tracer: list[Tracer] = field(default_factory=list, repr=False, compare=False)
+    _tracer: list[Tracer] = field(default_factory=list, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         try:
