@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from opentelemetry.trace import StatusCode
 
-from agentstream import AbortController, Agent
+from agentstream import AbortController, AbortError, Agent
 from agentstream.agent import LoopHooks
 from agentstream.models import APICallError
 from agentstream.testing import ScriptedModel
@@ -312,3 +312,19 @@ async def test_the_agents_own_hooks_still_run_inside_the_traced_chain(spans: Spa
     assert [s for s in seen if not s.startswith("chunk")] == ["prepare 1", "tool weather", "prepare 2", "end"]
     assert "chunk text-delta" in seen
     assert len(spans.finished) == 4
+
+
+async def test_a_tool_stopped_by_the_abort_is_aborted_not_failed(spans: Spans) -> None:
+    controller = AbortController()
+
+    async def stopped(args: dict[str, Any], ctx: ToolContext) -> str:
+        controller.abort()
+        raise AbortError("aborted")
+
+    tool = Tool(id="weather", description="stops", input_schema=SCHEMA, execute=stopped)
+    a = Agent(id="helper", name="Helper", model=ScriptedModel([tool_step(), text_step()]), tools=[tool],
+              instrument=spans.settings())
+    [c async for c in a.stream("hi", abort_signal=controller.signal).full_stream]
+    tool_span = spans.named("execute_tool weather")
+    assert (tool_span.attributes or {})["agentstream.aborted"] is True
+    assert tool_span.status.status_code is StatusCode.UNSET

@@ -42,4 +42,5 @@ class TracingHooks(LoopHooks):
             call.args,
             lambda: self.inner.execute_tool(call, tool, context, default),
             description=description if isinstance(description, str) else None,
+            signal=getattr(context, "abort_signal", None),
         )

@@ -1,7 +1,9 @@
 """One traced run: the ``invoke_agent`` span around the run's chunks, a ``chat`` span per model call
 (the model's ``do_stream`` wrapped) and an ``execute_tool`` span per tool call (`RunTrace.tool_call`,
-called by the outermost ``LoopHooks`` of the run's chain: ``agent``'s ``TracingHooks``). Built only when the run is instrumented: an untraced run has none
-of these objects, so it pays nothing per chunk or per token.
+called by the outermost ``LoopHooks`` of the run's chain, ``agent``'s ``TracingHooks``).
+
+Built only when the run is instrumented: an untraced run has none of these objects, so it pays
+nothing per chunk or per token.
 """
 
 from __future__ import annotations
@@ -181,9 +183,11 @@ class RunTrace:
         execute: Callable[[], Awaitable[Any]],
         *,
         description: str | None = None,
+        signal: AbortSignal | None = None,
     ) -> Any:
         """``await execute()`` inside an ``execute_tool {name}`` span, the current span meanwhile (so
-        what the tool starts nests under it); its error, or its abort, is recorded on the span."""
+        what the tool starts nests under it); its error is recorded on the span, or, once ``signal``
+        (the run's abort signal) fired, the abort."""
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
             "gen_ai.tool.name": name,
@@ -200,7 +204,7 @@ class RunTrace:
             with trace.use_span(span, record_exception=False, set_status_on_exception=False):
                 result = await execute()
         except BaseException as exc:
-            _failed(span, exc, None)
+            _failed(span, exc, signal)
             raise
         else:
             if self.content:
