@@ -100,3 +100,30 @@ async def test_untraced_dispatch_makes_no_task_span(spans: Spans) -> None:
     await manager.wait_for_completion(ids[0], timeout_ms=30_000)
     await manager.shutdown()
     assert spans.finished == []
+
+
+async def test_until_idle_continuation_nests_where_the_stream_was_made(spans: Spans) -> None:
+    async def research(args: dict[str, Any], ctx: ToolContext) -> str:
+        return "tides follow the moon"
+
+    tool = Tool(id="research", description="r", input_schema=SCHEMA, execute=research,
+                background={"enabled": True})
+    agent = Agent(id="helper", name="Helper", tools=[tool], instrument=spans.settings(),
+                  model=ScriptedModel([research_step(), text_step("Started."), text_step("Tides: moon.")]))
+    manager = BackgroundTaskManager(InMemoryStore(), {"enabled": True})
+    Mastra(agents={"helper": agent}, storage=manager.storage, background_tasks=manager)
+    with spans.provider.get_tracer("test").start_as_current_span("request"):
+        output = agent.stream("research tides", until_idle=True)
+    assert "Tides: moon." in await output.text  # read outside the request span
+    await manager.shutdown()
+    assert spans.tree() == (
+        "request",
+        [
+            ("invoke_agent Helper", [
+                ("chat mock-model-id", []),
+                ("execute_tool research", [("background_task research", [])]),
+                ("chat mock-model-id", []),
+            ]),
+            ("invoke_agent Helper", [("chat mock-model-id", [])]),
+        ],
+    )
