@@ -14,6 +14,7 @@ from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
+from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
 from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
@@ -21,6 +22,7 @@ from ._messages import MessageInput, to_prompt
 from ._options import StreamOptions, TurnOptions, check_options
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
+from ._traced import TracingHooks
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -65,6 +67,10 @@ class Agent:
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
     `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
     are redacted from tool errors either way).
+
+    ``instrument`` traces the agent's runs with OpenTelemetry (``agentstream.tracing``): ``True``, or
+    an ``InstrumentationSettings``; ``False`` never; ``None`` (default) follows
+    ``agentstream.instrument(...)``.
     """
 
     def __init__(
@@ -82,6 +88,7 @@ class Agent:
         description: str | None = None,
         agents: Mapping[str, Agent] | None = None,
         workflows: Mapping[str, Any] | None = None,
+        instrument: bool | InstrumentationSettings | None = None,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
@@ -116,6 +123,7 @@ class Agent:
         self.workflows: dict[str, Any] = check_workflows(self, workflows)
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
+        self.instrument = check_instrument_option(instrument, f"agent {id!r}")
 
     # ----------------------------------------------------------------------------- Mastra wiring
 
@@ -252,6 +260,18 @@ class Agent:
             prompt.append({"role": "system", "content": instructions})
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
+        model = self.model
+        traced = trace_run(
+            self.instrument,
+            agent_id=self.id,
+            agent_name=self.name,
+            run_id=run_id,
+            model=model,
+            prompt=prompt,
+            thread_id=scope.thread_id if scope is not None else None,
+        )
+        if traced is not None:  # outermost in the hooks chain (docs/decisions.md, "Phase 2 seams")
+            hooks, model = TracingHooks(hooks, traced), traced.model(model)
         cancel = AbortController()
         user_signal: AbortSignal | None = opts.get("abort_signal")
         signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
@@ -270,7 +290,7 @@ class Agent:
             agent_id=self.id,
             run_id=run_id,
             message_id=message_id,
-            model=self.model,
+            model=model,
             prompt=prompt,
             tools=tools,
             signal=signal,
@@ -298,6 +318,8 @@ class Agent:
                 message_id=message_id,
                 load=not continuation,
             )
+        if traced is not None:
+            source = traced.wrap(source)
         return ModelOutput(
             source,
             run_id=run_id,
