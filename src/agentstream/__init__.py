@@ -4,6 +4,7 @@ The most used names are here; each subpackage has its own curated ``__all__``:
 ``agentstream.chunks`` (the protocol), ``agentstream.stream`` (``ModelOutput``, ``smooth_stream``),
 ``agentstream.models`` (providers), ``agentstream.tools``, ``agentstream.agent``,
 ``agentstream.ai_sdk`` (useChat), ``agentstream.storage``, ``agentstream.workflows``,
+``agentstream.tracing`` (OpenTelemetry),
 ``agentstream.testing``.
 """
 
@@ -18,6 +19,7 @@ from .chunks import Chunk, ChunkFrom, decode_chunk, encode_chunk
 from .memory import Memory
 from .stream import ModelOutput, smooth_stream
 from .tools import Tool, ToolContext, tool
+from .tracing import InstrumentationSettings, instrument
 from .workflows import Workflow, create_step, create_workflow
 
 __all__ = [
@@ -27,6 +29,7 @@ __all__ = [
     "Agent",
     "Chunk",
     "ChunkFrom",
+    "InstrumentationSettings",
     "Mastra",
     "Memory",
     "ModelOutput",
@@ -37,6 +40,7 @@ __all__ = [
     "create_workflow",
     "decode_chunk",
     "encode_chunk",
+    "instrument",
     "smooth_stream",
     "tool",
 ]

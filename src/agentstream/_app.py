@@ -219,6 +219,7 @@ def create_app(
         "send_sources": send_sources,
         "experimental_transform": smooth_stream(delay_in_ms=delay_in_ms) if smooth else None,
         "guard": guard or Guard(),
+        "include_sub_agent_metadata": True,  # the page shows sub-agents and workflows at work
     }
 
     async def index(_: Request) -> HTMLResponse:

@@ -14,7 +14,17 @@ import pydantic
 from pydantic.fields import FieldInfo
 
 from .._abort import AbortSignal
-from ..chunks import Chunk, ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload, to_jsonable
+from ..chunks import (
+    BaseChunk,
+    Chunk,
+    ChunkFrom,
+    DataChunk,
+    ToolOutput,
+    ToolOutputPayload,
+    UnknownChunk,
+    chunk_to_dict,
+    to_jsonable,
+)
 from ._background import ToolBackgroundConfig
 from ._docstrings import parse_tool_doc
 from ._schema import (
@@ -58,7 +68,13 @@ class ToolWriter:
             self._loop.call_soon_threadsafe(self._emit, chunk)
 
     def write(self, output: Any) -> None:
-        """Emit ``{type: 'tool-output', from: 'USER', payload: {output, toolCallId, toolName}}``."""
+        """Emit ``{type: 'tool-output', from: 'USER', payload: {output, toolCallId, toolName}}``.
+
+        A chunk written here (a sub-run's, say) is stored as its wire dict, as a reader of the JSON
+        stream would see it: the nested chunk keeps its extra keys and dates exactly.
+        """
+        if isinstance(output, (BaseChunk, UnknownChunk)):
+            output = chunk_to_dict(output)
         self._send(
             ToolOutput(
                 run_id=self._run_id,
@@ -131,6 +147,8 @@ class Tool:
     `SchemaDefinitionError` naming the keyword and its place, instead of being ignored at call time. ``execute(input, context)`` may be async or sync (sync runs in a
     worker thread). ``output_schema`` (optional) validates what ``execute`` returns.
 
+    ``to_model_output(result)`` (optional) projects the result for the model's next prompt.
+
     ``background`` (Mastra ``createTool({background})``): ``{"enabled": True, "timeout_ms": ...,
     "max_retries": ..., "default_disposition": "deferred" | "foreground", "on_complete": ...,
     "on_failed": ...}``, ``True``/``False`` or a
@@ -146,6 +164,10 @@ class Tool:
     output_schema: Schema | None = None
     background: ToolBackgroundConfig | Mapping[str, Any] | bool | None = None
     """A `ToolBackgroundConfig` (or ``None``) after construction."""
+    to_model_output: Callable[[Any], Any] | None = None
+    """Mastra's ``toModelOutput``: what the model is shown of a result (an AI SDK tool-result
+    ``output``, e.g. ``{"type": "text", "value": ...}``) when that is not the whole result; it rides
+    on the ``tool-result`` chunk as ``providerMetadata.mastra.modelOutput``."""
 
     def __post_init__(self) -> None:
         if not self.id:
