@@ -19,6 +19,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "_secrets": frozenset(),
     "_validate": frozenset(),
     "storage": frozenset(),
+    "resumable": frozenset(),
     "stream": frozenset({"chunks", "_secrets"}),
     "models": frozenset({"_abort", "_secrets"}),
     "tools": frozenset({"chunks", "_abort", "_secrets", "_validate"}),
@@ -31,7 +32,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),
     "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
-    "server": frozenset({"ai_sdk", "tracing", "_abort"}),
+    "server": frozenset({"ai_sdk", "resumable", "tracing", "_abort"}),
     "testing": frozenset({"models", "_abort"}),
 }
 # the top of the stack may import anything

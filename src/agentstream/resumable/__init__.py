@@ -1,0 +1,25 @@
+"""Stream stores: each active chat response's UI chunks, kept so a reconnecting client can resume.
+
+The AI SDK's resumable-stream pattern (``useChat({resume: true})``): the chat route records every
+chunk of a running response under the chat's id, and ``GET <api>/<chat id>/stream`` replays the
+active one from its start and follows it to the end. `MemoryStreamStore` keeps them in this
+process (the default); `RedisStreamStore` keeps them in Redis Streams, so a reconnect to another
+server process gets the rest. Chunks are stored as their JSON bytes (`encode_ui_chunk`).
+"""
+
+from __future__ import annotations
+
+from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_ttl
+from ._memory import MemoryStreamStore
+from ._redis import RedisStreamStore, stream_store_from_url
+
+__all__ = [
+    "ActiveStream",
+    "MemoryStreamStore",
+    "RedisStreamStore",
+    "StreamExpiredError",
+    "StreamOwnerError",
+    "StreamStore",
+    "check_ttl",
+    "stream_store_from_url",
+]

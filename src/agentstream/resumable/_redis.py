@@ -1,0 +1,149 @@
+"""`RedisStreamStore`: active streams in Redis Streams, readable from every server process.
+
+Layout under ``prefix`` (``agentstream``): ``<prefix>:chat:<chat id>`` is a hash
+``{stream, owner}`` naming the chat's active stream (deleted when it finishes);
+``<prefix>:stream:<stream id>`` is a Redis Stream whose entry ``0-1`` opens it, entries
+``0-2``, ``0-3``… hold the chunks (field ``c``) and a last entry with field ``end`` closes it.
+Explicit ids make "after the first N chunks" one ``XREAD`` from ``0-<N+1>``. Both keys expire
+``ttl_s`` after the last write. Readers block in ``XREAD`` (``block_ms`` at a time) rather than
+subscribe: a late reader replays the stream and follows it with the same call, and nothing is
+lost between the two (see docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_ttl
+from ._memory import MemoryStreamStore
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["RedisStreamStore", "stream_store_from_url"]
+
+# Claim the chat for a new stream unless another owner's stream is active (atomic).
+_START = """
+local current = redis.call('hmget', KEYS[1], 'stream', 'owner')
+if current[1] and current[2] ~= ARGV[2] then return 0 end
+redis.call('hset', KEYS[1], 'stream', ARGV[1], 'owner', ARGV[2])
+redis.call('pexpire', KEYS[1], ARGV[3])
+redis.call('xadd', KEYS[2], '0-1', 'open', '')
+redis.call('pexpire', KEYS[2], ARGV[3])
+return 1
+"""
+# Close the stream; the chat forgets it only if it is still the chat's active one.
+_FINISH = """
+if redis.call('exists', KEYS[2]) == 0 then return 0 end
+redis.call('xadd', KEYS[2], '*', 'end', '')
+redis.call('pexpire', KEYS[2], ARGV[2])
+if redis.call('hget', KEYS[1], 'stream') == ARGV[1] then redis.call('del', KEYS[1]) end
+return 1
+"""
+# Append unless the stream expired (XADD alone would silently recreate it).
+_APPEND = """
+if redis.call('exists', KEYS[1]) == 0 then return 0 end
+redis.call('xadd', KEYS[1], ARGV[1], 'c', ARGV[2])
+redis.call('pexpire', KEYS[1], ARGV[3])
+redis.call('pexpire', KEYS[2], ARGV[3])
+return 1
+"""
+
+
+class RedisStreamStore:
+    """A `StreamStore` in Redis (redis-py asyncio): every process sharing the server sees the streams.
+
+    ``redis`` is a ``redis.asyncio.Redis`` client (or use `from_url`). Streams expire ``ttl_s``
+    (600) seconds after their last write; readers wait at most ``block_ms`` (1000) per ``XREAD``
+    before checking that the stream still exists. Needs the ``redis`` extra.
+    """
+
+    def __init__(
+        self, redis: Redis, *, ttl_s: float = 600, prefix: str = "agentstream", block_ms: int = 1000
+    ) -> None:
+        if isinstance(block_ms, bool) or not isinstance(block_ms, int) or block_ms < 1:
+            raise ValueError(f"block_ms must be a positive integer, got {block_ms!r}")
+        self.ttl_s = check_ttl(ttl_s)
+        self.redis = redis
+        self.prefix = prefix
+        self.block_ms = block_ms
+        self._ttl_ms = max(1, round(self.ttl_s * 1000))
+        self._start = redis.register_script(_START)
+        self._finish = redis.register_script(_FINISH)
+        self._append = redis.register_script(_APPEND)
+        self._writing: dict[str, tuple[str, int]] = {}  # stream id -> (chat id, chunks written)
+
+    @classmethod
+    def from_url(cls, url: str, **options: Any) -> RedisStreamStore:
+        """A store on a new client for ``redis://host:port/db`` (``rediss://`` for TLS)."""
+        try:
+            from redis.asyncio import Redis
+        except ImportError as exc:
+            raise ImportError(
+                "RedisStreamStore needs redis-py: pip install 'agentstream[redis]'"
+            ) from exc
+        return cls(Redis.from_url(url), **options)
+
+    def _chat_key(self, chat_id: str) -> str:
+        return f"{self.prefix}:chat:{chat_id}"
+
+    def _stream_key(self, stream_id: str) -> str:
+        return f"{self.prefix}:stream:{stream_id}"
+
+    async def start(self, chat_id: str, *, owner: str | None) -> str:
+        stream_id = uuid.uuid4().hex
+        keys = [self._chat_key(chat_id), self._stream_key(stream_id)]
+        if not await self._start(keys=keys, args=[stream_id, owner or "", self._ttl_ms]):
+            raise StreamOwnerError(f"chat {chat_id!r} has an active stream of another user")
+        self._writing[stream_id] = (chat_id, 0)
+        return stream_id
+
+    async def append(self, stream_id: str, chunk: bytes) -> None:
+        chat_id, count = self._writing.get(stream_id, ("", -1))
+        keys = [self._stream_key(stream_id), self._chat_key(chat_id)]
+        if count < 0 or not await self._append(keys=keys, args=[f"0-{count + 2}", chunk, self._ttl_ms]):
+            raise StreamExpiredError(f"stream {stream_id!r} has expired or was not started here")
+        self._writing[stream_id] = (chat_id, count + 1)
+
+    async def finish(self, stream_id: str) -> None:
+        chat_id, _ = self._writing.pop(stream_id, ("", 0))
+        keys = [self._chat_key(chat_id), self._stream_key(stream_id)]
+        await self._finish(keys=keys, args=[stream_id, self._ttl_ms])
+
+    async def active(self, chat_id: str) -> ActiveStream | None:
+        stream_id, owner = await self.redis.hmget(self._chat_key(chat_id), ["stream", "owner"])
+        if stream_id is None:
+            return None
+        return ActiveStream(stream_id.decode(), (owner.decode() or None) if owner is not None else None)
+
+    async def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        key = self._stream_key(stream_id)
+        last = f"0-{max(after, 0) + 1}"
+        while True:
+            answer = await self.redis.xread({key: last}, count=512, block=self.block_ms)
+            if not answer:
+                if not await self.redis.exists(key):
+                    return  # expired (its writer died without finishing): nothing more will come
+                continue
+            for entry_id, fields in answer[0][1]:
+                last = entry_id
+                if b"end" in fields:
+                    return
+                if b"c" in fields:
+                    yield fields[b"c"]
+
+    async def aclose(self) -> None:
+        await self.redis.aclose()
+
+
+def stream_store_from_url(url: str, *, ttl_s: float = 600) -> StreamStore:
+    """``memory`` → `MemoryStreamStore`, ``redis://…`` / ``rediss://…`` / ``unix://…`` → `RedisStreamStore`.
+
+    Raises ``ValueError`` naming the accepted forms for anything else."""
+    if url == "memory":
+        return MemoryStreamStore(ttl_s=ttl_s)
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        return RedisStreamStore.from_url(url, ttl_s=ttl_s)
+    raise ValueError(f"expected 'memory' or a redis://host:port/db URL, got {url!r}")
