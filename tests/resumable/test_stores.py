@@ -130,7 +130,7 @@ async def test_redis_keys_carry_the_ttl(redis_url: str) -> None:
     try:
         stream_id = await store.start("chat-a", owner=None)
         await store.append(stream_id, chunk(0))
-        for key in (f"ttl-test:chat:chat-a", f"ttl-test:stream:{stream_id}"):
+        for key in ("ttl-test:chat:chat-a", f"ttl-test:stream:{stream_id}"):
             assert 0 < await store.redis.pttl(key) <= 30_000
         await store.finish(stream_id)
         assert await store.redis.exists("ttl-test:chat:chat-a") == 0

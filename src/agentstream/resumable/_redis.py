@@ -81,9 +81,7 @@ class RedisStreamStore:
         try:
             from redis.asyncio import Redis
         except ImportError as exc:
-            raise ImportError(
-                "RedisStreamStore needs redis-py: pip install 'agentstream[redis]'"
-            ) from exc
+            raise ImportError("RedisStreamStore needs redis-py: pip install 'agentstream[redis]'") from exc
         return cls(Redis.from_url(url), **options)
 
     def _chat_key(self, chat_id: str) -> str:
@@ -113,16 +111,17 @@ class RedisStreamStore:
         await self._finish(keys=keys, args=[stream_id, self._ttl_ms])
 
     async def active(self, chat_id: str) -> ActiveStream | None:
-        stream_id, owner = await self.redis.hmget(self._chat_key(chat_id), ["stream", "owner"])
+        found: list[Any] = await self.redis.hmget(self._chat_key(chat_id), ["stream", "owner"])
+        stream_id, owner = found
         if stream_id is None:
             return None
         return ActiveStream(stream_id.decode(), (owner.decode() or None) if owner is not None else None)
 
     async def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
         key = self._stream_key(stream_id)
-        last = f"0-{max(after, 0) + 1}"
+        last: Any = f"0-{max(after, 0) + 1}"
         while True:
-            answer = await self.redis.xread({key: last}, count=512, block=self.block_ms)
+            answer: Any = await self.redis.xread({key: last}, count=512, block=self.block_ms)
             if not answer:
                 if not await self.redis.exists(key):
                     return  # expired (its writer died without finishing): nothing more will come

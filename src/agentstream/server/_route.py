@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from .._abort import AbortController
 from ..ai_sdk import (
+    MAX_ID_LENGTH,
     AgentRegistry,
     ChatRequestError,
     MessageMetadataFn,
@@ -30,8 +31,10 @@ from ..ai_sdk import (
     handle_chat_stream,
     parse_json_body,
 )
+from ..resumable import StreamStore
 from ..tracing import incoming_trace
 from ._guard import RequestGuard
+from ._resume import claim, owner_key, record_response
 
 __all__ = ["InternalServerError", "chat_route", "error_response"]
 
@@ -84,6 +87,7 @@ def chat_route(
     guard: RequestGuard | None = None,
     allow_system_messages: bool = False,
     include_sub_agent_metadata: bool = False,
+    stream_store: StreamStore | None = None,
 ) -> Route:
     """A ``POST`` route answering ``useChat`` with agent ``{agent_id}`` (or the fixed ``agent``).
 
@@ -95,7 +99,9 @@ def chat_route(
     ``agentstream.tracing``) a child of the caller's. A refused or malformed request gets 4xx JSON and an unknown agent a
     404, ``{"error": {"name", "message", "path"?}}``; everything else streams.
     ``include_sub_agent_metadata`` adds the live progress of sub-agents and workflows run as tools
-    (``data-tool-agent`` / ``data-tool-workflow`` parts).
+    (``data-tool-agent`` / ``data-tool-workflow`` parts). With a ``stream_store`` (see
+    `resume_route`), a request with a chat ``id`` is recorded there and runs to its end even if
+    the client goes away, so ``useChat({resume: true})`` can pick it up again.
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
@@ -106,16 +112,9 @@ def chat_route(
         raise ValueError("chat_route: the path needs an {agent_id} parameter, or pass agent=")
     checks = guard or RequestGuard()
 
-    async def start(request: Request) -> Response:
-        if request.method == "OPTIONS":
-            return checks.preflight(request)
-        await checks.admit(request)
-        body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
-        if not isinstance(body, Mapping):
-            raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
-        controller = AbortController()
+    async def run(request: Request, body: Mapping[str, Any], controller: AbortController) -> Any:
         with incoming_trace(request.headers):  # the run's span continues the caller's trace
-            stream = await handle_chat_stream(
+            return await handle_chat_stream(
                 mastra=mastra,
                 agent_id=agent or request.path_params["agent_id"],
                 params=body,
@@ -132,9 +131,31 @@ def chat_route(
                 allow_system_messages=allow_system_messages,
                 include_sub_agent_metadata=include_sub_agent_metadata,
             )
-        return SSEStreamResponse(
-            stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=checks.cors_headers(request)
-        )
+
+    async def start(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            return checks.preflight(request)
+        principal = await checks.admit(request)
+        body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
+        if not isinstance(body, Mapping):
+            raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
+        controller = AbortController()
+        headers = checks.cors_headers(request)
+        chat_id = body.get("id")
+        if stream_store is None or not isinstance(chat_id, str) or not 0 < len(chat_id) <= MAX_ID_LENGTH:
+            stream = await run(request, body, controller)
+            return SSEStreamResponse(
+                stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=headers
+            )
+        stream_id = await claim(stream_store, chat_id, owner_key(principal))
+        try:
+            stream = await run(request, body, controller)
+        except BaseException:
+            await stream_store.finish(stream_id)
+            raise
+        # No controller: the client going away (a reload) must not stop a response it can resume.
+        answer = record_response(stream_store, stream_id, stream, controller)
+        return SSEStreamResponse(answer, heartbeat_ms=heartbeat_ms, headers=headers)
 
     async def endpoint(request: Request) -> Response:
         try:
