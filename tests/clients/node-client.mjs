@@ -35,7 +35,7 @@ const require = createRequire(import.meta.url);
 const PACKAGES = { v7: 'ai', v6: 'ai-v6', v5: 'ai-v5', 'v6-strict': 'ai-v6-strict' };
 const USAGE =
   'usage: node node-client.mjs (<url> | --replay file.sse) [<body>|@file.json|-] [--prompt text] ' +
-  '[--ai v7|v6|v5|v6-strict] [--header "k: v"] [--strict] [--chunks] [--raw] [--timeout ms] [--quiet]';
+  '[--ai v7|v6|v5|v6-strict] [--resume chatId] [--header "k: v"] [--strict] [--chunks] [--raw] [--timeout ms] [--quiet]';
 
 function fail(message) {
   process.stderr.write(`node-client: ${message}\n${USAGE}\n`);
@@ -56,6 +56,7 @@ function readOptions(argv) {
         chunks: { type: 'boolean', default: false },
         raw: { type: 'boolean', default: false },
         replay: { type: 'string' },
+        resume: { type: 'string' },
         timeout: { type: 'string', default: '60000' },
         quiet: { type: 'boolean', default: false },
         help: { type: 'boolean', short: 'h', default: false },
@@ -210,8 +211,13 @@ async function converse(client, options, wire) {
     mode = 'continue'; // what sendAutomaticallyWhen does after a tool result or an approval
     send = () => chat.sendMessage();
   }
+  if (options.resume !== undefined) {
+    mode = 'resume'; // useChat({ id, resume: true }) on mount: GET <api>/<id>/stream
+    send = () => chat.resumeStream();
+  }
   const events = { errors: [], finish: null, data: [] };
   const chat = new client.Chat({
+    ...(options.resume !== undefined ? { id: options.resume } : {}),
     messages: history,
     transport,
     onError: error => events.errors.push(error),
@@ -349,7 +355,7 @@ async function main() {
     url: options.replay ? null : options.url,
     replay: options.replay ?? null,
     mode: run.mode,
-    request: wire.request && { body: wire.request.body },
+    request: wire.request && { method: wire.request.method, url: wire.request.url, body: wire.request.body },
     http: wire.response,
     status: timedOut ? 'timeout' : chat.status,
     error: describeError(error, events, wire),

@@ -1,0 +1,148 @@
+"""Resumable chat responses: record each response in a `StreamStore`, serve ``GET …/{chat_id}/stream``.
+
+The AI SDK's resumable-stream pattern. With a store, `chat_route` runs the response in a task of
+its own that writes every UI chunk to the store, and the ``POST`` answer is a reader of that
+stream: a client that goes away (a reload, a lost connection) no longer stops the run, and
+`resume_route` replays the chat's active stream from its start (``?after=N``: from chunk N on)
+and follows it to the end, or answers 204 when nothing is active. Only the principal that started
+a response (the `RequestGuard`'s ``auth``) may resume it; anyone else gets the same 204.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from .._abort import AbortController
+from ..ai_sdk import ChatRequestError, SSEStreamResponse, assert_valid_heartbeat_ms, encode_ui_chunk
+from ..resumable import StreamOwnerError, StreamStore
+from ._guard import RequestGuard
+
+__all__ = ["owner_key", "record_response", "resume_route"]
+
+logger = logging.getLogger("agentstream.server")
+# Running responses, referenced until they end (the event loop keeps only weak references to tasks).
+_RUNNING: set[asyncio.Task[None]] = set()
+_decode = msgspec.json.Decoder().decode
+
+
+def owner_key(principal: object) -> str | None:
+    """The owner a stream is recorded under: a digest of the principal (``None`` without auth), so
+    no token or user record is written to the store."""
+    if principal is None:
+        return None
+    kind = type(principal)
+    return hashlib.sha256(f"{kind.__module__}.{kind.__qualname__}:{principal}".encode()).hexdigest()
+
+
+async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
+    """Start the chat's new stream; another user's active chat is refused (403)."""
+    try:
+        return await store.start(chat_id, owner=owner)
+    except StreamOwnerError:
+        raise ChatRequestError(
+            f"chat {chat_id!r} has a response in progress for another user; use another chat id",
+            status_code=403,
+            path="id",
+        ) from None
+
+
+async def _produce(
+    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
+) -> None:
+    try:
+        async for chunk in chunks:
+            await store.append(stream_id, encode_ui_chunk(chunk))
+    except Exception:
+        logger.exception("recording stream %s failed; the run is stopped", stream_id)
+        controller.abort()
+    finally:
+        with contextlib.suppress(Exception):
+            await chunks.aclose()  # type: ignore[attr-defined]
+        try:
+            # Shielded: at shutdown the task is cancelled, and readers must still see the end.
+            await asyncio.shield(store.finish(stream_id))
+        except Exception:
+            logger.exception("closing stream %s failed; its readers wait until it expires", stream_id)
+
+
+def record_response(
+    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
+) -> AsyncIterator[Any]:
+    """Run ``chunks`` to completion in a task of its own, writing them to ``stream_id``; returns a
+    reader of that stream (the answer to send). Closing the reader does not stop the run."""
+    task = asyncio.create_task(_produce(store, stream_id, chunks, controller), name=f"record {stream_id}")
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
+    return follow(store, stream_id)
+
+
+async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[Any]:
+    """The stream's UI chunks (decoded) from index ``after``, until it finishes."""
+    async for raw in store.read(stream_id, after=after):
+        yield _decode(raw)
+
+
+def _after(request: Request) -> int:
+    value = request.query_params.get("after", "0")
+    if not value.isdigit() or len(value) > 9:
+        raise ChatRequestError(
+            f"after: expected the number of chunks already received (0 or more), got {value[:40]!r}",
+            path="after",
+        )
+    return int(value)
+
+
+def resume_route(
+    store: StreamStore,
+    path: str = "/chat/{chat_id}/stream",
+    *,
+    guard: RequestGuard | None = None,
+    heartbeat_ms: float = 15_000,
+    name: str | None = None,
+) -> Route:
+    """``GET`` ``path``: the chat's active response as a UI message stream, replayed from its start
+    (``?after=N`` skips the first N chunks) and followed to its end; 204 when the chat has none, or
+    when it belongs to another principal. The route ``useChat({resume: true})`` calls
+    (``<api>/<chat id>/stream``); ``store`` must be the one given to `chat_route`.
+    """
+    assert_valid_heartbeat_ms(heartbeat_ms)
+    if "{chat_id}" not in path:
+        raise ValueError("resume_route: the path needs a {chat_id} parameter")
+    checks = guard or RequestGuard()
+
+    async def start(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            answer = checks.preflight(request)
+            answer.headers["access-control-allow-methods"] = "GET, OPTIONS"
+            return answer
+        principal = await checks.admit(request)
+        after = _after(request)
+        active = await store.active(request.path_params["chat_id"])
+        headers = checks.cors_headers(request)
+        if active is None or active.owner != owner_key(principal):
+            return Response(status_code=204, headers=headers)
+        chunks = follow(store, active.stream_id, after)
+        return SSEStreamResponse(chunks, heartbeat_ms=heartbeat_ms, headers=headers)
+
+    async def endpoint(request: Request) -> Response:
+        from ._route import InternalServerError, error_response
+
+        try:
+            return await start(request)
+        except ChatRequestError as exc:
+            return error_response(exc, checks.cors_headers(request))
+        except Exception:
+            logger.exception("resume request %s failed before streaming", request.url.path)
+            return error_response(InternalServerError())
+
+    return Route(path, endpoint, methods=["GET", "OPTIONS"], name=name)
