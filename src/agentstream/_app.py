@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._mastra import Mastra
 
 if TYPE_CHECKING:
+    from .resumable import StreamStore
     from .server import RequestGuard
 
 __all__ = [
@@ -188,13 +189,18 @@ def create_app(
     send_reasoning: bool = True,
     send_sources: bool = True,
     guard: RequestGuard | None = None,
+    stream_store: StreamStore | bool | None = True,
 ) -> Any:
     """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
     ``GET /api/workflows``, ``POST /api/workflows/{workflow_id}/stream`` (start, or resume with
     ``runId`` + ``resumeData``) and ``POST /api/workflows/{workflow_id}/resume``.
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
-    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON.
+    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. Chat responses are
+    resumable (``GET /api/chat[/{agent_id}]/{chat_id}/stream``, ``useChat({resume: true})``) through
+    ``stream_store``: ``True`` (default) keeps them in this process (`MemoryStreamStore`), a
+    `StreamStore` such as `RedisStreamStore` shares them between server processes, ``None`` or
+    ``False`` turns resuming off (a client that goes away then stops its run).
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -203,7 +209,8 @@ def create_app(
     from starlette.routing import Route
 
     from .ai_sdk import ChatRequestError, smooth_stream
-    from .server import InternalServerError, chat_route, error_response, workflow_route
+    from .resumable import MemoryStreamStore
+    from .server import InternalServerError, chat_route, error_response, resume_route, workflow_route
     from .server import RequestGuard as Guard
 
     mastra = mastra or demo_mastra()
@@ -243,11 +250,18 @@ def create_app(
         return JSONResponse({"workflows": listed})
 
     workflow_options = {k: options[k] for k in ("heartbeat_ms", "send_reasoning", "send_sources", "guard")}
+    store = MemoryStreamStore() if stream_store is True else stream_store or None
     chat_routes = []
     if default is not None:
         chat_routes = [
-            chat_route(mastra, "/api/chat", agent=default, **options),
-            chat_route(mastra, "/api/chat/{agent_id}", **options),
+            chat_route(mastra, "/api/chat", agent=default, stream_store=store, **options),
+            chat_route(mastra, "/api/chat/{agent_id}", stream_store=store, **options),
+        ]
+    if default is not None and store is not None:
+        resume = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}
+        chat_routes += [
+            resume_route(store, "/api/chat/{chat_id}/stream", **resume),
+            resume_route(store, "/api/chat/{agent_id}/{chat_id}/stream", **resume),
         ]
 
     async def http_error(_: Request, exc: Exception) -> JSONResponse:

@@ -25,6 +25,7 @@ EXTRAS = {
     "icu4py": "icu",
     "psycopg": "postgres",
     "psycopg_pool": "postgres",
+    "redis": "redis",
 }
 """Top-level module → the ``agentstream`` extra that installs it."""
 

@@ -71,6 +71,15 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument(
         "--allow-origin", action="append", default=[], metavar="ORIGIN", help="accept (with CORS) this origin"
     )
+    parser.add_argument(
+        "--stream-store",
+        default=os.environ.get("AGENTSTREAM_STREAM_STORE") or "memory",
+        metavar="memory|none|redis://HOST:PORT/DB",
+        help=(
+            "where running answers are kept so a reloaded page resumes them: this process (memory), "
+            "Redis shared by several server processes, or none (default: $AGENTSTREAM_STREAM_STORE or memory)"
+        ),
+    )
     parser.set_defaults(func=run)
 
 
@@ -94,11 +103,34 @@ def _app(args: argparse.Namespace) -> Any:
             delay_in_ms=args.delay_ms,
             heartbeat_ms=args.heartbeat_ms,
             guard=_guard(args),
+            stream_store=_stream_store(args.stream_store),
         )
     except AppLoadError as exc:
         raise (UsageError if exc.usage else CLIError)(str(exc)) from exc
     except ValueError as exc:  # create_app: e.g. a Mastra without agents
         raise UsageError(str(exc)) from exc
+
+
+def _stream_store(url: str) -> Any:
+    """``--stream-store``: the store, Redis checked to answer now (one clear line if not)."""
+    from agentstream.resumable import stream_store_from_url
+
+    if url == "none":
+        return None
+    try:
+        store = stream_store_from_url(url)
+    except ValueError as exc:
+        raise UsageError(f"--stream-store: {exc} (or 'none')") from exc
+    except ImportError as exc:
+        raise missing_extra(exc, "--stream-store redis://") or CLIError(str(exc)) from exc
+    if url != "memory":
+        import redis
+
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=5).ping()
+        except redis.RedisError as exc:
+            raise CLIError(f"--stream-store: cannot reach Redis at {url} ({exc}); is it running?") from exc
+    return store
 
 
 def _listen(host: str, port: int) -> socket.socket:

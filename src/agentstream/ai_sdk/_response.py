@@ -135,6 +135,9 @@ class _Call:
         self.busy = False
         async for frame in frames:
             await self._body(frame)
+        if self._ping is not None:
+            await asyncio.shield(self._ping)
+        self.busy = True  # from here on no ping: it would follow the end of the response
         await self._send({"type": "http.response.body", "body": b"", "more_body": False})
         self.complete = True
         raise _Stop

@@ -32,6 +32,8 @@ __all__ = ["owner_key", "record_response", "resume_route"]
 logger = logging.getLogger("agentstream.server")
 # Running responses, referenced until they end (the event loop keeps only weak references to tasks).
 _RUNNING: set[asyncio.Task[None]] = set()
+# The response each chat is running in this process: a new one for the chat stops the old one.
+_CURRENT: dict[tuple[int, str], AbortController] = {}
 _decode = msgspec.json.Decoder().decode
 
 
@@ -76,13 +78,29 @@ async def _produce(
 
 
 def record_response(
-    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
+    store: StreamStore,
+    chat_id: str,
+    stream_id: str,
+    chunks: AsyncIterator[Any],
+    controller: AbortController,
 ) -> AsyncIterator[Any]:
     """Run ``chunks`` to completion in a task of its own, writing them to ``stream_id``; returns a
-    reader of that stream (the answer to send). Closing the reader does not stop the run."""
+    reader of that stream (the answer to send). Closing the reader does not stop the run; a new
+    response for the same chat (in this process) does, as a chat streams one answer at a time."""
+    key = (id(store), chat_id)
+    previous = _CURRENT.get(key)
+    if previous is not None:
+        previous.abort()
+    _CURRENT[key] = controller
+
+    def done(task: asyncio.Task[None]) -> None:
+        _RUNNING.discard(task)
+        if _CURRENT.get(key) is controller:
+            del _CURRENT[key]
+
     task = asyncio.create_task(_produce(store, stream_id, chunks, controller), name=f"record {stream_id}")
     _RUNNING.add(task)
-    task.add_done_callback(_RUNNING.discard)
+    task.add_done_callback(done)
     return follow(store, stream_id)
 
 

@@ -154,7 +154,7 @@ def chat_route(
             await stream_store.finish(stream_id)
             raise
         # No controller: the client going away (a reload) must not stop a response it can resume.
-        answer = record_response(stream_store, stream_id, stream, controller)
+        answer = record_response(stream_store, chat_id, stream_id, stream, controller)
         return SSEStreamResponse(answer, heartbeat_ms=heartbeat_ms, headers=headers)
 
     async def endpoint(request: Request) -> Response:
