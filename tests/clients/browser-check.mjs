@@ -22,7 +22,7 @@ import { servePage } from './web/serve.mjs';
 function usage(message) {
   process.stderr.write(
     `browser-check: ${message}\nusage: node browser-check.mjs --backend <chat-url> --screenshot out.png ` +
-      '[--prompt text]... [--timeout ms] [--chromium path]\n',
+      '[--prompt text]... [--chat id [--reload-mid-answer]] [--timeout ms] [--chromium path]\n',
   );
   process.exit(2);
 }
@@ -37,6 +37,8 @@ function readOptions() {
         prompt: { type: 'string', multiple: true, default: [] },
         timeout: { type: 'string', default: '60000' },
         'page-port': { type: 'string', default: '0' },
+        chat: { type: 'string' },
+        'reload-mid-answer': { type: 'boolean', default: false },
         chromium: { type: 'string', default: process.env.AGENTSTREAM_CHROMIUM ?? onPath('chromium') },
       },
     }));
@@ -51,6 +53,7 @@ function readOptions() {
   const prompts = values.prompt.length ? values.prompt : ['What is the weather in Berlin?'];
   const pagePort = Number(values['page-port']);
   if (!Number.isInteger(pagePort) || pagePort < 0) usage(`--page-port ${JSON.stringify(values['page-port'])}: expected a port number`);
+  if (values['reload-mid-answer'] && !values.chat) usage('--reload-mid-answer needs --chat <id> (the chat the page resumes)');
   return { ...values, timeout, prompts, pagePort, screenshot: resolve(values.screenshot) };
 }
 
@@ -62,9 +65,22 @@ function onPath(name) {
 }
 
 // One turn: type, send, wait until useChat has finished request number `n` and is idle again.
-async function turn(page, prompt, n, timeout) {
+const answering = () => {
+  const p = window.chatProbe;
+  const last = p?.messages.at(-1);
+  return p?.status === 'streaming' && last?.role === 'assistant' && last.parts.some(q => q.type === 'text' && q.text);
+};
+
+async function turn(page, prompt, n, timeout, reload) {
   await page.fill('#prompt', prompt);
   await page.click('#send');
+  if (reload) {
+    // Mid-answer: the first words are on screen, then the page reloads and useChat resumes.
+    await page.waitForFunction(answering, null, { timeout, polling: 20 });
+    await page.reload({ waitUntil: 'load' });
+    await page.waitForSelector('#prompt', { timeout: 15000 });
+    n = 1; // a fresh page: its first finished request is the resumed one
+  }
   try {
     await page.waitForFunction(
       count => {
@@ -105,11 +121,12 @@ function rendered() {
 }
 
 async function check(options, page, chatResponses) {
-  await page.goto(options.pageUrl, { waitUntil: 'load', timeout: 30000 });
+  const pageUrl = options.chat ? `${options.pageUrl}?chat=${encodeURIComponent(options.chat)}` : options.pageUrl;
+  await page.goto(pageUrl, { waitUntil: 'load', timeout: 30000 });
   await page.waitForSelector('#prompt', { timeout: 15000 });
   const turns = [];
   for (const [i, prompt] of options.prompts.entries()) {
-    const result = await turn(page, prompt, i + 1, options.timeout);
+    const result = await turn(page, prompt, i + 1, options.timeout, options['reload-mid-answer'] && i === 0);
     turns.push(result);
     if (result.timedOut || result.status === 'error') break;
   }

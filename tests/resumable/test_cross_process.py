@@ -63,7 +63,11 @@ def test_a_second_server_process_finishes_the_stream_the_first_started(
         "trigger": "submit-message",
         "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather?"}]}],
     }
-    with server(redis_url, gate) as first, server(redis_url, gate) as second, httpx.Client(timeout=60) as client:
+    with (
+        server(redis_url, gate) as first,
+        server(redis_url, gate) as second,
+        httpx.Client(timeout=60) as client,
+    ):
         with client.stream("POST", f"{first}/api/chat", json=body) as answer:
             for line in answer.iter_lines():
                 if FIRST[0] in line:
@@ -96,7 +100,9 @@ def test_serve_refuses_an_unreachable_redis(tmp_path: Path) -> None:
     command = [sys.executable, "-m", "agentstream", "serve", "--stream-store", "redis://127.0.0.1:1/0"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 1
-    assert result.stderr.startswith("agentstream serve: --stream-store: cannot reach Redis at redis://127.0.0.1:1/0")
+    assert result.stderr.startswith(
+        "agentstream serve: --stream-store: cannot reach Redis at redis://127.0.0.1:1/0"
+    )
     assert "Traceback" not in result.stderr
 
 

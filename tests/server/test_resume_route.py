@@ -234,3 +234,39 @@ def test_the_real_client_resumes_mid_stream(client: str) -> None:
     assert report["request"]["url"].endswith("/api/chat/chat-1/stream")
     assert report["assistantText"] == ANSWER
     assert report["status"] == "ready"
+
+
+def test_headless_chromium_reloads_mid_answer_and_the_answer_completes(tmp_path: Any) -> None:
+    import os
+    import shutil
+
+    clients = require_clients()
+    chromium = os.environ.get("AGENTSTREAM_CHROMIUM") or shutil.which("chromium")
+    if chromium is None or not (clients / "web" / "dist").is_dir():
+        reason = "chromium or the built useChat page is missing (scripts/clients.sh --browser)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    model = GatedModel()
+    store = OpeningStore(model.gate)  # the resume after the reload is the second reader
+    page_port = _free_port()  # the page has its own origin, which the server must allow
+    guard = RequestGuard(allowed_origins=[f"http://127.0.0.1:{page_port}"])
+    with serve(model, store, guard) as url:
+        command = ["node", str(clients / "browser-check.mjs"), "--backend", url]
+        command += ["--screenshot", str(tmp_path / "p.png"), "--prompt", "Weather in Berlin?"]
+        command += ["--chat", "chat-1", "--reload-mid-answer", "--page-port", str(page_port)]
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=clients,
+            env={**os.environ, "AGENTSTREAM_CHROMIUM": chromium},
+        )
+    report = json.loads(result.stdout)
+    assert result.returncode == 0, (result.stderr[-2000:], report)
+    assert report["turns"][0]["assistantText"] == ANSWER
+    assert report["status"] == "ready" and report["pageErrors"] == []
+    # Before the reload: a resume that found nothing, then the POST; after it: the resume.
+    assert report["requests"] == ["GET 204", "POST 200", "GET 200"]
+    assert not model.signals[0].aborted

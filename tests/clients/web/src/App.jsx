@@ -63,7 +63,10 @@ export function App() {
   const [draft, setDraft] = useState('');
   const history = useRef([]);
   const [finished, setFinished] = useState([]);
+  // ?chat=<id>: a fixed chat id, resumed on load (useChat's resume: GET /api/chat/<id>/stream).
+  const chatId = new URLSearchParams(window.location.search).get('chat') ?? undefined;
   const { messages, sendMessage, status, error } = useChat({
+    ...(chatId ? { id: chatId, resume: true } : {}),
     // Once per request, after the status settled: the check waits for the n-th one.
     onFinish: ({ isAbort, isDisconnect, isError, finishReason }) =>
       setFinished(all => [...all, { isAbort, isDisconnect, isError, finishReason }]),
