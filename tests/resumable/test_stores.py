@@ -164,3 +164,12 @@ def test_store_from_url() -> None:
         stream_store_from_url("postgres://x")
     with pytest.raises(ValueError, match="ttl_s"):
         MemoryStreamStore(ttl_s=0)
+
+
+async def test_one_append_may_carry_several_chunks(store: StreamStore) -> None:
+    stream_id = await store.start("chat-a", owner=None)
+    await store.append(stream_id, chunk(0), chunk(1), chunk(2))
+    await store.append(stream_id, chunk(3))
+    await store.finish(stream_id)
+    assert await collect(store, stream_id) == [chunk(i) for i in range(4)]
+    assert await collect(store, stream_id, after=1) == [chunk(i) for i in range(1, 4)]

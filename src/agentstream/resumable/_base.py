@@ -39,7 +39,7 @@ def check_ttl(ttl_s: float) -> float:
 class StreamStore(Protocol):
     """Where active responses' chunks live while they stream.
 
-    One writer per stream (the process running the response): `start`, `append` per chunk, then
+    One writer per stream (the process running the response): `start`, `append` (one or more chunks), then
     `finish`. Any number of readers, in any process sharing the backend: `active` finds a chat's
     running stream, `read` yields its chunks from index ``after`` on and follows it until it
     finishes. A stream and its chunks expire ``ttl_s`` after its last write.
@@ -51,8 +51,9 @@ class StreamStore(Protocol):
         Raises `StreamOwnerError` when the chat has an active stream of another owner."""
         ...
 
-    async def append(self, stream_id: str, chunk: bytes) -> None:
-        """Add one chunk (JSON bytes); raises `StreamExpiredError` if the stream is gone."""
+    async def append(self, stream_id: str, *chunks: bytes) -> None:
+        """Add chunks (JSON bytes each), in order, in one write; raises `StreamExpiredError` if the
+        stream is gone."""
         ...
 
     async def finish(self, stream_id: str) -> None:

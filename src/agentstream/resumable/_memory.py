@@ -66,11 +66,11 @@ class MemoryStreamStore:
         self._active[chat_id] = stream_id
         return stream_id
 
-    async def append(self, stream_id: str, chunk: bytes) -> None:
+    async def append(self, stream_id: str, *chunks: bytes) -> None:
         stream = self._live(stream_id)
         if stream is None:
             raise StreamExpiredError(f"stream {stream_id!r} has expired or was never started")
-        stream.chunks.append(bytes(chunk))
+        stream.chunks.extend(bytes(chunk) for chunk in chunks)
         stream.expires = self._clock() + self.ttl_s
         stream.wake()
 

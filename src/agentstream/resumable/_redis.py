@@ -42,12 +42,16 @@ redis.call('pexpire', KEYS[2], ARGV[2])
 if redis.call('hget', KEYS[1], 'stream') == ARGV[1] then redis.call('del', KEYS[1]) end
 return 1
 """
-# Append unless the stream expired (XADD alone would silently recreate it).
+# Append chunks ARGV[3..] as entries 0-<ARGV[1]>, 0-<ARGV[1]+1>, … unless the stream expired
+# (XADD alone would silently recreate it). One round trip for however many chunks are ready.
 _APPEND = """
 if redis.call('exists', KEYS[1]) == 0 then return 0 end
-redis.call('xadd', KEYS[1], ARGV[1], 'c', ARGV[2])
-redis.call('pexpire', KEYS[1], ARGV[3])
-redis.call('pexpire', KEYS[2], ARGV[3])
+local first = tonumber(ARGV[1])
+for i = 3, #ARGV do
+  redis.call('xadd', KEYS[1], '0-' .. (first + i - 3), 'c', ARGV[i])
+end
+redis.call('pexpire', KEYS[1], ARGV[2])
+redis.call('pexpire', KEYS[2], ARGV[2])
 return 1
 """
 
@@ -98,12 +102,12 @@ class RedisStreamStore:
         self._writing[stream_id] = (chat_id, 0)
         return stream_id
 
-    async def append(self, stream_id: str, chunk: bytes) -> None:
+    async def append(self, stream_id: str, *chunks: bytes) -> None:
         chat_id, count = self._writing.get(stream_id, ("", -1))
         keys = [self._stream_key(stream_id), self._chat_key(chat_id)]
-        if count < 0 or not await self._append(keys=keys, args=[f"0-{count + 2}", chunk, self._ttl_ms]):
+        if count < 0 or not await self._append(keys=keys, args=[count + 2, self._ttl_ms, *chunks]):
             raise StreamExpiredError(f"stream {stream_id!r} has expired or was not started here")
-        self._writing[stream_id] = (chat_id, count + 1)
+        self._writing[stream_id] = (chat_id, count + len(chunks))
 
     async def finish(self, stream_id: str) -> None:
         chat_id, _ = self._writing.pop(stream_id, ("", 0))

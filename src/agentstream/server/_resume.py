@@ -58,12 +58,44 @@ async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
         ) from None
 
 
+async def _write(store: StreamStore, stream_id: str, chunks: AsyncIterator[Any]) -> None:
+    """Write the chunks as they come; those produced while a write is in flight go in the next
+    one (one round trip to Redis per batch, not per chunk)."""
+    pending: list[bytes] = []
+    ready = asyncio.Event()
+    ended = False
+
+    async def pull() -> None:
+        nonlocal ended
+        try:
+            async for chunk in chunks:
+                pending.append(encode_ui_chunk(chunk))
+                ready.set()
+        finally:
+            ended = True
+            ready.set()
+
+    async def push() -> None:
+        while True:
+            await ready.wait()
+            ready.clear()
+            if pending:
+                batch = pending.copy()
+                pending.clear()
+                await store.append(stream_id, *batch)
+            if ended and not pending:
+                return
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(pull())
+        group.create_task(push())
+
+
 async def _produce(
     store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
 ) -> None:
     try:
-        async for chunk in chunks:
-            await store.append(stream_id, encode_ui_chunk(chunk))
+        await _write(store, stream_id, chunks)
     except Exception:
         logger.exception("recording stream %s failed; the run is stopped", stream_id)
         controller.abort()
