@@ -55,6 +55,7 @@ class MemoryStreamStore:
         stream.wake()  # a reader waiting on it ends
 
     async def start(self, chat_id: str, *, owner: str | None) -> str:
+        """Begin the chat's new stream (see `StreamStore.start`); `StreamOwnerError` if another owner's is active."""
         now = self._clock()
         for stream_id, stream in [(k, s) for k, s in self._streams.items() if s.expires <= now]:
             self._drop(stream_id, stream)
@@ -67,6 +68,7 @@ class MemoryStreamStore:
         return stream_id
 
     async def append(self, stream_id: str, *chunks: bytes) -> None:
+        """Add chunks in order (see `StreamStore.append`); `StreamExpiredError` if the stream is gone."""
         stream = self._live(stream_id)
         if stream is None:
             raise StreamExpiredError(f"stream {stream_id!r} has expired or was never started")
@@ -75,6 +77,7 @@ class MemoryStreamStore:
         stream.wake()
 
     async def finish(self, stream_id: str) -> None:
+        """Mark the stream complete; its readers end after the last chunk."""
         stream = self._live(stream_id)
         if stream is None:
             return
@@ -85,6 +88,7 @@ class MemoryStreamStore:
         stream.wake()
 
     async def active(self, chat_id: str) -> ActiveStream | None:
+        """The chat's unfinished stream, or ``None``."""
         stream_id = self._active.get(chat_id)
         stream = None if stream_id is None else self._live(stream_id)
         if stream_id is None or stream is None or stream.done:
@@ -92,6 +96,7 @@ class MemoryStreamStore:
         return ActiveStream(stream_id, stream.owner)
 
     async def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        """The chunks after the first ``after``, following the stream until it finishes or expires."""
         index = max(after, 0)
         while True:
             stream = self._live(stream_id)
@@ -105,4 +110,5 @@ class MemoryStreamStore:
             await stream.changed.wait()
 
     async def aclose(self) -> None:
+        """Nothing to release (the streams live as long as this store)."""
         return None

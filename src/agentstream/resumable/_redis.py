@@ -95,6 +95,7 @@ class RedisStreamStore:
         return f"{self.prefix}:stream:{stream_id}"
 
     async def start(self, chat_id: str, *, owner: str | None) -> str:
+        """Begin the chat's new stream (see `StreamStore.start`); `StreamOwnerError` if another owner's is active."""
         stream_id = uuid.uuid4().hex
         keys = [self._chat_key(chat_id), self._stream_key(stream_id)]
         if not await self._start(keys=keys, args=[stream_id, owner or "", self._ttl_ms]):
@@ -103,6 +104,7 @@ class RedisStreamStore:
         return stream_id
 
     async def append(self, stream_id: str, *chunks: bytes) -> None:
+        """Add chunks in order (see `StreamStore.append`); `StreamExpiredError` if the stream is gone."""
         chat_id, count = self._writing.get(stream_id, ("", -1))
         keys = [self._stream_key(stream_id), self._chat_key(chat_id)]
         if count < 0 or not await self._append(keys=keys, args=[count + 2, self._ttl_ms, *chunks]):
@@ -110,11 +112,13 @@ class RedisStreamStore:
         self._writing[stream_id] = (chat_id, count + len(chunks))
 
     async def finish(self, stream_id: str) -> None:
+        """Mark the stream complete; its readers end after the last chunk."""
         chat_id, _ = self._writing.pop(stream_id, ("", 0))
         keys = [self._chat_key(chat_id), self._stream_key(stream_id)]
         await self._finish(keys=keys, args=[stream_id, self._ttl_ms])
 
     async def active(self, chat_id: str) -> ActiveStream | None:
+        """The chat's unfinished stream, or ``None``."""
         found: list[Any] = await self.redis.hmget(self._chat_key(chat_id), ["stream", "owner"])
         stream_id, owner = found
         if stream_id is None:
@@ -122,6 +126,7 @@ class RedisStreamStore:
         return ActiveStream(stream_id.decode(), (owner.decode() or None) if owner is not None else None)
 
     async def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        """The chunks after the first ``after``, following the stream until it finishes or expires."""
         key = self._stream_key(stream_id)
         last: Any = f"0-{max(after, 0) + 1}"
         while True:
@@ -138,6 +143,7 @@ class RedisStreamStore:
                     yield fields[b"c"]
 
     async def aclose(self) -> None:
+        """Close the client's connections (the streams stay in Redis until they expire)."""
         await self.redis.aclose()
 
 
