@@ -332,3 +332,78 @@ async def test_a_suspended_turn_and_its_continuation_are_stored_in_memory() -> N
     parts = page.messages[2].content["parts"]
     results = [p["toolInvocation"] for p in parts if p.get("type") == "tool-invocation"]
     assert results[0]["state"] == "result" and results[0]["result"] == {"sent": 5}
+
+
+def json_step(value: str) -> list[dict[str, Any]]:
+    """The auto-resume reader's model call: structured output as JSON text."""
+    return text_step(value)
+
+
+async def test_auto_resume_a_new_message_answers_the_suspended_tool() -> None:
+    store = InMemoryStore()
+    executions: list[tuple[str, Any]] = []
+    memory = {"thread": "t1", "resource": "u1"}
+    model = ScriptedModel(
+        [
+            calls_step(("c1", "book", '{"flight": "LH1"}')),
+            json_step('{"confirmed": true}'),  # the reader turns "yes, book it" into resume data
+            text_step("Booked."),
+            text_step("You're welcome."),
+        ]
+    )
+    agent = Agent(id="a", model=model, tools=make_tools(executions), memory=Memory(store))
+    first = agent.stream("book LH1", memory=memory, auto_resume_suspended_tools=True)
+    await read(first)
+    assert first.status == "suspended"
+    second = agent.stream("yes, book it", memory=memory, auto_resume_suspended_tools=True)
+    chunks = await read(second)
+    assert types(chunks)[:2] == ["tool-result", "step-finish"]  # the same run goes on: no start
+    assert second.run_id == first.run_id
+    assert await second.text == "Booked."
+    assert executions == [("book", None), ("book", Confirm(confirmed=True))]
+    reader_call = model.calls[1]
+    assert "asked the user for input" in reader_call.prompt[0]["content"]
+    assert reader_call.prompt[-1]["content"][0]["text"] == "yes, book it"
+    page = await store.list_messages("t1")
+    assert [m.role for m in page.messages] == ["user", "assistant", "user", "assistant"]
+    assert await store.get_thread_state("t1", "agentstream:suspended-run") is None
+    # nothing is pending any more: the next message starts a new run
+    third = agent.stream("thanks", memory=memory, auto_resume_suspended_tools=True)
+    chunks = await read(third)
+    assert types(chunks)[0] == "start" and third.run_id != first.run_id
+
+
+async def test_auto_resume_answers_an_approval() -> None:
+    store = InMemoryStore()
+    executions: list[tuple[str, Any]] = []
+    memory = {"thread": "t2", "resource": "u1"}
+    model = ScriptedModel(
+        [
+            calls_step(("c1", "transfer", '{"amount": 9}')),
+            json_step('{"approved": false, "reason": "not today"}'),
+            text_step("Cancelled."),
+        ]
+    )
+    agent = Agent(id="a", model=model, tools=make_tools(executions), memory=Memory(store))
+    await read(agent.stream("send 9", memory=memory, auto_resume_suspended_tools=True))
+    out = agent.stream("no, not today", memory=memory, auto_resume_suspended_tools=True)
+    chunks = await read(out)
+    assert chunks[0].type == "tool-output-denied"
+    assert chunks[0].payload.approval["reason"] == "not today"
+    assert executions == []
+    assert await out.text == "Cancelled."
+
+
+async def test_without_auto_resume_a_new_message_starts_over() -> None:
+    store = InMemoryStore()
+    memory = {"thread": "t3", "resource": "u1"}
+    model = ScriptedModel([calls_step(("c1", "transfer", '{"amount": 9}')), text_step("Hello again.")])
+    agent = Agent(id="a", model=model, tools=make_tools([]), memory=Memory(store))
+    first = agent.stream("send 9", memory=memory)
+    await read(first)
+    second = agent.stream("hi", memory=memory)
+    chunks = await read(second)
+    assert types(chunks)[0] == "start" and second.run_id != first.run_id
+    # the earlier run still waits for its approval
+    snapshot = await store.load_workflow_snapshot(SNAPSHOT_WORKFLOW, first.run_id)
+    assert isinstance(snapshot, dict) and snapshot["status"] == "suspended"
