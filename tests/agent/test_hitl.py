@@ -407,3 +407,43 @@ async def test_without_auto_resume_a_new_message_starts_over() -> None:
     # the earlier run still waits for its approval
     snapshot = await store.load_workflow_snapshot(SNAPSHOT_WORKFLOW, first.run_id)
     assert isinstance(snapshot, dict) and snapshot["status"] == "suspended"
+
+
+async def test_results_of_calls_that_ran_before_the_suspension_survive_the_storage(tmp_path: Any) -> None:
+    executions: list[tuple[str, Any]] = []
+
+    async def boom(args: dict[str, Any], ctx: ToolContext) -> Any:
+        executions.append(("boom", None))
+        raise RuntimeError("the sky fell")
+
+    async def weather(args: dict[str, Any], ctx: ToolContext) -> Any:
+        executions.append(("weather", None))
+        ctx.writer.write({"progress": "looking"})
+        return {"sunny": True}
+
+    tools = [
+        Tool("boom", "b", {"type": "object"}, boom),
+        Tool("weather", "w", {"type": "object"}, weather),
+        *make_tools(executions),
+    ]
+    steps = [
+        calls_step(("c1", "boom", "{}"), ("c2", "weather", "{}"), ("c3", "transfer", '{"amount": 1}')),
+        text_step("done"),
+    ]
+    async with SQLiteStore(tmp_path / "r.db") as store:
+        model = ScriptedModel(steps)
+        agent = Agent(id="a", model=model, tools=tools, memory=Memory(store))
+        first = agent.stream("go", run_id="r1")
+        chunks = await read(first)
+        # tools write live: weather's tool-output streams in the first leg; results wait for the step
+        assert types(chunks)[-2:] == ["tool-output", "tool-call-approval"]
+        out = agent.approve_tool_call(run_id="r1", tool_call_id="c3")
+        chunks = await read(out)
+    assert types(chunks)[:4] == ["tool-error", "tool-result", "tool-result", "step-finish"]
+    error = chunks[0].payload.error
+    assert str(error) == "the sky fell" and getattr(error, "name", None) == "RuntimeError"
+    assert executions == [("boom", None), ("weather", None), ("transfer", 1)]  # nothing ran twice
+    tool_message = model.calls[1].prompt[-1]["content"]
+    assert tool_message[0]["output"] == {"type": "error-text", "value": "the sky fell"}
+    assert tool_message[1]["output"] == {"type": "json", "value": {"sunny": True}}
+    assert await out.text == "done"
