@@ -118,9 +118,9 @@ class SuspendRecorder:
     async def on_output_suspended(self, output_state: dict[str, Any]) -> None:
         """`ModelOutput(on_suspended=...)`: store the run (raises if the storage fails)."""
         if self.loop_state is None:
-            raise RuntimeError(
-                "the run suspended without the loop's state (a suspension chunk from elsewhere?)"
-            )
+            # not this run's loop stopping (a suspension chunk a tool emitted itself): nothing to keep
+            log.warning("run %s: a suspension chunk the loop did not produce; the run is not kept", self.run_id)
+            return
         loop = dict(self.loop_state)
         pending = loop.pop("pending")
         snapshot = {
