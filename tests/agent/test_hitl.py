@@ -447,3 +447,28 @@ async def test_results_of_calls_that_ran_before_the_suspension_survive_the_stora
     assert tool_message[0]["output"] == {"type": "error-text", "value": "the sky fell"}
     assert tool_message[1]["output"] == {"type": "json", "value": {"sunny": True}}
     assert await out.text == "done"
+
+
+async def test_suspended_run_tells_what_a_run_waits_for() -> None:
+    store = InMemoryStore()
+    memory = {"thread": "t9", "resource": "u1"}
+    model = ScriptedModel([calls_step(("c1", "book", '{"flight": "LH1"}')), text_step("ok")])
+    agent = Agent(id="a", model=model, tools=make_tools([]), memory=Memory(store))
+    assert await agent.suspended_run(run_id="r9") is None
+    await read(agent.stream("book", run_id="r9", memory=memory))
+    pending = await agent.suspended_run(run_id="r9")
+    assert pending is not None
+    assert {k: pending[k] for k in ("runId", "kind", "toolCallId", "toolName", "suspendPayload")} == {
+        "runId": "r9",
+        "kind": "suspend",
+        "toolCallId": "c1",
+        "toolName": "book",
+        "suspendPayload": {"question": "sure?"},
+    }
+    assert '"confirmed"' in pending["resumeSchema"]
+    assert await agent.suspended_run(thread_id="t9") == pending
+    await agent.resume_stream({"confirmed": False}, run_id="r9").consume_stream()
+    assert await agent.suspended_run(run_id="r9") is None
+    assert await agent.suspended_run(thread_id="t9") is None
+    with pytest.raises(TypeError, match="exactly one of"):
+        await agent.suspended_run()

@@ -28,7 +28,7 @@ from ._resume import (
 )
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
-from ._suspension import ApprovalPolicy, ResumeDecision, RunSnapshots
+from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, RunSnapshots
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -433,6 +433,26 @@ class Agent:
         "reason"?: str}`` approves or declines. Returns at once, as `approve_tool_call`.
         """
         return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "resume", resume_data=resume_data), options)
+
+    async def suspended_run(self, *, run_id: str | None = None, thread_id: str | None = None) -> dict[str, Any] | None:
+        """What a suspended run of this agent waits for, or ``None`` (no such run, or it is not
+        waiting any more): ``{"runId", "kind": "approval" | "suspend", "toolCallId", "toolName",
+        "args", "suspendPayload", "resumeSchema"}``. Give ``run_id``, or ``thread_id`` for the
+        suspended run of a memory thread (the last run of the thread that suspended)."""
+        if (run_id is None) == (thread_id is None):
+            raise TypeError("suspended_run() takes exactly one of run_id= or thread_id=")
+        snapshots = self._run_snapshots()
+        if thread_id is not None:
+            pointer = await snapshots.pending_for_thread(thread_id)
+            if pointer is None:
+                return None
+            run_id = str(pointer["runId"])
+        assert run_id is not None
+        try:
+            snapshot = await snapshots.load(run_id)
+        except ResumeError:
+            return None
+        return {"runId": run_id, **snapshot["pending"]}
 
     def _resume_leg(self, run_id: str, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
         if not isinstance(run_id, str) or not run_id:
