@@ -400,7 +400,9 @@ class Agent:
         """Approve the call a suspended run waits for (Mastra's ``approveToolCall``): the tool runs
         and the run goes on. Returns the continuation at once, as `stream` does: no ``start`` chunk,
         its steps and usage cover the whole run. A run that cannot be resumed (unknown, finished,
-        already resumed, another call) fails the output with `ResumeError`.
+        already resumed, another call) fails the output with `ResumeError`. ``tool_call_id``
+        defaults to the call the run waits for (given, it must be that call). ``options`` are the
+        leg's (callbacks, ...); the run's stored JSON options apply unless given again.
         """
         return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "approve"), options)
 
