@@ -43,7 +43,6 @@ _STORED_OPTIONS = (
     "active_tools",
     "model_settings",
     "tool_call_concurrency",
-    "include_raw_chunks",
     "require_tool_approval",
     "memory",
 )
