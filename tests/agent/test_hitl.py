@@ -489,3 +489,31 @@ async def test_a_leg_cannot_move_a_run_into_another_users_thread() -> None:
     assert (await store.find_thread("t-mallory")) is None  # nothing was written there
     ok = agent.approve_tool_call(run_id="r1", memory={"thread": "t-alice", "resource": "alice"})
     assert await ok.text == "sent"
+
+
+async def test_closing_a_resumed_leg_mid_tool_ends_the_run_without_hanging() -> None:
+    started = asyncio.Event()
+    cancelled: list[bool] = []
+
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> Any:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    tool = Tool("slow", "s", {"type": "object"}, slow, require_approval=True)
+    store = InMemoryStore()
+    agent = Agent(id="a", model=ScriptedModel([calls_step(("c1", "slow", "{}"))]), tools=[tool], memory=Memory(store))
+    await read(agent.stream("go", run_id="r1"))
+    leg = agent.approve_tool_call(run_id="r1")
+    reader = asyncio.create_task(read(leg))
+    await started.wait()
+    await leg.aclose()
+    await reader  # the stream ends; nothing hangs
+    assert cancelled == [True] and leg.status == "canceled"
+    snapshot = await store.load_workflow_snapshot(SNAPSHOT_WORKFLOW, "r1")
+    assert isinstance(snapshot, dict) and snapshot["status"] == "failed"
+    with pytest.raises(ResumeError, match="already finished"):
+        await agent.approve_tool_call(run_id="r1").text
