@@ -70,7 +70,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "output-processor-step-retry": _ISSUE_13,
         "output-processor-step-tripwire": _ISSUE_13,
         "output-processor-tripwire-second-step": _ISSUE_13,
-        "sub-agent-tool": _ISSUE_14,
     },
     "aisdk": {
         "approval-approved-resume-v5": _ISSUE_12,
@@ -80,7 +79,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "approval-tool-level-request-v6": _ISSUE_12,
         "approval-tool-level-same-step-resume-v6": _ISSUE_12,
         "chat-approval-approve-v7": _ISSUE_12,
-        "subagent-stream-metadata-v5": _ISSUE_14,
         "suspension-request-v5": _ISSUE_12,
     },
 }
