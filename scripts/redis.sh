@@ -3,6 +3,7 @@
 #
 #   scripts/redis.sh          install Debian's redis-server (only if missing), start, wait; idempotent
 #   scripts/redis.sh stop     stop this checkout's server
+#   scripts/redis.sh remove   stop it and delete its directory
 #   scripts/redis.sh status   say whether something answers PING on the port
 #
 # Tests connect with AGENTSTREAM_TEST_REDIS_URL, default redis://127.0.0.1:56379/0. A server already
@@ -26,12 +27,16 @@ as_root() { if [[ "$(id -u)" == 0 ]]; then "$@"; else sudo "$@"; fi; }
 ready() { command -v redis-cli >/dev/null && [[ "$(redis-cli -h "$HOST" -p "$PORT" ping 2>/dev/null)" == PONG ]]; }
 
 case "$CMD" in
-  stop)
+  stop | remove)
     if [[ -f "$PIDFILE" ]] && kill -0 "$(cat "$PIDFILE")" 2>/dev/null; then
       redis-cli -h "$HOST" -p "$PORT" shutdown nosave >/dev/null 2>&1 || kill "$(cat "$PIDFILE")"
       say "stopped server on $HOST:$PORT"
     else
       say "no server of this checkout is running (pid file $PIDFILE)"
+    fi
+    if [[ "$CMD" == remove && -d "$BASE" ]]; then
+      rm -rf "$BASE"
+      say "removed $BASE"
     fi
     exit 0
     ;;
@@ -42,7 +47,7 @@ case "$CMD" in
     ;;
   start) ;;
   *)
-    echo "usage: $0 [start|stop|status]" >&2
+    echo "usage: $0 [start|stop|remove|status]" >&2
     exit 2
     ;;
 esac
