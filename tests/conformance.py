@@ -64,12 +64,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
     "agent": {
         "goal-judge-done": _ISSUE_13,
         "goal-max-runs-exhausted": _ISSUE_13,
-        "input-processor-rewrite": _ISSUE_13,
-        "output-processor-redact-stream": _ISSUE_13,
-        "output-processor-result-retry": _ISSUE_13,
-        "output-processor-step-retry": _ISSUE_13,
-        "output-processor-step-tripwire": _ISSUE_13,
-        "output-processor-tripwire-second-step": _ISSUE_13,
         "sub-agent-tool": _ISSUE_14,
         "tool-approval-approve": _ISSUE_12,
         "tool-approval-decline": _ISSUE_12,

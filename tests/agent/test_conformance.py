@@ -18,6 +18,7 @@ from agentstream.chunks import TextDelta, chunk_to_dict, to_jsonable
 from agentstream.testing import ScriptedModel
 from tests.conformance import load, params, to_wire, vector_files
 
+from .vector_processors import processors_for
 from .vector_tools import tools_for
 
 FROZEN_MS = 946684800000
@@ -164,6 +165,8 @@ async def _run(
     if "structuredOutput" in raw_options:
         schema = spec.get("structuredOutputJsonSchema") or vector.get("structuredOutputJsonSchema")
         options["structured_output"] = {"schema": schema}
+    processor_options, traced = processors_for(vector)
+    options.update(processor_options)
     controller = AbortController()
     abort_on_first_delta = "abortSignal" in raw_options
     if abort_on_first_delta:
@@ -174,6 +177,7 @@ async def _run(
         chunks.append(chunk_to_dict(chunk))
         if abort_on_first_delta and isinstance(chunk, TextDelta):
             controller.abort()
+    calls["processorTrace"] = [entry for p in traced for entry in p.trace]
     return output, chunks, calls, model
 
 
@@ -241,6 +245,10 @@ async def test_vector(path: Any) -> None:
         assert ok, f"results.{name} rejected: {value!r}"
         _matches(results[name], to_jsonable(value), f"results.{name}")
     assert output.status == results["status"]
+    tripwire = output.tripwire.to_dict() if output.tripwire is not None else None
+    assert tripwire == results.get("tripwire"), "results.tripwire"
+    if "processorTrace" in vector:
+        assert calls["processorTrace"] == vector["processorTrace"]
 
     # 5. callbacks
     cbs = vector["callbacks"]

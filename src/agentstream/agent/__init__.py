@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
-from ._hooks import BackgroundSeam, LoopHooks, PendingToolCall, RunSetup, StepInfo, StopCondition
+from ._hooks import (
+    BackgroundSeam,
+    ChainedHooks,
+    LoopHooks,
+    PendingToolCall,
+    RunSetup,
+    StepInfo,
+    StopCondition,
+)
 from ._loop import AgentStreamError
 from ._messages import MessageInput
 from ._options import StreamOptions, TurnOptions, UntilIdleOptions
+from ._processors import Processor, ProcessorHooks, ProcessorWriter
 from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
 from ._tool_runner import ToolNotFoundError
+from ._tripwire import Tripwire
 
 __all__ = [
     "Agent",
     "AgentStreamError",
     "BackgroundSeam",
+    "ChainedHooks",
     "LoopHooks",
     "MessageInput",
     "ModelSettings",
     "PendingToolCall",
+    "Processor",
+    "ProcessorHooks",
+    "ProcessorWriter",
     "RunSetup",
     "StepInfo",
     "StopCondition",
@@ -27,6 +41,7 @@ __all__ = [
     "StructuredOutputError",
     "TimeoutSettings",
     "ToolNotFoundError",
+    "Tripwire",
     "TurnOptions",
     "UntilIdleOptions",
     "has_tool_call",

@@ -18,8 +18,17 @@ from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
 from ._options import StreamOptions, TurnOptions, check_options
+from ._processors import (
+    ERROR_METHODS,
+    INPUT_METHODS,
+    OUTPUT_METHODS,
+    Processor,
+    ProcessorHooks,
+    check_processors,
+)
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
+from ._tripwire import Tripwire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -36,6 +45,18 @@ def step_count_is(n: int) -> StopCondition:
 def has_tool_call(name: str) -> StopCondition:
     """Stop after a step in which the model called tool ``name`` (``hasToolCall``)."""
     return lambda steps: bool(steps) and any(c["toolName"] == name for c in steps[-1].tool_calls)
+
+
+def _option(opts: Mapping[str, Any], name: str, default: list[Any], methods: Sequence[str]) -> list[Any]:
+    return check_processors(opts[name], name, methods) if opts.get(name) is not None else default
+
+
+def check_retries(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_processor_retries must be an int >= 0 or None, got {value!r}")
+    return value
 
 
 def _now_ms() -> float:
@@ -74,6 +95,10 @@ class Agent:
         hooks: LoopHooks | None = None,
         memory: Memory | None = None,
         background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
+        input_processors: Sequence[Processor] | None = None,
+        output_processors: Sequence[Processor] | None = None,
+        error_processors: Sequence[Processor] | None = None,
+        max_processor_retries: int | None = None,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
@@ -105,6 +130,10 @@ class Agent:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
+        self.input_processors = check_processors(input_processors, "input_processors", INPUT_METHODS)
+        self.output_processors = check_processors(output_processors, "output_processors", OUTPUT_METHODS)
+        self.error_processors = check_processors(error_processors, "error_processors", ERROR_METHODS)
+        self.max_processor_retries = check_retries(max_processor_retries)
 
     # ----------------------------------------------------------------------------- Mastra wiring
 
@@ -228,6 +257,7 @@ class Agent:
                 background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
             setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
             tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
+        hooks = self._with_processors(hooks, opts)
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
@@ -271,6 +301,8 @@ class Agent:
             sleep=sleep,
             on_tool_error=opts.get("on_tool_error"),
         )
+        blocked: list[Tripwire] = []
+        config.on_result_tripwire = blocked.append
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:
             source = memory.remember(
@@ -293,6 +325,24 @@ class Agent:
             experimental_transform=opts.get("experimental_transform"),
             has_structured_output=so is not None,
             on_cancel=cancel.abort,
+            result_tripwire=lambda: blocked[-1].data() if blocked else None,
+        )
+
+    def _with_processors(self, hooks: LoopHooks, opts: Mapping[str, Any]) -> LoopHooks:
+        """The run's hooks with its processors around them (the agent's, or the call's options)."""
+        inputs = _option(opts, "input_processors", self.input_processors, INPUT_METHODS)
+        outputs = _option(opts, "output_processors", self.output_processors, OUTPUT_METHODS)
+        errors = _option(opts, "error_processors", self.error_processors, ERROR_METHODS)
+        if not (inputs or outputs or errors):
+            return hooks
+        retries = opts.get("max_processor_retries", self.max_processor_retries)
+        return ProcessorHooks(
+            hooks,
+            input_processors=inputs,
+            output_processors=outputs,
+            error_processors=errors,
+            max_processor_retries=check_retries(retries),
+            signal=opts.get("abort_signal"),
         )
 
     async def generate(self, messages: MessageInput, **options: Unpack[TurnOptions]) -> FullOutput:

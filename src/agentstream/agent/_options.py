@@ -14,6 +14,7 @@ from ..chunks import Chunk
 from ..stream import AbortEvent, ErrorEvent, FinishEvent, StepResult, TransformFactory
 from ..tools import ToolErrorMask
 from ._hooks import StopCondition
+from ._processors import Processor
 from ._settings import ModelSettings
 from ._structured import StructuredOutputConfig
 
@@ -66,6 +67,14 @@ class TurnOptions(TypedDict, total=False):
     sleep: Callable[[float], Awaitable[None]]
     """How the run waits (timeouts, the rate-limit pause); inject a fake clock's ``sleep`` in tests."""
     memory: MemoryOptions
+    input_processors: Sequence[Processor]
+    """Replace the agent's input processors for this call."""
+    output_processors: Sequence[Processor]
+    """Replace the agent's output processors for this call."""
+    error_processors: Sequence[Processor]
+    """Replace the agent's error processors for this call."""
+    max_processor_retries: int | None
+    """Processor retries allowed (``None``: none for input/output; 3 for API errors with error processors)."""
 
 
 class StreamOptions(TurnOptions, total=False):

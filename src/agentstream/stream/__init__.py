@@ -5,7 +5,7 @@ from __future__ import annotations
 from ._jsregex import JSRegexError, js_regex, parse_js_literal
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
 from ._promise import Delayed
-from ._results import AbortEvent, ErrorEvent, FinishEvent, FullOutput, StepResult, Usage
+from ._results import AbortEvent, ErrorEvent, FinishEvent, FullOutput, StepResult, TripwireInfo, Usage
 from ._segmenter import Segment, Segmenter
 from ._smooth import (
     SmoothStream,
@@ -34,6 +34,7 @@ __all__ = [
     "StepResult",
     "Transform",
     "TransformFactory",
+    "TripwireInfo",
     "UnresolvedResultError",
     "Usage",
     "apply_transforms",
