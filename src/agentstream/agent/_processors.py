@@ -350,7 +350,7 @@ class ProcessorHooks(ChainedHooks):
                 fn,
                 tool_name=call.name,
                 tool_call_id=call.call_id,
-                args=call.args if call.args is not None else call.exec_args,
+                args=call.exec_args,
                 result=result,
                 state=entry.state,
                 **self._ctx(entry),
