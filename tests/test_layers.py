@@ -27,6 +27,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "background": frozenset(
         {"agent", "chunks", "stream", "tools", "memory", "storage", "_abort", "_secrets", "_validate"}
     ),
+    "processors": frozenset({"agent", "chunks", "stream", "models"}),
     "_mastra": frozenset({"agent", "storage"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "_abort"}),

@@ -392,6 +392,7 @@ class _Run:
             *written, processed = processed
             st.early.extend(written)
             st.pending = True
+            _account_written(st, chunk, written)
         _retext(st, chunk, processed)
         if processed is None and route != FATAL:
             return None
@@ -614,6 +615,23 @@ def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
     acc = st.text_acc.get(original.payload.id)
     if acc:
         acc[-1] = text
+
+
+def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> None:
+    """Text deltas a processor wrote (held-back text released at ``text-end``) are step text, before
+    the part that made them."""
+    for chunk in written:
+        if type(chunk) is not TextDelta:
+            continue
+        text, tid = chunk.payload.text, chunk.payload.id
+        acc = st.text_acc.get(tid)
+        if acc is None:
+            acc = st.text_entry(tid, None)
+        before_last = type(original) is TextDelta  # the handler already appended the original's text
+        st.text_chunks.insert(len(st.text_chunks) - before_last, text)
+        same = before_last and original.payload.id == tid  # type: ignore[union-attr]
+        acc.insert(len(acc) - same, text)
+        st.has_content = True
 
 
 async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:
