@@ -47,6 +47,8 @@ from ..chunks import (
     StepStart,
     StepStartPayload,
     TextDelta,
+    TextEnd,
+    TextEndPayload,
     format_date,
 )
 from ..models import CallOptions, LanguageModel, StreamPart
@@ -170,6 +172,8 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                             yield chunk
                     finally:
                         await run.close_model(st)
+                    for chunk in await run.drain(st):
+                        yield chunk
             finally:
                 deadline.close()
             if st.tripwire is not None:
@@ -382,6 +386,8 @@ class _Run:
             return self.route(st, chunk)
         route, st.route = st.route, STANDARD
         assert self.process is not None
+        if type(chunk) is TextEnd:
+            st.text_closed.add(chunk.payload.id)
         try:
             processed = await self.process(chunk)
         except Tripwire as trip:
@@ -401,6 +407,28 @@ class _Run:
             st.notify.append(chunk)
             st.pending = True
         return chunk
+
+    async def drain(self, st: StepState) -> list[Chunk]:
+        """Text parts the model left open (no ``text-end``: the stream ended or broke): processors
+        that hold text back release it now. What they write is streamed; the ``text-end`` they are
+        shown is not (the model never sent one)."""
+        if self.aroute is None or st.tripwire is not None:
+            return []
+        assert self.process is not None
+        out: list[Chunk] = []
+        for tid in [t for t in st.text_acc if t not in st.text_closed]:
+            probe = TextEnd(run_id=self.cfg.run_id, from_=AGENT, payload=TextEndPayload(id=tid))
+            try:
+                processed = await self.process(probe)
+            except Tripwire as trip:
+                st.tripwire = trip
+                out.append(trip.chunk())
+                break
+            if type(processed) is list:
+                written = processed[:-1]
+                _account_written(st, probe, written)
+                out.extend(written)
+        return out
 
     async def flush(self, st: StepState) -> list[Chunk]:
         """Show ``on_chunk`` what the last part queued for it; the chunks to stream before its own."""

@@ -73,9 +73,11 @@ class _Judged:
 
     # what subclasses define
     def default_instructions(self) -> str:
+        """What the judge is told (each guardrail has its own)."""
         raise NotImplementedError
 
     def schema(self) -> dict[str, Any]:
+        """The verdict's JSON Schema: ``{"category_scores": [{"category", "score"}], "reason"}``."""
         return {
             "type": "object",
             "properties": {"category_scores": _SCORES_SCHEMA, "reason": {"type": ["string", "null"]}},
@@ -83,6 +85,7 @@ class _Judged:
         }
 
     def redacted(self, text: str, verdict: dict[str, Any]) -> str:
+        """What replaces flagged text under ``redact``."""
         return f"[{self.kind} removed]"
 
     # the judge
@@ -103,6 +106,7 @@ class _Judged:
         return verdict
 
     def flagged(self, verdict: dict[str, Any]) -> list[tuple[str, float]]:
+        """``(category, score)`` of each score at or above the threshold."""
         scores = verdict.get("category_scores") or []
         out = []
         for entry in scores if isinstance(scores, list) else []:
@@ -112,6 +116,7 @@ class _Judged:
         return out
 
     def message(self, flagged: list[tuple[str, float]], verdict: dict[str, Any]) -> str:
+        """The tripwire reason / warning."""
         reason = verdict.get("reason")
         names = ", ".join(name for name, _ in flagged)
         return f"{self.kind.capitalize()} flagged. Categories: {names}" + (f". Reason: {reason}" if reason else "")

@@ -100,7 +100,9 @@ class SecretRedactor:
             if match is None:
                 out.append(text[pos:])
                 return "".join(out), ""
-            if match.partial or match.end() == len(text):  # the next delta may still decide it
+            # the next delta may still decide it: a partial match, or a full one that what follows
+            # it up to the end could extend (``a@b.co`` + ``.`` may become ``a@b.co.uk``)
+            if match.partial or self._pattern.fullmatch(text, match.start(), partial=True) is not None:
                 out.append(text[pos : match.start()])
                 return "".join(out), text[match.start() :]
             out.append(text[pos : match.start()])
