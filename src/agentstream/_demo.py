@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import re
 from typing import TYPE_CHECKING, Any
 
 from ._abort import until_aborted
 from ._mastra import Mastra
 from .agent import Agent
 from .models import LanguageModel
+from .processors import SecretRedactor
+from .processors._text import message_text
 from .tools import ToolContext, tool
 
 if TYPE_CHECKING:
@@ -41,6 +44,32 @@ async def research(topic: str, context: ToolContext) -> dict[str, object]:
     return {"topic": topic, "summary": f"Three sources agree on the basics of {topic}; details vary."}
 
 
+_INJECTION = re.compile(
+    r"\b(?:ignore|disregard|forget)\s+(?:all\s+|any\s+|the\s+)?(?:previous|prior|above|earlier)\s+"
+    r"(?:instructions|prompts|rules)\b"
+    r"|\b(?:print|reveal|show|repeat|output)\s+(?:me\s+)?(?:your|the)\s+(?:system\s+prompt|instructions)\b"
+    r"|\bdeveloper\s+mode\b|\bjailbreak\b",
+    re.IGNORECASE,
+)
+
+
+class PromptGuard:
+    """The demo's input guardrail: blocks the usual prompt-injection phrasings without a judge
+    model (an application with a model to spare would use ``PromptInjectionDetector``)."""
+
+    id = "prompt-guard"
+    name = "Prompt Guard"
+
+    async def process_input(self, *, messages: list[dict[str, Any]], abort: Any, **_: Any) -> None:
+        """Block the run when the newest user message reads like an attempt to override the
+        instructions (a chat client sends the whole history each turn: older messages were judged
+        when they were new, and a blocked one must not block every turn after it)."""
+        users = [m for m in messages if m.get("role") == "user"]
+        found = _INJECTION.search(message_text(users[-1])) if users else None
+        if found is not None:
+            abort(f'Possible prompt injection ("{found.group(0)}")', metadata={"matched": found.group(0)})
+
+
 def demo_agent(
     model: LanguageModel | str = "demo", *, default_options: dict[str, Any] | None = None
 ) -> Agent:
@@ -51,6 +80,8 @@ def demo_agent(
         model=model,
         tools=[weather, research],
         default_options=default_options,
+        input_processors=[PromptGuard()],
+        output_processors=[SecretRedactor()],
     )
 
 

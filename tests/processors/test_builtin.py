@@ -294,3 +294,20 @@ def test_judged_bad_options(kwargs: dict[str, Any], message: str) -> None:
 def test_the_split_helper_covers_every_cut() -> None:
     assert splits("abcd") == [["a", "bcd"], ["ab", "cd"], ["abc", "d"]]
     assert all("".join(s) == "abcdefgh" and all(s) for s in splits("abcdefgh", 3))
+
+
+@pytest.mark.parametrize("end", [True, False])
+async def test_redactor_masks_reasoning_too(end: bool) -> None:
+    parts: list[dict[str, Any]] = [
+        {"type": "reasoning-start", "id": "r"},
+        {"type": "reasoning-delta", "id": "r", "delta": "the user's key sk-proj-ABCDEF"},
+        {"type": "reasoning-delta", "id": "r", "delta": "GHIJKLMNOPQRSTUV is in the prompt; mail a@b.c"},
+        {"type": "reasoning-delta", "id": "r", "delta": "om"},
+    ]
+    if end:
+        parts.append({"type": "reasoning-end", "id": "r"})
+    model = ScriptedModel([parts + text_step("done")])
+    output = Agent(id="a", model=model, output_processors=[SecretRedactor()]).stream("x")
+    streamed = "".join([c.payload.text async for c in output.full_stream if c.type == "reasoning-delta"])
+    expected = "the user's key [REDACTED:api-key] is in the prompt; mail [REDACTED:email]"
+    assert streamed == await output.reasoning_text == expected

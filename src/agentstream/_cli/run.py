@@ -316,6 +316,12 @@ async def _render(args: argparse.Namespace, output: Any) -> int:
         out.flush()
     if terminal.aborted:
         return 130
+    if output.tripwire is not None:  # a guardrail blocked the prompt, a part, a step or the result
+        trip = output.tripwire
+        by = f" by {trip.processor_id}" if trip.processor_id else ""
+        terminal.line(f"[blocked{by}] {trip.reason}", RED)
+        out.flush()
+        return 0
     if terminal.error is not None:
         if not terminal.at_line_start:
             out.write("\n")

@@ -40,6 +40,9 @@ from ..chunks import (
     ErrorPayload,
     Finish,
     FinishPayload,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningEndPayload,
     Start,
     StartPayload,
     StepFinish,
@@ -386,7 +389,7 @@ class _Run:
             return self.route(st, chunk)
         route, st.route = st.route, STANDARD
         assert self.process is not None
-        if type(chunk) is TextEnd:
+        if type(chunk) is TextEnd or type(chunk) is ReasoningEnd:
             st.text_closed.add(chunk.payload.id)
         try:
             processed = await self.process(chunk)
@@ -416,8 +419,17 @@ class _Run:
             return []
         assert self.process is not None
         out: list[Chunk] = []
-        for tid in [t for t in st.text_acc if t not in st.text_closed]:
-            probe = TextEnd(run_id=self.cfg.run_id, from_=AGENT, payload=TextEndPayload(id=tid))
+        probes: list[Chunk] = [
+            ReasoningEnd(run_id=self.cfg.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid))
+            for rid in st.reasoning_acc
+            if rid not in st.text_closed
+        ]
+        probes += [
+            TextEnd(run_id=self.cfg.run_id, from_=AGENT, payload=TextEndPayload(id=tid))
+            for tid in st.text_acc
+            if tid not in st.text_closed
+        ]
+        for probe in probes:
             try:
                 processed = await self.process(probe)
             except Tripwire as trip:
@@ -633,33 +645,40 @@ class _Run:
 
 
 def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
-    """A processor changed or dropped a text delta: the step's text follows what was streamed."""
-    if type(original) is not TextDelta or processed is original:
+    """A processor changed or dropped a text or reasoning delta: the step's text (and the history
+    the model is sent next) follows what was streamed."""
+    if processed is original or not isinstance(original, (TextDelta, ReasoningDelta)):
         return
-    text = processed.payload.text if type(processed) is TextDelta else ""
+    text = processed.payload.text if isinstance(processed, type(original)) else ""
     if text == original.payload.text:
         return
-    st.text_chunks[-1] = text
-    acc = st.text_acc.get(original.payload.id)
+    if isinstance(original, ReasoningDelta):
+        acc = st.reasoning_acc.get(original.payload.id)
+    else:
+        st.text_chunks[-1] = text
+        acc = st.text_acc.get(original.payload.id)
     if acc:
         acc[-1] = text
 
 
 def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> None:
-    """Text deltas a processor wrote (held-back text released at ``text-end``) are step text, before
-    the part that made them."""
+    """Text and reasoning deltas a processor wrote (held-back text released when its part ends)
+    are step text, before the part that made them."""
     for chunk in written:
-        if type(chunk) is not TextDelta:
+        if not isinstance(chunk, (TextDelta, ReasoningDelta)):
             continue
-        text, tid = chunk.payload.text, chunk.payload.id
-        acc = st.text_acc.get(tid)
-        if acc is None:
-            acc = st.text_entry(tid, None)
-        before_last = type(original) is TextDelta  # the handler already appended the original's text
-        st.text_chunks.insert(len(st.text_chunks) - before_last, text)
-        same = before_last and original.payload.id == tid  # type: ignore[union-attr]
+        text, pid = chunk.payload.text, chunk.payload.id
+        # the handler already appended the original delta's text: insert before it
+        same = isinstance(original, type(chunk)) and original.payload.id == pid
+        if isinstance(chunk, ReasoningDelta):
+            acc = st.reasoning_acc.get(pid)
+            acc = st.reasoning_entry(pid, None) if acc is None else acc
+        else:
+            acc = st.text_acc.get(pid)
+            acc = st.text_entry(pid, None) if acc is None else acc
+            st.text_chunks.insert(len(st.text_chunks) - isinstance(original, TextDelta), text)
+            st.has_content = True
         acc.insert(len(acc) - same, text)
-        st.has_content = True
 
 
 async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:

@@ -78,7 +78,7 @@ class SecretRedactor:
         self.replacement = replacement
         self.validators: dict[str, Callable[[str], bool]] = {"card": luhn_valid} if patterns is None else {}
         self.validators.update(validators or {})
-        self._stream = HoldBack(self._split)
+        self._stream = HoldBack(self._split, reasoning=True)
 
     def _replace(self, match: Any) -> str:
         name = self._groups[match.lastgroup]

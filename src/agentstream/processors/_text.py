@@ -8,7 +8,7 @@ from typing import Any
 
 import msgspec
 
-from ..chunks import Chunk, TextDelta, TextDeltaPayload, TextEnd
+from ..chunks import Chunk, ReasoningDelta, ReasoningEnd, TextDelta, TextEnd
 
 __all__ = ["HoldBack", "map_message_text", "message_text", "with_text"]
 
@@ -43,40 +43,48 @@ async def map_message_text(
     return message
 
 
-def with_text(part: TextDelta, text: str) -> TextDelta:
+Delta = TextDelta | ReasoningDelta
+
+
+def with_text(part: Delta, text: str) -> Delta:
+    """``part`` with another text (and nothing else changed)."""
     return msgspec.structs.replace(part, payload=msgspec.structs.replace(part.payload, text=text))
 
 
 class HoldBack:
-    """Streams each text part through ``split``, holding back what cannot be decided yet; what is
-    held when the part ends is written (``writer.custom``) just before its ``text-end`` (or before
-    any ``step-finish`` / ``finish`` if the model never ended the part)."""
+    """Streams each text part (and with ``reasoning`` each reasoning part) through ``split``,
+    holding back what cannot be decided yet; what is held when the part ends is written
+    (``writer.custom``) just before its ``text-end`` (the loop shows processors a ``text-end`` for a
+    part the model never ended)."""
 
-    def __init__(self, split: Split) -> None:
+    def __init__(self, split: Split, *, reasoning: bool = False) -> None:
         self.split = split
+        self.kinds: dict[type, type] = {TextDelta: TextEnd}
+        if reasoning:
+            self.kinds[ReasoningDelta] = ReasoningEnd
 
     async def __call__(self, part: Chunk, state: dict[str, Any], writer: Any, abort: Any = None) -> Chunk | None:
-        held: dict[str, tuple[str, TextDelta]] = state.setdefault("held", {})
-        if type(part) is TextDelta:
-            pending, _ = held.pop(part.payload.id, ("", part))
-            now, keep = await self.split(pending + part.payload.text, False, abort)
+        held: dict[tuple[type, str], tuple[str, Delta]] = state.setdefault("held", {})
+        kind = type(part)
+        if kind in self.kinds:
+            delta: Delta = part  # type: ignore[assignment]
+            key = (kind, delta.payload.id)
+            pending, _ = held.pop(key, ("", delta))
+            now, keep = await self.split(pending + delta.payload.text, False, abort)
             if keep:
-                held[part.payload.id] = (keep, part)
-            if not now and part.payload.provider_metadata is None:
+                held[key] = (keep, delta)
+            if not now and delta.payload.provider_metadata is None:
                 return None
-            return with_text(part, now)
-        if type(part) is TextEnd:
-            entry = held.pop(part.payload.id, None)
+            return with_text(delta, now)
+        if kind is TextEnd or kind is ReasoningEnd:
+            delta_kind = TextDelta if kind is TextEnd else ReasoningDelta
+            entry = held.pop((delta_kind, part.payload.id), None)  # type: ignore[union-attr]
             if entry is not None:
                 await self._release(entry, writer, abort)
-        elif part.type in ("step-finish", "finish", "tripwire", "error", "abort"):
-            for key in list(held):
-                await self._release(held.pop(key), writer, abort)
         return part
 
-    async def _release(self, entry: tuple[str, TextDelta], writer: Any, abort: Any) -> None:
+    async def _release(self, entry: tuple[str, Delta], writer: Any, abort: Any) -> None:
         text, template = entry
         now, _ = await self.split(text, True, abort)
         if now:
-            payload = TextDeltaPayload(id=template.payload.id, text=now)
-            writer.custom(TextDelta(run_id=template.run_id, from_=template.from_, payload=payload))
+            writer.custom(with_text(template, now))

@@ -47,7 +47,7 @@ class UnicodeNormalizer:
         self.form: Literal["NFC", "NFD", "NFKC", "NFKD"] = form
         self.strip_control_chars = strip_control_chars
         self.collapse_whitespace = collapse_whitespace
-        self._stream = HoldBack(self._split)
+        self._stream = HoldBack(self._split, reasoning=True)
 
     def normalize(self, text: str) -> str:
         """``text`` in the configured form."""
