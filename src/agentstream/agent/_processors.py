@@ -47,7 +47,6 @@ OUTPUT_METHODS = (
     "process_output_result",
 )
 ERROR_METHODS = ("process_api_error",)
-_UNPROCESSED = (ToolCallApproval, ToolCallSuspended)
 
 
 @runtime_checkable
@@ -102,6 +101,11 @@ class ProcessorWriter:
                 transient=chunk.get("transient"),
             )
         self._written.append(chunk)
+
+    @property
+    def pending(self) -> bool:
+        """Whether chunks were written since the last `take`."""
+        return bool(self._written)
 
     def take(self) -> list[Chunk]:
         """The chunks written since the last call (the runner streams them)."""
@@ -193,7 +197,12 @@ class ProcessorHooks(ChainedHooks):
         self.system_messages: list[dict[str, Any]] = []
         self.messages: list[dict[str, Any]] = []
         self._steps: list[StepInfo] = []
-        self._streamers = [e for e in self.outputs if e.method("process_output_stream") is not None]
+        self._streamers: list[tuple[_Entry, Callable[..., Any], dict[str, Any], bool]] = []
+        for entry in self.outputs:
+            fn = entry.method("process_output_stream")
+            if fn is not None:
+                kw = {"stream_parts": entry.stream_parts, "state": entry.state, **self._ctx(entry, stream=True)}
+                self._streamers.append((entry, fn, kw, inspect.iscoroutinefunction(fn)))
         inner_process = inner.process_chunk
         self._inner_process = inner_process
         if self._streamers:
@@ -239,48 +248,46 @@ class ProcessorHooks(ChainedHooks):
     # ------------------------------------------------------------------ output stream
 
     async def _process_chunk(self, chunk: Chunk) -> Chunk | list[Chunk | None] | None:
+        # The per-token path of a run with output-stream processors: keyword dicts are built once
+        # per processor and only ``part`` changes (``**kw`` copies it for the callee).
         part: Chunk | None = chunk
-        if not isinstance(chunk, _UNPROCESSED):
-            is_data = type(chunk) is DataChunk
-            for entry in self._streamers:
+        kind = type(chunk)
+        if kind is not ToolCallApproval and kind is not ToolCallSuspended:
+            is_data = kind is DataChunk
+            for entry, fn, kw, awaits in self._streamers:
                 if is_data and not entry.data_parts:
                     continue
-                part = await self._stream_one(entry, part)
+                entry.stream_parts.append(part)  # type: ignore[arg-type]
+                kw["part"] = part
+                try:
+                    out = await fn(**kw) if awaits else fn(**kw)
+                    if not awaits and inspect.isawaitable(out):
+                        out = await out
+                except Tripwire:
+                    raise
+                except Exception:
+                    # Mastra: a processor that fails (other than by abort) is logged; the part goes on.
+                    log.exception("output processor %r failed on a %s part; the part is kept", entry.id, kind.__name__)
+                    out = part
+                if out is not None and type(out) is not type(part) and not isinstance(getattr(out, "type", None), str):
+                    raise TypeError(
+                        f"{entry.id}.process_output_stream must return a chunk or None, got {type(out).__name__}"
+                    )
+                part = out
                 if part is None:
                     break
         inner = self._inner_process
         if part is not None and inner is not None:
             result = inner(part)
             part = await result if inspect.isawaitable(result) else result
-        written = self.writer.take()
-        if written:
-            return [*written, part]
+        if self.writer.pending:
+            return [*self.writer.take(), part]
         return part
 
-    async def _stream_one(self, entry: _Entry, part: Chunk | None) -> Chunk | None:
-        assert part is not None
-        fn = entry.method("process_output_stream")
-        assert fn is not None
-        entry.stream_parts.append(part)
-        try:
-            out = await _call(
-                fn,
-                part=part,
-                stream_parts=entry.stream_parts,
-                state=entry.state,
-                **self._ctx(entry, stream=True),
-            )
-        except Tripwire:
-            raise
-        except Exception:
-            # Mastra: a processor that fails (other than by abort) is logged; the part goes on.
-            log.exception("output processor %r failed on a %s part; the part is kept", entry.id, part.type)
-            return part
-        if out is not None and not isinstance(getattr(out, "type", None), str):
-            raise TypeError(
-                f"{entry.id}.process_output_stream must return a chunk or None, got {type(out).__name__}"
-            )
-        return out  # type: ignore[no-any-return]
+    def _set_retry_count(self, value: int) -> None:
+        self.retry_count = value
+        for _, _, kw, _ in self._streamers:
+            kw["retry_count"] = value
 
     # ------------------------------------------------------------------ output step
 
@@ -323,9 +330,9 @@ class ProcessorHooks(ChainedHooks):
                         )
                         trip.retry_denied = True
                     else:
-                        self.retry_count += 1
+                        self._set_retry_count(self.retry_count + 1)
                 raise
-        self.retry_count = 0
+        self._set_retry_count(0)
         await self.inner.after_model(step)
 
     async def end_of_step(self, step: StepInfo) -> bool | None:
@@ -395,7 +402,7 @@ class ProcessorHooks(ChainedHooks):
                     **self._ctx(entry),
                 )
                 if out is True or (isinstance(out, Mapping) and out.get("retry") is True):
-                    self.retry_count += 1
+                    self._set_retry_count(self.retry_count + 1)
                     return True
         return await self.inner.on_model_error(step, error)
 
