@@ -424,3 +424,16 @@ def test_tripwire_data_is_mastras_json() -> None:
     trip = Tripwire("r", retry=True, metadata={"a": 1}, processor_id="p")
     assert trip.data() == {"reason": "r", "retry": True, "metadata": {"a": 1}, "processorId": "p"}
     assert Tripwire("r").data() == {"reason": "r"}
+
+
+async def test_output_step_messages_are_the_conversation_with_the_answer() -> None:
+    seen: list[list[str]] = []
+
+    class Watch:
+        id = "w"
+
+        async def process_output_step(self, *, messages: list[dict[str, Any]], **_: Any) -> None:
+            seen.append([m["role"] for m in messages])
+
+    await agent(ScriptedModel([tool_step(), text_step("ok")]), output_processors=[Watch()]).generate("x")
+    assert seen == [["user", "assistant"], ["user", "assistant", "tool", "assistant"]]

@@ -55,7 +55,9 @@ class Processor(Protocol):
     with keyword arguments (take what you need, then ``**_``):
 
     * ``process_input(*, messages, system_messages, ...)`` → the messages (or ``None``: unchanged);
-      once, before the first model call.
+      once, before the first model call. Messages are the prompt's model messages
+      (``{"role", "content"}``, content a string or AI SDK parts); ``messages`` never holds the
+      system messages, which come apart as ``system_messages``.
     * ``process_input_step(*, messages, step_number, ...)`` → this call's messages (or ``None``);
       before every model call.
     * ``process_llm_request(*, prompt, step_number, ...)`` → this call's prompt (or ``None``); not
@@ -233,6 +235,8 @@ class ProcessorHooks(ChainedHooks):
 
     async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
         prompt = list(options.get("prompt", []))
+        # the conversation as this call starts: what output processors see as ``messages``
+        self.messages = [m for m in prompt if m.get("role") != "system"]
         for name, key in (("process_input_step", "messages"), ("process_llm_request", "prompt")):
             for entry in self.inputs:
                 fn = entry.method(name)
@@ -304,7 +308,7 @@ class ProcessorHooks(ChainedHooks):
                     tool_calls=step.tool_calls,
                     text=step.text,
                     usage=step.usage,
-                    messages=list(self.messages),
+                    messages=self._with_answer(step),
                     system_messages=list(self.system_messages),
                     steps=list(self._steps),
                     state=entry.state,
@@ -334,6 +338,15 @@ class ProcessorHooks(ChainedHooks):
                 raise
         self._set_retry_count(0)
         await self.inner.after_model(step)
+
+    def _with_answer(self, step: StepInfo) -> list[dict[str, Any]]:
+        """The conversation with this step's answer (its text and tool calls) at the end."""
+        content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []
+        content += [
+            {"type": "tool-call", "toolCallId": c["toolCallId"], "toolName": c["toolName"], "input": c["args"]}
+            for c in step.tool_calls
+        ]
+        return [*self.messages, {"role": "assistant", "content": content}] if content else list(self.messages)
 
     async def end_of_step(self, step: StepInfo) -> bool | None:
         self._steps.append(step)
