@@ -13,6 +13,7 @@ from agentstream import Agent, tool
 from agentstream.agent import Tripwire
 from agentstream.chunks import Chunk, DataChunk, TextDelta, chunk_to_dict
 from agentstream.testing import ScriptedModel
+from agentstream.tools import ToolContext
 
 USAGE = {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}
 
@@ -221,11 +222,28 @@ async def test_writer_streams_data_chunks_before_the_part_and_data_parts_are_opt
             data_seen["data"].append(part.type)
             return part
 
-    output = agent(ScriptedModel([text_step("hi")]), output_processors=[Announcer(), DataWatcher()]).stream("x")
-    chunks = await chunks_of(output)
+    @tool
+    async def progress(context: ToolContext) -> str:
+        """Reports progress as a data part."""
+        context.writer.custom({"type": "data-progress", "data": {"pct": 50}})
+        return "done"
+
+    model = ScriptedModel(
+        [
+            [
+                {"type": "tool-call", "toolCallId": "c1", "toolName": "progress", "input": "{}"},
+                {"type": "finish", "finishReason": "tool-calls", "usage": USAGE},
+            ],
+            text_step("hi"),
+        ]
+    )
+    a = Agent(id="a", model=model, tools=[progress], output_processors=[Announcer(), DataWatcher()])
+    chunks = await chunks_of(a.stream("x"))
     i = next(i for i, c in enumerate(chunks) if isinstance(c, TextDelta))
     assert isinstance(chunks[i - 1], DataChunk) and chunks[i - 1].data == {"saw": "hi"}
-    assert "data-note" not in data_seen["plain"]
+    # the tool's data part reached only the processor that opted in
+    assert "data-progress" in data_seen["data"] and "data-progress" not in data_seen["plain"]
+    assert any(isinstance(c, DataChunk) and c.type == "data-progress" for c in chunks)
     assert data_seen["data"].count("text-delta") == 1
 
 

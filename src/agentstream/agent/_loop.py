@@ -256,8 +256,9 @@ class _Run:
             self.aroute = self._aroute
         self.on_chunk = cfg.on_chunk
         self.routed = self.process is not None or self.on_chunk is not None
-        self.records: list[dict[str, Any]] = []
-        """Mastra's ``output.steps`` entries, streamed once a step tripped a processor."""
+        self.records: list[tuple[StepState, list[dict[str, Any]], dict[str, Any]]] = []
+        """Each step's state, new messages and metadata: Mastra's ``output.steps``, streamed once a
+        step tripped a processor."""
         self.tripped = False
         self.notify_raw = cfg.on_chunk is not None and cfg.include_raw_chunks
         model = cfg.model
@@ -541,17 +542,23 @@ class _Run:
         return self._fields(st, step_result, metadata, tool_calls=[])
 
     def _record(self, st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
+        # kept as is and turned into Mastra's ``output.steps`` entries only if a step trips
+        self.records.append((st, new_messages, metadata))
+
+    @staticmethod
+    def _step_record(st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> dict[str, Any]:
         response = {k: metadata[k] for k in ("id", "timestamp", "modelId", "headers") if k in metadata}
+        content = st.assistant_content()
         record: dict[str, Any] = {
-            "content": st.assistant_content(),
+            "content": content,
             "usage": st.usage,
             "warnings": st.warnings,
             "request": st.request,
-            "response": {**response, "messages": new_messages or [{"role": "assistant", "content": st.assistant_content()}]},
+            "response": {**response, "messages": new_messages or [{"role": "assistant", "content": content}]},
         }
         if st.tripwire is not None:
             record["tripwire"] = st.tripwire.data()
-        self.records.append(record)
+        return record
 
     def _fields(
         self,
@@ -564,7 +571,7 @@ class _Run:
         all_messages = self.messages[self.first_non_system :]
         output: dict[str, Any] = {"text": st.text, "toolCalls": tool_calls, "usage": st.usage}
         if self.tripped:
-            output["steps"] = list(self.records)
+            output["steps"] = [self._step_record(*r) for r in self.records]
         return {
             "messageId": self.cfg.message_id,
             "stepResult": step_result,
