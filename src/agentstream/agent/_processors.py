@@ -223,15 +223,17 @@ class ProcessorHooks(ChainedHooks):
     async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         system = [m for m in messages if m.get("role") == "system"]
         rest = [m for m in messages if m.get("role") != "system"]
+        changed = False
         for entry in self.inputs:
             fn = entry.method("process_input")
             if fn is None:
                 continue
             out = await _call(fn, messages=rest, system_messages=system, **self._ctx(entry))
             if out is not None:
-                rest = _message_list(out, f"{entry.id}.process_input")
+                rest, changed = _message_list(out, f"{entry.id}.process_input"), True
         self.system_messages, self.messages = system, rest
-        return await self.inner.process_input(system + rest)
+        # unchanged input keeps its order (a client's system message may sit between others)
+        return await self.inner.process_input(system + rest if changed else messages)
 
     async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
         prompt = list(options.get("prompt", []))
@@ -254,6 +256,14 @@ class ProcessorHooks(ChainedHooks):
     async def _process_chunk(self, chunk: Chunk) -> Chunk | list[Chunk | None] | None:
         # The per-token path of a run with output-stream processors: keyword dicts are built once
         # per processor and only ``part`` changes (``**kw`` copies it for the callee).
+        # the hooks inside go first (background dispatch annotates tool results), so processors
+        # see the chunk as it will be streamed
+        inner = self._inner_process
+        if inner is not None:
+            result = inner(chunk)
+            chunk = await result if inspect.isawaitable(result) else result
+            if chunk is None:
+                return None
         part: Chunk | None = chunk
         kind = type(chunk)
         if kind is not ToolCallApproval and kind is not ToolCallSuspended:
@@ -280,10 +290,6 @@ class ProcessorHooks(ChainedHooks):
                 part = out
                 if part is None:
                     break
-        inner = self._inner_process
-        if part is not None and inner is not None:
-            result = inner(part)
-            part = await result if inspect.isawaitable(result) else result
         if self.writer.pending:
             return [*self.writer.take(), part]
         return part
