@@ -455,3 +455,26 @@ async def test_output_step_messages_are_the_conversation_with_the_answer() -> No
 
     await agent(ScriptedModel([tool_step(), text_step("ok")]), output_processors=[Watch()]).generate("x")
     assert seen == [["user", "assistant"], ["user", "assistant", "tool", "assistant"]]
+
+
+async def test_processors_get_the_runs_abort_signal_and_the_writer() -> None:
+    from agentstream._abort import AbortController, AbortSignal
+
+    seen: list[Any] = []
+
+    class Capture:
+        id = "cap"
+
+        async def process_input(self, *, abort_signal: Any, writer: Any, retry_count: int, **_: Any) -> None:
+            seen.extend([abort_signal, writer, retry_count])
+
+    controller = AbortController()
+    output = agent(ScriptedModel([text_step("ok")]), input_processors=[Capture()]).stream(
+        "x", abort_signal=controller.signal
+    )
+    assert await output.text == "ok"
+    signal, writer, retry_count = seen
+    assert isinstance(signal, AbortSignal) and not signal.aborted and retry_count == 0
+    controller.abort()
+    assert signal.aborted  # the run's signal follows the caller's
+    assert callable(writer.custom)

@@ -257,7 +257,6 @@ class Agent:
                 background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
             setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
             tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
-        hooks = self._with_processors(hooks, opts)
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
@@ -268,6 +267,7 @@ class Agent:
         cancel = AbortController()
         user_signal: AbortSignal | None = opts.get("abort_signal")
         signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
+        hooks = self._with_processors(hooks, opts, signal)
 
         stop_when = opts.get("stop_when")
         conditions: list[StopCondition] = (
@@ -328,7 +328,7 @@ class Agent:
             result_tripwire=lambda: blocked[-1].data() if blocked else None,
         )
 
-    def _with_processors(self, hooks: LoopHooks, opts: Mapping[str, Any]) -> LoopHooks:
+    def _with_processors(self, hooks: LoopHooks, opts: Mapping[str, Any], signal: AbortSignal) -> LoopHooks:
         """The run's hooks with its processors around them (the agent's, or the call's options)."""
         inputs = _option(opts, "input_processors", self.input_processors, INPUT_METHODS)
         outputs = _option(opts, "output_processors", self.output_processors, OUTPUT_METHODS)
@@ -342,7 +342,7 @@ class Agent:
             output_processors=outputs,
             error_processors=errors,
             max_processor_retries=check_retries(retries),
-            signal=opts.get("abort_signal"),
+            signal=signal,
         )
 
     async def generate(self, messages: MessageInput, **options: Unpack[TurnOptions]) -> FullOutput:
