@@ -64,7 +64,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
     "agent": {
         "goal-judge-done": _ISSUE_13,
         "goal-max-runs-exhausted": _ISSUE_13,
-        "sub-agent-tool": _ISSUE_14,
         "tool-approval-approve": _ISSUE_12,
         "tool-approval-decline": _ISSUE_12,
         "tool-approval-required": _ISSUE_12,
@@ -81,7 +80,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "approval-tool-level-request-v6": _ISSUE_12,
         "approval-tool-level-same-step-resume-v6": _ISSUE_12,
         "chat-approval-approve-v7": _ISSUE_12,
-        "subagent-stream-metadata-v5": _ISSUE_14,
         "suspension-request-v5": _ISSUE_12,
     },
 }

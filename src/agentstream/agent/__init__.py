@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
+from ._delegation import SubAgentError, WorkflowToolError, usage_with_sub_runs
 from ._hooks import (
     BackgroundSeam,
     ChainedHooks,
@@ -39,11 +40,14 @@ __all__ = [
     "StreamOptions",
     "StructuredOutputConfig",
     "StructuredOutputError",
+    "SubAgentError",
     "TimeoutSettings",
     "ToolNotFoundError",
     "Tripwire",
     "TurnOptions",
     "UntilIdleOptions",
+    "WorkflowToolError",
     "has_tool_call",
     "step_count_is",
+    "usage_with_sub_runs",
 ]
