@@ -478,3 +478,21 @@ async def test_processors_get_the_runs_abort_signal_and_the_writer() -> None:
     controller.abort()
     assert signal.aborted  # the run's signal follows the caller's
     assert callable(writer.custom)
+
+
+async def test_chunks_written_in_other_phases_are_streamed() -> None:
+    class Notes:
+        id = "notes"
+
+        async def process_input(self, *, writer: Any, **_: Any) -> None:
+            writer.custom({"type": "data-note", "data": "input checked"})
+
+        async def process_output_result(self, *, writer: Any, result: dict[str, Any], **_: Any) -> None:
+            writer.custom({"type": "data-note", "data": f"result has {len(result['text'])} characters"})
+
+    a = Agent(id="a", model=ScriptedModel([text_step("hello")]), input_processors=[Notes()], output_processors=[Notes()])
+    chunks = await chunks_of(a.stream("x"))
+    notes = [(i, c.data) for i, c in enumerate(chunks) if isinstance(c, DataChunk)]
+    kinds = [c.type for c in chunks]
+    assert [n for _, n in notes] == ["input checked", "result has 5 characters"]
+    assert notes[0][0] < kinds.index("text-delta") and kinds[notes[1][0] + 1] == "finish"

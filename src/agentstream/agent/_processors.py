@@ -83,7 +83,9 @@ class Processor(Protocol):
 
 
 class ProcessorWriter:
-    """``writer.custom(chunk)``: stream a chunk (a ``data-*`` chunk or any other) from a processor."""
+    """``writer.custom(chunk)``: stream a chunk (a ``data-*`` chunk or any other) from a processor,
+    in any phase: it goes out before the part being processed, else with the next chunk the run
+    streams, at the latest before ``finish``."""
 
     __slots__ = ("_written",)
 
@@ -205,9 +207,10 @@ class ProcessorHooks(ChainedHooks):
             if fn is not None:
                 kw = {"stream_parts": entry.stream_parts, "state": entry.state, **self._ctx(entry, stream=True)}
                 self._streamers.append((entry, fn, kw, inspect.iscoroutinefunction(fn)))
-        inner_process = inner.process_chunk
-        self._inner_process = inner_process
-        if self._streamers:
+        self._inner_process = inner.process_chunk
+        if self._streamers or self.inputs or self.outputs or self.errors:
+            # on the chunk path whenever there are processors: chunks a processor writes in any
+            # phase are streamed with the next chunk (or before ``finish``)
             self.process_chunk = self._process_chunk
 
     def _ctx(self, entry: _Entry, *, stream: bool = False) -> dict[str, Any]:
@@ -401,7 +404,7 @@ class ProcessorHooks(ChainedHooks):
             await _call(
                 fn, messages=list(self.messages), result=result, state=entry.state, **self._ctx(entry)
             )
-        return chunks
+        return [*chunks, *self.writer.take()]
 
     # ------------------------------------------------------------------ API errors
 
