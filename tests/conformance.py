@@ -64,13 +64,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
     "agent": {
         "goal-judge-done": _ISSUE_13,
         "goal-max-runs-exhausted": _ISSUE_13,
-        "tool-approval-approve": _ISSUE_12,
-        "tool-approval-decline": _ISSUE_12,
-        "tool-approval-required": _ISSUE_12,
-        "tool-approval-tool-level": _ISSUE_12,
-        "tool-approval-tool-level-same-step": _ISSUE_12,
-        "tool-suspend-resume": _ISSUE_12,
-        "tool-suspended": _ISSUE_12,
     },
     "aisdk": {
         "approval-approved-resume-v5": _ISSUE_12,

@@ -29,7 +29,7 @@ def test_every_processor_ui_recording_is_covered() -> None:
 async def test_agent_stream_converts_as_recorded(path: Path) -> None:
     ui = load(path)
     agent_name = str(ui["inputFrom"]).split("agent/")[1].split(".json")[0]
-    output, _, _, _, _ = await _run(load(CONFORMANCE / "agent" / f"{agent_name}.json"))
+    output, *_ = await _run(load(CONFORMANCE / "agent" / f"{agent_name}.json"))
     options: dict[str, Any] = {"version": ui["options"].get("version", "v5")}
     parts = [p async for p in to_ai_sdk_stream(output, **options)]
     _matches(to_wire(ui["expected"]), parts, "ui")

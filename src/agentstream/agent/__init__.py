@@ -19,12 +19,16 @@ from ._options import StreamOptions, TurnOptions, UntilIdleOptions
 from ._processors import Processor, ProcessorHooks, ProcessorWriter
 from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
+from ._suspension import APPROVAL_RESUME_SCHEMA, SNAPSHOT_WORKFLOW, ApprovalPolicy, ResumeError
 from ._tool_runner import ToolNotFoundError
 from ._tripwire import Tripwire
 
 __all__ = [
+    "APPROVAL_RESUME_SCHEMA",
+    "SNAPSHOT_WORKFLOW",
     "Agent",
     "AgentStreamError",
+    "ApprovalPolicy",
     "BackgroundSeam",
     "ChainedHooks",
     "LoopHooks",
@@ -34,6 +38,7 @@ __all__ = [
     "Processor",
     "ProcessorHooks",
     "ProcessorWriter",
+    "ResumeError",
     "RunSetup",
     "StepInfo",
     "StopCondition",
