@@ -80,15 +80,8 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "tool-suspended": _ISSUE_12,
     },
     "aisdk": {
-        "approval-approved-resume-v5": _ISSUE_12,
-        "approval-request-v5": _ISSUE_12,
-        "approval-request-v6": _ISSUE_12,
-        "approval-request-v7": _ISSUE_12,
-        "approval-tool-level-request-v6": _ISSUE_12,
-        "approval-tool-level-same-step-resume-v6": _ISSUE_12,
         "chat-approval-approve-v7": _ISSUE_12,
         "subagent-stream-metadata-v5": _ISSUE_14,
-        "suspension-request-v5": _ISSUE_12,
     },
 }
 
