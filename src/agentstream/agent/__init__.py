@@ -9,16 +9,21 @@ from ._messages import MessageInput
 from ._options import StreamOptions, TurnOptions, UntilIdleOptions
 from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
+from ._suspension import APPROVAL_RESUME_SCHEMA, SNAPSHOT_WORKFLOW, ApprovalPolicy, ResumeError
 from ._tool_runner import ToolNotFoundError
 
 __all__ = [
+    "APPROVAL_RESUME_SCHEMA",
+    "SNAPSHOT_WORKFLOW",
     "Agent",
     "AgentStreamError",
+    "ApprovalPolicy",
     "BackgroundSeam",
     "LoopHooks",
     "MessageInput",
     "ModelSettings",
     "PendingToolCall",
+    "ResumeError",
     "RunSetup",
     "StepInfo",
     "StopCondition",

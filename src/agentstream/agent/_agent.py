@@ -17,14 +17,18 @@ from ..tools import AgentBackgroundConfig, Tool
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
-from ._options import StreamOptions, TurnOptions, check_options
+from ._options import RESUME_OPTIONS, ResumeOptions, StreamOptions, TurnOptions, check_options
+from ._resume import SuspendRecorder, approval_check, forces_serial_tools, resumed_source, stored_options
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
+from ._suspension import ApprovalPolicy, ResumeDecision, RunSnapshots
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ..background import BackgroundTaskManager, UntilIdleOutput
+    from ..memory import MemoryScope
+    from ..storage import Storage
 
 __all__ = ["Agent", "has_tool_call", "step_count_is"]
 
@@ -60,6 +64,14 @@ class Agent:
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
     `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
     are redacted from tool errors either way).
+
+    Human in the loop: ``require_tool_approval`` (``True`` or a callable ``(tool_name, args) ->
+    bool``, possibly async; also a run option) makes tool calls wait for approval: the run ends
+    suspended on ``tool-call-approval`` and `approve_tool_call` / `decline_tool_call` continue it.
+    A tool may also ``return await context.suspend(payload)`` (``tool-call-suspended``);
+    `resume_stream` runs it again with ``context.resume_data``. Suspended runs are kept in the
+    storage's workflow-snapshot domain (the Mastra's storage, else the memory's, else an
+    in-process store), so another process with the same storage can resume them.
     """
 
     def __init__(
@@ -74,6 +86,7 @@ class Agent:
         hooks: LoopHooks | None = None,
         memory: Memory | None = None,
         background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
+        require_tool_approval: bool | ApprovalPolicy = False,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
@@ -103,8 +116,11 @@ class Agent:
         self.background_config: AgentBackgroundConfig | None = None
         if background_tasks is not None:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
+        approval_check(require_tool_approval, {})  # a wrong value fails here, not at the first call
+        self.require_tool_approval = require_tool_approval
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
+        self._local_runs: Storage | None = None
 
     # ----------------------------------------------------------------------------- Mastra wiring
 
@@ -135,6 +151,20 @@ class Agent:
         if memory.storage is None and storage is not None:
             return memory.bound(storage)
         return memory
+
+    def _run_snapshots(self) -> RunSnapshots:
+        """Where this agent keeps suspended runs: the Mastra's storage, the memory's, or (neither)
+        an in-process store of this agent."""
+        storage = self._mastra.storage if self._mastra is not None else None
+        if storage is None and self.memory is not None:
+            storage = self.memory.storage
+        if storage is None:
+            if self._local_runs is None:
+                from ..storage import InMemoryStore  # the agent package does not import storage at load
+
+                self._local_runs = InMemoryStore()
+            storage = self._local_runs
+        return RunSnapshots(storage, self.id)
 
     @property
     def model(self) -> LanguageModel:
@@ -236,9 +266,41 @@ class Agent:
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
         cancel = AbortController()
+        config = self._run_config(opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep)
+        recorder = SuspendRecorder(
+            self._run_snapshots(),
+            run_id=run_id,
+            options=stored_options(opts),
+            resource_id=scope.resource_id if scope is not None else None,
+        )
+        config.on_suspend = recorder.on_loop_suspend
+        source: AsyncIterator[Chunk] = run_loop(config)
+        if scope is not None and memory is not None:
+            source = memory.remember(
+                source,
+                scope,
+                config.prompt,
+                [] if continuation else inputs,
+                message_id=message_id,
+                load=not continuation,
+            )
+        return self._output(source, config, opts, cancel, recorder)
+
+    def _run_config(
+        self,
+        opts: Mapping[str, Any],
+        run_id: str,
+        message_id: str,
+        prompt: list[dict[str, Any]],
+        tools: dict[str, Tool],
+        hooks: LoopHooks,
+        cancel: AbortController,
+        now_ms: Callable[[], float],
+        sleep: Callable[[float], Awaitable[None]],
+    ) -> RunConfig:
+        """The loop's configuration of one run (or one leg of a resumed run) from its options."""
         user_signal: AbortSignal | None = opts.get("abort_signal")
         signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
-
         stop_when = opts.get("stop_when")
         conditions: list[StopCondition] = (
             [] if stop_when is None else list(stop_when) if isinstance(stop_when, Sequence) else [stop_when]
@@ -249,7 +311,10 @@ class Agent:
         concurrency = opts.get("tool_call_concurrency", 10)
         if isinstance(concurrency, Mapping):
             concurrency = concurrency.get("limit", 10)
-        config = RunConfig(
+        policy = opts.get("require_tool_approval", self.require_tool_approval)
+        if forces_serial_tools(policy, tools):
+            concurrency = 1  # a call that waits for a human must not race the others
+        return RunConfig(
             agent_id=self.id,
             run_id=run_id,
             message_id=message_id,
@@ -270,30 +335,118 @@ class Agent:
             hooks=hooks,
             sleep=sleep,
             on_tool_error=opts.get("on_tool_error"),
+            approval=approval_check(policy, tools),
         )
-        source: AsyncIterator[Chunk] = run_loop(config)
-        if scope is not None and memory is not None:
-            source = memory.remember(
-                source,
-                scope,
-                config.prompt,
-                [] if continuation else inputs,
-                message_id=message_id,
-                load=not continuation,
-            )
+
+    def _output(
+        self,
+        source: AsyncIterator[Chunk],
+        config: RunConfig,
+        opts: Mapping[str, Any],
+        cancel: AbortController,
+        recorder: SuspendRecorder,
+    ) -> ModelOutput:
         return ModelOutput(
             source,
-            run_id=run_id,
-            message_id=message_id,
+            run_id=config.run_id,
+            message_id=config.message_id,
             include_raw_chunks=config.include_raw_chunks,
             on_step_finish=opts.get("on_step_finish"),
             on_finish=opts.get("on_finish"),
             on_error=opts.get("on_error"),
             on_abort=opts.get("on_abort"),
             experimental_transform=opts.get("experimental_transform"),
-            has_structured_output=so is not None,
+            has_structured_output=config.structured_output is not None,
             on_cancel=cancel.abort,
+            on_suspended=recorder.on_output_suspended,
         )
+
+    # ------------------------------------------------------------------------- human in the loop
+
+    def approve_tool_call(
+        self, *, run_id: str, tool_call_id: str | None = None, **options: Unpack[ResumeOptions]
+    ) -> ModelOutput:
+        """Approve the call a suspended run waits for (Mastra's ``approveToolCall``): the tool runs
+        and the run goes on. Returns the continuation at once, as `stream` does: no ``start`` chunk,
+        its steps and usage cover the whole run. A run that cannot be resumed (unknown, finished,
+        already resumed, another call) fails the output with `ResumeError`.
+        """
+        return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "approve"), options)
+
+    def decline_tool_call(
+        self,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        reason: str | None = None,
+        **options: Unpack[ResumeOptions],
+    ) -> ModelOutput:
+        """Decline the call a suspended run waits for (Mastra's ``declineToolCall``): the tool does
+        not run, ``tool-output-denied`` is streamed and the model is told ``reason`` (default "Tool
+        call was not approved by the user"); then the run goes on, as with `approve_tool_call`.
+        """
+        return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "decline", reason=reason), options)
+
+    def resume_stream(
+        self,
+        resume_data: Any,
+        *,
+        run_id: str,
+        tool_call_id: str | None = None,
+        **options: Unpack[ResumeOptions],
+    ) -> ModelOutput:
+        """Resume a run whose tool called ``context.suspend()`` (Mastra's ``resumeStream``): the tool
+        runs again from the start with ``context.resume_data = resume_data`` (validated against its
+        ``resume_schema``: a mismatch fails the output with `ToolInputValidationError` naming the
+        field, and the run keeps waiting). For a run waiting for approval, ``{"approved": bool,
+        "reason"?: str}`` approves or declines. Returns at once, as `approve_tool_call`.
+        """
+        return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "resume", resume_data=resume_data), options)
+
+    def _resume_leg(self, run_id: str, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
+        if not isinstance(run_id, str) or not run_id:
+            raise ValueError(f"run_id must be the suspended run's id (a non-empty str), got {run_id!r}")
+        check_options(options, RESUME_OPTIONS)
+        explicit = dict(options)
+        opts: dict[str, Any] = {**self.default_options, **explicit}
+        opts.pop("until_idle", None)
+        now_ms: Callable[[], float] = opts.get("clock") or _now_ms
+        sleep: Callable[[float], Awaitable[None]] = opts.get("sleep") or asyncio.sleep
+        tools, instructions, hooks = self.tools, self.instructions, self.hooks
+        snapshots = self._run_snapshots()
+        cancel = AbortController()
+        # the config is completed from the snapshot (its options, then the loop state) once loaded
+        config = self._run_config(opts, run_id, str(uuid.uuid4()), [], tools, hooks, cancel, now_ms, sleep)
+        recorder = SuspendRecorder(snapshots, run_id=run_id, options=stored_options(opts))
+        holder: list[ModelOutput] = []
+
+        def leg_config(stored: Mapping[str, Any]) -> tuple[RunConfig, MemoryScope | None]:
+            merged = {**self.default_options, **stored, **explicit}
+            merged.pop("until_idle", None)
+            recorder.options = stored_options(merged)
+            full = self._run_config(
+                merged, run_id, config.message_id, [], tools, hooks, cancel, now_ms, sleep
+            )
+            full.on_suspend = recorder.on_loop_suspend
+            memory_option = merged.get("memory")
+            scope = resolve_memory_option(memory_option) if memory_option is not None else None
+            recorder.resource_id = scope.resource_id if scope is not None else None
+            return full, scope
+
+        source = resumed_source(
+            snapshots,
+            decision,
+            tools=tools,
+            output=lambda: holder[0],
+            recorder=recorder,
+            leg_config=leg_config,
+            memory=self._memory_for_run,
+            run=run_loop,
+        )
+        del instructions  # the snapshot holds the prompt, system message included
+        output = self._output(source, config, opts, cancel, recorder)
+        holder.append(output)
+        return output
 
     async def generate(self, messages: MessageInput, **options: Unpack[TurnOptions]) -> FullOutput:
         """Run to the end and return every result at once (raises the run's error if it failed)."""

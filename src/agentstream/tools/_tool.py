@@ -8,7 +8,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import Any, NoReturn, get_type_hints, overload
 
 import pydantic
 
@@ -16,6 +16,7 @@ from .._abort import AbortSignal
 from ..chunks import Chunk, ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload, to_jsonable
 from ._background import ToolBackgroundConfig
 from ._schema import Schema, format_issues, issues_tree, json_schema_of, validate_value
+from ._suspend import ToolSuspended
 
 __all__ = ["Tool", "ToolContext", "ToolWriter", "tool"]
 
@@ -93,17 +94,23 @@ class ToolContext:
     writer: ToolWriter
     messages: list[dict[str, Any]] = field(default_factory=list)
     """The prompt of the model call that asked for this tool (V2 prompt messages)."""
+    resume_data: Any = None
+    """What `agent.resume_stream(resume_data, ...)` passed (validated against the tool's
+    ``resume_schema``); ``None`` on the first run of the call."""
 
-    async def suspend(self, payload: Any = None) -> Any:
-        """Suspend waiting for input. Works when the tool runs as a background task (the task becomes
-        ``suspended``; ``mastra.background_task_manager.resume(task_id, data)`` re-runs it with
-        ``context.resume_data``); suspending a foreground run (``tool-call-suspended``) is not
-        available yet."""
-        raise NotImplementedError(
-            "ToolContext.suspend() works only for tools running as background tasks "
-            "(Tool(background={'enabled': True}) under Mastra(background_tasks=...)); suspending a "
-            "foreground run (tool-call-suspended / resumeStream) is not implemented yet"
-        )
+    @property
+    def is_resumed(self) -> bool:
+        """Whether this execution resumes a suspended call (`resume_data` was given)."""
+        return self.resume_data is not None
+
+    async def suspend(self, payload: Any = None) -> NoReturn:
+        """Suspend the run, waiting for input: ``return await context.suspend(payload)``.
+
+        The step's stream ends with ``tool-call-suspended`` (``payload`` as ``suspendPayload``) and
+        the run is kept (in the agent's storage) until `agent.resume_stream(resume_data, run_id=...)`
+        runs this tool again from the start with `resume_data` set. It does not return.
+        """
+        raise ToolSuspended(payload)
 
 
 class ToolInputValidationError(ValueError):
@@ -125,6 +132,13 @@ class Tool:
     ``ToolBackgroundConfig`` (normalised to one). It only matters when
     the agent runs with a background-task manager (``Mastra(background_tasks=...)``); without one
     the tool runs inline.
+
+    Human in the loop: ``require_approval=True`` stops the run at every call of this tool with a
+    ``tool-call-approval`` chunk until `agent.approve_tool_call` / `agent.decline_tool_call`.
+    ``suspend_schema`` / ``resume_schema`` (JSON Schema dicts or pydantic models) describe what
+    ``context.suspend(payload)`` sends and what `agent.resume_stream` must pass back (the resume
+    data is validated against ``resume_schema``). A tool that needs approval or declares either
+    schema runs its step's tool calls one at a time.
     """
 
     id: str
@@ -134,12 +148,29 @@ class Tool:
     output_schema: Schema | None = None
     background: ToolBackgroundConfig | Mapping[str, Any] | bool | None = None
     """A `ToolBackgroundConfig` (or ``None``) after construction."""
+    require_approval: bool = False
+    """Every call waits for `agent.approve_tool_call` / `decline_tool_call` before it runs."""
+    suspend_schema: Schema | None = None
+    """What the tool passes to ``context.suspend(payload)`` (documentation for clients)."""
+    resume_schema: Schema | None = None
+    """What `agent.resume_stream(resume_data, ...)` must pass; the resume data is validated."""
 
     def __post_init__(self) -> None:
         if not self.id:
             raise ValueError("a tool needs a non-empty id")
         if not callable(self.execute):
             raise TypeError(f"tool {self.id!r}: execute must be callable")
+        if not isinstance(self.require_approval, bool):
+            raise TypeError(
+                f"tool {self.id!r}: require_approval must be True or False, got {self.require_approval!r}"
+            )
+        for name in ("suspend_schema", "resume_schema"):
+            value = getattr(self, name)
+            if value is not None and not _is_schema(value):
+                raise TypeError(
+                    f"tool {self.id!r}: {name} must be a JSON Schema dict or a pydantic model, "
+                    f"got {type(value).__name__}"
+                )
         self.background = ToolBackgroundConfig.from_value(self.background)
         self._is_async = inspect.iscoroutinefunction(self.execute) or inspect.iscoroutinefunction(
             getattr(self.execute, "__call__", None)  # noqa: B004
@@ -153,6 +184,33 @@ class Tool:
             "description": self.description,
             "inputSchema": json_schema_of(self.input_schema),
         }
+
+    @property
+    def may_suspend(self) -> bool:
+        """Whether a call of this tool may stop the run (it needs approval or declares a suspend or
+        resume schema): such tools force tool-call concurrency 1."""
+        return self.require_approval or self.suspend_schema is not None or self.resume_schema is not None
+
+    def resume_schema_json(self) -> str | None:
+        """The ``resume_schema`` as the compact JSON string chunks carry (``None`` without one)."""
+        if self.resume_schema is None:
+            return None
+        return json.dumps(json_schema_of(self.resume_schema), separators=(",", ":"), ensure_ascii=False)
+
+    def validate_resume_data(self, data: Any) -> Any:
+        """``data`` validated against ``resume_schema`` (as is without one).
+
+        Raises `ToolInputValidationError` naming each offending field.
+        """
+        if self.resume_schema is None:
+            return data
+        outcome = validate_value(self.resume_schema, data)
+        if not outcome.ok:
+            raise ToolInputValidationError(
+                f"resume data for tool {self.id!r} does not match its resume_schema:\n"
+                f"{format_issues(outcome.issues)}"
+            )
+        return outcome.value
 
     def validation_error(self, args: Any) -> tuple[Any, dict[str, Any] | None]:
         """``(parsed_input, None)`` or ``(args, error_result)`` with Mastra's validation-error result."""
@@ -186,6 +244,12 @@ class Tool:
         return to_jsonable(result)
 
 
+def _is_schema(value: Any) -> bool:
+    if isinstance(value, (dict, pydantic.TypeAdapter)):
+        return True
+    return isinstance(value, type) and issubclass(value, pydantic.BaseModel)
+
+
 def _is_context_param(name: str, annotation: Any) -> bool:
     return annotation is ToolContext or name in ("context", "ctx")
 
@@ -197,6 +261,9 @@ def tool(
     id: str | None = None,
     description: str | None = None,
     background: Any = None,
+    require_approval: bool = False,
+    suspend_schema: Schema | None = None,
+    resume_schema: Schema | None = None,
 ) -> Tool: ...
 
 
@@ -207,6 +274,9 @@ def tool(
     id: str | None = None,
     description: str | None = None,
     background: Any = None,
+    require_approval: bool = False,
+    suspend_schema: Schema | None = None,
+    resume_schema: Schema | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -216,13 +286,17 @@ def tool(
     id: str | None = None,
     description: str | None = None,
     background: Any = None,
+    require_approval: bool = False,
+    suspend_schema: Schema | None = None,
+    resume_schema: Schema | None = None,
 ) -> Any:
     """Build a ``Tool`` from a type-hinted function (sync or async).
 
     Parameters become the input schema (via pydantic); a parameter named ``context`` (or annotated
     ``ToolContext``) receives the context. The description defaults to the docstring.
     ``background`` is the tool's background-task config (see ``Tool``), e.g.
-    ``@tool(background={"enabled": True, "timeout_ms": 60_000})``.
+    ``@tool(background={"enabled": True, "timeout_ms": 60_000})``. ``require_approval``,
+    ``suspend_schema`` and ``resume_schema`` are the `Tool` fields of the same names.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -268,6 +342,9 @@ def tool(
             input_schema=model,
             execute=execute,
             background=background,
+            require_approval=require_approval,
+            suspend_schema=suspend_schema,
+            resume_schema=resume_schema,
         )
 
     if fn is not None:

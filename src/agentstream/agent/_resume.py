@@ -1,0 +1,210 @@
+"""The agent's side of human in the loop: which calls wait for approval, keeping a run that
+suspended, and the source of a leg that resumes one (`Agent.approve_tool_call`,
+`Agent.decline_tool_call`, `Agent.resume_stream`). The loop's side is `_suspension`."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..chunks import Chunk, to_jsonable
+from ..tools import Tool, ToolInputValidationError
+from ._hooks import PendingToolCall
+from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, ResumePoint, RunSnapshots
+from ._tool_runner import ApprovalCheck
+
+if TYPE_CHECKING:
+    from ..memory import Memory, MemoryScope
+    from ..stream import ModelOutput
+    from ._loop import RunConfig
+
+__all__ = ["SuspendRecorder", "approval_check", "forces_serial_tools", "resumed_source", "stored_options"]
+
+log = logging.getLogger("agentstream.agent")
+
+_STORED_OPTIONS = (
+    "max_steps",
+    "tool_choice",
+    "active_tools",
+    "model_settings",
+    "tool_call_concurrency",
+    "include_raw_chunks",
+    "require_tool_approval",
+    "memory",
+)
+"""Options a resumed leg takes from the suspended one unless it passes them again (JSON ones only;
+callables such as ``on_finish`` or a ``require_tool_approval`` function are passed per leg)."""
+
+
+def approval_check(policy: bool | ApprovalPolicy | None, tools: Mapping[str, Tool]) -> ApprovalCheck | None:
+    """Whether a call waits for approval: the tool's ``require_approval``, then the run's
+    ``require_tool_approval`` (``True`` or a callable ``(tool_name, args) -> bool``)."""
+    if policy is not None and not isinstance(policy, bool) and not callable(policy):
+        raise TypeError(
+            "require_tool_approval must be True, False or a callable (tool_name, args) -> bool, "
+            f"got {type(policy).__name__}"
+        )
+    if not policy and not any(t.require_approval for t in tools.values()):
+        return None
+
+    async def check(call: PendingToolCall, tool: Tool) -> bool:
+        if tool.require_approval or policy is True:
+            return True
+        if callable(policy):
+            answer = policy(call.name, call.exec_args)
+            if inspect.isawaitable(answer):
+                answer = await answer
+            return bool(answer)
+        return False
+
+    return check
+
+
+def forces_serial_tools(policy: Any, tools: Mapping[str, Tool]) -> bool:
+    """Tools that need approval or may suspend run one at a time (Mastra: concurrency 1)."""
+    return bool(policy) or any(t.may_suspend for t in tools.values())
+
+
+def stored_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON options of a run kept with its snapshot for the leg that resumes it."""
+    out: dict[str, Any] = {}
+    for name in _STORED_OPTIONS:
+        value = options.get(name)
+        if value is None or (name == "require_tool_approval" and not isinstance(value, bool)):
+            continue
+        try:
+            out[name] = to_jsonable(value)
+        except (NotImplementedError, TypeError):
+            log.debug("option %s is not JSON data; a resumed leg must pass it again", name)
+    return out
+
+
+class SuspendRecorder:
+    """Keeps a run that suspends: the loop hands over its state (`RunConfig.on_suspend`), the
+    output its accounting (`ModelOutput(on_suspended=...)`), and both go into one snapshot before
+    the suspension chunk is delivered."""
+
+    def __init__(
+        self,
+        snapshots: RunSnapshots,
+        *,
+        run_id: str,
+        options: dict[str, Any],
+        resource_id: str | None = None,
+    ) -> None:
+        self.snapshots = snapshots
+        self.run_id = run_id
+        self.options = options
+        self.resource_id = resource_id
+        self.loop_state: dict[str, Any] | None = None
+        self.suspended = False
+
+    def on_loop_suspend(self, state: dict[str, Any]) -> None:
+        """`RunConfig.on_suspend`: the loop's state, just before the suspension chunk."""
+        self.loop_state = state
+
+    async def on_output_suspended(self, output_state: dict[str, Any]) -> None:
+        """`ModelOutput(on_suspended=...)`: store the run (raises if the storage fails)."""
+        if self.loop_state is None:
+            raise RuntimeError(
+                "the run suspended without the loop's state (a suspension chunk from elsewhere?)"
+            )
+        loop = dict(self.loop_state)
+        pending = loop.pop("pending")
+        snapshot = {
+            "version": 1,
+            "pending": pending,
+            "loop": loop,
+            "output": output_state,
+            "options": self.options,
+        }
+        await self.snapshots.save(self.run_id, snapshot, resource_id=self.resource_id)
+        self.suspended = True
+
+
+def decision_for(
+    snapshot: Mapping[str, Any], decision: ResumeDecision, tools: Mapping[str, Tool]
+) -> ResumeDecision:
+    """``decision`` checked against the pending call (and its resume data validated)."""
+    pending = snapshot["pending"]
+    run_id = str(snapshot.get("runId"))
+    call_id = decision.tool_call_id or pending["toolCallId"]
+    if call_id != pending["toolCallId"]:
+        raise ResumeError(
+            f"run {run_id!r} waits for tool call {pending['toolCallId']!r} ({pending['toolName']}), "
+            f"not {call_id!r}",
+            run_id=run_id,
+            status="mismatch",
+        )
+    kind = pending["kind"]
+    action = decision.action
+    if kind == "approval" and action == "resume":
+        # Mastra's resumeStream answers an approval with {approved, reason?}
+        data = decision.resume_data
+        if not isinstance(data, Mapping) or not isinstance(data.get("approved"), bool):
+            raise ToolInputValidationError(
+                f"run {run_id!r} waits for approval of {pending['toolName']!r}: resume it with "
+                '{"approved": true | false, "reason"?: str} or use approve_tool_call / decline_tool_call '
+                f"(got {data!r})"
+            )
+        reason = data.get("reason")
+        action = "approve" if data["approved"] else "decline"
+        return ResumeDecision(call_id, action, reason=reason if isinstance(reason, str) else None)
+    if kind == "suspend" and action != "resume":
+        raise ResumeError(
+            f"run {run_id!r}: tool {pending['toolName']!r} suspended itself and waits for resume data; "
+            "use resume_stream(resume_data, run_id=...), not approve / decline",
+            run_id=run_id,
+            status="mismatch",
+        )
+    if action == "resume":
+        tool = tools.get(pending["toolName"])
+        data = tool.validate_resume_data(decision.resume_data) if tool is not None else decision.resume_data
+        return ResumeDecision(call_id, "resume", resume_data=data)
+    return ResumeDecision(call_id, action, reason=decision.reason)
+
+
+async def resumed_source(
+    snapshots: RunSnapshots,
+    decision: ResumeDecision,
+    *,
+    tools: Mapping[str, Tool],
+    output: Callable[[], ModelOutput],
+    recorder: SuspendRecorder,
+    leg_config: Callable[[Mapping[str, Any]], tuple[RunConfig, MemoryScope | None]],
+    memory: Callable[[], Memory],
+    run: Callable[[RunConfig], AsyncIterator[Chunk]],
+) -> AsyncIterator[Chunk]:
+    """The chunks of a leg that resumes a suspended run (see the module docstring).
+
+    Load the snapshot and check the answer (before claiming, so that a wrong answer leaves the run
+    waiting), build the leg's configuration from the stored options (`leg_config`), claim the run,
+    restore the output's accounting, then run the loop from the resume point. The run is marked
+    finished when the leg ends, unless it suspended again.
+    """
+    run_id = recorder.run_id
+    snapshot = await snapshots.load(run_id)
+    checked = decision_for(snapshot, decision, tools)
+    config, scope = leg_config(snapshot.get("options") or {})
+    await snapshots.claim(run_id, snapshot)
+    status = "failed"
+    try:
+        config.resume = ResumePoint.from_json(snapshot["loop"], checked)
+        output().restore_state(snapshot["output"])
+        source = run(config)
+        if scope is not None:
+            source = memory().remember(
+                source, scope, config.prompt, [], message_id=config.message_id, load=False
+            )
+        async for chunk in source:
+            if chunk.type == "finish":
+                status = "finished"
+            yield chunk
+    finally:
+        if not recorder.suspended:
+            try:
+                await snapshots.finish(run_id, status)
+            except Exception:
+                log.exception("marking resumed run %s as %s failed", run_id, status)
