@@ -73,7 +73,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "sub-agent-tool": _ISSUE_14,
     },
     "aisdk": {
-        "chat-approval-approve-v7": _ISSUE_12,
         "subagent-stream-metadata-v5": _ISSUE_14,
     },
 }
