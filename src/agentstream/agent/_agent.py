@@ -18,10 +18,17 @@ from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
 from ._options import RESUME_OPTIONS, ResumeOptions, StreamOptions, TurnOptions, check_options
-from ._resume import SuspendRecorder, approval_check, forces_serial_tools, resumed_source, stored_options
+from ._resume import (
+    SuspendRecorder,
+    approval_check,
+    auto_resume_turn,
+    forces_serial_tools,
+    resumed_source,
+    stored_options,
+)
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
-from ._suspension import ApprovalPolicy, ResumeDecision, RunSnapshots
+from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, RunSnapshots
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -246,6 +253,35 @@ class Agent:
         """
         opts = {**self.default_options, **options}
         opts.pop("until_idle", None)
+        auto_resume = opts.pop("auto_resume_suspended_tools", False)
+        cancel = AbortController()
+        recorder = SuspendRecorder(self._run_snapshots(), run_id="", options={})
+        if auto_resume and opts.get("memory") is not None and not continuation:
+            return auto_resume_turn(self, messages, opts, cancel, recorder)
+        source, config = self._turn_source(
+            messages,
+            opts,
+            cancel,
+            recorder,
+            continuation=continuation,
+            background=background,
+            background_scope=background_scope,
+        )
+        return self._output(source, opts, cancel, recorder, config.run_id, config.message_id)
+
+    def _turn_source(
+        self,
+        messages: MessageInput,
+        opts: dict[str, Any],
+        cancel: AbortController,
+        recorder: SuspendRecorder,
+        *,
+        continuation: bool = False,
+        background: BackgroundSeam | None = None,
+        background_scope: tuple[str | None, str | None] | None = None,
+        message_id: str | None = None,
+    ) -> tuple[AsyncIterator[Chunk], RunConfig]:
+        """The chunk source of one new turn and its loop configuration."""
         memory_option = opts.get("memory")
         scope = resolve_memory_option(memory_option) if memory_option is not None else None
         memory = self._memory_for_run() if scope is not None else None
@@ -259,20 +295,14 @@ class Agent:
             setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
             tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
         run_id = str(opts.get("run_id") or uuid.uuid4())
-        message_id = str(uuid.uuid4())
+        message_id = message_id or str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
         if instructions:
             prompt.append({"role": "system", "content": instructions})
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
-        cancel = AbortController()
         config = self._run_config(opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep)
-        recorder = SuspendRecorder(
-            self._run_snapshots(),
-            run_id=run_id,
-            options=stored_options(opts),
-            resource_id=scope.resource_id if scope is not None else None,
-        )
+        recorder.start(run_id, stored_options(opts), scope)
         config.on_suspend = recorder.on_loop_suspend
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:
@@ -284,7 +314,7 @@ class Agent:
                 message_id=message_id,
                 load=not continuation,
             )
-        return self._output(source, config, opts, cancel, recorder)
+        return source, config
 
     def _run_config(
         self,
@@ -341,22 +371,23 @@ class Agent:
     def _output(
         self,
         source: AsyncIterator[Chunk],
-        config: RunConfig,
         opts: Mapping[str, Any],
         cancel: AbortController,
         recorder: SuspendRecorder,
+        run_id: str,
+        message_id: str,
     ) -> ModelOutput:
         return ModelOutput(
             source,
-            run_id=config.run_id,
-            message_id=config.message_id,
-            include_raw_chunks=config.include_raw_chunks,
+            run_id=run_id,
+            message_id=message_id,
+            include_raw_chunks=bool(opts.get("include_raw_chunks", False)),
             on_step_finish=opts.get("on_step_finish"),
             on_finish=opts.get("on_finish"),
             on_error=opts.get("on_error"),
             on_abort=opts.get("on_abort"),
             experimental_transform=opts.get("experimental_transform"),
-            has_structured_output=config.structured_output is not None,
+            has_structured_output=opts.get("structured_output") is not None,
             on_cancel=cancel.abort,
             on_suspended=recorder.on_output_suspended,
         )
@@ -403,50 +434,85 @@ class Agent:
         """
         return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "resume", resume_data=resume_data), options)
 
+    async def suspended_run(self, *, run_id: str | None = None, thread_id: str | None = None) -> dict[str, Any] | None:
+        """What a suspended run of this agent waits for, or ``None`` (no such run, or it is not
+        waiting any more): ``{"runId", "kind": "approval" | "suspend", "toolCallId", "toolName",
+        "args", "suspendPayload", "resumeSchema"}``. Give ``run_id``, or ``thread_id`` for the
+        suspended run of a memory thread (the last run of the thread that suspended)."""
+        if (run_id is None) == (thread_id is None):
+            raise TypeError("suspended_run() takes exactly one of run_id= or thread_id=")
+        snapshots = self._run_snapshots()
+        if thread_id is not None:
+            pointer = await snapshots.pending_for_thread(thread_id)
+            if pointer is None:
+                return None
+            run_id = str(pointer["runId"])
+        assert run_id is not None
+        try:
+            snapshot = await snapshots.load(run_id)
+        except ResumeError:
+            return None
+        return {"runId": run_id, **snapshot["pending"]}
+
     def _resume_leg(self, run_id: str, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
         if not isinstance(run_id, str) or not run_id:
             raise ValueError(f"run_id must be the suspended run's id (a non-empty str), got {run_id!r}")
         check_options(options, RESUME_OPTIONS)
-        explicit = dict(options)
-        opts: dict[str, Any] = {**self.default_options, **explicit}
+        opts: dict[str, Any] = {**self.default_options, **options}
         opts.pop("until_idle", None)
-        now_ms: Callable[[], float] = opts.get("clock") or _now_ms
-        sleep: Callable[[float], Awaitable[None]] = opts.get("sleep") or asyncio.sleep
-        tools, instructions, hooks = self.tools, self.instructions, self.hooks
-        snapshots = self._run_snapshots()
         cancel = AbortController()
-        # the config is completed from the snapshot (its options, then the loop state) once loaded
-        config = self._run_config(opts, run_id, str(uuid.uuid4()), [], tools, hooks, cancel, now_ms, sleep)
-        recorder = SuspendRecorder(snapshots, run_id=run_id, options=stored_options(opts))
+        recorder = SuspendRecorder(self._run_snapshots(), run_id=run_id, options={})
+        message_id = str(uuid.uuid4())
         holder: list[ModelOutput] = []
+        source = self._leg_source(decision, dict(options), cancel, recorder, message_id, lambda: holder[0])
+        output = self._output(source, opts, cancel, recorder, run_id, message_id)
+        holder.append(output)
+        return output
+
+    def _leg_source(
+        self,
+        decision: ResumeDecision,
+        explicit: dict[str, Any],
+        cancel: AbortController,
+        recorder: SuspendRecorder,
+        message_id: str,
+        output: Callable[[], ModelOutput],
+        inputs: list[dict[str, Any]] | None = None,
+    ) -> AsyncIterator[Chunk]:
+        """The chunks of a leg continuing run ``recorder.run_id`` (see `resumed_source`); its options
+        are the stored run's, overridden by ``explicit``. ``inputs``: user messages this leg answers
+        (auto-resume), stored with its response."""
 
         def leg_config(stored: Mapping[str, Any]) -> tuple[RunConfig, MemoryScope | None]:
             merged = {**self.default_options, **stored, **explicit}
             merged.pop("until_idle", None)
-            recorder.options = stored_options(merged)
-            full = self._run_config(
-                merged, run_id, config.message_id, [], tools, hooks, cancel, now_ms, sleep
-            )
-            full.on_suspend = recorder.on_loop_suspend
+            merged.pop("auto_resume_suspended_tools", None)
             memory_option = merged.get("memory")
             scope = resolve_memory_option(memory_option) if memory_option is not None else None
-            recorder.resource_id = scope.resource_id if scope is not None else None
-            return full, scope
+            tools, hooks = self.tools, self.hooks
+            background = self._background
+            if background is not None and background.enabled:
+                thread, resource = (scope.thread_id, scope.resource_id) if scope else (None, None)
+                setup = background.prepare_run(self, thread_id=thread, resource_id=resource)
+                tools, hooks = setup.tools, setup.hooks
+            now_ms: Callable[[], float] = merged.get("clock") or _now_ms
+            sleep: Callable[[float], Awaitable[None]] = merged.get("sleep") or asyncio.sleep
+            run_id = recorder.run_id
+            config = self._run_config(merged, run_id, message_id, [], tools, hooks, cancel, now_ms, sleep)
+            recorder.start(run_id, stored_options(merged), scope)
+            config.on_suspend = recorder.on_loop_suspend
+            return config, scope
 
-        source = resumed_source(
-            snapshots,
+        return resumed_source(
             decision,
-            tools=tools,
-            output=lambda: holder[0],
+            tools=self.tools,
+            output=output,
             recorder=recorder,
             leg_config=leg_config,
             memory=self._memory_for_run,
             run=run_loop,
+            inputs=inputs,
         )
-        del instructions  # the snapshot holds the prompt, system message included
-        output = self._output(source, config, opts, cancel, recorder)
-        holder.append(output)
-        return output
 
     async def generate(self, messages: MessageInput, **options: Unpack[TurnOptions]) -> FullOutput:
         """Run to the end and return every result at once (raises the run's error if it failed)."""

@@ -5,22 +5,35 @@ suspended, and the source of a leg that resumes one (`Agent.approve_tool_call`,
 from __future__ import annotations
 
 import inspect
+import json
 import logging
+import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..chunks import Chunk, to_jsonable
 from ..tools import Tool, ToolInputValidationError
 from ._hooks import PendingToolCall
+from ._options import RESUME_OPTIONS
 from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, ResumePoint, RunSnapshots
 from ._tool_runner import ApprovalCheck
 
 if TYPE_CHECKING:
+    from .._abort import AbortController
     from ..memory import Memory, MemoryScope
     from ..stream import ModelOutput
     from ._loop import RunConfig
 
-__all__ = ["SuspendRecorder", "approval_check", "forces_serial_tools", "resumed_source", "stored_options"]
+__all__ = [
+    "SuspendRecorder",
+    "approval_check",
+    "auto_decision",
+    "auto_resume_turn",
+    "forces_serial_tools",
+    "resumed_source",
+    "stored_options",
+]
 
 log = logging.getLogger("agentstream.agent")
 
@@ -84,22 +97,19 @@ def stored_options(options: Mapping[str, Any]) -> dict[str, Any]:
 class SuspendRecorder:
     """Keeps a run that suspends: the loop hands over its state (`RunConfig.on_suspend`), the
     output its accounting (`ModelOutput(on_suspended=...)`), and both go into one snapshot before
-    the suspension chunk is delivered."""
+    the suspension chunk is delivered. With a memory thread, the thread remembers the run too."""
 
-    def __init__(
-        self,
-        snapshots: RunSnapshots,
-        *,
-        run_id: str,
-        options: dict[str, Any],
-        resource_id: str | None = None,
-    ) -> None:
+    def __init__(self, snapshots: RunSnapshots, *, run_id: str, options: dict[str, Any]) -> None:
         self.snapshots = snapshots
         self.run_id = run_id
         self.options = options
-        self.resource_id = resource_id
+        self.scope: MemoryScope | None = None
         self.loop_state: dict[str, Any] | None = None
         self.suspended = False
+
+    def start(self, run_id: str, options: dict[str, Any], scope: MemoryScope | None) -> None:
+        """The run (or leg) this recorder keeps: its id, stored options and memory thread."""
+        self.run_id, self.options, self.scope = run_id, options, scope
 
     def on_loop_suspend(self, state: dict[str, Any]) -> None:
         """`RunConfig.on_suspend`: the loop's state, just before the suspension chunk."""
@@ -108,9 +118,9 @@ class SuspendRecorder:
     async def on_output_suspended(self, output_state: dict[str, Any]) -> None:
         """`ModelOutput(on_suspended=...)`: store the run (raises if the storage fails)."""
         if self.loop_state is None:
-            raise RuntimeError(
-                "the run suspended without the loop's state (a suspension chunk from elsewhere?)"
-            )
+            # not this run's loop stopping (a suspension chunk a tool emitted itself): nothing to keep
+            log.warning("run %s: a suspension chunk the loop did not produce; the run is not kept", self.run_id)
+            return
         loop = dict(self.loop_state)
         pending = loop.pop("pending")
         snapshot = {
@@ -120,8 +130,19 @@ class SuspendRecorder:
             "output": output_state,
             "options": self.options,
         }
-        await self.snapshots.save(self.run_id, snapshot, resource_id=self.resource_id)
+        scope = self.scope
+        resource_id = scope.resource_id if scope is not None else None
+        await self.snapshots.save(self.run_id, snapshot, resource_id=resource_id)
+        if scope is not None:
+            await self.snapshots.mark_thread(scope.thread_id, self.run_id, pending)
         self.suspended = True
+
+
+async def _close(source: AsyncIterator[Chunk]) -> None:
+    """Close an inner chunk source now (not whenever the garbage collector gets to it)."""
+    aclose = getattr(source, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 def decision_for(
@@ -167,7 +188,6 @@ def decision_for(
 
 
 async def resumed_source(
-    snapshots: RunSnapshots,
     decision: ResumeDecision,
     *,
     tools: Mapping[str, Tool],
@@ -176,6 +196,7 @@ async def resumed_source(
     leg_config: Callable[[Mapping[str, Any]], tuple[RunConfig, MemoryScope | None]],
     memory: Callable[[], Memory],
     run: Callable[[RunConfig], AsyncIterator[Chunk]],
+    inputs: list[dict[str, Any]] | None = None,
 ) -> AsyncIterator[Chunk]:
     """The chunks of a leg that resumes a suspended run (see the module docstring).
 
@@ -184,6 +205,7 @@ async def resumed_source(
     restore the output's accounting, then run the loop from the resume point. The run is marked
     finished when the leg ends, unless it suspended again.
     """
+    snapshots = recorder.snapshots
     run_id = recorder.run_id
     snapshot = await snapshots.load(run_id)
     checked = decision_for(snapshot, decision, tools)
@@ -196,15 +218,115 @@ async def resumed_source(
         source = run(config)
         if scope is not None:
             source = memory().remember(
-                source, scope, config.prompt, [], message_id=config.message_id, load=False
+                source, scope, config.prompt, inputs or [], message_id=config.message_id, load=False
             )
-        async for chunk in source:
-            if chunk.type == "finish":
-                status = "finished"
-            yield chunk
+        try:
+            async for chunk in source:
+                if chunk.type == "finish":
+                    status = "finished"
+                yield chunk
+        finally:
+            await _close(source)
     finally:
         if not recorder.suspended:
             try:
                 await snapshots.finish(run_id, status)
+                if scope is not None:
+                    await snapshots.clear_thread(scope.thread_id, run_id)
             except Exception:
                 log.exception("marking resumed run %s as %s failed", run_id, status)
+
+
+AUTO_RESUME_INSTRUCTIONS = """\
+A tool call of the conversation is waiting for the user: {what}.
+Tool: {tool}. Arguments: {args}.{payload}
+Read the user's latest message and answer with the JSON object that the schema describes, built
+only from what the user said.{approval}"""
+
+
+async def auto_decision(
+    agent: Any, pending: Mapping[str, Any], messages: Any, opts: Mapping[str, Any]
+) -> ResumeDecision | None:
+    """The answer a new user message gives to the thread's suspended run, read by the agent's model
+    with structured output against the run's resume schema (Mastra's auto-resume); ``None`` when it
+    cannot be read (no schema, model failure, no object)."""
+    schema_text = pending.get("resumeSchema")
+    if not isinstance(schema_text, str):
+        log.warning(
+            "run %s: the suspended tool has no resume_schema; starting a new turn", pending.get("runId")
+        )
+        return None
+    approval = pending.get("kind") == "approval"
+    instructions = AUTO_RESUME_INSTRUCTIONS.format(
+        what="it needs the user's approval before it runs" if approval else "it asked the user for input",
+        tool=pending.get("toolName"),
+        args=json.dumps(pending.get("args"), ensure_ascii=False),
+        payload=""
+        if approval
+        else f" It asked: {json.dumps(pending.get('suspendPayload'), ensure_ascii=False)}.",
+        approval=" approved is true only if the user clearly agreed." if approval else "",
+    )
+    from ._agent import Agent  # a plain helper agent on the same model, without tools or memory
+
+    reader = Agent(id=f"{agent.id}:auto-resume", instructions=instructions, model=agent.model)
+    extra = {k: opts[k] for k in ("clock", "sleep", "model_settings", "abort_signal") if k in opts}
+    try:
+        result = await reader.generate(
+            messages, structured_output={"schema": json.loads(schema_text)}, max_steps=1, **extra
+        )
+    except Exception:
+        log.exception("run %s: reading the resume data from the user's message failed", pending.get("runId"))
+        return None
+    if result.object is None:
+        return None
+    return ResumeDecision(str(pending["toolCallId"]), "resume", resume_data=result.object)
+
+
+def auto_resume_turn(
+    agent: Any,
+    messages: Any,
+    opts: dict[str, Any],
+    cancel: AbortController,
+    recorder: SuspendRecorder,
+) -> ModelOutput:
+    """``stream(..., memory=..., auto_resume_suspended_tools=True)``: if the thread's last run is
+    suspended (and still resumable), the new message answers it and the run goes on; otherwise a
+    new turn starts. Decided when the output starts, so the output's ``run_id`` is set then."""
+    from ..memory import resolve_memory_option
+    from ._messages import to_prompt
+
+    scope = resolve_memory_option(opts["memory"])
+    run_id = str(opts.get("run_id") or uuid.uuid4())
+    message_id = str(uuid.uuid4())
+    holder: list[ModelOutput] = []
+
+    async def source() -> AsyncIterator[Chunk]:
+        inner: AsyncIterator[Chunk] | None = None
+        pending = await recorder.snapshots.pending_for_thread(scope.thread_id)
+        if pending is not None:
+            try:
+                await recorder.snapshots.load(str(pending["runId"]))
+            except ResumeError:
+                pending = None
+        decision = await auto_decision(agent, pending, messages, opts) if pending is not None else None
+        if pending is not None and decision is not None:
+            holder[0].run_id = recorder.run_id = str(pending["runId"])
+            explicit = {k: v for k, v in opts.items() if k in RESUME_OPTIONS}
+            clock = opts.get("clock")
+            inputs = to_prompt(messages, created_at=int(clock() if clock else time.time() * 1000))
+            inner = agent._leg_source(
+                decision, explicit, cancel, recorder, message_id, lambda: holder[0], inputs
+            )
+        else:
+            inner, _ = agent._turn_source(
+                messages, {**opts, "run_id": run_id}, cancel, recorder, message_id=message_id
+            )
+        try:
+            async for chunk in inner:
+                yield chunk
+        finally:
+            await _close(inner)
+
+    output: ModelOutput = agent._output(source(), opts, cancel, recorder, run_id, message_id)
+    holder.append(output)
+    return output

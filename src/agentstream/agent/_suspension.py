@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = [
     "APPROVAL_RESUME_SCHEMA",
     "DECLINED_REASON",
+    "PENDING_THREAD_KEY",
     "SNAPSHOT_WORKFLOW",
     "ApprovalPolicy",
     "ResumeDecision",
@@ -48,6 +49,9 @@ __all__ = [
 
 SNAPSHOT_WORKFLOW = "agentstream:agent-run"
 """The workflow name under which suspended agent runs are kept in the workflow-snapshot domain."""
+
+PENDING_THREAD_KEY = "agentstream:suspended-run"
+"""Thread-state key naming the suspended run of a memory thread (for ``auto_resume_suspended_tools``)."""
 
 APPROVAL_RESUME_SCHEMA = (
     '{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"approved":'
@@ -265,6 +269,25 @@ class RunSnapshots:
             status = current.get("status") if isinstance(current, dict) else None
             _check_status(run_id, status if status != "suspended" else "running")
             raise ResumeError(f"no suspended run {run_id!r} to resume", run_id=run_id, status="not-found")
+
+    async def mark_thread(self, thread_id: str, run_id: str, pending: Mapping[str, Any]) -> None:
+        """Remember that the memory thread's last run is suspended on ``pending``."""
+        await self.storage.set_thread_state(
+            thread_id, PENDING_THREAD_KEY, {"runId": run_id, "agentId": self.agent_id, **pending}
+        )
+
+    async def pending_for_thread(self, thread_id: str) -> dict[str, Any] | None:
+        """This agent's suspended run of the thread (``{"runId", "kind", "toolCallId", ...}``)."""
+        found = await self.storage.get_thread_state(thread_id, PENDING_THREAD_KEY)
+        if isinstance(found, dict) and found.get("agentId") == self.agent_id:
+            return found
+        return None
+
+    async def clear_thread(self, thread_id: str, run_id: str) -> None:
+        """Forget the thread's suspended run once it went on (only if it still names ``run_id``)."""
+        found = await self.storage.get_thread_state(thread_id, PENDING_THREAD_KEY)
+        if isinstance(found, dict) and found.get("runId") == run_id:
+            await self.storage.delete_thread_state(thread_id, PENDING_THREAD_KEY)
 
     async def finish(self, run_id: str, status: str = "finished") -> None:
         """Mark a resumed run as over (a later resume gets a clear `ResumeError`)."""

@@ -377,12 +377,15 @@ class ModelOutput:
 
     @property
     def suspend_payload(self) -> Delayed[Any]:
-        """Awaitable: the suspended tool's payload (``None`` when the run did not suspend)."""
+        """Awaitable: the payload of the chunk that suspended the run (Mastra's ``suspendPayload``): a
+        `ToolCallApprovalPayload` or `ToolCallSuspendedPayload` (``tool_call_id``, ``tool_name``,
+        ``args``, ``suspend_payload``, ``resume_schema``); ``None`` when the run did not suspend."""
         return self._results["suspend_payload"]
 
     @property
     def resume_schema(self) -> Delayed[Any]:
-        """Awaitable: the schema of the data that resumes the run (``None`` when it did not suspend)."""
+        """Awaitable: the JSON Schema (a JSON string) of the data that resumes the run (``None`` when
+        it did not suspend, or the suspended tool declares no ``resume_schema``)."""
         return self._results["resume_schema"]
 
     async def consume_stream(self, on_error: Callable[[BaseException], Any] | None = None) -> None:
