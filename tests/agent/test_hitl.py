@@ -472,3 +472,48 @@ async def test_suspended_run_tells_what_a_run_waits_for() -> None:
     assert await agent.suspended_run(thread_id="t9") is None
     with pytest.raises(TypeError, match="exactly one of"):
         await agent.suspended_run()
+
+
+async def test_a_leg_cannot_move_a_run_into_another_users_thread() -> None:
+    store = InMemoryStore()
+    executions: list[tuple[str, Any]] = []
+    model = ScriptedModel([calls_step(("c1", "transfer", '{"amount": 5}')), text_step("sent")])
+    agent = Agent(id="a", model=model, tools=make_tools(executions), memory=Memory(store))
+    await read(agent.stream("send 5", run_id="r1", memory={"thread": "t-alice", "resource": "alice"}))
+    pending = await agent.suspended_run(run_id="r1")
+    assert pending is not None and (pending["threadId"], pending["resourceId"]) == ("t-alice", "alice")
+    stolen = agent.approve_tool_call(run_id="r1", memory={"thread": "t-mallory", "resource": "mallory"})
+    with pytest.raises(ResumeError, match="belongs to memory thread 't-alice' of resource 'alice'"):
+        await stolen.text
+    assert executions == []
+    assert (await store.find_thread("t-mallory")) is None  # nothing was written there
+    ok = agent.approve_tool_call(run_id="r1", memory={"thread": "t-alice", "resource": "alice"})
+    assert await ok.text == "sent"
+
+
+async def test_closing_a_resumed_leg_mid_tool_ends_the_run_without_hanging() -> None:
+    started = asyncio.Event()
+    cancelled: list[bool] = []
+
+    async def slow(args: dict[str, Any], ctx: ToolContext) -> Any:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    tool = Tool("slow", "s", {"type": "object"}, slow, require_approval=True)
+    store = InMemoryStore()
+    agent = Agent(id="a", model=ScriptedModel([calls_step(("c1", "slow", "{}"))]), tools=[tool], memory=Memory(store))
+    await read(agent.stream("go", run_id="r1"))
+    leg = agent.approve_tool_call(run_id="r1")
+    reader = asyncio.create_task(read(leg))
+    await started.wait()
+    await leg.aclose()
+    await reader  # the stream ends; nothing hangs
+    assert cancelled == [True] and leg.status == "canceled"
+    snapshot = await store.load_workflow_snapshot(SNAPSHOT_WORKFLOW, "r1")
+    assert isinstance(snapshot, dict) and snapshot["status"] == "failed"
+    with pytest.raises(ResumeError, match="already finished"):
+        await agent.approve_tool_call(run_id="r1").text

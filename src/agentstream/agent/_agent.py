@@ -49,6 +49,20 @@ def has_tool_call(name: str) -> StopCondition:
     return lambda steps: bool(steps) and any(c["toolName"] == name for c in steps[-1].tool_calls)
 
 
+def _same_thread(run_id: str, stored: Any, given: Any) -> None:
+    """A leg may not move a run that lives in one memory thread into another (someone else's)."""
+    if stored is None or given is None:
+        return
+    was, now = resolve_memory_option(stored), resolve_memory_option(given)
+    if (was.thread_id, was.resource_id) != (now.thread_id, now.resource_id):
+        raise ResumeError(
+            f"run {run_id!r} belongs to memory thread {was.thread_id!r} of resource {was.resource_id!r}; "
+            "a leg cannot continue it in another thread or resource",
+            run_id=run_id,
+            status="mismatch",
+        )
+
+
 def _now_ms() -> float:
     return time.time() * 1000.0
 
@@ -400,7 +414,9 @@ class Agent:
         """Approve the call a suspended run waits for (Mastra's ``approveToolCall``): the tool runs
         and the run goes on. Returns the continuation at once, as `stream` does: no ``start`` chunk,
         its steps and usage cover the whole run. A run that cannot be resumed (unknown, finished,
-        already resumed, another call) fails the output with `ResumeError`.
+        already resumed, another call) fails the output with `ResumeError`. ``tool_call_id``
+        defaults to the call the run waits for (given, it must be that call). ``options`` are the
+        leg's (callbacks, ...); the run's stored JSON options apply unless given again.
         """
         return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "approve"), options)
 
@@ -437,7 +453,8 @@ class Agent:
     async def suspended_run(self, *, run_id: str | None = None, thread_id: str | None = None) -> dict[str, Any] | None:
         """What a suspended run of this agent waits for, or ``None`` (no such run, or it is not
         waiting any more): ``{"runId", "kind": "approval" | "suspend", "toolCallId", "toolName",
-        "args", "suspendPayload", "resumeSchema"}``. Give ``run_id``, or ``thread_id`` for the
+        "args", "suspendPayload", "resumeSchema", "threadId", "resourceId"}`` (the last two: the
+        run's memory thread, ``None`` without one; check them before letting a request resume it). Give ``run_id``, or ``thread_id`` for the
         suspended run of a memory thread (the last run of the thread that suspended)."""
         if (run_id is None) == (thread_id is None):
             raise TypeError("suspended_run() takes exactly one of run_id= or thread_id=")
@@ -452,7 +469,14 @@ class Agent:
             snapshot = await snapshots.load(run_id)
         except ResumeError:
             return None
-        return {"runId": run_id, **snapshot["pending"]}
+        memory = (snapshot.get("options") or {}).get("memory")
+        scope = resolve_memory_option(memory) if memory is not None else None
+        return {
+            "runId": run_id,
+            **snapshot["pending"],
+            "threadId": scope.thread_id if scope is not None else None,
+            "resourceId": scope.resource_id if scope is not None else None,
+        }
 
     def _resume_leg(self, run_id: str, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
         if not isinstance(run_id, str) or not run_id:
@@ -484,6 +508,7 @@ class Agent:
         (auto-resume), stored with its response."""
 
         def leg_config(stored: Mapping[str, Any]) -> tuple[RunConfig, MemoryScope | None]:
+            _same_thread(recorder.run_id, stored.get("memory"), explicit.get("memory"))
             merged = {**self.default_options, **stored, **explicit}
             merged.pop("until_idle", None)
             merged.pop("auto_resume_suspended_tools", None)

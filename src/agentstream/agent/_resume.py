@@ -43,7 +43,6 @@ _STORED_OPTIONS = (
     "active_tools",
     "model_settings",
     "tool_call_concurrency",
-    "include_raw_chunks",
     "require_tool_approval",
     "memory",
 )
@@ -119,7 +118,9 @@ class SuspendRecorder:
         """`ModelOutput(on_suspended=...)`: store the run (raises if the storage fails)."""
         if self.loop_state is None:
             # not this run's loop stopping (a suspension chunk a tool emitted itself): nothing to keep
-            log.warning("run %s: a suspension chunk the loop did not produce; the run is not kept", self.run_id)
+            log.warning(
+                "run %s: a suspension chunk the loop did not produce; the run is not kept", self.run_id
+            )
             return
         loop = dict(self.loop_state)
         pending = loop.pop("pending")
