@@ -70,11 +70,8 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "output-processor-step-retry": _ISSUE_13,
         "output-processor-step-tripwire": _ISSUE_13,
         "output-processor-tripwire-second-step": _ISSUE_13,
-        "sub-agent-tool": _ISSUE_14,
     },
-    "aisdk": {
-        "subagent-stream-metadata-v5": _ISSUE_14,
-    },
+    "aisdk": {},
 }
 
 

@@ -134,6 +134,22 @@ def _content_matches(expected: dict[str, Any], actual: dict[str, Any], where: st
     _matches(expected, actual, where)
 
 
+def _sub_agents(vector: dict[str, Any]) -> tuple[dict[str, Agent], list[ScriptedModel]]:
+    """``agent.subAgents``: each with its own scripted model answering ``subAgentSteps``."""
+    agents, models = {}, []
+    for spec in vector["agent"].get("subAgents", []):
+        model = ScriptedModel(vector["subAgentSteps"], model_id=spec["model"].split('modelId: "')[1].split('"')[0])
+        agents[spec["registeredAs"]] = Agent(
+            id=spec["id"],
+            name=spec["name"],
+            description=spec["description"],
+            instructions=spec["instructions"],
+            model=model,
+        )
+        models.append(model)
+    return agents, models
+
+
 def _recording_callbacks() -> tuple[dict[str, list[Any]], dict[str, Any]]:
     calls: dict[str, list[Any]] = {
         "onChunk": [],
@@ -164,15 +180,17 @@ async def _read(output: Any, abort_on_first_delta: AbortController | None = None
 
 async def _run(
     vector: dict[str, Any], executions: list[dict[str, Any]] | None = None
-) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel, Agent]:
+) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel, Agent, list[ScriptedModel]]:
     model = ScriptedModel(vector["modelSteps"])
     spec = vector["agent"]
+    sub_agents, sub_models = _sub_agents(vector)
     agent = Agent(
         id=spec["id"],
         name=spec["name"],
         instructions=spec["instructions"],
         model=model,
         tools=tools_for(vector, executions),
+        agents=sub_agents,
     )
     calls, options = _recording_callbacks()
     options["run_id"] = "run-1"
@@ -190,7 +208,7 @@ async def _run(
         options["abort_signal"] = controller.signal
     output = agent.stream(vector["prompt"], **options)
     chunks = await _read(output, controller if abort_on_first_delta else None)
-    return output, chunks, calls, model, agent
+    return output, chunks, calls, model, agent, sub_models
 
 
 def _start_leg(agent: Agent, leg: dict[str, Any], options: dict[str, Any]) -> Any:
@@ -206,6 +224,32 @@ def _start_leg(agent: Agent, leg: dict[str, Any], options: dict[str, Any]) -> An
     return agent.resume_stream(data[0], **ids, **options)
 
 
+def _chunk_matches(exp: dict[str, Any], act: dict[str, Any], where: str) -> None:
+    """One streamed chunk: step-start/step-finish/finish compared on what the scripted model
+    reproduces (not the harness's request/response metadata); a sub-run's chunks nested in
+    ``tool-output`` by the same rules."""
+    kind = exp["type"]
+    if kind in ("step-finish", "finish"):
+        for key in ("reason", "isContinued"):
+            assert act["payload"]["stepResult"].get(key) == exp["payload"]["stepResult"].get(key), where
+        if "messageId" in exp["payload"]["stepResult"]:  # the step a resumed leg closes
+            assert act["payload"]["stepResult"]["messageId"] == act["payload"]["messageId"], where
+        assert act["payload"]["output"]["usage"] == exp["payload"]["output"]["usage"], where
+        assert act["payload"]["output"].get("text") == exp["payload"]["output"].get("text"), where
+        assert act.get("runId") == exp.get("runId") or _ID.match(exp.get("runId", "")), where
+    elif kind in ("start", "step-start"):
+        assert act["payload"]["messageId"], where
+        if kind == "start":
+            assert act["payload"]["id"] == exp["payload"]["id"], where
+    elif kind == "tool-output" and isinstance(exp["payload"].get("output"), dict):
+        exp_payload, act_payload = dict(exp["payload"]), dict(act["payload"])
+        exp_inner, act_inner = exp_payload.pop("output"), act_payload.pop("output")
+        _matches({**exp, "payload": exp_payload}, {**act, "payload": act_payload}, where)
+        _chunk_matches(exp_inner, act_inner, f"{where} > {exp_inner['type']}")
+    else:
+        _content_matches(exp, act, where)
+
+
 async def _settle(awaitable: Any) -> tuple[bool, Any]:
     try:
         return True, await awaitable
@@ -219,22 +263,7 @@ def _check_chunks(expected: list[dict[str, Any]], chunks: list[dict[str, Any]]) 
 
     # 2. content chunks, and reasons + usage of step-finish / finish
     for i, (exp, act) in enumerate(zip(expected, chunks, strict=True)):
-        where = f"chunk[{i}] {exp['type']}"
-        if exp["type"] in ("step-finish", "finish"):
-            for key in ("reason", "isContinued", "messageId"):
-                exp_value = exp["payload"]["stepResult"].get(key)
-                if key == "messageId" and exp_value is not None:
-                    assert act["payload"]["stepResult"].get(key) == act["payload"]["messageId"], where
-                    continue
-                assert act["payload"]["stepResult"].get(key) == exp_value, where
-            assert act["payload"]["output"]["usage"] == exp["payload"]["output"]["usage"], where
-            assert act["payload"]["output"].get("text") == exp["payload"]["output"].get("text"), where
-        elif exp["type"] in ("start", "step-start"):
-            assert act["payload"]["messageId"], where
-            if exp["type"] == "start":
-                assert act["payload"]["id"] == exp["payload"]["id"]
-        else:
-            _content_matches(exp, act, where)
+        _chunk_matches(exp, act, f"chunk[{i}] {exp['type']}")
 
 
 async def _check_results(output: Any, raw_results: dict[str, Any], skip: dict[str, str]) -> None:
@@ -303,12 +332,16 @@ async def test_vector(path: Any) -> None:
     if path.stem in BETTER_THAN_MASTRA:
         BETTER_THAN_MASTRA[path.stem](vector)
     executions: list[dict[str, Any]] = []
-    output, chunks, calls, model, agent = await _run(vector, executions)
+    output, chunks, calls, model, agent, sub_models = await _run(vector, executions)
     _check_chunks(to_wire(vector["expectedChunks"]), chunks)
 
-    # 3. prompts fed back to the model
+    # 3. prompts fed back to the model (and to the sub-agents' models)
     assert len(model.calls) == len(vector["modelCalls"])
     _check_prompts(model, vector["modelCalls"])
+    sub_calls = [c for m in sub_models for c in m.calls]
+    assert len(sub_calls) == len(vector.get("subAgentCalls", []))
+    for call, exp_call in zip(sub_calls, vector.get("subAgentCalls", []), strict=True):
+        _matches(to_wire(exp_call["prompt"]), to_jsonable(call.prompt), f"subAgentCalls[{call.index}].prompt")
 
     # 4. awaited results, 5. callbacks
     skip = MODEL_OUTPUT_DIVERGENCES.get(path.stem, {})

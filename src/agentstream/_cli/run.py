@@ -15,6 +15,7 @@ from typing import Any
 from . import _hitl
 from ._args import milliseconds
 from ._errors import CLIError, UsageError
+from ._trace import TraceRecorder
 
 __all__ = ["add_parser", "run"]
 
@@ -40,9 +41,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "chunk as a JSON line instead. Ctrl-C aborts the run at once (exit code 130). With --until-idle "
             "the demo agent runs in a Mastra with background tasks: 'research' runs in the background, "
             "its lifecycle (started/running/output/completed) is shown as it happens, and a "
-            "continuation turn answers with the result. A tool call that needs approval (book_table) "
-            "is asked about on a terminal ('Approve book_table {...}? [y/N]'), a suspended tool "
-            "(choose_time) asks for a JSON answer; elsewhere --approve, --decline or --resume answer."
+            "continuation turn answers with the result. --trace prints the run's OpenTelemetry span tree "
+            "(model calls, tool calls, background tasks, with durations and token counts) on stderr. "
+            "A tool call that needs approval (book_table) is asked about on a terminal "
+            "('Approve book_table {...}? [y/N]'), a suspended tool (choose_time) asks for a JSON "
+            "answer; elsewhere --approve, --decline or --resume answer."
         ),
     )
     parser.add_argument("prompt", help="what to ask")
@@ -65,6 +68,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="with --until-idle: close after N ms without background-task news (default 300000)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="trace the run with OpenTelemetry and print its span tree on stderr at the end "
+        "(needs opentelemetry-sdk)",
     )
     _hitl.add_arguments(parser)
     parser.set_defaults(func=run)
@@ -106,14 +115,23 @@ def _check_model(agent: Any, args: argparse.Namespace) -> None:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from agentstream._abort import AbortController
-    from agentstream._demo import demo_agent
-
     if not args.prompt.strip():
         raise UsageError(
             'the prompt is empty: say what to ask, e.g. agentstream run "Explain how rainbows form"'
         )
     model = _model(args)
+    recorder = TraceRecorder() if args.trace else None
+    try:
+        return await _run_agent(args, model)
+    finally:
+        if recorder is not None:
+            recorder.print_tree()
+
+
+async def _run_agent(args: argparse.Namespace, model: str) -> int:
+    from agentstream._abort import AbortController
+    from agentstream._demo import demo_agent
+
     controller = AbortController()
     mastra: Any = None
     options: dict[str, Any] = {"abort_signal": controller.signal, "experimental_transform": _transform(args)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
+from ._delegation import SubAgentError, WorkflowToolError, usage_with_sub_runs
 from ._hooks import BackgroundSeam, LoopHooks, PendingToolCall, RunSetup, StepInfo, StopCondition
 from ._loop import AgentStreamError
 from ._messages import MessageInput
@@ -30,10 +31,13 @@ __all__ = [
     "StreamOptions",
     "StructuredOutputConfig",
     "StructuredOutputError",
+    "SubAgentError",
     "TimeoutSettings",
     "ToolNotFoundError",
     "TurnOptions",
     "UntilIdleOptions",
+    "WorkflowToolError",
     "has_tool_call",
     "step_count_is",
+    "usage_with_sub_runs",
 ]

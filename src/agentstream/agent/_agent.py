@@ -14,6 +14,8 @@ from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
+from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
+from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
@@ -29,6 +31,7 @@ from ._resume import (
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
 from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, RunSnapshots
+from ._traced import TracingHooks
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -72,6 +75,10 @@ class Agent:
 
     ``model`` is a `LanguageModel` or a router string (``"openai/gpt-4o-mini"``,
     ``"demo"``). ``tools`` is a list of `Tool` or a ``{id: Tool}`` mapping.
+    ``agents`` (``{name: Agent}``) and ``workflows`` (``{name: Workflow}``) become the tools
+    ``agent-<name>`` / ``workflow-<name>``: their runs stream into this agent's stream as nested
+    ``tool-output`` chunks (see ``agentstream.agent._delegation``); ``description`` is what a
+    parent agent's model reads about this agent when it is a sub-agent.
     ``default_options`` are merged under the options of every ``stream()`` call. ``memory`` (a
     `Memory`) serves ``stream(..., memory={"thread", "resource"})``; without
     one, an agent registered in a ``Mastra`` uses a default ``Memory`` over the Mastra's storage.
@@ -85,6 +92,10 @@ class Agent:
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
     `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
     are redacted from tool errors either way).
+
+    ``instrument`` traces the agent's runs with OpenTelemetry (``agentstream.tracing``): ``True``, or
+    an ``InstrumentationSettings``; ``False`` never; ``None`` (default) follows
+    ``agentstream.instrument(...)``.
 
     Human in the loop: ``require_tool_approval`` (``True`` or a callable ``(tool_name, args) ->
     bool``, possibly async; also a run option) makes tool calls wait for approval: the run ends
@@ -107,6 +118,10 @@ class Agent:
         hooks: LoopHooks | None = None,
         memory: Memory | None = None,
         background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
+        description: str | None = None,
+        agents: Mapping[str, Agent] | None = None,
+        workflows: Mapping[str, Any] | None = None,
+        instrument: bool | InstrumentationSettings | None = None,
         require_tool_approval: bool | ApprovalPolicy = False,
     ) -> None:
         if not id:
@@ -114,6 +129,7 @@ class Agent:
         self.id = id
         self.name = name or id
         self.instructions = instructions
+        self.description = description
         self._model_spec = model
         self._model: LanguageModel | None = None if isinstance(model, str) else model
         if tools is None:
@@ -137,11 +153,14 @@ class Agent:
         self.background_config: AgentBackgroundConfig | None = None
         if background_tasks is not None:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
+        self.agents: dict[str, Agent] = check_sub_agents(self, agents)
+        self.workflows: dict[str, Any] = check_workflows(self, workflows)
         approval_check(require_tool_approval, {})  # a wrong value fails here, not at the first call
         self.require_tool_approval = require_tool_approval
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
         self._local_runs: Storage | None = None
+        self.instrument = check_instrument_option(instrument, f"agent {id!r}")
 
     # ----------------------------------------------------------------------------- Mastra wiring
 
@@ -308,6 +327,12 @@ class Agent:
                 background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
             setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
             tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
+        if opts.get("instructions") is not None:
+            # Keep what the background seam appended to the agent's own instructions.
+            tail = instructions[len(self.instructions) :] if instructions.startswith(self.instructions) else ""
+            instructions = str(opts["instructions"]) + tail
+        if self.agents or self.workflows:
+            tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = message_id or str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
@@ -315,7 +340,19 @@ class Agent:
             prompt.append({"role": "system", "content": instructions})
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
-        config = self._run_config(opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep)
+        model = self.model
+        traced = trace_run(
+            self.instrument,
+            agent_id=self.id,
+            agent_name=self.name,
+            run_id=run_id,
+            model=model,
+            prompt=prompt,
+            thread_id=scope.thread_id if scope is not None else None,
+        )
+        if traced is not None:  # outermost in the hooks chain (docs/decisions.md, "Phase 2 seams")
+            hooks, model = TracingHooks(hooks, traced), traced.model(model)
+        config = self._run_config(opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep, model)
         recorder.start(run_id, stored_options(opts), scope)
         config.on_suspend = recorder.on_loop_suspend
         source: AsyncIterator[Chunk] = run_loop(config)
@@ -328,6 +365,8 @@ class Agent:
                 message_id=message_id,
                 load=not continuation,
             )
+        if traced is not None:
+            source = traced.wrap(source)
         return source, config
 
     def _run_config(
@@ -341,6 +380,7 @@ class Agent:
         cancel: AbortController,
         now_ms: Callable[[], float],
         sleep: Callable[[float], Awaitable[None]],
+        model: LanguageModel | None = None,
     ) -> RunConfig:
         """The loop's configuration of one run (or one leg of a resumed run) from its options."""
         user_signal: AbortSignal | None = opts.get("abort_signal")
@@ -362,7 +402,7 @@ class Agent:
             agent_id=self.id,
             run_id=run_id,
             message_id=message_id,
-            model=self.model,
+            model=model if model is not None else self.model,
             prompt=prompt,
             tools=tools,
             signal=signal,
@@ -522,6 +562,8 @@ class Agent:
                 tools, hooks = setup.tools, setup.hooks
             now_ms: Callable[[], float] = merged.get("clock") or _now_ms
             sleep: Callable[[float], Awaitable[None]] = merged.get("sleep") or asyncio.sleep
+            if self.agents or self.workflows:
+                tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
             run_id = recorder.run_id
             config = self._run_config(merged, run_id, message_id, [], tools, hooks, cancel, now_ms, sleep)
             recorder.start(run_id, stored_options(merged), scope)

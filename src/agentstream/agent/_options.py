@@ -66,6 +66,8 @@ class TurnOptions(TypedDict, total=False):
     sleep: Callable[[float], Awaitable[None]]
     """How the run waits (timeouts, the rate-limit pause); inject a fake clock's ``sleep`` in tests."""
     memory: MemoryOptions
+    instructions: str
+    """This run's instructions in place of the agent's own (Mastra's ``instructions`` option)."""
     require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
     """``True``: every tool call waits for approval; a callable ``(tool_name, args) -> bool`` (may
     be async) decides per call. The run ends suspended on ``tool-call-approval``."""

@@ -83,8 +83,13 @@ def _outcome_chunk(run_id: str, call: PendingToolCall, failed: bool, value: Any,
         )
     if failed:
         return ToolError(run_id=run_id, from_=AGENT, payload=tool_error_payload(value, call))
+    metadata = None if call.model_output is None else {"mastra": {"modelOutput": call.model_output}}
     payload = ToolResultPayload(
-        args=call.exec_args, tool_call_id=call.call_id, tool_name=call.name, result=value
+        args=call.exec_args,
+        tool_call_id=call.call_id,
+        tool_name=call.name,
+        result=value,
+        provider_metadata=metadata,
     )
     return ToolResult(run_id=run_id, from_=AGENT, payload=payload)
 
@@ -183,6 +188,9 @@ class ToolRunner:
             queue.close()
             for task in tasks:
                 task.cancel()
+            # Structured concurrency: a cancelled tool (a sub-agent or workflow run) finishes its
+            # cleanup before the step goes on, so no task outlives the run.
+            await asyncio.gather(*tasks, return_exceptions=True)
         if self.suspended is not None:
             self.completed = {
                 c.call_id: o for c, o in zip(calls, outcome, strict=True) if o is not _NOT_RUN
@@ -237,7 +245,10 @@ class ToolRunner:
         )
 
         async def default() -> Any:
-            return await tool_obj.run(parsed, context)
+            result = await tool_obj.run(parsed, context)
+            if tool_obj.to_model_output is not None:
+                call.model_output = to_jsonable(tool_obj.to_model_output(result))
+            return result
 
         try:
             return False, await self.hooks.execute_tool(call, tool_obj, context, default)

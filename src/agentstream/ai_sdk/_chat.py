@@ -13,7 +13,8 @@ import msgspec
 from .._abort import AbortSignal
 from ..stream import TransformFactory, check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, UIChunk, Version, to_ai_sdk_stream
-from ._errors import ChatRequestError, UIMessageError, _clip, default_error_text
+from ._errors import ChatRequestError, UIMessageError, default_error_text
+from ._errors import _clip as _clip  # re-exported: _workflow imports it from here
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
 from ._resume import RunOwners, approval_targets, body_target, stream_resumed, suspended_run_id
 
@@ -121,15 +122,15 @@ def _request(params: Any, *, allow_system_messages: bool, max_json_depth: int) -
 
 
 async def _guarded(
-    stream: AsyncIterator[UIChunk], output: Any, on_error: OnErrorFn | None, owners: RunOwners
+    stream: AsyncIterator[UIChunk], output: Any, on_error: OnErrorFn | None, owners: RunOwners | None = None
 ) -> AsyncIterator[UIChunk]:
     """The UI stream; a failure becomes an ``error`` chunk (``createUIMessageStream``), and closing
     this stream early stops the agent run. A run that suspends is bound to this chat and owner
     before the client hears of it, so only they can resume it."""
     try:
         async for part in stream:
-            run_id = suspended_run_id(part)
-            if run_id is not None:
+            run_id = suspended_run_id(part) if owners is not None else None
+            if run_id is not None and owners is not None:
                 await owners.bind(run_id)
             yield part
     except Exception as exc:
@@ -158,6 +159,7 @@ async def handle_chat_stream(
     abort_signal: AbortSignal | None = None,
     allow_system_messages: bool = False,
     max_json_depth: int = 64,
+    include_sub_agent_metadata: bool = False,
     owner: str | None = None,
 ) -> AsyncIterator[UIChunk]:
     """Run agent ``agent_id`` on a ``useChat`` request and return its UI message stream.
@@ -172,6 +174,9 @@ async def handle_chat_stream(
     ``start`` message id). ``default_options`` are agent options under the request's; the
     ``experimental_transform`` (or the one in ``default_options``) reshapes the chunks before
     conversion. ``abort_signal`` aborts the run; closing the returned stream stops it too.
+    ``include_sub_agent_metadata`` streams the progress of sub-agents and workflows run as tools
+    (``data-tool-agent`` / ``data-tool-workflow`` parts); off by default, as in Mastra's
+    ``handleChatStream``.
 
     A follow-up answers a suspended run instead of starting one: ``resumeData`` + ``runId``
     (+ ``toolCallId``) in the body, or (``version`` v6/v7) ``approval-responded`` tool parts on the
@@ -216,6 +221,7 @@ async def handle_chat_stream(
         "message_metadata": message_metadata,
         "on_error": on_error,
         "experimental_transform": transform,
+        "include_sub_agent_metadata": include_sub_agent_metadata,
     }
     if targets:
         for i, target in enumerate(targets):
