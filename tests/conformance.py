@@ -64,23 +64,8 @@ NOT_BUILT: dict[str, dict[str, str]] = {
     "agent": {
         "goal-judge-done": _ISSUE_13,
         "goal-max-runs-exhausted": _ISSUE_13,
-        "input-processor-rewrite": _ISSUE_13,
-        "output-processor-redact-stream": _ISSUE_13,
-        "output-processor-result-retry": _ISSUE_13,
-        "output-processor-step-retry": _ISSUE_13,
-        "output-processor-step-tripwire": _ISSUE_13,
-        "output-processor-tripwire-second-step": _ISSUE_13,
     },
-    "aisdk": {
-        "approval-approved-resume-v5": _ISSUE_12,
-        "approval-request-v5": _ISSUE_12,
-        "approval-request-v6": _ISSUE_12,
-        "approval-request-v7": _ISSUE_12,
-        "approval-tool-level-request-v6": _ISSUE_12,
-        "approval-tool-level-same-step-resume-v6": _ISSUE_12,
-        "chat-approval-approve-v7": _ISSUE_12,
-        "suspension-request-v5": _ISSUE_12,
-    },
+    "aisdk": {},
 }
 
 

@@ -18,6 +18,7 @@ from agentstream.chunks import TextDelta, chunk_to_dict, to_jsonable
 from agentstream.testing import ScriptedModel
 from tests.conformance import load, params, to_wire, vector_files
 
+from .vector_processors import processors_for
 from .vector_tools import tools_for
 
 FROZEN_MS = 946684800000
@@ -202,12 +203,15 @@ async def _run(
     if "structuredOutput" in raw_options:
         schema = spec.get("structuredOutputJsonSchema") or vector.get("structuredOutputJsonSchema")
         options["structured_output"] = {"schema": schema}
+    processor_options, traced = processors_for(vector)
+    options.update(processor_options)
     controller = AbortController()
     abort_on_first_delta = "abortSignal" in raw_options
     if abort_on_first_delta:
         options["abort_signal"] = controller.signal
     output = agent.stream(vector["prompt"], **options)
     chunks = await _read(output, controller if abort_on_first_delta else None)
+    calls["processorTrace"] = [entry for p in traced for entry in p.trace]
     return output, chunks, calls, model, agent, sub_models
 
 
@@ -290,6 +294,8 @@ async def _check_results(output: Any, raw_results: dict[str, Any], skip: dict[st
         assert ok, f"results.{name} rejected: {value!r}"
         _matches(results[name], to_jsonable(value), f"results.{name}")
     assert output.status == results["status"]
+    tripwire = output.tripwire.to_dict() if output.tripwire is not None else None
+    assert tripwire == results.get("tripwire"), "results.tripwire"
     if "stepsLength" in results and "results.steps" not in skip:
         steps = await output.steps
         assert len(steps) == results["stepsLength"]
@@ -346,6 +352,8 @@ async def test_vector(path: Any) -> None:
     # 4. awaited results, 5. callbacks
     skip = MODEL_OUTPUT_DIVERGENCES.get(path.stem, {})
     await _check_results(output, vector["results"], skip)
+    if "processorTrace" in vector:
+        assert calls["processorTrace"] == vector["processorTrace"]
     _check_callbacks(vector["callbacks"], calls, skip)
 
     # 6. follow-up legs (approve / decline / resume) on the same agent, continuing the run

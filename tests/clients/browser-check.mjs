@@ -35,6 +35,8 @@ function readOptions() {
         backend: { type: 'string' },
         screenshot: { type: 'string' },
         prompt: { type: 'string', multiple: true, default: [] },
+        approve: { type: 'boolean', default: false },
+        decline: { type: 'boolean', default: false },
         timeout: { type: 'string', default: '60000' },
         'page-port': { type: 'string', default: '0' },
         chat: { type: 'string' },
@@ -64,13 +66,42 @@ function onPath(name) {
   return dir ? join(dir, name) : undefined;
 }
 
-// One turn: type, send, wait until useChat has finished request number `n` and is idle again.
+// Wait until useChat has finished request number `n` and is idle again.
+async function settled(page, n, timeout) {
+  await page.waitForFunction(
+    count => {
+      const p = window.chatProbe;
+      return p && p.finished.length >= count && (p.status === 'ready' || p.status === 'error');
+    },
+    n,
+    { timeout, polling: 50 },
+  );
+}
+
+// With --approve / --decline: click the tool's button while one waits for approval; each click
+// makes useChat send one more request (sendAutomaticallyWhen), continuing the same message.
+async function answerApprovals(page, options, n) {
+  const selector = options.approve ? 'button.approve' : 'button.deny';
+  const answered = [];
+  while ((options.approve || options.decline) && (await page.$(selector))) {
+    answered.push(await page.$eval(selector, b => b.closest('[data-tool-name]')?.dataset.toolName ?? null));
+    if (answered.length === 1) await page.screenshot({ path: options.screenshot.replace(/(\.png)?$/, '-approval.png'), fullPage: true });
+    await page.click(selector);
+    n += 1;
+    await settled(page, n, options.timeout);
+  }
+  return { n, answered };
+}
+
+// The first words of an answer are on screen (--reload-mid-answer reloads then).
 const answering = () => {
   const p = window.chatProbe;
   const last = p?.messages.at(-1);
   return p?.status === 'streaming' && last?.role === 'assistant' && last.parts.some(q => q.type === 'text' && q.text);
 };
 
+// One turn: type, send, wait until useChat has finished request number `n` and is idle again.
+// With `reload`, the page reloads mid-answer and the turn is the resumed answer.
 async function turn(page, prompt, n, timeout, reload) {
   await page.fill('#prompt', prompt);
   await page.click('#send');
@@ -125,8 +156,19 @@ async function check(options, page, chatResponses) {
   await page.goto(pageUrl, { waitUntil: 'load', timeout: 30000 });
   await page.waitForSelector('#prompt', { timeout: 15000 });
   const turns = [];
+  let requests = 0;
   for (const [i, prompt] of options.prompts.entries()) {
-    const result = await turn(page, prompt, i + 1, options.timeout, options['reload-mid-answer'] && i === 0);
+    let result = await turn(page, prompt, ++requests, options.timeout, options['reload-mid-answer'] && i === 0);
+    if (!result.timedOut && result.status !== 'error') {
+      const { n, answered } = await answerApprovals(page, options, requests);
+      if (answered.length) {
+        requests = n;
+        const state = await page.evaluate(probe);
+        const assistant = state.messages.findLast(m => m.role === 'assistant');
+        result = { ...result, answered, status: state.status, error: state.error,
+          assistantText: assistant ? assistant.parts.filter(p => p.type === 'text').map(p => p.text).join('\n') : null };
+      }
+    }
     turns.push(result);
     if (result.timedOut || result.status === 'error') break;
   }

@@ -13,6 +13,7 @@ from agentstream.stream import (
     FinishEvent,
     ModelOutput,
     StepResult,
+    TripwireInfo,
     UnresolvedResultError,
 )
 
@@ -227,7 +228,7 @@ async def test_tripwire_terminates_the_stream_and_resolves_results() -> None:
     output = ModelOutput(source([text("a"), trip, text("lost"), finish()]), run_id=R)
     seen = await collect(output)
     assert [ch.type for ch in seen] == ["text-delta", "tripwire"]
-    assert output.tripwire == {"reason": "blocked", "processorId": "p1"}
+    assert output.tripwire == TripwireInfo(reason="blocked", processor_id="p1")
     assert await output.finish_reason == "other"
     assert await output.text == "a"
 

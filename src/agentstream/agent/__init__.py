@@ -4,14 +4,24 @@ from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
 from ._delegation import SubAgentError, WorkflowToolError, usage_with_sub_runs
-from ._hooks import BackgroundSeam, LoopHooks, PendingToolCall, RunSetup, StepInfo, StopCondition
+from ._hooks import (
+    BackgroundSeam,
+    ChainedHooks,
+    LoopHooks,
+    PendingToolCall,
+    RunSetup,
+    StepInfo,
+    StopCondition,
+)
 from ._loop import AgentStreamError
 from ._messages import MessageInput
 from ._options import StreamOptions, TurnOptions, UntilIdleOptions
+from ._processors import Processor, ProcessorHooks, ProcessorWriter
 from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
 from ._suspension import APPROVAL_RESUME_SCHEMA, SNAPSHOT_WORKFLOW, ApprovalPolicy, ResumeError
 from ._tool_runner import ToolNotFoundError
+from ._tripwire import Tripwire
 
 __all__ = [
     "APPROVAL_RESUME_SCHEMA",
@@ -20,10 +30,14 @@ __all__ = [
     "AgentStreamError",
     "ApprovalPolicy",
     "BackgroundSeam",
+    "ChainedHooks",
     "LoopHooks",
     "MessageInput",
     "ModelSettings",
     "PendingToolCall",
+    "Processor",
+    "ProcessorHooks",
+    "ProcessorWriter",
     "ResumeError",
     "RunSetup",
     "StepInfo",
@@ -34,6 +48,7 @@ __all__ = [
     "SubAgentError",
     "TimeoutSettings",
     "ToolNotFoundError",
+    "Tripwire",
     "TurnOptions",
     "UntilIdleOptions",
     "WorkflowToolError",

@@ -20,6 +20,14 @@ from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
 from ._options import RESUME_OPTIONS, ResumeOptions, StreamOptions, TurnOptions, check_options
+from ._processors import (
+    ERROR_METHODS,
+    INPUT_METHODS,
+    OUTPUT_METHODS,
+    Processor,
+    ProcessorHooks,
+    check_processors,
+)
 from ._resume import (
     SuspendRecorder,
     approval_check,
@@ -32,6 +40,7 @@ from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
 from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, RunSnapshots
 from ._traced import TracingHooks
+from ._tripwire import Tripwire
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -50,6 +59,18 @@ def step_count_is(n: int) -> StopCondition:
 def has_tool_call(name: str) -> StopCondition:
     """Stop after a step in which the model called tool ``name`` (``hasToolCall``)."""
     return lambda steps: bool(steps) and any(c["toolName"] == name for c in steps[-1].tool_calls)
+
+
+def _option(opts: Mapping[str, Any], name: str, default: list[Any], methods: Sequence[str]) -> list[Any]:
+    return check_processors(opts[name], name, methods) if opts.get(name) is not None else default
+
+
+def check_retries(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"max_processor_retries must be an int >= 0 or None, got {value!r}")
+    return value
 
 
 def _same_thread(run_id: str, stored: Any, given: Any) -> None:
@@ -123,6 +144,10 @@ class Agent:
         workflows: Mapping[str, Any] | None = None,
         instrument: bool | InstrumentationSettings | None = None,
         require_tool_approval: bool | ApprovalPolicy = False,
+        input_processors: Sequence[Processor] | None = None,
+        output_processors: Sequence[Processor] | None = None,
+        error_processors: Sequence[Processor] | None = None,
+        max_processor_retries: int | None = None,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
@@ -160,6 +185,10 @@ class Agent:
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
         self._local_runs: Storage | None = None
+        self.input_processors = check_processors(input_processors, "input_processors", INPUT_METHODS)
+        self.output_processors = check_processors(output_processors, "output_processors", OUTPUT_METHODS)
+        self.error_processors = check_processors(error_processors, "error_processors", ERROR_METHODS)
+        self.max_processor_retries = check_retries(max_processor_retries)
         self.instrument = check_instrument_option(instrument, f"agent {id!r}")
 
     # ----------------------------------------------------------------------------- Mastra wiring
@@ -300,7 +329,17 @@ class Agent:
             background=background,
             background_scope=background_scope,
         )
-        return self._output(source, opts, cancel, recorder, config.run_id, config.message_id)
+        blocked: list[Tripwire] = []
+        config.on_result_tripwire = blocked.append
+        return self._output(
+            source,
+            opts,
+            cancel,
+            recorder,
+            config.run_id,
+            config.message_id,
+            result_tripwire=lambda: blocked[-1].data() if blocked else None,
+        )
 
     def _turn_source(
         self,
@@ -340,6 +379,7 @@ class Agent:
             prompt.append({"role": "system", "content": instructions})
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
+        hooks = self._with_processors(hooks, opts, cancel)
         model = self.model
         traced = trace_run(
             self.instrument,
@@ -430,6 +470,8 @@ class Agent:
         recorder: SuspendRecorder,
         run_id: str,
         message_id: str,
+        *,
+        result_tripwire: Callable[[], dict[str, Any] | None] | None = None,
     ) -> ModelOutput:
         return ModelOutput(
             source,
@@ -444,6 +486,26 @@ class Agent:
             has_structured_output=opts.get("structured_output") is not None,
             on_cancel=cancel.abort,
             on_suspended=recorder.on_output_suspended,
+            result_tripwire=result_tripwire,
+        )
+
+    def _with_processors(self, hooks: LoopHooks, opts: Mapping[str, Any], cancel: AbortController) -> LoopHooks:
+        """The run's hooks with its processors around them (the agent's, or the call's options)."""
+        inputs = _option(opts, "input_processors", self.input_processors, INPUT_METHODS)
+        outputs = _option(opts, "output_processors", self.output_processors, OUTPUT_METHODS)
+        errors = _option(opts, "error_processors", self.error_processors, ERROR_METHODS)
+        if not (inputs or outputs or errors):
+            return hooks
+        user_signal: AbortSignal | None = opts.get("abort_signal")
+        signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
+        retries = opts.get("max_processor_retries", self.max_processor_retries)
+        return ProcessorHooks(
+            hooks,
+            input_processors=inputs,
+            output_processors=outputs,
+            error_processors=errors,
+            max_processor_retries=check_retries(retries),
+            signal=signal,
         )
 
     # ------------------------------------------------------------------------- human in the loop
@@ -560,6 +622,7 @@ class Agent:
                 thread, resource = (scope.thread_id, scope.resource_id) if scope else (None, None)
                 setup = background.prepare_run(self, thread_id=thread, resource_id=resource)
                 tools, hooks = setup.tools, setup.hooks
+            hooks = self._with_processors(hooks, merged, cancel)
             now_ms: Callable[[], float] = merged.get("clock") or _now_ms
             sleep: Callable[[float], Awaitable[None]] = merged.get("sleep") or asyncio.sleep
             if self.agents or self.workflows:

@@ -9,8 +9,11 @@ only what it needs and chains to an inner hooks object for the rest (as the back
 ``prepare_step``            before every model call: that call's options (per-step processors,
                             ``prepareStep``, the LLM-request phase)
 ``process_chunk``           every chunk the loop streams (output-stream processors, tripwire)
+``on_model_error``          a model call failed before producing anything: retry it? (error
+                            processors)
+``after_model``             after every model response, before its tools (output-step processors)
 ``execute_tool``            every client tool call that validated (tool approval / suspension,
-                            background dispatch)
+                            background dispatch, tool-result processors)
 ``after_tools``             after a step's tools ran
 ``end_of_step``             before ``step-finish``: force continuing or stopping (goals,
                             is-task-complete)
@@ -36,7 +39,7 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._messages import MessageInput
 
-__all__ = ["BackgroundSeam", "LoopHooks", "PendingToolCall", "RunSetup", "StepInfo", "StopCondition"]
+__all__ = ["BackgroundSeam", "ChainedHooks", "LoopHooks", "PendingToolCall", "RunSetup", "StepInfo", "StopCondition"]
 
 
 @dataclass
@@ -82,7 +85,11 @@ class LoopHooks:
       ``tools``, ``tool_choice`` …); return them, or a replacement.
     * ``process_chunk(chunk)`` — per-chunk output processing; return the chunk, a replacement, or
       ``None`` to drop it. A plain attribute (``None``: no processing) so that the per-token path
-      pays nothing when nobody processes.
+      pays nothing when nobody processes. It may be a coroutine function (awaited only then), and
+      may return a list: chunks to stream first, then the chunk (or ``None``).
+    * ``on_model_error(step, error)`` — a model call failed before streaming any content; return
+      ``True`` to call the model again (same step), ``False`` to let the error end the step.
+    * ``after_model(step)`` — after the model's response, before the step's tools run.
     * ``execute_tool(call, tool, context, default)`` — the tool-execution seam: called for every
       client tool call whose tool exists and whose input validated (``call.args``); the default
       awaits ``default()``, which runs the tool. An override may run it elsewhere instead (the
@@ -96,9 +103,12 @@ class LoopHooks:
     * ``end_of_step(step)`` — before ``step-finish``; return ``True``/``False`` to force continuing or
       stopping, ``None`` to keep the loop's decision (goals, is-task-complete).
     * ``end_of_run(steps)`` — after the last step, before ``finish``: chunks to stream first.
+
+    Any hook may raise ``agentstream.agent.Tripwire``; the loop gives it the meaning of its phase
+    (``run_loop``, spec §7.2).
     """
 
-    process_chunk: Callable[[Chunk], Chunk | None] | None = None
+    process_chunk: Callable[[Chunk], Any] | None = None
 
     async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The prompt before the first model call; return it or a replacement (input processors)."""
@@ -107,6 +117,14 @@ class LoopHooks:
     async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
         """One model call's options (1-based ``step_number``); return them or a replacement."""
         return options
+
+    async def on_model_error(self, step: StepInfo, error: Any) -> bool:
+        """A model call failed before streaming content: ``True`` calls the model again."""
+        return False
+
+    async def after_model(self, step: StepInfo) -> None:
+        """After the model's response, before the step's tools (output-step processors)."""
+        return None
 
     async def execute_tool(
         self,
@@ -129,6 +147,44 @@ class LoopHooks:
     async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
         """After the last step of a run that was not aborted: chunks to stream before ``finish``."""
         return []
+
+
+class ChainedHooks(LoopHooks):
+    """Hooks that wrap ``inner``: every method not overridden chains to it (``process_chunk`` too)."""
+
+    def __init__(self, inner: LoopHooks) -> None:
+        self.inner = inner
+        self.process_chunk = inner.process_chunk
+
+    async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return await self.inner.process_input(messages)
+
+    async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
+        return await self.inner.prepare_step(step_number, options)
+
+    async def on_model_error(self, step: StepInfo, error: Any) -> bool:
+        return await self.inner.on_model_error(step, error)
+
+    async def after_model(self, step: StepInfo) -> None:
+        await self.inner.after_model(step)
+
+    async def execute_tool(
+        self,
+        call: PendingToolCall,
+        tool: Tool,
+        context: ToolContext,
+        default: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        return await self.inner.execute_tool(call, tool, context, default)
+
+    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
+        await self.inner.after_tools(step, results)
+
+    async def end_of_step(self, step: StepInfo) -> bool | None:
+        return await self.inner.end_of_step(step)
+
+    async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
+        return await self.inner.end_of_run(steps)
 
 
 @dataclass

@@ -14,6 +14,7 @@ from ..chunks import Chunk
 from ..stream import AbortEvent, ErrorEvent, FinishEvent, StepResult, TransformFactory
 from ..tools import ToolErrorMask
 from ._hooks import StopCondition
+from ._processors import Processor
 from ._settings import ModelSettings
 from ._structured import StructuredOutputConfig
 
@@ -68,6 +69,14 @@ class TurnOptions(TypedDict, total=False):
     memory: MemoryOptions
     instructions: str
     """This run's instructions in place of the agent's own (Mastra's ``instructions`` option)."""
+    input_processors: Sequence[Processor]
+    """Replace the agent's input processors for this call."""
+    output_processors: Sequence[Processor]
+    """Replace the agent's output processors for this call."""
+    error_processors: Sequence[Processor]
+    """Replace the agent's error processors for this call."""
+    max_processor_retries: int | None
+    """Processor retries allowed (``None``: none for input/output; 3 for API errors with error processors)."""
     require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
     """``True``: every tool call waits for approval; a callable ``(tool_name, args) -> bool`` (may
     be async) decides per call. The run ends suspended on ``tool-call-approval``."""

@@ -63,6 +63,10 @@ class StepState:
     """``early`` or ``notify`` holds something (checked once per part instead of both lists)."""
     fatal: bool = False
     """An ``error`` part ended the step's stream."""
+    tripwire: Any = None
+    """The `Tripwire` a processor raised in this step (``None``: none)."""
+    text_closed: set[str] = field(default_factory=set)
+    """Text part ids whose ``text-end`` went through async output processing."""
     text_chunks: list[str] = field(default_factory=list)
     content: list[dict[str, Any]] = field(default_factory=list)
     """The assistant message's parts in stream order (text / reasoning parts filled in at the end)."""

@@ -29,6 +29,7 @@ from ..tools import Tool, ToolContext, ToolErrorMask, ToolSuspended, ToolWriter,
 from ._hooks import LoopHooks, PendingToolCall
 from ._parts import ON_CHUNK_TYPES
 from ._suspension import DECLINED_REASON, ResumeDecision, Suspension
+from ._tripwire import Tripwire
 
 __all__ = ["ToolNotFoundError", "ToolRunner", "call_on_chunk", "tool_error", "tool_error_payload"]
 
@@ -152,6 +153,8 @@ class ToolRunner:
         self.suspended: Suspension | None = None
         self.completed: dict[str, tuple[bool, Any]] = {}
         self.denied: set[str] = set()
+        self.tripwire: Tripwire | None = None
+        """A processor blocked a tool result or chunk: the stream ended with its ``tripwire`` chunk."""
 
     async def stream(
         self, calls: list[PendingToolCall], messages: list[dict[str, Any]]
@@ -176,11 +179,12 @@ class ToolRunner:
         gathered.add_done_callback(lambda _f: queue.close())
         try:
             async for item in queue:
-                if process is not None and (item := process(item)) is None:  # type: ignore[assignment]
-                    continue
-                if on_chunk is not None and item.type in ON_CHUNK_TYPES:
-                    await call_on_chunk(on_chunk, item)  # background-task-started
-                yield item
+                for out in await self._processed(process, item) if process is not None else (item,):
+                    if on_chunk is not None and out.type in ON_CHUNK_TYPES:
+                        await call_on_chunk(on_chunk, out)  # background-task-started
+                    yield out
+                if self.tripwire is not None:
+                    return
             if queue.aborted:
                 self.aborted = True
                 return
@@ -197,16 +201,34 @@ class ToolRunner:
             }
             return
         for call, (failed, value) in zip(calls, outcome, strict=True):
+            if isinstance(value, Tripwire):  # process_tool_result blocked it: not committed, the run ends
+                self.tripwire = value
+                yield value.chunk()
+                return
             self.results.append((call, failed, value))
             self.errored = self.errored or failed
             denied = call.call_id in self.denied
-            chunk: Chunk | None = _outcome_chunk(self.run_id, call, failed, value, denied)
-            if process is not None and (chunk := process(chunk)) is None:  # type: ignore[arg-type]
-                continue
-            assert chunk is not None
-            if on_chunk is not None:
-                await call_on_chunk(on_chunk, chunk)
-            yield chunk
+            chunk: Chunk = _outcome_chunk(self.run_id, call, failed, value, denied)
+            for out in await self._processed(process, chunk) if process is not None else (chunk,):
+                if on_chunk is not None and out.type != "tripwire":
+                    await call_on_chunk(on_chunk, out)
+                yield out
+            if self.tripwire is not None:
+                return
+
+    async def _processed(self, process: Callable[[Chunk], Any], chunk: Chunk) -> list[Chunk]:
+        """``chunk`` through the output seam: what to stream (written chunks first; nothing if
+        dropped; the ``tripwire`` chunk if a processor blocked it)."""
+        try:
+            out = process(chunk)
+            if inspect.isawaitable(out):
+                out = await out
+        except Tripwire as trip:
+            self.tripwire = trip
+            return [trip.chunk()]
+        if type(out) is list:
+            return [c for c in out if c is not None]
+        return [] if out is None else [out]
 
     async def _execute(
         self, call: PendingToolCall, messages: list[dict[str, Any]], emit: Callable[[Chunk], None]
@@ -254,6 +276,8 @@ class ToolRunner:
             return False, await self.hooks.execute_tool(call, tool_obj, context, default)
         except asyncio.CancelledError:
             raise
+        except Tripwire as trip:
+            return True, trip
         except ToolSuspended as suspended:
             payload = to_jsonable(suspended.payload)
             return self._suspend(Suspension("suspend", call, payload, tool_obj.resume_schema_json()))

@@ -27,7 +27,7 @@ from ..ai_sdk import ChatRequestError, SSEStreamResponse, assert_valid_heartbeat
 from ..resumable import StreamOwnerError, StreamStore
 from ._guard import RequestGuard
 
-__all__ = ["owner_key", "record_response", "resume_route"]
+__all__ = ["record_response", "resume_route", "stream_owner"]
 
 logger = logging.getLogger("agentstream.server")
 # Running responses, referenced until they end (the event loop keeps only weak references to tasks).
@@ -37,13 +37,10 @@ _CURRENT: dict[tuple[int, str], AbortController] = {}
 _decode = msgspec.json.Decoder().decode
 
 
-def owner_key(principal: object) -> str | None:
-    """The owner a stream is recorded under: a digest of the principal (``None`` without auth), so
-    no token or user record is written to the store."""
-    if principal is None:
-        return None
-    kind = type(principal)
-    return hashlib.sha256(f"{kind.__module__}.{kind.__qualname__}:{principal}".encode()).hexdigest()
+def stream_owner(owner: str | None) -> str | None:
+    """The owner a stream is recorded under: a digest of the principal's `owner_key` (``None``
+    without auth), so no user name or record is written to the store."""
+    return None if owner is None else hashlib.sha256(owner.encode()).hexdigest()
 
 
 async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
@@ -171,6 +168,8 @@ def resume_route(
     checks = guard or RequestGuard()
 
     async def start(request: Request) -> Response:
+        from ._route import owner_key
+
         if request.method == "OPTIONS":
             answer = checks.preflight(request)
             answer.headers["access-control-allow-methods"] = "GET, OPTIONS"
@@ -179,7 +178,7 @@ def resume_route(
         after = _after(request)
         active = await store.active(request.path_params["chat_id"])
         headers = checks.cors_headers(request)
-        if active is None or active.owner != owner_key(principal):
+        if active is None or active.owner != stream_owner(owner_key(principal)):
             return Response(status_code=204, headers=headers)
         chunks = follow(store, active.stream_id, after)
         return SSEStreamResponse(chunks, heartbeat_ms=heartbeat_ms, headers=headers)

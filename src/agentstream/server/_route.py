@@ -34,7 +34,7 @@ from ..ai_sdk import (
 from ..resumable import StreamStore
 from ..tracing import incoming_trace
 from ._guard import RequestGuard
-from ._resume import claim, owner_key, record_response
+from ._resume import claim, record_response, stream_owner
 
 __all__ = ["InternalServerError", "chat_route", "error_response"]
 
@@ -66,6 +66,17 @@ def _json_kind(value: Any) -> str:
         return "a boolean"
     kinds = {str: "a string", list: "an array", int: "a number", float: "a number"}
     return kinds.get(type(value), type(value).__name__)
+
+
+def owner_key(principal: object) -> str | None:
+    """The owner a principal stands for (who may resume the runs it saw suspend): a string or
+    number as is, anything else by its type and ``id`` (attribute or key), else its ``repr``."""
+    if principal is None:
+        return None
+    if isinstance(principal, (str, int)):
+        return str(principal)
+    ident = principal.get("id") if isinstance(principal, Mapping) else getattr(principal, "id", None)
+    return f"{type(principal).__name__}:{ident if ident is not None else repr(principal)}"
 
 
 def chat_route(
@@ -112,7 +123,9 @@ def chat_route(
         raise ValueError("chat_route: the path needs an {agent_id} parameter, or pass agent=")
     checks = guard or RequestGuard()
 
-    async def run(request: Request, body: Mapping[str, Any], controller: AbortController) -> Any:
+    async def run(
+        request: Request, body: Mapping[str, Any], controller: AbortController, principal: object
+    ) -> Any:
         with incoming_trace(request.headers):  # the run's span continues the caller's trace
             return await handle_chat_stream(
                 mastra=mastra,
@@ -130,6 +143,7 @@ def chat_route(
                 abort_signal=controller.signal,
                 allow_system_messages=allow_system_messages,
                 include_sub_agent_metadata=include_sub_agent_metadata,
+                owner=owner_key(principal),
             )
 
     async def start(request: Request) -> Response:
@@ -143,13 +157,13 @@ def chat_route(
         headers = checks.cors_headers(request)
         chat_id = body.get("id")
         if stream_store is None or not isinstance(chat_id, str) or not 0 < len(chat_id) <= MAX_ID_LENGTH:
-            stream = await run(request, body, controller)
+            stream = await run(request, body, controller, principal)
             return SSEStreamResponse(
                 stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=headers
             )
-        stream_id = await claim(stream_store, chat_id, owner_key(principal))
+        stream_id = await claim(stream_store, chat_id, stream_owner(owner_key(principal)))
         try:
-            stream = await run(request, body, controller)
+            stream = await run(request, body, controller, principal)
         except BaseException:
             await stream_store.finish(stream_id)
             raise

@@ -57,6 +57,7 @@ from ._results import (
     FinishEvent,
     FullOutput,
     StepResult,
+    TripwireInfo,
     Usage,
     add_usage,
     final_usage,
@@ -134,6 +135,8 @@ class ModelOutput:
       ``full_stream`` access (not to ``text_stream``, ``object_stream`` or the results).
     * ``has_structured_output`` - whether ``object`` can resolve to a value.
     * ``on_cancel`` - called once when ``aclose`` stops a run that has not ended.
+    * ``result_tripwire`` - asked at ``finish``: a tripwire (Mastra JSON) an output-result
+      processor raised; the results then read ``text ""``, finish reason ``other``.
     * ``on_suspended`` - awaited with `serialize_state()` when the run suspends
       (``tool-call-approval`` / ``tool-call-suspended``), before that chunk is delivered: the agent
       keeps the run there so that a later leg can resume it. If it raises, the run fails.
@@ -158,6 +161,7 @@ class ModelOutput:
         experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
         has_structured_output: bool = False,
         on_cancel: Callable[[], object] | None = None,
+        result_tripwire: Callable[[], dict[str, Any] | None] | None = None,
         on_suspended: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self.run_id = run_id
@@ -169,6 +173,7 @@ class ModelOutput:
         self._cb_error = on_error
         self._cb_abort = on_abort
         self._on_cancel = on_cancel
+        self._result_tripwire = result_tripwire
         check_transform_factories(experimental_transform, "experimental_transform")
         self._transforms = experimental_transform
 
@@ -183,7 +188,9 @@ class ModelOutput:
 
         self._status: RunStatus = "running"
         self._error: BaseException | None = None
-        self._tripwire: dict[str, Any] | None = None
+        self._tripwire: TripwireInfo | None = None
+        self._dropped: list[tuple[int, int]] = []
+        """Log ranges of steps a processor rejected: their text is no part of the answer."""
         self._used_fallback_value = False
         self._finish_callback_sent = False
         self._was_suspended = False
@@ -230,8 +237,8 @@ class ModelOutput:
         return self._error
 
     @property
-    def tripwire(self) -> dict[str, Any] | None:
-        """``{reason, retry?, metadata?, processorId?}`` once a processor blocked the run."""
+    def tripwire(self) -> TripwireInfo | None:
+        """Why a processor blocked the run (``reason``, ``retry``, ``metadata``, ``processor_id``), once it did."""
         return self._tripwire
 
     @property
@@ -683,8 +690,17 @@ class ModelOutput:
         self._step.tool_results.append(chunk)
         self._emit(chunk)
 
-    def _all_text(self) -> str:
-        return self._prior_text + _joined_text(self._log, self._replay_start)
+    def _all_text(self, *, dropped: bool = False) -> str:
+        """The text of the run; with ``dropped`` also that of steps a processor rejected."""
+        if dropped or not self._dropped:
+            return self._prior_text + _joined_text(self._log, self._replay_start)
+        parts, start = [], self._replay_start
+        for begin, end in self._dropped:
+            if end > start:
+                parts.append(_joined_text(self._log[:begin], start) if begin > start else "")
+                start = end
+        parts.append(_joined_text(self._log, start))
+        return self._prior_text + "".join(parts)
 
     def _step_text(self) -> str:
         return self._prior_step_text + _joined_text(self._log, self._step_start)
@@ -738,9 +754,11 @@ class ModelOutput:
             self._request = request
         step = self._step
         steps_meta = payload.output.get("steps") or []
-        tripwire = next(
-            (s.get("tripwire") for s in steps_meta if isinstance(s, dict) and s.get("tripwire")), None
-        )
+        last_meta = steps_meta[-1] if steps_meta else None
+        trip_data = last_meta.get("tripwire") if isinstance(last_meta, dict) else None
+        tripwire = TripwireInfo.from_data(trip_data) if isinstance(trip_data, dict) else None
+        if tripwire is not None:
+            self._dropped.append((self._step_start, len(self._log)))
         metadata = payload.metadata
         response = {
             "id": payload.id or metadata.get("id") or "",
@@ -803,14 +821,15 @@ class ModelOutput:
 
     async def _on_tripwire(self, chunk: Tripwire) -> Any:
         p = chunk.payload
-        tripwire: dict[str, Any] = {"reason": p.reason or "Content blocked"}
-        if p.retry is not None:
-            tripwire["retry"] = p.retry
-        if p.metadata is not msgspec.UNSET:
-            tripwire["metadata"] = p.metadata
-        if p.processor_id is not None:
-            tripwire["processorId"] = p.processor_id
-        self._tripwire = tripwire
+        self._tripwire = TripwireInfo(
+            reason=p.reason or "Content blocked",
+            retry=p.retry,
+            metadata=None if p.metadata is msgspec.UNSET else p.metadata,
+            processor_id=p.processor_id,
+        )
+        # Recorded: the tool calls and results are those of the step the tripwire cut short.
+        self._results["tool_calls"].resolve(list(self._step.tool_calls))
+        self._results["tool_results"].resolve(list(self._step.tool_results))
         self._resolve_all(text=self._all_text(), finish_reason="other")
         self._emit(chunk)
         return _STOP  # Mastra terminates the stream here: nothing after a tripwire is delivered.
@@ -830,10 +849,18 @@ class ModelOutput:
             text = self._steps[-1].text
         else:
             text = self._all_text()
+        if self._steps and self._steps[-1].tripwire is not None and reason == "tripwire":
+            self._tripwire = self._steps[-1].tripwire  # an output-step processor stopped the run
+        # the on_finish event shows the run as streamed; the results what the processors let through
+        event_reason, event_text = reason, self._all_text(dropped=True)
+        blocked = self._result_tripwire() if self._result_tripwire is not None else None
+        if blocked is not None:
+            self._tripwire = TripwireInfo.from_data(blocked)
+            text, reason = "", "other"
         self._resolve_all(text=text, finish_reason=reason)
         if self._steps and not self._finish_callback_sent:
             self._finish_callback_sent = True
-            event = self._finish_event(text=self._all_text(), finish_reason=reason, usage=aggregate)
+            event = self._finish_event(text=event_text, finish_reason=event_reason, usage=aggregate)
             await self._call(self._cb_finish, event)
         self._emit(chunk)
 
