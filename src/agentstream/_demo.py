@@ -15,8 +15,7 @@ from ._abort import until_aborted
 from ._mastra import Mastra
 from .agent import Agent
 from .models import LanguageModel
-from .processors import SecretRedactor
-from .processors._text import message_text
+from .processors import SecretRedactor, message_text
 from .tools import ToolContext, tool
 
 if TYPE_CHECKING:
