@@ -62,8 +62,6 @@ _ISSUE_14 = "issue 14 (workflows; agents and workflows as tools)"
 
 NOT_BUILT: dict[str, dict[str, str]] = {
     "agent": {
-        "goal-judge-done": _ISSUE_13,
-        "goal-max-runs-exhausted": _ISSUE_13,
         "input-processor-rewrite": _ISSUE_13,
         "output-processor-redact-stream": _ISSUE_13,
         "output-processor-result-retry": _ISSUE_13,

@@ -15,6 +15,8 @@ import pytest
 from agentstream._abort import AbortController
 from agentstream.agent import Agent
 from agentstream.chunks import TextDelta, chunk_to_dict, to_jsonable
+from agentstream.memory import Memory
+from agentstream.storage import InMemoryStore
 from agentstream.testing import ScriptedModel
 from tests.conformance import load, params, to_wire, vector_files
 
@@ -130,18 +132,43 @@ def _content_matches(expected: dict[str, Any], actual: dict[str, Any], where: st
     _matches(expected, actual, where)
 
 
+class _Goal:
+    """A goal vector's setup: the judge model, the storage and the objective set before the run."""
+
+    def __init__(self, vector: dict[str, Any]) -> None:
+        self.judge = ScriptedModel(vector["judgeSteps"], model_id="mock-judge-id")
+        self.storage = InMemoryStore()
+        self.before = vector["goal"]["objectiveBefore"]
+
+    def agent_options(self) -> dict[str, Any]:
+        return {
+            "goal": {"judge": self.judge},
+            "memory": Memory(self.storage),
+            "default_options": {"clock": lambda: FROZEN_MS},
+        }
+
+    async def set_objective(self, agent: Agent, thread_id: str) -> None:
+        record = await agent.set_objective(
+            self.before["objective"], thread_id=thread_id, id=self.before["id"], max_runs=self.before.get("maxRuns")
+        )
+        assert record.to_json() == self.before
+
+
 async def _run(
     vector: dict[str, Any],
 ) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel]:
     model = ScriptedModel(vector["modelSteps"])
     spec = vector["agent"]
+    goal = _Goal(vector) if "goal" in vector else None
     agent = Agent(
         id=spec["id"],
         name=spec["name"],
         instructions=spec["instructions"],
         model=model,
         tools=tools_for(vector),
+        **(goal.agent_options() if goal else {}),
     )
+    vector["$agent"], vector["$goal"] = agent, goal
     calls: dict[str, list[Any]] = {
         "onChunk": [],
         "onStepFinish": [],
@@ -159,6 +186,11 @@ async def _run(
         "on_abort": lambda e: calls["onAbort"].append(e),
     }
     raw_options = spec["options"]
+    if "memory" in raw_options:
+        thread, resource = raw_options["memory"]["thread"], raw_options["memory"]["resource"]
+        options["memory"] = {"thread": thread, "resource": resource}
+        if goal is not None:
+            await goal.set_objective(agent, thread)
     if raw_options.get("includeRawChunks"):
         options["include_raw_chunks"] = True
     if "structuredOutput" in raw_options:
@@ -257,3 +289,24 @@ async def test_vector(path: Any) -> None:
     ):
         assert got.text == exp_finish["text"]
         assert got.finish_reason == exp_finish["finishReason"]
+
+    # 6. goals: what the judge was asked, and the objective record after the run
+    goal: _Goal | None = vector["$goal"]
+    if goal is not None:
+        await _check_goal(vector, goal)
+
+
+async def _check_goal(vector: dict[str, Any], goal: _Goal) -> None:
+    calls = goal.judge.calls
+    assert len(calls) == len(vector["judgeCalls"])
+    _matches(to_wire(vector["judgeCalls"][0]["prompt"]), to_jsonable(calls[0].prompt), "judgeCalls[0].prompt")
+    for call, exp_call in zip(calls[1:], vector["judgeCalls"][1:], strict=True):
+        # Later calls: the new question is the same; the judge's memory of its earlier verdicts
+        # is not built (docs/decisions.md "Goals").
+        expected = to_wire(exp_call["prompt"])
+        _matches(expected[0], to_jsonable(call.prompt[0]), f"judgeCalls[{call.index}].system")
+        question = to_jsonable(call.prompt[1])["content"][0]
+        _matches(expected[1]["content"][0], question, f"judgeCalls[{call.index}].question")
+    thread = vector["agent"]["options"]["memory"]["thread"]
+    after = await vector["$agent"].get_objective(thread_id=thread)
+    assert after is not None and after.to_json() == vector["goal"]["objectiveAfter"]

@@ -3,7 +3,17 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
-from ._hooks import BackgroundSeam, LoopHooks, PendingToolCall, RunSetup, StepInfo, StopCondition
+from ._goal import DEFAULT_GOAL_MAX_RUNS, GoalConfig, GoalObjective
+from ._goal_judge import DEFAULT_GOAL_JUDGE_PROMPT, GoalScoreContext, GoalScorer
+from ._hooks import (
+    BackgroundSeam,
+    LoopHooks,
+    PendingToolCall,
+    RunSetup,
+    StepDecision,
+    StepInfo,
+    StopCondition,
+)
 from ._loop import AgentStreamError
 from ._messages import MessageInput
 from ._options import StreamOptions, TurnOptions, UntilIdleOptions
@@ -12,14 +22,21 @@ from ._structured import StructuredOutputConfig, StructuredOutputError
 from ._tool_runner import ToolNotFoundError
 
 __all__ = [
+    "DEFAULT_GOAL_JUDGE_PROMPT",
+    "DEFAULT_GOAL_MAX_RUNS",
     "Agent",
     "AgentStreamError",
     "BackgroundSeam",
+    "GoalConfig",
+    "GoalObjective",
+    "GoalScoreContext",
+    "GoalScorer",
     "LoopHooks",
     "MessageInput",
     "ModelSettings",
     "PendingToolCall",
     "RunSetup",
+    "StepDecision",
     "StepInfo",
     "StopCondition",
     "StreamOptions",

@@ -12,8 +12,13 @@ from .._abort import AbortController, AbortSignal
 from ..chunks import Chunk
 from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
+from ..storage import Storage
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
+from ._goal import GoalConfig, GoalHooks, GoalObjective, GoalStatus
+from ._goal import load_objective as _load_objective
+from ._goal import set_objective as _set_objective
+from ._goal import update_objective as _update_objective
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
@@ -56,6 +61,10 @@ class Agent:
     agent ``backgroundTasks``: ``{"tools": "all" | {name: bool | {...}}, "disabled": ...}`` or an
     `AgentBackgroundConfig`) overrides the tools' own settings.
 
+    ``goal`` (`GoalConfig` or ``{"judge", "max_runs", "prompt", "scorer", "max_steps"}``) judges the
+    answers of runs on a memory thread against that thread's objective (`set_objective`) and sends
+    the agent round again until the judge says it is done.
+
     Run options include ``clock`` (``() -> ms``, timestamps) and ``sleep`` (``async (seconds) ->
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
     `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
@@ -74,6 +83,7 @@ class Agent:
         hooks: LoopHooks | None = None,
         memory: Memory | None = None,
         background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
+        goal: GoalConfig | Mapping[str, Any] | None = None,
     ) -> None:
         if not id:
             raise ValueError("an agent needs a non-empty id")
@@ -103,6 +113,7 @@ class Agent:
         self.background_config: AgentBackgroundConfig | None = None
         if background_tasks is not None:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
+        self.goal = GoalConfig.from_value(goal) if goal is not None else None
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
 
@@ -135,6 +146,69 @@ class Agent:
         if memory.storage is None and storage is not None:
             return memory.bound(storage)
         return memory
+
+    # ------------------------------------------------------------------------------------ goals
+
+    def _goal_storage(self) -> Storage:
+        storage = self._memory_for_run().storage
+        if storage is None:
+            raise ValueError(f"agent {self.id!r}: goals need storage: Agent(memory=Memory(storage)) or a Mastra's")
+        return storage
+
+    def _clock_ms(self) -> int:
+        clock = self.default_options.get("clock") or _now_ms
+        return int(clock())
+
+    async def set_objective(
+        self,
+        objective: str,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        judge_model_id: str | None = None,
+        max_runs: int | None = None,
+        prompt: str | None = None,
+        id: str | None = None,
+    ) -> GoalObjective:
+        """Give memory thread ``thread_id`` a new ``active`` objective (replacing any earlier one).
+
+        ``judge_model_id`` (a model string), ``max_runs`` and ``prompt`` override the agent's
+        ``goal`` settings for this objective; ``resource_id`` creates the thread if it is new.
+        Stored in the thread-state domain of the agent's memory storage.
+        """
+        if resource_id is not None:
+            from ..memory import MemoryScope
+
+            await self._memory_for_run().ensure_thread(MemoryScope(thread_id, resource_id))
+        return await _set_objective(
+            self._goal_storage(), objective, thread_id=thread_id, now_ms=self._clock_ms(),
+            judge_model_id=judge_model_id, max_runs=max_runs, prompt=prompt, id=id,
+        )
+
+    async def get_objective(self, *, thread_id: str) -> GoalObjective | None:
+        """The thread's objective (status, runs used, paused reason …), or ``None``."""
+        return await _load_objective(self._goal_storage(), thread_id)
+
+    async def clear_objective(self, *, thread_id: str) -> bool:
+        """Remove the thread's objective; ``False`` if it had none."""
+        deleted: bool = await self._goal_storage().delete_thread_state(thread_id, "goal")
+        return deleted
+
+    async def update_objective_options(
+        self,
+        *,
+        thread_id: str,
+        judge_model_id: str | None = None,
+        max_runs: int | None = None,
+        prompt: str | None = None,
+        status: GoalStatus | None = None,
+    ) -> GoalObjective | None:
+        """Change the thread's objective; ``status="active"`` with a higher ``max_runs`` resumes a
+        paused goal. ``None`` if the thread has no objective."""
+        return await _update_objective(
+            self._goal_storage(), thread_id=thread_id, now_ms=self._clock_ms(),
+            judge_model_id=judge_model_id, max_runs=max_runs, prompt=prompt, status=status,
+        )
 
     @property
     def model(self) -> LanguageModel:
@@ -246,6 +320,11 @@ class Agent:
         max_steps = opts.get("max_steps")
         structured = opts.get("structured_output")
         so = StructuredOutputConfig.from_option(structured) if structured is not None else None
+        if self.goal is not None and scope is not None and memory is not None:
+            hooks = GoalHooks(
+                hooks, self.goal, self._goal_storage(), thread_id=scope.thread_id, resource_id=scope.resource_id,
+                run_id=run_id, now_ms=now_ms, signal=signal,
+            )
         concurrency = opts.get("tool_call_concurrency", 10)
         if isinstance(concurrency, Mapping):
             concurrency = concurrency.get("limit", 10)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..agent import Agent, LoopHooks, PendingToolCall, RunSetup, StepInfo
+from ..agent import Agent, LoopHooks, PendingToolCall, RunSetup, StepDecision, StepInfo
 from ..chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, Chunk, ChunkFrom, ToolResult
 from ..tools import AgentBackgroundConfig, Tool, ToolBackgroundConfig, ToolContext, json_schema_of
 from ._config import (
@@ -264,5 +264,5 @@ class BackgroundHooks(LoopHooks):
     async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
         await self.inner.after_tools(step, results)
 
-    async def end_of_step(self, step: StepInfo) -> bool | None:
+    async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
         return await self.inner.end_of_step(step)
