@@ -301,12 +301,28 @@ async def _check_goal(vector: dict[str, Any], goal: _Goal) -> None:
     assert len(calls) == len(vector["judgeCalls"])
     _matches(to_wire(vector["judgeCalls"][0]["prompt"]), to_jsonable(calls[0].prompt), "judgeCalls[0].prompt")
     for call, exp_call in zip(calls[1:], vector["judgeCalls"][1:], strict=True):
-        # Later calls: the new question is the same; the judge's memory of its earlier verdicts
-        # is not built (docs/decisions.md "Goals").
-        expected = to_wire(exp_call["prompt"])
-        _matches(expected[0], to_jsonable(call.prompt[0]), f"judgeCalls[{call.index}].system")
-        question = to_jsonable(call.prompt[1])["content"][0]
-        _matches(expected[1]["content"][0], question, f"judgeCalls[{call.index}].question")
+        _matches(_judge_prompt_in_time(to_wire(exp_call["prompt"])), _texts(call.prompt), f"judgeCalls[{call.index}]")
     thread = vector["agent"]["options"]["memory"]["thread"]
     after = await vector["$agent"].get_objective(thread_id=thread)
     assert after is not None and after.to_json() == vector["goal"]["objectiveAfter"]
+
+
+def _texts(prompt: list[dict[str, Any]]) -> list[Any]:
+    """Role and text parts of each message (stored history carries no ``providerOptions``)."""
+    out: list[Any] = []
+    for message in to_jsonable(prompt):
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [p["text"] for p in content]
+        out.append((message["role"], texts))
+    return out
+
+
+def _judge_prompt_in_time(expected: list[dict[str, Any]]) -> list[Any]:
+    """A later judge call as we make it: the judge's history (its earlier questions and verdicts)
+    before the new question, which carries the JSON instruction. The recording (a frozen clock:
+    every message has the same timestamp) put the new question first, without the instruction;
+    with time moving, the new question is the latest message (docs/decisions.md "Goals")."""
+    system, question, *history = expected
+    instruction = history[0]["content"][-1]
+    reordered = [system, *history, {**question, "content": [*question["content"], instruction]}]
+    return _texts(reordered)

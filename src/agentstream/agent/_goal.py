@@ -25,6 +25,7 @@ import msgspec
 
 from .._abort import AbortSignal
 from ..chunks import Chunk, ChunkFrom, DataChunk, chunk_from_dict, format_date
+from ..memory import Memory, MemoryScope
 from ..models import LanguageModel
 from ..storage import Storage
 from ._goal_judge import (
@@ -367,7 +368,11 @@ class GoalHooks(LoopHooks):
         if judge is None:
             return None
         prompt = record.prompt or self.config.prompt or DEFAULT_GOAL_JUDGE_PROMPT
-        return LLMGoalJudge(judge, prompt, now_ms=self.now_ms)
+        memory = None
+        if self.resource_id is not None and record.id:
+            scope = MemoryScope(f"{self.thread_id}-{record.id}", self.resource_id)
+            memory = (Memory(self.storage), scope)
+        return LLMGoalJudge(judge, prompt, now_ms=self.now_ms, memory=memory)
 
     # -- the judged step
     async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
@@ -437,6 +442,8 @@ class GoalHooks(LoopHooks):
             timed_out = True
             result = {"error": f"timed out after {int(SCORER_TIMEOUT_S * 1000)}ms"}
         except Exception as exc:
+            if self.signal.aborted:
+                return  # the run was aborted while judging: no verdict, the record is untouched
             result = {"error": str(exc) or type(exc).__name__}
         duration = round(self.now_ms() - started)
         async for chunk in self._verdict(record, scorer, result, base, duration, timed_out, decision):

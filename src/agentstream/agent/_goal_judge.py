@@ -10,12 +10,16 @@ writing is read from the partial JSON and reported as activity; its decision map
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 from .._abort import AbortSignal
+from ..memory import Memory, MemoryScope
 from ..models import CallOptions, LanguageModel
+from ..storage import MessageRecord
 from ._convert import parse_partial_json
 
 __all__ = [
@@ -147,34 +151,66 @@ def judge_question(context: GoalScoreContext) -> str:
 class LLMGoalJudge:
     """The built-in scorer (id ``goal-scorer``, name ``Goal (LLM)``): ``judge`` asked with ``prompt``.
 
-    ``history`` are earlier judge exchanges (prompt messages) shown before the question.
+    With ``memory`` (a `Memory` and the judge's own thread, Mastra's ``<threadId>-<goalId>``) the
+    judge sees its earlier questions and verdicts on this goal, and each new exchange is stored.
     """
 
     id = "goal-scorer"
     name = "Goal (LLM)"
 
-    def __init__(self, judge: LanguageModel, prompt: str, *, now_ms: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        judge: LanguageModel,
+        prompt: str,
+        *,
+        now_ms: Callable[[], float],
+        memory: tuple[Memory, MemoryScope] | None = None,
+    ) -> None:
         self.judge = judge
         self.prompt = prompt
         self.now_ms = now_ms
+        self.memory = memory
 
-    def messages(self, context: GoalScoreContext) -> list[dict[str, Any]]:
-        """The judge's prompt: the judge instructions, then the question with the JSON instruction."""
+    def question(self, context: GoalScoreContext) -> dict[str, Any]:
+        """The user message asking the judge: the question, then the JSON instruction."""
         question = {
             "type": "text",
             "text": judge_question(context),
             "providerOptions": {"mastra": {"createdAt": int(self.now_ms())}},
         }
-        return [
-            {"role": "system", "content": self.prompt},
-            {"role": "user", "content": [question, {"type": "text", "text": JSON_INSTRUCTION}]},
-        ]
+        return {"role": "user", "content": [question, {"type": "text", "text": JSON_INSTRUCTION}]}
+
+    async def _history(self) -> list[dict[str, Any]]:
+        if self.memory is None:
+            return []
+        memory, scope = self.memory
+        return await memory.history(scope)
+
+    async def _remember(self, question: dict[str, Any], answer: str) -> None:
+        if self.memory is None:
+            return
+        memory, scope = self.memory
+        at = datetime.fromtimestamp(self.now_ms() / 1000, tz=UTC)
+        parts = [{"type": "text", "text": p["text"]} for p in question["content"]]
+        common: dict[str, Any] = {"thread_id": scope.thread_id, "resource_id": scope.resource_id, "created_at": at}
+        await memory.save(
+            [
+                MessageRecord(id=str(uuid.uuid4()), role="user", content={"format": 2, "parts": parts}, **common),
+                MessageRecord(
+                    id=str(uuid.uuid4()),
+                    role="assistant",
+                    content={"format": 2, "parts": [{"type": "text", "text": answer}]},
+                    **common,
+                ),
+            ]
+        )
 
     async def stream(self, context: GoalScoreContext, verdict: dict[str, Any]) -> AsyncIterator[str]:
         """Ask the judge; yields the ``reason`` each time the partial answer's grows, then fills
         ``verdict`` with ``{"score", "reason", "decision"}``. Raises `GoalJudgeError` on a bad answer."""
+        question = self.question(context)
         options: CallOptions = {
-            "prompt": self.messages(context),
+            "prompt": [{"role": "system", "content": self.prompt}, *await self._history(), question],
             "include_raw_chunks": False,
             "abort_signal": context.abort_signal,
         }
@@ -195,6 +231,7 @@ class LLMGoalJudge:
             if aclose is not None:
                 await aclose()
         decision, reason = parse_verdict(text)
+        await self._remember(question, text)
         verdict.update(score=_DECISION_SCORES[decision], reason=reason, decision=decision)
 
 

@@ -185,6 +185,10 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
             if isinstance(decision, StepDecision):
                 async for chunk in _decision_chunks(decision):
                     yield chunk
+                if cfg.signal.aborted:  # aborted while a judge was deciding
+                    yield Abort(run_id=cfg.run_id, from_=AGENT)
+                    last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
+                    break
             last_finish, continued = await run.finish_step(st, runner, info, decision, metadata)
             yield StepFinish(
                 run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
