@@ -19,6 +19,7 @@ from ._messages import MessageInput
 from ._options import StreamOptions, TurnOptions, UntilIdleOptions
 from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
+from ._task_complete import CompletionContext, CompletionScorer, IsTaskCompleteConfig
 from ._tool_runner import ToolNotFoundError
 
 __all__ = [
@@ -27,10 +28,13 @@ __all__ = [
     "Agent",
     "AgentStreamError",
     "BackgroundSeam",
+    "CompletionContext",
+    "CompletionScorer",
     "GoalConfig",
     "GoalObjective",
     "GoalScoreContext",
     "GoalScorer",
+    "IsTaskCompleteConfig",
     "LoopHooks",
     "MessageInput",
     "ModelSettings",

@@ -12,7 +12,6 @@ from .._abort import AbortController, AbortSignal
 from ..chunks import Chunk
 from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
-from ..storage import Storage
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
 from ._goal import GoalConfig, GoalHooks, GoalObjective, GoalStatus
@@ -25,11 +24,13 @@ from ._messages import MessageInput, to_prompt
 from ._options import StreamOptions, TurnOptions, check_options
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
+from ._task_complete import IsTaskCompleteConfig, IsTaskCompleteHooks
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ..background import BackgroundTaskManager, UntilIdleOutput
+    from ..storage import Storage
 
 __all__ = ["Agent", "has_tool_call", "step_count_is"]
 
@@ -320,6 +321,13 @@ class Agent:
         max_steps = opts.get("max_steps")
         structured = opts.get("structured_output")
         so = StructuredOutputConfig.from_option(structured) if structured is not None else None
+        task_complete = opts.get("is_task_complete")
+        if task_complete is not None:
+            hooks = IsTaskCompleteHooks(
+                hooks, IsTaskCompleteConfig.from_value(task_complete), run_id=run_id, agent_id=self.id,
+                max_steps=max_steps, now_ms=now_ms, thread_id=scope.thread_id if scope else None,
+                resource_id=scope.resource_id if scope else None,
+            )
         if self.goal is not None and scope is not None and memory is not None:
             hooks = GoalHooks(
                 hooks, self.goal, self._goal_storage(), thread_id=scope.thread_id, resource_id=scope.resource_id,

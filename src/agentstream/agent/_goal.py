@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -27,7 +27,6 @@ from .._abort import AbortSignal
 from ..chunks import Chunk, ChunkFrom, DataChunk, chunk_from_dict, format_date
 from ..memory import Memory, MemoryScope
 from ..models import LanguageModel
-from ..storage import Storage
 from ._goal_judge import (
     DEFAULT_GOAL_JUDGE_PROMPT,
     GOAL_SCORE_WAITING,
@@ -36,6 +35,9 @@ from ._goal_judge import (
     LLMGoalJudge,
 )
 from ._hooks import LoopHooks, StepDecision, StepInfo
+
+if TYPE_CHECKING:
+    from ..storage import Storage
 
 __all__ = [
     "DEFAULT_GOAL_MAX_RUNS",
@@ -379,21 +381,30 @@ class GoalHooks(LoopHooks):
         inner = await self.inner.end_of_step(step)
         self.clock.stamp(self.now_ms())  # the step's response joins the message list
         self.steps += 1
-        continued = inner.continue_ if isinstance(inner, StepDecision) else inner
-        if step.errored or (step.is_continued if continued is None else continued) or not self.start:
+        if step.errored or not self.start:
             return inner
-        decision = StepDecision(chunks=(), messages=[])
+        decision = StepDecision()
         if isinstance(inner, StepDecision):
-            decision.messages.extend(inner.messages)
-        decision.chunks = self._evaluate(step, decision, inner)
+            # the inner decision (is-task-complete) is known once its chunks have streamed
+            decision.chunks = self._after(inner, step, decision)
+            return decision
+        if step.is_continued if inner is None else inner:
+            return inner  # mid tool loop, or continued by an inner hook: not judged yet
+        decision.chunks = self._evaluate(step, decision)
         return decision
 
-    async def _evaluate(
-        self, step: StepInfo, decision: StepDecision, inner: bool | StepDecision | None
+    async def _after(
+        self, inner: StepDecision, step: StepInfo, decision: StepDecision
     ) -> AsyncIterator[Chunk]:
-        if isinstance(inner, StepDecision):
-            async for chunk in _each(inner.chunks):
+        async for chunk in _each(inner.chunks):
+            yield chunk
+        decision.messages.extend(inner.messages)
+        decision.continue_ = inner.continue_
+        if not (step.is_continued if inner.continue_ is None else inner.continue_):
+            async for chunk in self._evaluate(step, decision):
                 yield chunk
+
+    async def _evaluate(self, step: StepInfo, decision: StepDecision) -> AsyncIterator[Chunk]:
         record = await load_objective(self.storage, self.thread_id)
         scorer = None if record is None or record.status != "active" else self._scorer(record)
         if record is None or scorer is None:
@@ -437,7 +448,9 @@ class GoalHooks(LoopHooks):
                 else:
                     answer = await scorer.run(context)
                     said = answer.get("reason")
-                    result.update(score=_score(answer.get("score")), reason=said if isinstance(said, str) else None)
+                    result.update(
+                        score=_score(answer.get("score")), reason=said if isinstance(said, str) else None
+                    )
         except TimeoutError:
             timed_out = True
             result = {"error": f"timed out after {int(SCORER_TIMEOUT_S * 1000)}ms"}

@@ -19,7 +19,6 @@ from typing import Any, Protocol, runtime_checkable
 from .._abort import AbortSignal
 from ..memory import Memory, MemoryScope
 from ..models import CallOptions, LanguageModel
-from ..storage import MessageRecord
 from ._convert import parse_partial_json
 
 __all__ = [
@@ -134,7 +133,9 @@ class GoalScorer(Protocol):
     id: str
     name: str
 
-    async def run(self, context: GoalScoreContext) -> Mapping[str, Any]: ...
+    async def run(self, context: GoalScoreContext) -> Mapping[str, Any]:
+        """Score the latest answer: ``{"score": float, "reason": str | None}``."""
+        ...
 
 
 def judge_question(context: GoalScoreContext) -> str:
@@ -189,13 +190,21 @@ class LLMGoalJudge:
     async def _remember(self, question: dict[str, Any], answer: str) -> None:
         if self.memory is None:
             return
+        from ..storage import MessageRecord  # memory's records (agent reaches storage through memory)
+
         memory, scope = self.memory
         at = datetime.fromtimestamp(self.now_ms() / 1000, tz=UTC)
         parts = [{"type": "text", "text": p["text"]} for p in question["content"]]
-        common: dict[str, Any] = {"thread_id": scope.thread_id, "resource_id": scope.resource_id, "created_at": at}
+        common: dict[str, Any] = {
+            "thread_id": scope.thread_id,
+            "resource_id": scope.resource_id,
+            "created_at": at,
+        }
         await memory.save(
             [
-                MessageRecord(id=str(uuid.uuid4()), role="user", content={"format": 2, "parts": parts}, **common),
+                MessageRecord(
+                    id=str(uuid.uuid4()), role="user", content={"format": 2, "parts": parts}, **common
+                ),
                 MessageRecord(
                     id=str(uuid.uuid4()),
                     role="assistant",

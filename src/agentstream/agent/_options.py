@@ -16,6 +16,7 @@ from ..tools import ToolErrorMask
 from ._hooks import StopCondition
 from ._settings import ModelSettings
 from ._structured import StructuredOutputConfig
+from ._task_complete import IsTaskCompleteConfig
 
 __all__ = ["StreamOptions", "TurnOptions", "UntilIdleOptions", "check_options"]
 
@@ -66,6 +67,8 @@ class TurnOptions(TypedDict, total=False):
     sleep: Callable[[float], Awaitable[None]]
     """How the run waits (timeouts, the rate-limit pause); inject a fake clock's ``sleep`` in tests."""
     memory: MemoryOptions
+    is_task_complete: IsTaskCompleteConfig | Mapping[str, Any]
+    """``{"scorers": [...], "strategy": "all" | "any", ...}``: keep going until the scorers pass."""
 
 
 class StreamOptions(TurnOptions, total=False):
