@@ -17,6 +17,7 @@ from .models import LanguageModel
 from .tools import ToolContext, tool
 
 if TYPE_CHECKING:
+    from .memory import Memory
     from .storage import Storage
 
 __all__ = ["demo_agent", "demo_mastra"]
@@ -42,8 +43,13 @@ async def research(topic: str, context: ToolContext) -> dict[str, object]:
 
 
 def demo_agent(
-    model: LanguageModel | str = "demo", *, default_options: dict[str, Any] | None = None
+    model: LanguageModel | str = "demo",
+    *,
+    default_options: dict[str, Any] | None = None,
+    goal: dict[str, Any] | None = None,
+    memory: Memory | None = None,
 ) -> Agent:
+    """The demo agent; ``goal`` / ``memory`` as `Agent`'s (``agentstream run --goal``)."""
     return Agent(
         id="demo-agent",
         name="Demo Agent",
@@ -51,6 +57,8 @@ def demo_agent(
         model=model,
         tools=[weather, research],
         default_options=default_options,
+        goal=goal,
+        memory=memory,
     )
 
 

@@ -189,6 +189,7 @@ async def handle_chat_stream(
     send_finish: bool = True,
     send_reasoning: bool = False,
     send_sources: bool = False,
+    send_goals: bool = False,
     on_error: OnErrorFn | None = None,
     message_metadata: MessageMetadataFn | None = None,
     abort_signal: AbortSignal | None = None,
@@ -207,6 +208,7 @@ async def handle_chat_stream(
     ``start`` message id). ``default_options`` are agent options under the request's; the
     ``experimental_transform`` (or the one in ``default_options``) reshapes the chunks before
     conversion. ``abort_signal`` aborts the run; closing the returned stream stops it too.
+    ``send_goals`` forwards goal progress as ``data-goal`` parts (`to_ai_sdk_stream`).
     """
     request = _request(params, allow_system_messages=allow_system_messages, max_json_depth=max_json_depth)
     try:
@@ -251,6 +253,7 @@ async def handle_chat_stream(
         send_finish=send_finish,
         send_reasoning=send_reasoning,
         send_sources=send_sources,
+        send_goals=send_goals,
         last_message_id=last_message_id,
         message_metadata=message_metadata,
         on_error=on_error,
