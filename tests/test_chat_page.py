@@ -69,6 +69,7 @@ const { chromium } = require(playwrightPath);
             body: [...t.querySelectorAll("pre")].map((p) => p.textContent),
           })),
           errors: [...last.querySelectorAll(".error")].map((e) => e.textContent),
+          goals: [...last.querySelectorAll(".goal")].map((g) => g.textContent),
           button: document.getElementById("send").textContent,
           input: document.getElementById("input").value,
         };
