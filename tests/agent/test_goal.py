@@ -1,11 +1,10 @@
 """Goals beyond the two recordings: the objective API, every judge decision, judge failures, the
-budget, custom scorers, tools, aborts and persistence in each storage backend."""
+budget, custom scorers, tools and aborts (each storage backend: tests/storage/test_goal_records.py)."""
 
 from __future__ import annotations
 
 import itertools
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from agentstream.chunks import DataChunk, Goal, chunk_to_dict
 from agentstream.memory import Memory
 from agentstream.models import StreamPart
 from agentstream.storage import InMemoryStore, Storage
-from agentstream.storage.sqlite import SQLiteStore
 from agentstream.testing import ScriptedModel
 from agentstream.tools import tool
 
@@ -404,19 +402,3 @@ async def test_the_objective_and_reminders_are_not_stored_in_the_thread() -> Non
     stored = json.dumps([m.content for m in page.messages])
     assert "current-objective" not in stored and "system-reminder" not in stored
     assert "Write a haiku" in stored
-
-
-@pytest.mark.parametrize("backend", ["memory", "sqlite"])
-async def test_record_persists_in_each_backend(backend: str, tmp_path: Path) -> None:
-    storage: Storage = InMemoryStore() if backend == "memory" else SQLiteStore(str(tmp_path / "db.sqlite"))
-    await storage.init()
-    try:
-        judge = ScriptedModel([_verdict("done", "Ok.")])
-        agent = _agent(ScriptedModel([_text("a")]), judge, storage)
-        await agent.set_objective("Write", thread_id=THREAD, id="g-1")
-        await _chunks(agent)
-        stored = await storage.get_thread_state(THREAD, "goal")
-        assert isinstance(stored, dict) and stored["status"] == "done" and stored["runsUsed"] == 1
-        assert stored["id"] == "g-1"
-    finally:
-        await storage.close()
