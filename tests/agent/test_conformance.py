@@ -148,8 +148,14 @@ class _Goal:
         }
 
     async def set_objective(self, agent: Agent, thread_id: str) -> None:
+        before = self.before
         record = await agent.set_objective(
-            self.before["objective"], thread_id=thread_id, id=self.before["id"], max_runs=self.before.get("maxRuns")
+            before["objective"],
+            thread_id=thread_id,
+            id=before.get("id"),
+            max_runs=before.get("maxRuns"),
+            judge_model_id=before.get("judgeModelId"),
+            prompt=before.get("prompt"),
         )
         assert record.to_json() == self.before
 
