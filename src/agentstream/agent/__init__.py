@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
-from ._goal import DEFAULT_GOAL_MAX_RUNS, GoalConfig, GoalObjective
+from ._goal import DEFAULT_GOAL_MAX_RUNS, GoalConfig
 from ._goal_judge import DEFAULT_GOAL_JUDGE_PROMPT, GoalScoreContext, GoalScorer
+from ._goal_record import GoalObjective
 from ._hooks import (
     BackgroundSeam,
     LoopHooks,

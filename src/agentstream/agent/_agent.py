@@ -14,17 +14,17 @@ from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
-from ._goal import GoalConfig, GoalHooks, GoalObjective, GoalStatus
-from ._goal import load_objective as _load_objective
-from ._goal import set_objective as _set_objective
-from ._goal import update_objective as _update_objective
+from ._goal import GoalConfig, judged_hooks
+from ._goal_record import GoalObjective, GoalStatus
+from ._goal_record import load_objective as _load_objective
+from ._goal_record import set_objective as _set_objective
+from ._goal_record import update_objective as _update_objective
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
 from ._options import StreamOptions, TurnOptions, check_options
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
-from ._task_complete import IsTaskCompleteConfig, IsTaskCompleteHooks
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -153,7 +153,9 @@ class Agent:
     def _goal_storage(self) -> Storage:
         storage = self._memory_for_run().storage
         if storage is None:
-            raise ValueError(f"agent {self.id!r}: goals need storage: Agent(memory=Memory(storage)) or a Mastra's")
+            raise ValueError(
+                f"agent {self.id!r}: goals need storage: Agent(memory=Memory(storage)) or a Mastra's"
+            )
         return storage
 
     def _clock_ms(self) -> int:
@@ -182,8 +184,14 @@ class Agent:
 
             await self._memory_for_run().ensure_thread(MemoryScope(thread_id, resource_id))
         return await _set_objective(
-            self._goal_storage(), objective, thread_id=thread_id, now_ms=self._clock_ms(),
-            judge_model_id=judge_model_id, max_runs=max_runs, prompt=prompt, id=id,
+            self._goal_storage(),
+            objective,
+            thread_id=thread_id,
+            now_ms=self._clock_ms(),
+            judge_model_id=judge_model_id,
+            max_runs=max_runs,
+            prompt=prompt,
+            id=id,
         )
 
     async def get_objective(self, *, thread_id: str) -> GoalObjective | None:
@@ -207,8 +215,13 @@ class Agent:
         """Change the thread's objective; ``status="active"`` with a higher ``max_runs`` resumes a
         paused goal. ``None`` if the thread has no objective."""
         return await _update_objective(
-            self._goal_storage(), thread_id=thread_id, now_ms=self._clock_ms(),
-            judge_model_id=judge_model_id, max_runs=max_runs, prompt=prompt, status=status,
+            self._goal_storage(),
+            thread_id=thread_id,
+            now_ms=self._clock_ms(),
+            judge_model_id=judge_model_id,
+            max_runs=max_runs,
+            prompt=prompt,
+            status=status,
         )
 
     @property
@@ -321,18 +334,10 @@ class Agent:
         max_steps = opts.get("max_steps")
         structured = opts.get("structured_output")
         so = StructuredOutputConfig.from_option(structured) if structured is not None else None
-        task_complete = opts.get("is_task_complete")
-        if task_complete is not None:
-            hooks = IsTaskCompleteHooks(
-                hooks, IsTaskCompleteConfig.from_value(task_complete), run_id=run_id, agent_id=self.id,
-                max_steps=max_steps, now_ms=now_ms, thread_id=scope.thread_id if scope else None,
-                resource_id=scope.resource_id if scope else None,
-            )
-        if self.goal is not None and scope is not None and memory is not None:
-            hooks = GoalHooks(
-                hooks, self.goal, self._goal_storage(), thread_id=scope.thread_id, resource_id=scope.resource_id,
-                run_id=run_id, now_ms=now_ms, signal=signal,
-            )
+        hooks = judged_hooks(
+            hooks, opts.get("is_task_complete"), self.goal, self._goal_storage if memory else None,
+            agent_id=self.id, scope=scope, run_id=run_id, max_steps=max_steps, now_ms=now_ms, signal=signal,
+        )
         concurrency = opts.get("tool_call_concurrency", 10)
         if isinstance(concurrency, Mapping):
             concurrency = concurrency.get("limit", 10)

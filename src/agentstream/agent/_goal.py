@@ -8,8 +8,8 @@ with the judge's feedback), ``waiting`` hands control back to the user. A judge 
 spent budget of ``max_runs`` judged turns, pauses the goal (resume it with
 ``update_objective_options(status="active", max_runs=...)``).
 
-`GoalHooks` is the loop seam (`StepDecision` from ``end_of_step``); the objective record's API is
-here so that ``Agent`` only forwards to it.
+`GoalHooks` is the loop seam (`StepDecision` from ``end_of_step``); the record is `_goal_record`,
+the judge `_goal_judge`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -34,63 +34,19 @@ from ._goal_judge import (
     GoalScorer,
     LLMGoalJudge,
 )
+from ._goal_record import STATE_KEY, GoalObjective, GoalStatus, budget_reason, load_objective, save_objective
 from ._hooks import LoopHooks, StepDecision, StepInfo
+from ._task_complete import IsTaskCompleteConfig, IsTaskCompleteHooks
 
 if TYPE_CHECKING:
     from ..storage import Storage
 
-__all__ = [
-    "DEFAULT_GOAL_MAX_RUNS",
-    "GoalConfig",
-    "GoalHooks",
-    "GoalObjective",
-    "budget_reason",
-]
+__all__ = ["DEFAULT_GOAL_MAX_RUNS", "GoalConfig", "GoalHooks", "judged_hooks"]
 
 DEFAULT_GOAL_MAX_RUNS = 50
 SCORER_TIMEOUT_S = 600.0
 """Mastra's completion-scorer timeout (600000 ms)."""
-STATE_KEY = "goal"
-
-GoalStatus = Literal["active", "paused", "done"]
 JudgeSpec = LanguageModel | str | Callable[[], LanguageModel | str | None]
-
-
-def budget_reason(max_runs: int) -> str:
-    """Why a goal paused when its judged turns ran out (Mastra's words)."""
-    return (
-        f"Ran out of evaluation budget ({max_runs} runs) before reaching the goal"
-        " \u2014 raise maxRuns to resume."
-    )
-
-
-class GoalObjective(msgspec.Struct, kw_only=True, omit_defaults=True, rename="camel"):
-    """One thread's objective (Mastra's ``GoalObjectiveRecord``; stored as its camelCase JSON)."""
-
-    id: str | None = None
-    objective: str
-    status: GoalStatus
-    runs_used: int
-    active_duration_ms: int | None = None
-    started_at: int
-    updated_at: int
-    max_runs: int | None = None
-    judge_model_id: str | None = None
-    prompt: str | None = None
-    paused_reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The stored JSON (camelCase, absent fields left out)."""
-        value: dict[str, Any] = msgspec.to_builtins(self)
-        return value
-
-    @classmethod
-    def from_json(cls, value: Any) -> GoalObjective:
-        """Read a stored record; `ValueError` names the field that is wrong."""
-        try:
-            return msgspec.convert(value, cls)
-        except msgspec.ValidationError as exc:
-            raise ValueError(f"stored goal objective is invalid: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -162,86 +118,44 @@ class GoalConfig:
         return resolve_model(spec) if spec else None
 
 
-# --------------------------------------------------------------------------- the objective record
-
-
-def _check_max_runs(max_runs: int | None) -> None:
-    if max_runs is not None and (
-        not isinstance(max_runs, int) or isinstance(max_runs, bool) or max_runs <= 0
-    ):
-        raise ValueError(f"max_runs must be a positive integer, got {max_runs!r}")
-
-
-async def load_objective(storage: Storage, thread_id: str) -> GoalObjective | None:
-    value = await storage.get_thread_state(thread_id, STATE_KEY)
-    return None if value is None else GoalObjective.from_json(value)
-
-
-async def save_objective(storage: Storage, thread_id: str, record: GoalObjective) -> None:
-    await storage.set_thread_state(thread_id, STATE_KEY, record.to_json())
-
-
-async def set_objective(
-    storage: Storage,
-    objective: str,
+def judged_hooks(
+    hooks: LoopHooks,
+    task_complete: IsTaskCompleteConfig | Mapping[str, Any] | None,
+    goal: GoalConfig | None,
+    storage: Callable[[], Storage] | None,
     *,
-    thread_id: str,
-    now_ms: int,
-    judge_model_id: str | None = None,
-    max_runs: int | None = None,
-    prompt: str | None = None,
-    id: str | None = None,
-) -> GoalObjective:
-    """A fresh ``active`` objective (replacing any earlier one on the thread)."""
-    if not isinstance(objective, str) or not objective.strip():
-        raise ValueError(f"objective must be a non-empty string, got {objective!r}")
-    if not thread_id:
-        raise ValueError("set_objective needs a thread_id")
-    _check_max_runs(max_runs)
-    record = GoalObjective(
-        id=id or str(uuid.uuid4()),
-        objective=objective,
-        status="active",
-        runs_used=0,
-        active_duration_ms=0,
-        started_at=now_ms,
-        updated_at=now_ms,
-        max_runs=max_runs,
-        judge_model_id=judge_model_id,
-        prompt=prompt,
-    )
-    await save_objective(storage, thread_id, record)
-    return record
-
-
-async def update_objective(
-    storage: Storage,
-    *,
-    thread_id: str,
-    now_ms: int,
-    judge_model_id: str | None = None,
-    max_runs: int | None = None,
-    prompt: str | None = None,
-    status: GoalStatus | None = None,
-) -> GoalObjective | None:
-    """Change an objective's options (``status="active"`` resumes a paused one); ``None``: no objective."""
-    _check_max_runs(max_runs)
-    if status is not None and status not in ("active", "paused", "done"):
-        raise ValueError(f"status must be 'active', 'paused' or 'done', got {status!r}")
-    record = await load_objective(storage, thread_id)
-    if record is None:
-        return None
-    changes: dict[str, Any] = {"updated_at": now_ms}
-    for name, value in (("judge_model_id", judge_model_id), ("max_runs", max_runs), ("prompt", prompt)):
-        if value is not None:
-            changes[name] = value
-    if status is not None:
-        changes["status"] = status
-        if status != "paused":
-            changes["paused_reason"] = None
-    record = msgspec.structs.replace(record, **changes)
-    await save_objective(storage, thread_id, record)
-    return record
+    agent_id: str,
+    scope: MemoryScope | None,
+    run_id: str,
+    max_steps: int | None,
+    now_ms: Callable[[], float],
+    signal: AbortSignal,
+) -> LoopHooks:
+    """A run's hooks with is-task-complete and then the goal step around them, where configured
+    (goals need the run's memory thread; ``storage`` gives the memory's storage)."""
+    if task_complete is not None:
+        hooks = IsTaskCompleteHooks(
+            hooks,
+            IsTaskCompleteConfig.from_value(task_complete),
+            run_id=run_id,
+            agent_id=agent_id,
+            max_steps=max_steps,
+            now_ms=now_ms,
+            thread_id=scope.thread_id if scope else None,
+            resource_id=scope.resource_id if scope else None,
+        )
+    if goal is not None and scope is not None and storage is not None:
+        hooks = GoalHooks(
+            hooks,
+            goal,
+            storage(),
+            thread_id=scope.thread_id,
+            resource_id=scope.resource_id,
+            run_id=run_id,
+            now_ms=now_ms,
+            signal=signal,
+        )
+    return hooks
 
 
 # --------------------------------------------------------------------------------- the goal step
