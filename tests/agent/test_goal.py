@@ -402,3 +402,20 @@ async def test_the_objective_and_reminders_are_not_stored_in_the_thread() -> Non
     stored = json.dumps([m.content for m in page.messages])
     assert "current-objective" not in stored and "system-reminder" not in stored
     assert "Write a haiku" in stored
+
+
+async def test_active_duration_counts_the_time_worked() -> None:
+    clock = iter(range(NOW, NOW + 10_000, 100))  # every reading of the clock is 100 ms later
+    judge = ScriptedModel([_verdict("continue", "More."), _verdict("done", "Ok.")])
+    agent = Agent(
+        id="a",
+        model=ScriptedModel([_text("a"), _text("b")]),
+        memory=Memory(InMemoryStore()),
+        goal={"judge": judge},
+    )
+    await agent.set_objective("Write", thread_id=THREAD)
+    await _chunks(agent, clock=lambda: next(clock))
+    record = await agent.get_objective(thread_id=THREAD)
+    assert record is not None and record.status == "done"
+    assert record.active_duration_ms is not None and record.active_duration_ms > 0
+    assert record.active_duration_ms % 100 == 0

@@ -214,6 +214,7 @@ class GoalHooks(LoopHooks):
         self.process_chunk = inner.process_chunk
         self.clock = _MessageClock()
         self.start: list[Chunk] = []
+        self.active_since = 0.0
         self.user_text: str | None = None
         self.steps = 0
 
@@ -246,6 +247,7 @@ class GoalHooks(LoopHooks):
         if record is None or record.status != "active" or self._scorer(record) is None:
             return messages
         self.start.append(self._state_signal(record, now))
+        self.active_since = now
         self.clock.stamp(now)  # the signal, then the message the model is shown
         self.clock.stamp(now)
         text = f'<current-objective status="{record.status}">\n  {record.objective}\n</current-objective>'
@@ -421,7 +423,12 @@ class GoalHooks(LoopHooks):
         should_continue = not complete and not waiting and not judge_failed and not max_runs_reached
         now = self.now_ms()
         updated = msgspec.structs.replace(
-            record, runs_used=iteration, status=status, paused_reason=paused_reason, updated_at=int(now)
+            record,
+            runs_used=iteration,
+            status=status,
+            paused_reason=paused_reason,
+            updated_at=int(now),
+            active_duration_ms=self._active_ms(record, now),
         )
         await save_objective(self.storage, self.thread_id, updated)
         final: dict[str, Any] = {**base, "passed": complete, "status": status}
@@ -456,13 +463,24 @@ class GoalHooks(LoopHooks):
         yield self._goal(final)
         decision.continue_ = should_continue
 
+    def _active_ms(self, record: GoalObjective, now: float) -> int:
+        """``activeDurationMs``: the time this goal's runs spent working, up to ``now``."""
+        elapsed, self.active_since = max(0.0, now - self.active_since), now
+        return (record.active_duration_ms or 0) + round(elapsed)
+
     async def _out_of_budget(self, record: GoalObjective, max_runs: int) -> Chunk:
         reason = budget_reason(max_runs)
         now = self.now_ms()
         await save_objective(
             self.storage,
             self.thread_id,
-            msgspec.structs.replace(record, status="paused", paused_reason=reason, updated_at=int(now)),
+            msgspec.structs.replace(
+                record,
+                status="paused",
+                paused_reason=reason,
+                updated_at=int(now),
+                active_duration_ms=self._active_ms(record, now),
+            ),
         )
         return self._goal(
             {
