@@ -68,7 +68,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "output-processor-step-retry": _ISSUE_13,
         "output-processor-step-tripwire": _ISSUE_13,
         "output-processor-tripwire-second-step": _ISSUE_13,
-        "sub-agent-tool": _ISSUE_14,
         "tool-approval-approve": _ISSUE_12,
         "tool-approval-decline": _ISSUE_12,
         "tool-approval-required": _ISSUE_12,
@@ -85,7 +84,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "approval-tool-level-request-v6": _ISSUE_12,
         "approval-tool-level-same-step-resume-v6": _ISSUE_12,
         "chat-approval-approve-v7": _ISSUE_12,
-        "subagent-stream-metadata-v5": _ISSUE_14,
         "suspension-request-v5": _ISSUE_12,
     },
 }

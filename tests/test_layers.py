@@ -23,17 +23,19 @@ ALLOWED: dict[str, frozenset[str]] = {
     "models": frozenset({"_abort", "_secrets"}),
     "tools": frozenset({"chunks", "_abort", "_secrets", "_validate"}),
     "memory": frozenset({"chunks", "storage"}),
-    "agent": frozenset({"chunks", "stream", "models", "tools", "memory", "_abort"}),
+    "agent": frozenset({"chunks", "stream", "models", "tools", "memory", "tracing", "_abort"}),
+    "tracing": frozenset({"_abort", "_secrets"}),
     "background": frozenset(
-        {"agent", "chunks", "stream", "tools", "memory", "storage", "_abort", "_secrets", "_validate"}
+        {"agent", "chunks", "stream", "tools", "memory", "storage", "tracing", "_abort", "_secrets", "_validate"}
     ),
-    "_mastra": frozenset({"agent", "storage"}),
+    "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "_abort", "_validate"}),
+    "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
-    "server": frozenset({"ai_sdk", "_abort"}),
+    "server": frozenset({"ai_sdk", "tracing", "_abort"}),
     "testing": frozenset({"models", "_abort"}),
 }
 # the top of the stack may import anything
-UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo"})
+UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo", "_demo_workflow"})
 
 
 def _package_of(path: Path) -> str:

@@ -3,7 +3,9 @@
 The most used names are here; each subpackage has its own curated ``__all__``:
 ``agentstream.chunks`` (the protocol), ``agentstream.stream`` (``ModelOutput``, ``smooth_stream``),
 ``agentstream.models`` (providers), ``agentstream.tools``, ``agentstream.agent``,
-``agentstream.ai_sdk`` (useChat), ``agentstream.storage``, ``agentstream.testing``.
+``agentstream.ai_sdk`` (useChat), ``agentstream.storage``, ``agentstream.workflows``,
+``agentstream.tracing`` (OpenTelemetry),
+``agentstream.testing``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from .chunks import Chunk, ChunkFrom, decode_chunk, encode_chunk
 from .memory import Memory
 from .stream import ModelOutput, smooth_stream
 from .tools import Tool, ToolContext, tool
+from .tracing import InstrumentationSettings, instrument
+from .workflows import Workflow, create_step, create_workflow
 
 __all__ = [
     "AbortController",
@@ -25,13 +29,18 @@ __all__ = [
     "Agent",
     "Chunk",
     "ChunkFrom",
+    "InstrumentationSettings",
     "Mastra",
     "Memory",
     "ModelOutput",
     "Tool",
     "ToolContext",
+    "Workflow",
+    "create_step",
+    "create_workflow",
     "decode_chunk",
     "encode_chunk",
+    "instrument",
     "smooth_stream",
     "tool",
 ]

@@ -14,7 +14,15 @@ from ._mastra import Mastra
 if TYPE_CHECKING:
     from .server import RequestGuard
 
-__all__ = ["AppLoadError", "check_models", "create_app", "demo_mastra", "load_app", "load_mastra"]
+__all__ = [
+    "AppLoadError",
+    "check_models",
+    "create_app",
+    "demo_mastra",
+    "load_app",
+    "load_mastra",
+    "load_workflow_target",
+]
 
 
 def demo_mastra() -> Mastra:
@@ -78,10 +86,28 @@ def load_mastra(spec: str) -> Mastra:
     return value
 
 
+def load_workflow_target(spec: str) -> Any:
+    """``module:attr`` → a ``Workflow`` or a ``Mastra`` holding workflows (or a factory of one)."""
+    from .workflows import Workflow
+
+    value = _attribute(spec)
+    if _zero_argument_callable(value) and not isinstance(value, Workflow):
+        try:
+            value = value()
+        except Exception as exc:
+            raise AppLoadError(f"calling {spec}() failed: {type(exc).__name__}: {exc}", usage=False) from exc
+    if isinstance(value, (Workflow, Mastra)):
+        return value
+    raise AppLoadError(
+        f"{spec} is a {type(value).__name__}; expected a Workflow, a Mastra, "
+        "or a zero-argument function returning one"
+    )
+
+
 def _attribute(spec: str) -> Any:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise AppLoadError(f"--app must look like 'module:attr' (e.g. 'myapp:mastra'), got {spec!r}")
+        raise AppLoadError(f"expected 'module:attr' (e.g. 'myapp:mastra'), got {spec!r}")
     if "" not in sys.path and os.getcwd() not in sys.path:
         sys.path.insert(0, "")  # the current directory, as ``python -m`` and uvicorn do
     try:
@@ -164,7 +190,9 @@ def create_app(
     send_goals: bool = True,
     guard: RequestGuard | None = None,
 ) -> Any:
-    """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``.
+    """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
+    ``GET /api/workflows``, ``POST /api/workflows/{workflow_id}/stream`` (start, or resume with
+    ``runId`` + ``resumeData``) and ``POST /api/workflows/{workflow_id}/resume``.
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
     ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. ``send_goals``: goal
@@ -177,14 +205,15 @@ def create_app(
     from starlette.routing import Route
 
     from .ai_sdk import ChatRequestError, smooth_stream
-    from .server import InternalServerError, chat_route, error_response
+    from .server import InternalServerError, chat_route, error_response, workflow_route
     from .server import RequestGuard as Guard
 
     mastra = mastra or demo_mastra()
     agents = mastra.get_agents()
-    if not agents:
-        raise ValueError("the Mastra instance has no agents to serve")
-    default = default_agent or next(iter(agents))
+    workflows = mastra.get_workflows()
+    if not agents and not workflows:
+        raise ValueError("the Mastra instance has no agents or workflows to serve")
+    default = default_agent or next(iter(agents), None)
     page = resources.files("agentstream._web").joinpath("chat.html").read_text(encoding="utf-8")
     options: dict[str, Any] = {
         "heartbeat_ms": heartbeat_ms,
@@ -193,6 +222,7 @@ def create_app(
         "send_goals": send_goals,
         "experimental_transform": smooth_stream(delay_in_ms=delay_in_ms) if smooth else None,
         "guard": guard or Guard(),
+        "include_sub_agent_metadata": True,  # the page shows sub-agents and workflows at work
     }
 
     async def index(_: Request) -> HTMLResponse:
@@ -207,6 +237,22 @@ def create_app(
         listed.sort(key=lambda a: a["id"] != default)
         return JSONResponse({"agents": listed})
 
+    async def list_workflows(request: Request) -> JSONResponse:
+        try:
+            await options["guard"].admit(request)
+        except ChatRequestError as exc:
+            return error_response(exc)
+        listed = [{**workflow.describe(), "id": key} for key, workflow in workflows.items()]
+        return JSONResponse({"workflows": listed})
+
+    workflow_options = {k: options[k] for k in ("heartbeat_ms", "send_reasoning", "send_sources", "guard")}
+    chat_routes = []
+    if default is not None:
+        chat_routes = [
+            chat_route(mastra, "/api/chat", agent=default, **options),
+            chat_route(mastra, "/api/chat/{agent_id}", **options),
+        ]
+
     async def http_error(_: Request, exc: Exception) -> JSONResponse:
         if not isinstance(exc, HTTPException):
             return error_response(InternalServerError())  # the traceback still reaches the log
@@ -218,7 +264,9 @@ def create_app(
         routes=[
             Route("/", index),
             Route("/api/agents", list_agents),
-            chat_route(mastra, "/api/chat", agent=default, **options),
-            chat_route(mastra, "/api/chat/{agent_id}", **options),
+            *chat_routes,
+            Route("/api/workflows", list_workflows),
+            workflow_route(mastra, "/api/workflows/{workflow_id}/stream", **workflow_options),
+            workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, **workflow_options),
         ],
     )

@@ -68,14 +68,18 @@ def demo_mastra(
     storage: Storage | None = None,
     until_idle: bool | dict[str, Any] = False,
 ) -> Mastra:
-    """The demo agent (key ``demo``) in a ``Mastra`` with background tasks enabled.
+    """The demo agent (key ``demo``) and the demo workflow (``publish-article``) in a ``Mastra`` with
+    background tasks enabled.
 
     ``until_idle`` becomes a default option of the agent, so that every ``stream()`` (e.g. the chat
     route's) is an until-idle stream carrying the background-task chunks and the continuation turn.
     """
+    from ._demo_workflow import demo_workflow
+
     options: dict[str, Any] = {"until_idle": until_idle} if until_idle else {}
     return Mastra(
         agents={"demo": demo_agent(model, default_options=options)},
+        workflows={"publish-article": demo_workflow(model)},
         storage=storage,
         background_tasks={"enabled": True},
     )

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agent import Agent
 from .storage import InMemoryStore, Storage
+from .workflows import Workflow
 
 if TYPE_CHECKING:
     from .background import BackgroundTaskManager, BackgroundTaskManagerConfig
@@ -18,7 +19,9 @@ log = logging.getLogger("agentstream")
 
 
 class Mastra:
-    """Holds the application's agents by registration key (Mastra's ``new Mastra({...})``).
+    """Holds the application's agents and workflows by registration key (Mastra's ``new Mastra({...})``).
+
+    * ``workflows`` — ``{key: workflow}``; ``get_workflow(key)``; their runs' snapshots go to ``storage``.
 
     * ``storage`` — every domain (memory threads/messages, background tasks, ...). Default: an
       ``InMemoryStore``, as in Mastra (nothing survives the process);
@@ -40,6 +43,7 @@ class Mastra:
         self,
         *,
         agents: Mapping[str, Agent] | None = None,
+        workflows: Mapping[str, Workflow] | None = None,
         storage: Storage | None = None,
         background_tasks: BackgroundTaskManagerConfig
         | Mapping[str, Any]
@@ -66,6 +70,9 @@ class Mastra:
         self._agents: dict[str, Agent] = {}
         for key, agent in (agents or {}).items():
             self.register_agent(key, agent)
+        self._workflows: dict[str, Workflow] = {}
+        for key, workflow in (workflows or {}).items():
+            self.register_workflow(key, workflow)
 
     @property
     def background_task_manager(self) -> BackgroundTaskManager | None:
@@ -106,6 +113,31 @@ class Mastra:
     def get_agents(self) -> dict[str, Agent]:
         """A copy of the registered agents, by registration key."""
         return dict(self._agents)
+
+    def register_workflow(self, key: str, workflow: Workflow) -> None:
+        """Register `workflow` under `key` (as `Mastra(workflows={key: workflow})` does): its runs are
+        saved in this `Mastra`'s storage and its steps see it as `context.mastra`."""
+        if not isinstance(workflow, Workflow):
+            raise TypeError(
+                f"Mastra workflows must be Workflow instances (create_workflow(...).commit()), "
+                f"got {type(workflow).__name__} for {key!r}"
+            )
+        self._workflows[key] = workflow
+        workflow._register_mastra(self)
+
+    def get_workflow(self, key: str) -> Workflow:
+        """The workflow registered under ``key`` (or whose ``id`` is ``key``)."""
+        workflow = self._workflows.get(key)
+        if workflow is None:
+            workflow = next((w for w in self._workflows.values() if w.id == key), None)
+        if workflow is None:
+            known = ", ".join(sorted(self._workflows)) or "none"
+            raise KeyError(f"workflow {key!r} is not registered (registered: {known})")
+        return workflow
+
+    def get_workflows(self) -> dict[str, Workflow]:
+        """A copy of the registered workflows, by registration key."""
+        return dict(self._workflows)
 
     async def aclose(self) -> None:
         """Shut the background-task manager down (running tasks get its grace period; the ones

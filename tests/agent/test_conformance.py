@@ -132,6 +132,22 @@ def _content_matches(expected: dict[str, Any], actual: dict[str, Any], where: st
     _matches(expected, actual, where)
 
 
+def _sub_agents(vector: dict[str, Any]) -> tuple[dict[str, Agent], list[ScriptedModel]]:
+    """``agent.subAgents``: each with its own scripted model answering ``subAgentSteps``."""
+    agents, models = {}, []
+    for spec in vector["agent"].get("subAgents", []):
+        model = ScriptedModel(vector["subAgentSteps"], model_id=spec["model"].split('modelId: "')[1].split('"')[0])
+        agents[spec["registeredAs"]] = Agent(
+            id=spec["id"],
+            name=spec["name"],
+            description=spec["description"],
+            instructions=spec["instructions"],
+            model=model,
+        )
+        models.append(model)
+    return agents, models
+
+
 class _Goal:
     """A goal vector's setup: the judge model, the storage and the objective set before the run."""
 
@@ -162,16 +178,18 @@ class _Goal:
 
 async def _run(
     vector: dict[str, Any],
-) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel]:
+) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel, list[ScriptedModel]]:
     model = ScriptedModel(vector["modelSteps"])
     spec = vector["agent"]
     goal = _Goal(vector) if "goal" in vector else None
+    sub_agents, sub_models = _sub_agents(vector)
     agent = Agent(
         id=spec["id"],
         name=spec["name"],
         instructions=spec["instructions"],
         model=model,
         tools=tools_for(vector),
+        agents=sub_agents,
         **(goal.agent_options() if goal else {}),
     )
     vector["$agent"], vector["$goal"] = agent, goal
@@ -212,7 +230,31 @@ async def _run(
         chunks.append(chunk_to_dict(chunk))
         if abort_on_first_delta and isinstance(chunk, TextDelta):
             controller.abort()
-    return output, chunks, calls, model
+    return output, chunks, calls, model, sub_models
+
+
+def _chunk_matches(exp: dict[str, Any], act: dict[str, Any], where: str) -> None:
+    """One streamed chunk: step-start/step-finish/finish compared on what the scripted model
+    reproduces (not the harness's request/response metadata); a sub-run's chunks nested in
+    ``tool-output`` by the same rules."""
+    kind = exp["type"]
+    if kind in ("step-finish", "finish"):
+        for key in ("reason", "isContinued"):
+            assert act["payload"]["stepResult"].get(key) == exp["payload"]["stepResult"].get(key), where
+        assert act["payload"]["output"]["usage"] == exp["payload"]["output"]["usage"], where
+        assert act["payload"]["output"].get("text") == exp["payload"]["output"].get("text"), where
+        assert act.get("runId") == exp.get("runId") or _ID.match(exp.get("runId", "")), where
+    elif kind in ("start", "step-start"):
+        assert act["payload"]["messageId"], where
+        if kind == "start":
+            assert act["payload"]["id"] == exp["payload"]["id"], where
+    elif kind == "tool-output" and isinstance(exp["payload"].get("output"), dict):
+        exp_payload, act_payload = dict(exp["payload"]), dict(act["payload"])
+        exp_inner, act_inner = exp_payload.pop("output"), act_payload.pop("output")
+        _matches({**exp, "payload": exp_payload}, {**act, "payload": act_payload}, where)
+        _chunk_matches(exp_inner, act_inner, f"{where} > {exp_inner['type']}")
+    else:
+        _content_matches(exp, act, where)
 
 
 async def _settle(awaitable: Any) -> tuple[bool, Any]:
@@ -227,7 +269,7 @@ async def test_vector(path: Any) -> None:
     vector = load(path)
     if path.stem in BETTER_THAN_MASTRA:
         BETTER_THAN_MASTRA[path.stem](vector)
-    output, chunks, calls, model = await _run(vector)
+    output, chunks, calls, model, sub_models = await _run(vector)
     expected = to_wire(vector["expectedChunks"])
 
     # 1. the chunk type sequence
@@ -235,23 +277,16 @@ async def test_vector(path: Any) -> None:
 
     # 2. content chunks, and reasons + usage of step-finish / finish
     for i, (exp, act) in enumerate(zip(expected, chunks, strict=True)):
-        where = f"chunk[{i}] {exp['type']}"
-        if exp["type"] in ("step-finish", "finish"):
-            for key in ("reason", "isContinued"):
-                assert act["payload"]["stepResult"].get(key) == exp["payload"]["stepResult"].get(key), where
-            assert act["payload"]["output"]["usage"] == exp["payload"]["output"]["usage"], where
-            assert act["payload"]["output"].get("text") == exp["payload"]["output"].get("text"), where
-        elif exp["type"] in ("start", "step-start"):
-            assert act["payload"]["messageId"], where
-            if exp["type"] == "start":
-                assert act["payload"]["id"] == exp["payload"]["id"]
-        else:
-            _content_matches(exp, act, where)
+        _chunk_matches(exp, act, f"chunk[{i}] {exp['type']}")
 
-    # 3. prompts fed back to the model
+    # 3. prompts fed back to the model (and to the sub-agents' models)
     assert len(model.calls) == len(vector["modelCalls"])
     for call, exp_call in zip(model.calls, vector["modelCalls"], strict=True):
         _matches(to_wire(exp_call["prompt"]), to_jsonable(call.prompt), f"modelCalls[{call.index}].prompt")
+    sub_calls = [c for m in sub_models for c in m.calls]
+    assert len(sub_calls) == len(vector.get("subAgentCalls", []))
+    for call, exp_call in zip(sub_calls, vector.get("subAgentCalls", []), strict=True):
+        _matches(to_wire(exp_call["prompt"]), to_jsonable(call.prompt), f"subAgentCalls[{call.index}].prompt")
 
     # 4. awaited results
     skip = MODEL_OUTPUT_DIVERGENCES.get(path.stem, {})

@@ -28,13 +28,11 @@ CHUNKS_DIFFER = {
     "approval-request-v6",
     "approval-request-v7",
     "approval-tool-level-request-v6",
-    "subagent-stream-metadata-v5",
     "suspension-request-v5",
 }
 CLIENT_MESSAGE_DIFFERS = {
     "approval-approved-resume-v5",
     "approval-tool-level-same-step-resume-v6",
-    "subagent-stream-metadata-v5",
 }
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from ._args import milliseconds
 from ._errors import CLIError, UsageError
+from ._trace import TraceRecorder
 
 __all__ = ["add_parser", "run"]
 
@@ -38,9 +39,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "chunk as a JSON line instead. Ctrl-C aborts the run at once (exit code 130). With --until-idle "
             "the demo agent runs in a Mastra with background tasks: 'research' runs in the background, "
             "its lifecycle (started/running/output/completed) is shown as it happens, and a "
-            "continuation turn answers with the result. With --goal the answer is judged against the "
-            "objective after each attempt (by the same model, or --judge) and the agent goes round "
-            "again with the judge's feedback until the judge says done, or --max-runs attempts."
+            "continuation turn answers with the result. --trace prints the run's OpenTelemetry span tree "
+            "(model calls, tool calls, background tasks, with durations and token counts) on stderr. "
+            "With --goal the answer is judged against the objective after each attempt (by the same "
+            "model, or --judge) and the agent goes round again with the judge's feedback until the "
+            "judge says done, or --max-runs attempts."
         ),
     )
     parser.add_argument("prompt", help="what to ask")
@@ -63,6 +66,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=None,
         metavar="N",
         help="with --until-idle: close after N ms without background-task news (default 300000)",
+    )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="trace the run with OpenTelemetry and print its span tree on stderr at the end "
+        "(needs opentelemetry-sdk)",
     )
     parser.add_argument(
         "--goal", metavar="OBJECTIVE", help="judge the answers against OBJECTIVE until it is met"
@@ -165,15 +174,24 @@ def _check_judge(agent: Any, args: argparse.Namespace) -> None:
 
 
 async def _main(args: argparse.Namespace) -> int:
-    from agentstream._abort import AbortController
-    from agentstream._demo import demo_agent
-
     if not args.prompt.strip():
         raise UsageError(
             'the prompt is empty: say what to ask, e.g. agentstream run "Explain how rainbows form"'
         )
     _check_goal_args(args)
     model = _model(args)
+    recorder = TraceRecorder() if args.trace else None
+    try:
+        return await _run_agent(args, model)
+    finally:
+        if recorder is not None:
+            recorder.print_tree()
+
+
+async def _run_agent(args: argparse.Namespace, model: str) -> int:
+    from agentstream._abort import AbortController
+    from agentstream._demo import demo_agent
+
     controller = AbortController()
     mastra: Any = None
     options: dict[str, Any] = {"abort_signal": controller.signal, "experimental_transform": _transform(args)}

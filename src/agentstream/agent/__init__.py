@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
+from ._delegation import SubAgentError, WorkflowToolError, usage_with_sub_runs
 from ._goal import DEFAULT_GOAL_MAX_RUNS, GoalConfig
 from ._goal_judge import DEFAULT_GOAL_JUDGE_PROMPT, GoalScoreContext, GoalScorer
 from ._goal_record import GoalObjective
@@ -47,10 +48,13 @@ __all__ = [
     "StreamOptions",
     "StructuredOutputConfig",
     "StructuredOutputError",
+    "SubAgentError",
     "TimeoutSettings",
     "ToolNotFoundError",
     "TurnOptions",
     "UntilIdleOptions",
+    "WorkflowToolError",
     "has_tool_call",
     "step_count_is",
+    "usage_with_sub_runs",
 ]

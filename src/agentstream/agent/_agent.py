@@ -14,6 +14,8 @@ from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
+from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
+from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
 from ._goal import GoalConfig, judged_hooks
 from ._goal_record import GoalObjective, GoalStatus
 from ._goal_record import load_objective as _load_objective
@@ -25,6 +27,7 @@ from ._messages import MessageInput, to_prompt
 from ._options import StreamOptions, TurnOptions, check_options
 from ._settings import normalize_model_settings
 from ._structured import StructuredOutputConfig
+from ._traced import TracingHooks
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -53,6 +56,10 @@ class Agent:
 
     ``model`` is a `LanguageModel` or a router string (``"openai/gpt-4o-mini"``,
     ``"demo"``). ``tools`` is a list of `Tool` or a ``{id: Tool}`` mapping.
+    ``agents`` (``{name: Agent}``) and ``workflows`` (``{name: Workflow}``) become the tools
+    ``agent-<name>`` / ``workflow-<name>``: their runs stream into this agent's stream as nested
+    ``tool-output`` chunks (see ``agentstream.agent._delegation``); ``description`` is what a
+    parent agent's model reads about this agent when it is a sub-agent.
     ``default_options`` are merged under the options of every ``stream()`` call. ``memory`` (a
     `Memory`) serves ``stream(..., memory={"thread", "resource"})``; without
     one, an agent registered in a ``Mastra`` uses a default ``Memory`` over the Mastra's storage.
@@ -70,6 +77,10 @@ class Agent:
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
     `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
     are redacted from tool errors either way).
+
+    ``instrument`` traces the agent's runs with OpenTelemetry (``agentstream.tracing``): ``True``, or
+    an ``InstrumentationSettings``; ``False`` never; ``None`` (default) follows
+    ``agentstream.instrument(...)``.
     """
 
     def __init__(
@@ -84,6 +95,10 @@ class Agent:
         hooks: LoopHooks | None = None,
         memory: Memory | None = None,
         background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
+        description: str | None = None,
+        agents: Mapping[str, Agent] | None = None,
+        workflows: Mapping[str, Any] | None = None,
+        instrument: bool | InstrumentationSettings | None = None,
         goal: GoalConfig | Mapping[str, Any] | None = None,
     ) -> None:
         if not id:
@@ -91,6 +106,7 @@ class Agent:
         self.id = id
         self.name = name or id
         self.instructions = instructions
+        self.description = description
         self._model_spec = model
         self._model: LanguageModel | None = None if isinstance(model, str) else model
         if tools is None:
@@ -114,9 +130,12 @@ class Agent:
         self.background_config: AgentBackgroundConfig | None = None
         if background_tasks is not None:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
+        self.agents: dict[str, Agent] = check_sub_agents(self, agents)
+        self.workflows: dict[str, Any] = check_workflows(self, workflows)
         self.goal = GoalConfig.from_value(goal) if goal is not None else None
         self._mastra: Any = None
         self._background: BackgroundSeam | None = None
+        self.instrument = check_instrument_option(instrument, f"agent {id!r}")
 
     # ----------------------------------------------------------------------------- Mastra wiring
 
@@ -316,6 +335,12 @@ class Agent:
                 background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
             setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
             tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
+        if opts.get("instructions") is not None:
+            # Keep what the background seam appended to the agent's own instructions.
+            tail = instructions[len(self.instructions) :] if instructions.startswith(self.instructions) else ""
+            instructions = str(opts["instructions"]) + tail
+        if self.agents or self.workflows:
+            tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
         run_id = str(opts.get("run_id") or uuid.uuid4())
         message_id = str(uuid.uuid4())
         prompt: list[dict[str, Any]] = []
@@ -323,6 +348,16 @@ class Agent:
             prompt.append({"role": "system", "content": instructions})
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
+        model = self.model
+        traced = trace_run(
+            self.instrument,
+            agent_id=self.id,
+            agent_name=self.name,
+            run_id=run_id,
+            model=model,
+            prompt=prompt,
+            thread_id=scope.thread_id if scope is not None else None,
+        )
         cancel = AbortController()
         user_signal: AbortSignal | None = opts.get("abort_signal")
         signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
@@ -338,6 +373,8 @@ class Agent:
             hooks, opts.get("is_task_complete"), self.goal, self._goal_storage if memory else None,
             agent_id=self.id, scope=scope, run_id=run_id, max_steps=max_steps, now_ms=now_ms, signal=signal,
         )
+        if traced is not None:  # outermost in the hooks chain (docs/decisions.md, "Phase 2 seams")
+            hooks, model = TracingHooks(hooks, traced), traced.model(model)
         concurrency = opts.get("tool_call_concurrency", 10)
         if isinstance(concurrency, Mapping):
             concurrency = concurrency.get("limit", 10)
@@ -345,7 +382,7 @@ class Agent:
             agent_id=self.id,
             run_id=run_id,
             message_id=message_id,
-            model=self.model,
+            model=model,
             prompt=prompt,
             tools=tools,
             signal=signal,
@@ -373,6 +410,8 @@ class Agent:
                 message_id=message_id,
                 load=not continuation,
             )
+        if traced is not None:
+            source = traced.wrap(source)
         return ModelOutput(
             source,
             run_id=run_id,

@@ -75,6 +75,8 @@ class PendingToolCall:
     provider_executed: bool | None
     args: Any = None
     """``exec_args`` validated against the tool's input schema (set just before the tool runs)."""
+    model_output: Any = None
+    """The tool's ``to_model_output`` projection of its result (``None``: the model sees the result)."""
 
 
 StopCondition = Callable[[list[StepInfo]], bool | Awaitable[bool]]

@@ -67,6 +67,8 @@ class TurnOptions(TypedDict, total=False):
     sleep: Callable[[float], Awaitable[None]]
     """How the run waits (timeouts, the rate-limit pause); inject a fake clock's ``sleep`` in tests."""
     memory: MemoryOptions
+    instructions: str
+    """This run's instructions in place of the agent's own (Mastra's ``instructions`` option)."""
     is_task_complete: IsTaskCompleteConfig | Mapping[str, Any]
     """``{"scorers": [...], "strategy": "all" | "any", ...}``: keep going until the scorers pass."""
 

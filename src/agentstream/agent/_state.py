@@ -21,6 +21,19 @@ def model_output(result: Any) -> dict[str, Any]:
     return {"type": "json", "value": result}
 
 
+def _result_part(call: PendingToolCall, failed: bool, value: Any) -> dict[str, Any]:
+    part: dict[str, Any] = {"type": "tool-result", "toolCallId": call.call_id, "toolName": call.name}
+    if failed:
+        part["output"] = {"type": "error-text", "value": str(value)}
+    elif call.model_output is not None:
+        part["output"] = call.model_output
+        part["providerOptions"] = {"mastra": {"modelOutput": call.model_output}}
+    else:
+        part["output"] = model_output(value)
+    part["input"] = call.history_args
+    return part
+
+
 @dataclass(eq=False, slots=True)
 class StepState:
     """One step: the provider's parts as converted so far, its finish, its error, its tool calls."""
@@ -119,22 +132,17 @@ class StepState:
         """The messages this step adds to the prompt: the assistant's, then the tool results."""
         new_messages: list[dict[str, Any]] = []
         assistant = self.assistant_content()
+        projected = {c.call_id: c.model_output for c, f, _ in results if not f and c.model_output is not None}
+        if projected:
+            # A tool's ``to_model_output`` rides on both parts of its call, as Mastra records them.
+            assistant = [
+                {**p, "providerOptions": {"mastra": {"modelOutput": projected[p["toolCallId"]]}}}
+                if p.get("type") == "tool-call" and p.get("toolCallId") in projected
+                else p
+                for p in assistant
+            ]
         if assistant:
             new_messages.append({"role": "assistant", "content": assistant})
         if results:
-            new_messages.append(
-                {
-                    "role": "tool",
-                    "content": [
-                        {
-                            "type": "tool-result",
-                            "toolCallId": c.call_id,
-                            "toolName": c.name,
-                            "output": {"type": "error-text", "value": str(v)} if f else model_output(v),
-                            "input": c.history_args,
-                        }
-                        for c, f, v in results
-                    ],
-                }
-            )
+            new_messages.append({"role": "tool", "content": [_result_part(c, f, v) for c, f, v in results]})
         return new_messages

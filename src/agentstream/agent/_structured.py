@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pydantic
 
 from ..chunks import UNSET, ChunkFrom, Object, ObjectResult
-from ..tools import Schema, format_issues, json_schema_of, validate_value
+from ..tools import Schema, compile_schema, format_issues, json_schema_of, validate_value
 from ._convert import parse_partial_json
 
 __all__ = ["StructuredOutputConfig", "StructuredOutputError", "StructuredOutputState"]
@@ -46,6 +46,10 @@ class StructuredOutputConfig:
     schema: Schema
     error_strategy: ErrorStrategy = "strict"
     fallback_value: Any = UNSET
+
+    def __post_init__(self) -> None:
+        # a JSON Schema the validator cannot enforce is refused now, not when the model answers
+        compile_schema(self.schema)
 
     @classmethod
     def from_option(cls, option: Any) -> StructuredOutputConfig:

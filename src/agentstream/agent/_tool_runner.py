@@ -14,7 +14,7 @@ from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from .._abort import AbortableQueue, AbortSignal
-from ..chunks import Chunk, ChunkFrom, ToolError, ToolErrorPayload, ToolResult, ToolResultPayload
+from ..chunks import Chunk, ChunkFrom, ToolError, ToolErrorPayload, ToolResult, ToolResultPayload, to_jsonable
 from ..tools import Tool, ToolContext, ToolErrorMask, ToolWriter, reported_tool_error
 from ._hooks import LoopHooks, PendingToolCall
 from ._parts import ON_CHUNK_TYPES
@@ -57,8 +57,13 @@ def tool_error_payload(error: BaseException, call: PendingToolCall) -> ToolError
 def _outcome_chunk(run_id: str, call: PendingToolCall, failed: bool, value: Any) -> Chunk:
     if failed:
         return ToolError(run_id=run_id, from_=AGENT, payload=tool_error_payload(value, call))
+    metadata = None if call.model_output is None else {"mastra": {"modelOutput": call.model_output}}
     payload = ToolResultPayload(
-        args=call.exec_args, tool_call_id=call.call_id, tool_name=call.name, result=value
+        args=call.exec_args,
+        tool_call_id=call.call_id,
+        tool_name=call.name,
+        result=value,
+        provider_metadata=metadata,
     )
     return ToolResult(run_id=run_id, from_=AGENT, payload=payload)
 
@@ -133,6 +138,9 @@ class ToolRunner:
             queue.close()
             for task in tasks:
                 task.cancel()
+            # Structured concurrency: a cancelled tool (a sub-agent or workflow run) finishes its
+            # cleanup before the step goes on, so no task outlives the run.
+            await asyncio.gather(*tasks, return_exceptions=True)
         for call, (failed, value) in zip(calls, outcome, strict=True):
             self.results.append((call, failed, value))
             self.errored = self.errored or failed
@@ -167,7 +175,10 @@ class ToolRunner:
         call.args = parsed
 
         async def default() -> Any:
-            return await tool_obj.run(parsed, context)
+            result = await tool_obj.run(parsed, context)
+            if tool_obj.to_model_output is not None:
+                call.model_output = to_jsonable(tool_obj.to_model_output(result))
+            return result
 
         try:
             return False, await self.hooks.execute_tool(call, tool_obj, context, default)

@@ -4,7 +4,8 @@
 * ``encode_sse``, ``UI_MESSAGE_STREAM_HEADERS``, ``create_ui_message_stream_response``,
   ``SSEStreamResponse``: the HTTP framing (the responses need the ``server`` extra, starlette);
 * ``convert_ui_messages``: the UI messages a client sends → model messages;
-* ``handle_chat_stream``: one chat request against a ``Mastra`` agent.
+* ``handle_chat_stream``: one chat request against a ``Mastra`` agent;
+* ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
+from ._workflow import WorkflowRegistry, WorkflowUIChunkConverter, handle_workflow_stream
 
 if TYPE_CHECKING:
     from ._response import SSEStreamResponse
@@ -60,6 +62,8 @@ __all__ = [
     "UIMessageError",
     "UIMessageStreamError",
     "Version",
+    "WorkflowRegistry",
+    "WorkflowUIChunkConverter",
     "assert_valid_heartbeat_ms",
     "check_transform_factories",
     "convert_ui_messages",
@@ -69,6 +73,7 @@ __all__ = [
     "encode_sse_frame",
     "encode_ui_chunk",
     "handle_chat_stream",
+    "handle_workflow_stream",
     "parse_chat_request",
     "parse_json_body",
     "smooth_stream",

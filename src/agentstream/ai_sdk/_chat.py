@@ -195,6 +195,7 @@ async def handle_chat_stream(
     abort_signal: AbortSignal | None = None,
     allow_system_messages: bool = False,
     max_json_depth: int = 64,
+    include_sub_agent_metadata: bool = False,
 ) -> AsyncIterator[UIChunk]:
     """Run agent ``agent_id`` on a ``useChat`` request and return its UI message stream.
 
@@ -208,6 +209,9 @@ async def handle_chat_stream(
     ``start`` message id). ``default_options`` are agent options under the request's; the
     ``experimental_transform`` (or the one in ``default_options``) reshapes the chunks before
     conversion. ``abort_signal`` aborts the run; closing the returned stream stops it too.
+    ``include_sub_agent_metadata`` streams the progress of sub-agents and workflows run as tools
+    (``data-tool-agent`` / ``data-tool-workflow`` parts); off by default, as in Mastra's
+    ``handleChatStream``.
     ``send_goals`` forwards goal progress as ``data-goal`` parts (`to_ai_sdk_stream`).
     """
     request = _request(params, allow_system_messages=allow_system_messages, max_json_depth=max_json_depth)
@@ -258,5 +262,6 @@ async def handle_chat_stream(
         message_metadata=message_metadata,
         on_error=on_error,
         experimental_transform=transform,
+        include_sub_agent_metadata=include_sub_agent_metadata,
     )
     return _guarded(stream, output, on_error)

@@ -11,7 +11,7 @@ import base64
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 from agentstream.chunks import (
     UNSET,
@@ -48,12 +48,17 @@ from agentstream.chunks import (
     Tripwire,
     UnknownChunk,
     chunk_to_dict,
+    decode_chunk,
     format_date,
     to_jsonable,
 )
 from agentstream.stream import TransformFactory, apply_transforms
 
 from ._errors import UIMessageStreamError, default_error_text
+from ._sub_agent import AgentRunTracker
+
+if TYPE_CHECKING:
+    from ._workflow import WorkflowUIChunkConverter
 
 __all__ = [
     "MessageMetadataFn",
@@ -212,7 +217,8 @@ class UIChunkConverter:
         self._held: list[UIChunk] = []
         self._tripwire = False
         self._finish_seen = False
-        self._agent_runs: dict[str, dict[str, Any]] = {}
+        self._agent_runs = AgentRunTracker(lambda: _now())
+        self._workflow_runs: WorkflowUIChunkConverter | None = None
         self._dispatch: dict[type[Any], Callable[[Any], Any]] = {
             TextDelta: self._text_delta,
             TextStart: self._text_start,
@@ -610,6 +616,8 @@ class UIChunkConverter:
             if self.include_sub_agent_metadata:
                 return self._sub_agent(leaf, ancestry)
             return None
+        if origin == "WORKFLOW" and self.include_sub_agent_metadata:
+            return self._sub_workflow(leaf)
         if origin in ("WORKFLOW", "NETWORK"):
             return None
         leaf_type = leaf.get("type")
@@ -617,100 +625,24 @@ class UIChunkConverter:
             return _data_part(leaf, chunk_to_dict(chunk))
         return None
 
-    def _sub_agent(self, leaf: Mapping[str, Any], ancestry: list[dict[str, Any]]) -> UIChunk | None:
-        run_id = leaf.get("runId")
-        if not isinstance(run_id, str):
+    def _sub_workflow(self, leaf: Mapping[str, Any]) -> list[UIChunk]:
+        """A workflow run as a tool: its snapshots as ``data-tool-workflow`` / ``-step`` parts."""
+        if self._workflow_runs is None:
+            from ._workflow import WorkflowUIChunkConverter  # the workflow converter builds on this one
+
+            self._workflow_runs = WorkflowUIChunkConverter(include_text_stream_parts=False, nested=True)
+        return self._workflow_runs.convert(decode_chunk(dict(leaf), unknown="keep"))
+
+    def _sub_agent(self, leaf: Mapping[str, Any], ancestry: list[dict[str, Any]]) -> list[UIChunk] | None:
+        parts = self._agent_runs.update(leaf)
+        if not parts:
             return None
-        kind = leaf.get("type")
-        payload = leaf.get("payload")
-        p: Mapping[str, Any] = payload if isinstance(payload, Mapping) else {}
-        run = self._agent_runs.get(run_id)
-        if kind == "start" or run is None:
-            run = self._agent_runs[run_id] = {
-                "id": p.get("id", "") if kind == "start" else "",
-                "object": None,
-                "finishReason": None,
-                "usage": None,
-                "warnings": [],
-                "text": "",
-                "reasoning": [],
-                "sources": [],
-                "files": [],
-                "toolCalls": [],
-                "pendingToolCalls": [],
-                "toolResults": [],
-                "toolErrors": [],
-                "request": {},
-                "response": {"id": "", "timestamp": format_date(_now()), "modelId": "", "messages": []},
-                "steps": [],
-                "status": "running",
-            }
-            changed = kind == "start"
-        else:
-            changed = False
-        if kind == "text-delta":
-            run["text"] = run["text"] + str(p.get("text", ""))
-            changed = True
-        elif kind == "reasoning-delta":
-            run["reasoning"] = [*run["reasoning"], p.get("text", "")]
-            changed = True
-        elif kind == "source":
-            run["sources"] = [*run["sources"], dict(p)]
-            changed = True
-        elif kind == "file":
-            run["files"] = [*run["files"], dict(p)]
-            changed = True
-        elif kind == "tool-call":
-            run["toolCalls"] = [*run["toolCalls"], dict(p)]
-            run["pendingToolCalls"] = [*run["pendingToolCalls"], dict(p)]
-            changed = True
-        elif kind in ("tool-result", "tool-error"):
-            call_id = p.get("toolCallId")
-            run["pendingToolCalls"] = [c for c in run["pendingToolCalls"] if c.get("toolCallId") != call_id]
-            key = "toolResults" if kind == "tool-result" else "toolErrors"
-            run[key] = [*run[key], dict(p)]
-            changed = True
-        elif kind in ("object", "object-result"):
-            run["object"] = leaf.get("object")
-            changed = True
-        elif kind == "step-finish":
-            step_result = _mapping(p.get("stepResult"))
-            output = _mapping(p.get("output"))
-            run["steps"] = [
-                *run["steps"],
-                {
-                    "text": run["text"],
-                    "finishReason": step_result.get("reason"),
-                    "usage": output.get("usage"),
-                },
-            ]
-            changed = True
-        elif kind == "finish":
-            step_result = _mapping(p.get("stepResult"))
-            output = _mapping(p.get("output"))
-            run["finishReason"] = step_result.get("reason")
-            run["usage"] = output.get("usage")
-            warnings = step_result.get("warnings")
-            if warnings is None:
-                run.pop("warnings", None)
-            else:
-                run["warnings"] = warnings
-            run["status"] = "finished"
-            response = p.get("response")
-            if isinstance(response, Mapping):
-                run["response"] = {**run["response"], **response}
-            changed = True
-        if not changed:
-            return None
-        out: UIChunk = {
-            "type": "data-tool-agent",
-            "id": run_id,
-            "data": to_jsonable(dict(run)),
-            "ancestry": [dict(a) for a in ancestry],
-            "depth": len(ancestry),
-        }
-        if len(ancestry) > 1 and "agentId" in ancestry[-2]:
-            out["parentAgentId"] = ancestry[-2]["agentId"]
+        out: list[UIChunk] = []
+        for kind, body in parts:
+            part: UIChunk = {"type": kind, **body, "ancestry": [dict(a) for a in ancestry], "depth": len(ancestry)}
+            if len(ancestry) > 1 and "agentId" in ancestry[-2]:
+                part["parentAgentId"] = ancestry[-2]["agentId"]
+            out.append(part)
         return out
 
     # --- data and the rest --------------------------------------------------------------------
@@ -801,9 +733,15 @@ async def to_ai_sdk_stream(
     on_error: OnErrorFn | None = None,
     experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
     include_sub_agent_metadata: bool = False,
+    from_: Literal["agent", "workflow"] = "agent",
+    include_text_stream_parts: bool = True,
     send_goals: bool = False,
 ) -> AsyncIterator[UIChunk]:
     """AI SDK UI message chunks (wire dicts) for a Mastra agent stream (``toAISdkStream``).
+
+    ``from_="workflow"`` converts a workflow stream (a ``WorkflowRunOutput`` or its chunks) instead:
+    ``data-workflow`` / ``data-workflow-step`` parts, and the text parts of agent steps unless
+    ``include_text_stream_parts=False`` (spec §9.4).
 
     ``stream`` is a ``ModelOutput`` (its ``full_stream`` is read) or any (async) iterable of chunks.
     ``version`` ``"v6"``/``"v7"`` map finish reasons/usage as AI SDK 6 and add the native
@@ -825,6 +763,21 @@ async def to_ai_sdk_stream(
         include_sub_agent_metadata=include_sub_agent_metadata,
         send_goals=send_goals,
     )
+    if from_ == "workflow":
+        from ._workflow import workflow_ui_stream
+
+        async for part in workflow_ui_stream(
+            _aiter(_source_stream(stream)),
+            version=version,
+            include_text_stream_parts=include_text_stream_parts,
+            send_reasoning=send_reasoning,
+            send_sources=send_sources,
+            on_error=on_error,
+        ):
+            yield part
+        return
+    if from_ != "agent":
+        raise ValueError(f"from_: expected 'agent' or 'workflow', got {from_!r}")
     iterator = apply_transforms(_aiter(_source_stream(stream)), experimental_transform)
     try:
         async for chunk in iterator:

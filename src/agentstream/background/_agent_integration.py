@@ -11,6 +11,7 @@ describe the first turn, as in Mastra.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import copy
 import logging
 import uuid
@@ -136,6 +137,9 @@ class UntilIdleOutput:
         self._idle = asyncio.Event()
         self._text: Delayed[str] = Delayed(self._start_text)
         self._text_task: asyncio.Task[None] | None = None
+        # continuation turns start in the context this stream was made in (as a plain run captures
+        # it at stream()): a traced continuation nests under the same request or step as the first
+        self._context = contextvars.copy_context()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.first, name)
@@ -186,7 +190,7 @@ class UntilIdleOutput:
     def _ensure_started(self) -> None:
         if self._driver is None:
             self._driver = asyncio.get_running_loop().create_task(
-                self._drive(), name="agentstream-until-idle"
+                self._drive(), name="agentstream-until-idle", context=self._context
             )
 
     async def _follow(self) -> AsyncIterator[Chunk]:

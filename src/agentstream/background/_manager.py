@@ -63,6 +63,7 @@ from ..storage import (
     TaskUpdate,
     utc_now,
 )
+from ..tracing import TaskParent, dispatch_parent, traced_task
 from ._config import BackgroundTaskManagerConfig
 from ._context import BackgroundTaskContext, BackgroundTaskWriter
 from ._errors import (
@@ -262,6 +263,8 @@ class BackgroundTaskManager:
         self._agent_used: Counter[str] = Counter()
         self._pending: deque[tuple[str, str]] = deque()
         self._hooks: dict[str, TaskHooks] = {}
+        self._trace_parents: dict[str, TaskParent] = {}
+        """Per traced task: the dispatching tool call's span, parent of each attempt's span."""
         self._subscribers: list[_Subscriber] = []
         self._terminal_event = asyncio.Event()
         self._start_lock = asyncio.Lock()
@@ -375,11 +378,14 @@ class BackgroundTaskManager:
             lease_expires_at=self._lease_until(),
         )
         self._owned.add(task.id)
+        trace_parent = dispatch_parent()
         try:
             task = await self.storage.create_task(task)
         except BaseException:
             self._owned.discard(task.id)
             raise
+        if trace_parent is not None and (self._has_slot(agent_id) or self.config.backpressure == "queue"):
+            self._trace_parents[task.id] = trace_parent
         if self._has_slot(agent_id):
             if hooks is not None:
                 self._hooks[task.id] = hooks
@@ -392,6 +398,7 @@ class BackgroundTaskManager:
             self._pending.append((task.id, agent_id))
             return EnqueueResult(task, admitted=False)
         self._owned.discard(task.id)
+        self._trace_parents.pop(task.id, None)
         await self.storage.delete_task(task.id)
         if self.config.backpressure == "queue":
             raise ConcurrencyLimitError(
@@ -494,6 +501,7 @@ class BackgroundTaskManager:
             )
         )
         hooks = self._hooks.pop(task_id, None)
+        self._trace_parents.pop(task_id, None)
         if hooks is not None and hooks.on_chunk is not None:
             await self._call_hook(hooks.on_chunk, chunk)
         self._publish(task, chunk)
@@ -905,8 +913,18 @@ class BackgroundTaskManager:
             retry_count=task.retry_count,
         )
         run.in_thread = _runs_in_thread(executor)
+        work = self._execute(executor, dict(task.args), context, f"agentstream-background-task:{task.id}")
         inner = asyncio.ensure_future(
-            self._execute(executor, dict(task.args), context, f"agentstream-background-task:{task.id}")
+            traced_task(
+                self._trace_parents.get(task.id),
+                work,
+                task_id=task.id,
+                tool_name=task.tool_name,
+                agent_id=task.agent_id,
+                run_id=task.run_id,
+                attempt=task.retry_count + 1,
+                args=task.args,
+            )
         )
         run.inner = inner
         timeout = task.timeout_ms / 1000 if task.timeout_ms > 0 else None
@@ -1049,6 +1067,7 @@ class BackgroundTaskManager:
     ) -> None:
         """Tell everyone a task ended: its hooks, this manager's subscribers and waiters, the config."""
         hooks = self._hooks.pop(final.id, None)
+        self._trace_parents.pop(final.id, None)
         if run.resumed:
             await self.storage.delete_workflow_snapshot(WORKFLOW_NAME, final.id)
         if hooks is not None:

@@ -1,4 +1,5 @@
-"""ASGI pieces for serving agents to the AI SDK UI: `chat_route` (Starlette / FastAPI).
+"""ASGI pieces for serving agents and workflows to the AI SDK UI: `chat_route`, `workflow_route`
+(Starlette / FastAPI).
 
 `RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
 `SSEStreamResponse` (from `agentstream.ai_sdk`) the streaming answer. Needs the ``server`` extra
@@ -10,6 +11,7 @@ from __future__ import annotations
 from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
 from ._route import InternalServerError, chat_route, error_response
+from ._workflow_route import workflow_route
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -23,4 +25,5 @@ __all__ = [
     "bearer_token_auth",
     "chat_route",
     "error_response",
+    "workflow_route",
 ]

@@ -30,6 +30,7 @@ from ..ai_sdk import (
     handle_chat_stream,
     parse_json_body,
 )
+from ..tracing import incoming_trace
 from ._guard import RequestGuard
 
 __all__ = ["InternalServerError", "chat_route", "error_response"]
@@ -83,6 +84,7 @@ def chat_route(
     name: str | None = None,
     guard: RequestGuard | None = None,
     allow_system_messages: bool = False,
+    include_sub_agent_metadata: bool = False,
 ) -> Route:
     """A ``POST`` route answering ``useChat`` with agent ``{agent_id}`` (or the fixed ``agent``).
 
@@ -90,8 +92,11 @@ def chat_route(
     (``app.router.routes.append(chat_route(mastra))``). ``guard`` sets the request checks
     (default `RequestGuard`: loopback hosts on a loopback bind, same origin, JSON bodies up
     to 1 MiB and 64 levels); client ``system`` messages are refused unless
-    ``allow_system_messages``. A refused or malformed request gets 4xx JSON and an unknown agent a
+    ``allow_system_messages``. A W3C ``traceparent`` header makes the run's span (when traced, see
+    ``agentstream.tracing``) a child of the caller's. A refused or malformed request gets 4xx JSON and an unknown agent a
     404, ``{"error": {"name", "message", "path"?}}``; everything else streams.
+    ``include_sub_agent_metadata`` adds the live progress of sub-agents and workflows run as tools
+    (``data-tool-agent`` / ``data-tool-workflow`` parts).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
@@ -110,23 +115,25 @@ def chat_route(
         if not isinstance(body, Mapping):
             raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
         controller = AbortController()
-        stream = await handle_chat_stream(
-            mastra=mastra,
-            agent_id=agent or request.path_params["agent_id"],
-            params=body,
-            default_options=default_options,
-            experimental_transform=experimental_transform,
-            version=version,
-            send_start=send_start,
-            send_finish=send_finish,
-            send_reasoning=send_reasoning,
-            send_sources=send_sources,
-            send_goals=send_goals,
-            on_error=on_error,
-            message_metadata=message_metadata,
-            abort_signal=controller.signal,
-            allow_system_messages=allow_system_messages,
-        )
+        with incoming_trace(request.headers):  # the run's span continues the caller's trace
+            stream = await handle_chat_stream(
+                mastra=mastra,
+                agent_id=agent or request.path_params["agent_id"],
+                params=body,
+                default_options=default_options,
+                experimental_transform=experimental_transform,
+                version=version,
+                send_start=send_start,
+                send_finish=send_finish,
+                send_reasoning=send_reasoning,
+                send_sources=send_sources,
+                send_goals=send_goals,
+                on_error=on_error,
+                message_metadata=message_metadata,
+                abort_signal=controller.signal,
+                allow_system_messages=allow_system_messages,
+                include_sub_agent_metadata=include_sub_agent_metadata,
+            )
         return SSEStreamResponse(
             stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=checks.cors_headers(request)
         )

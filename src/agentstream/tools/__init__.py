@@ -4,14 +4,27 @@ from __future__ import annotations
 
 from ._background import AgentBackgroundConfig, AgentToolBackgroundConfig, TaskCallback, ToolBackgroundConfig
 from ._errors import RedactedToolError, ToolErrorMask, reported_tool_error
-from ._schema import Schema, SchemaIssue, ValidationOutcome, format_issues, json_schema_of, validate_value
+from ._schema import (
+    CompiledSchema,
+    Schema,
+    SchemaDefinitionError,
+    SchemaIssue,
+    ValidationOutcome,
+    compile_schema,
+    format_issues,
+    issues_tree,
+    json_schema_of,
+    validate_value,
+)
 from ._tool import Tool, ToolContext, ToolInputValidationError, ToolWriter, tool
 
 __all__ = [
     "AgentBackgroundConfig",
     "AgentToolBackgroundConfig",
+    "CompiledSchema",
     "RedactedToolError",
     "Schema",
+    "SchemaDefinitionError",
     "SchemaIssue",
     "TaskCallback",
     "Tool",
@@ -21,7 +34,9 @@ __all__ = [
     "ToolInputValidationError",
     "ToolWriter",
     "ValidationOutcome",
+    "compile_schema",
     "format_issues",
+    "issues_tree",
     "json_schema_of",
     "reported_tool_error",
     "tool",

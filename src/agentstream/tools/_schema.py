@@ -1,33 +1,41 @@
 """Argument schemas: JSON Schema dicts or pydantic models, validated with zod-style messages.
 
-Mastra validates tool input with zod and reports ``- city: Invalid input: expected string, received
-undefined``; the messages here follow that wording for the common cases so that models (and the
-conformance vectors) see the same text.
+A JSON Schema dict is compiled once by `compile_schema` (jsonschema-rs; a schema it cannot enforce
+is refused there with `SchemaDefinitionError`); a pydantic model or ``TypeAdapter`` validates
+itself. Either way `validate_value` returns the issues worded as Mastra's zod schemas word them
+(see ``_issues``), which is what the model is sent when it calls a tool with bad arguments.
 """
 
 from __future__ import annotations
 
+import functools
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 import pydantic
 
-__all__ = ["Schema", "SchemaIssue", "ValidationOutcome", "json_schema_of", "validate_value"]
+from ._issues import SchemaIssue, format_issues, issues_tree, js_number, js_type
+from ._json_schema import JsonSchemaValidator, SchemaDefinitionError
+
+__all__ = [
+    "CompiledSchema",
+    "Schema",
+    "SchemaDefinitionError",
+    "SchemaIssue",
+    "ValidationOutcome",
+    "compile_schema",
+    "format_issues",
+    "issues_tree",
+    "json_schema_of",
+    "validate_value",
+]
 
 Schema: TypeAlias = "dict[str, Any] | type[pydantic.BaseModel] | pydantic.TypeAdapter[Any]"
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
-
-
-@dataclass(frozen=True)
-class SchemaIssue:
-    """One validation problem: the path of the offending field and what is wrong with it."""
-
-    path: tuple[str | int, ...]
-    message: str
+_DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"
 
 
 @dataclass(frozen=True)
@@ -43,125 +51,29 @@ class ValidationOutcome:
         return not self.issues
 
 
-def json_schema_of(schema: Schema) -> dict[str, Any]:
+def json_schema_of(schema: Schema | CompiledSchema) -> dict[str, Any]:
     """The JSON Schema sent to the model for ``schema``."""
+    if isinstance(schema, CompiledSchema):
+        return json_schema_of(schema.schema)
     if isinstance(schema, dict):
         return schema
-    if isinstance(schema, pydantic.TypeAdapter):
-        return {"$schema": _DRAFT7, **schema.json_schema()}
-    return {"$schema": _DRAFT7, **schema.model_json_schema()}
+    generated = schema.json_schema() if isinstance(schema, pydantic.TypeAdapter) else schema.model_json_schema()
+    return {"$schema": _draft_of(generated), **generated}
 
 
-def _js_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, (int, float)):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+def _draft_of(generated: dict[str, Any]) -> str:
+    """Draft 7 (what zod-to-json-schema labels, as the recordings show) unless pydantic used a
+    2020-12 keyword (``prefixItems`` for tuples), which Draft 7 would refuse."""
+    return _DRAFT2020 if _uses_prefix_items(generated) else _DRAFT7
 
 
-def _type_matches(expected: str, value: Any) -> bool:
-    actual = _js_type(value)
-    if expected == "integer":
-        return actual == "number" and (
-            isinstance(value, int) or (isinstance(value, float) and value.is_integer())
-        )
-    return expected == actual
+def _uses_prefix_items(node: Any) -> bool:
+    if isinstance(node, dict):
+        return "prefixItems" in node or any(_uses_prefix_items(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_uses_prefix_items(v) for v in node)
+    return False
 
-
-def _validate_json(
-    schema: dict[str, Any], value: Any, path: tuple[str | int, ...], out: list[SchemaIssue]
-) -> None:
-    if value is _MISSING:
-        expected = schema.get("type")
-        name = expected if isinstance(expected, str) else "value"
-        out.append(SchemaIssue(path, f"Invalid input: expected {name}, received undefined"))
-        return
-    if "anyOf" in schema or "oneOf" in schema:
-        options = schema.get("anyOf") or schema.get("oneOf") or []
-        for option in options:
-            trial: list[SchemaIssue] = []
-            _validate_json(option, value, path, trial)
-            if not trial:
-                return
-        out.append(SchemaIssue(path, "Invalid input"))
-        return
-    if "const" in schema and value != schema["const"]:
-        out.append(SchemaIssue(path, f"Invalid input: expected {json.dumps(schema['const'])}"))
-        return
-    if "enum" in schema and value not in schema["enum"]:
-        options = "|".join(json.dumps(v) for v in schema["enum"])
-        out.append(SchemaIssue(path, f"Invalid option: expected one of {options}"))
-        return
-    expected = schema.get("type")
-    if isinstance(expected, list):
-        if not any(_type_matches(t, value) for t in expected):
-            out.append(
-                SchemaIssue(path, f"Invalid input: expected {expected[0]}, received {_js_type(value)}")
-            )
-            return
-    elif isinstance(expected, str) and not _type_matches(expected, value):
-        if expected == "integer" and _js_type(value) == "number":
-            out.append(SchemaIssue(path, "Invalid input: expected int, received number"))
-        else:
-            out.append(SchemaIssue(path, f"Invalid input: expected {expected}, received {_js_type(value)}"))
-        return
-    if isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties", {})
-        for key in schema.get("required", []):
-            if key not in value:
-                _validate_json(props.get(key, {}), _MISSING, (*path, key), out)
-        for key, sub in props.items():
-            if key in value:
-                _validate_json(sub, value[key], (*path, key), out)
-        extra = [k for k in value if k not in props]
-        additional = schema.get("additionalProperties", True)
-        if extra and additional is False:
-            keys = ", ".join(f'"{k}"' for k in extra)
-            out.append(SchemaIssue(path, f"Unrecognized key{'s' if len(extra) > 1 else ''}: {keys}"))
-        elif extra and isinstance(additional, dict):
-            for key in extra:
-                _validate_json(additional, value[key], (*path, key), out)
-    elif isinstance(value, list):
-        items = schema.get("items")
-        if isinstance(items, dict):
-            for i, item in enumerate(value):
-                _validate_json(items, item, (*path, i), out)
-        if "minItems" in schema and len(value) < schema["minItems"]:
-            out.append(SchemaIssue(path, f"Too small: expected array to have >={schema['minItems']} items"))
-        if "maxItems" in schema and len(value) > schema["maxItems"]:
-            out.append(SchemaIssue(path, f"Too big: expected array to have <={schema['maxItems']} items"))
-    elif isinstance(value, str):
-        if "minLength" in schema and len(value) < schema["minLength"]:
-            out.append(
-                SchemaIssue(path, f"Too small: expected string to have >={schema['minLength']} characters")
-            )
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            out.append(
-                SchemaIssue(path, f"Too big: expected string to have <={schema['maxLength']} characters")
-            )
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        if isinstance(value, float) and not math.isfinite(value):
-            out.append(SchemaIssue(path, "Invalid input: expected number, received NaN"))
-        if "minimum" in schema and value < schema["minimum"]:
-            out.append(SchemaIssue(path, f"Too small: expected number to be >={schema['minimum']}"))
-        if "maximum" in schema and value > schema["maximum"]:
-            out.append(SchemaIssue(path, f"Too big: expected number to be <={schema['maximum']}"))
-
-
-class _Missing:
-    pass
-
-
-_MISSING: Any = _Missing()
 
 _PYDANTIC_TYPES: dict[str, str] = {
     "string_type": "string",
@@ -206,46 +118,114 @@ def _pydantic_issues(exc: pydantic.ValidationError, schema: dict[str, Any], valu
             expected = _expected_from_schema(schema, path) or "value"
             issues.append(SchemaIssue(path, f"Invalid input: expected {expected}, received undefined"))
         elif kind in _PYDANTIC_TYPES:
-            received = _js_type(err.get("input"))
+            received = js_type(err.get("input"))
             issues.append(
                 SchemaIssue(path, f"Invalid input: expected {_PYDANTIC_TYPES[kind]}, received {received}")
             )
         elif kind == "extra_forbidden":
             issues.append(SchemaIssue(path[:-1], f'Unrecognized key: "{path[-1]}"'))
         else:
-            issues.append(SchemaIssue(path, str(err["msg"])))
+            issues.append(SchemaIssue(path, _pydantic_check_message(kind, err.get("ctx") or {}, err)))
     return issues
 
 
-def validate_value(schema: Schema, value: Any) -> ValidationOutcome:
-    """Validate ``value``; on success ``value`` is the parsed value (a model instance for models)."""
+_BOUNDS = {
+    "greater_than": ("Too small", ">", "gt"),
+    "greater_than_equal": ("Too small", ">=", "ge"),
+    "less_than": ("Too big", "<", "lt"),
+    "less_than_equal": ("Too big", "<=", "le"),
+}
+_SIZES = {
+    "string_too_short": ("Too small", ">=", "min_length", "string", "characters"),
+    "string_too_long": ("Too big", "<=", "max_length", "string", "characters"),
+    "too_short": ("Too small", ">=", "min_length", "array", "items"),
+    "too_long": ("Too big", "<=", "max_length", "array", "items"),
+}
+
+
+def _pydantic_check_message(kind: str, ctx: dict[str, Any], err: Any) -> str:
+    """pydantic's constraint errors in zod's words (the same as the JSON Schema path gives)."""
+    if kind in _BOUNDS and _BOUNDS[kind][2] in ctx:
+        head, op, key = _BOUNDS[kind]
+        return f"{head}: expected number to be {op}{js_number(ctx[key])}"
+    if kind in _SIZES and _SIZES[kind][2] in ctx:
+        head, op, key, origin, unit = _SIZES[kind]
+        return f"{head}: expected {origin} to have {op}{ctx[key]} {unit}"
+    if kind == "string_pattern_mismatch" and "pattern" in ctx:
+        return f"Invalid string: must match pattern /{ctx['pattern']}/"
+    if kind == "multiple_of" and "multiple_of" in ctx:
+        return f"Invalid number: must be a multiple of {js_number(ctx['multiple_of'])}"
+    if kind in ("int_from_float", "int_fractional"):
+        return "Invalid input: expected int, received number"
+    return str(err["msg"])
+
+
+class CompiledSchema:
+    """A schema checked and ready to validate: `compile_schema`'s result, accepted wherever a
+    `Schema` is (so a tool compiles its schemas once, when it is defined)."""
+
+    __slots__ = ("_json", "_validate", "schema")
+
+    def __init__(self, schema: Schema) -> None:
+        self.schema = schema
+        self._json: JsonSchemaValidator | None = None
+        self._validate: Callable[[Any], Any] | None = None
+        if isinstance(schema, dict):
+            self._json = JsonSchemaValidator(schema)
+        elif isinstance(schema, pydantic.TypeAdapter):
+            self._validate = schema.validate_python
+        elif isinstance(schema, type) and issubclass(schema, pydantic.BaseModel):
+            self._validate = schema.model_validate
+        else:
+            raise SchemaDefinitionError(
+                "a schema is a JSON Schema dict, a pydantic model class or a pydantic.TypeAdapter, "
+                f"got {type(schema).__name__}",
+                keyword=None,
+                path="",
+            )
+
+    def validate(self, value: Any) -> ValidationOutcome:
+        """Validate ``value``; on success the outcome's value is the parsed value (a model instance
+        for models, ``value`` itself for JSON Schema)."""
+        if self._json is not None:
+            return ValidationOutcome(value, self._json.issues(value))
+        assert self._validate is not None
+        try:
+            return ValidationOutcome(self._validate(value), ())
+        except pydantic.ValidationError as exc:
+            return ValidationOutcome(value, tuple(_pydantic_issues(exc, json_schema_of(self.schema), value)))
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_json(text: str) -> CompiledSchema:
+    return CompiledSchema(json.loads(text))
+
+
+def compile_schema(schema: Schema | CompiledSchema) -> CompiledSchema:
+    """Check ``schema`` and prepare it for validation.
+
+    Raises `SchemaDefinitionError` (a ``ValueError``) naming the keyword and its JSON Pointer when
+    a JSON Schema dict uses something the validator cannot enforce: a keyword outside its draft
+    (Draft 2020-12, or Draft 7 by ``$schema``), an invalid schema, a ``$ref`` that does not resolve
+    inside it (remote references are never fetched), an unknown ``format``.
+    """
+    if isinstance(schema, CompiledSchema):
+        return schema
     if isinstance(schema, dict):
-        issues: list[SchemaIssue] = []
-        _validate_json(schema, value, (), issues)
-        return ValidationOutcome(value, tuple(issues))
-    validate: Callable[[Any], Any]
-    validate = schema.validate_python if isinstance(schema, pydantic.TypeAdapter) else schema.model_validate
-    try:
-        return ValidationOutcome(validate(value), ())
-    except pydantic.ValidationError as exc:
-        return ValidationOutcome(value, tuple(_pydantic_issues(exc, json_schema_of(schema), value)))
+        try:
+            text = json.dumps(schema, allow_nan=False)
+        except (TypeError, ValueError):
+            return CompiledSchema(schema)  # not JSON data: refused with the reason
+        return _compiled_json(text)
+    return CompiledSchema(schema)
 
 
-def format_issues(issues: tuple[SchemaIssue, ...]) -> str:
-    """``- a.b: message`` lines, zod's ``prettifyError``-like summary."""
-    lines = []
-    for issue in issues:
-        where = ".".join(str(p) for p in issue.path)
-        lines.append(f"- {where}: {issue.message}" if where else f"- {issue.message}")
-    return "\n".join(lines)
+def validate_value(schema: Schema | CompiledSchema, value: Any) -> ValidationOutcome:
+    """Validate ``value`` against ``schema`` (a JSON Schema dict, a pydantic model, a
+    ``TypeAdapter`` or a `CompiledSchema`); the issues are worded as zod words them.
 
-
-def issues_tree(issues: tuple[SchemaIssue, ...]) -> dict[str, Any]:
-    """zod's ``treeifyError`` shape: ``{errors: [...], fields: {name: {errors, fields}}}``."""
-    root: dict[str, Any] = {"errors": [], "fields": {}}
-    for issue in issues:
-        node = root
-        for part in issue.path:
-            node = node["fields"].setdefault(str(part), {"errors": [], "fields": {}})
-        node["errors"].append(issue.message)
-    return root
+    On success the outcome's value is the parsed value (a model instance for models). A dict
+    schema is compiled on first use and cached; it raises `SchemaDefinitionError` if it cannot be
+    enforced.
+    """
+    return compile_schema(schema).validate(value)

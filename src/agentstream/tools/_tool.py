@@ -8,14 +8,34 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints, overload
+from typing import Annotated, Any, get_args, get_origin, get_type_hints, overload
 
 import pydantic
+from pydantic.fields import FieldInfo
 
 from .._abort import AbortSignal
-from ..chunks import Chunk, ChunkFrom, DataChunk, ToolOutput, ToolOutputPayload, to_jsonable
+from ..chunks import (
+    BaseChunk,
+    Chunk,
+    ChunkFrom,
+    DataChunk,
+    ToolOutput,
+    ToolOutputPayload,
+    UnknownChunk,
+    chunk_to_dict,
+    to_jsonable,
+)
 from ._background import ToolBackgroundConfig
-from ._schema import Schema, format_issues, issues_tree, json_schema_of, validate_value
+from ._docstrings import parse_tool_doc
+from ._schema import (
+    CompiledSchema,
+    Schema,
+    SchemaDefinitionError,
+    compile_schema,
+    format_issues,
+    issues_tree,
+    json_schema_of,
+)
 
 __all__ = ["Tool", "ToolContext", "ToolWriter", "tool"]
 
@@ -48,7 +68,13 @@ class ToolWriter:
             self._loop.call_soon_threadsafe(self._emit, chunk)
 
     def write(self, output: Any) -> None:
-        """Emit ``{type: 'tool-output', from: 'USER', payload: {output, toolCallId, toolName}}``."""
+        """Emit ``{type: 'tool-output', from: 'USER', payload: {output, toolCallId, toolName}}``.
+
+        A chunk written here (a sub-run's, say) is stored as its wire dict, as a reader of the JSON
+        stream would see it: the nested chunk keeps its extra keys and dates exactly.
+        """
+        if isinstance(output, (BaseChunk, UnknownChunk)):
+            output = chunk_to_dict(output)
         self._send(
             ToolOutput(
                 run_id=self._run_id,
@@ -116,8 +142,12 @@ class Tool:
     """A tool the model may call.
 
     ``input_schema`` is a JSON Schema dict or a pydantic model (the model gets its JSON Schema; the
-    tool gets a validated instance). ``execute(input, context)`` may be async or sync (sync runs in a
+    tool gets a validated instance). A dict is compiled here: a schema the validator cannot enforce
+    (a keyword outside Draft 2020-12 / Draft 7, a remote ``$ref``, an unknown ``format``...) raises
+    `SchemaDefinitionError` naming the keyword and its place, instead of being ignored at call time. ``execute(input, context)`` may be async or sync (sync runs in a
     worker thread). ``output_schema`` (optional) validates what ``execute`` returns.
+
+    ``to_model_output(result)`` (optional) projects the result for the model's next prompt.
 
     ``background`` (Mastra ``createTool({background})``): ``{"enabled": True, "timeout_ms": ...,
     "max_retries": ..., "default_disposition": "deferred" | "foreground", "on_complete": ...,
@@ -134,6 +164,10 @@ class Tool:
     output_schema: Schema | None = None
     background: ToolBackgroundConfig | Mapping[str, Any] | bool | None = None
     """A `ToolBackgroundConfig` (or ``None``) after construction."""
+    to_model_output: Callable[[Any], Any] | None = None
+    """Mastra's ``toModelOutput``: what the model is shown of a result (an AI SDK tool-result
+    ``output``, e.g. ``{"type": "text", "value": ...}``) when that is not the whole result; it rides
+    on the ``tool-result`` chunk as ``providerMetadata.mastra.modelOutput``."""
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -141,6 +175,10 @@ class Tool:
         if not callable(self.execute):
             raise TypeError(f"tool {self.id!r}: execute must be callable")
         self.background = ToolBackgroundConfig.from_value(self.background)
+        self._input_check = _compiled(self.id, "input_schema", self.input_schema)
+        self._output_check = (
+            None if self.output_schema is None else _compiled(self.id, "output_schema", self.output_schema)
+        )
         self._is_async = inspect.iscoroutinefunction(self.execute) or inspect.iscoroutinefunction(
             getattr(self.execute, "__call__", None)  # noqa: B004
         )
@@ -156,7 +194,7 @@ class Tool:
 
     def validation_error(self, args: Any) -> tuple[Any, dict[str, Any] | None]:
         """``(parsed_input, None)`` or ``(args, error_result)`` with Mastra's validation-error result."""
-        outcome = validate_value(self.input_schema, args)
+        outcome = self._input_check.validate(args)
         if outcome.ok:
             return outcome.value, None
         provided = json.dumps(args, indent=2, ensure_ascii=False, default=str)
@@ -174,8 +212,8 @@ class Tool:
             result = await asyncio.to_thread(self.execute, parsed, context)
             if inspect.isawaitable(result):
                 result = await result
-        if self.output_schema is not None:
-            outcome = validate_value(self.output_schema, result)
+        if self._output_check is not None:
+            outcome = self._output_check.validate(result)
             if not outcome.ok:
                 return {
                     "error": True,
@@ -184,6 +222,23 @@ class Tool:
                 }
             result = outcome.value
         return to_jsonable(result)
+
+
+def _compiled(tool_id: str, name: str, schema: Schema) -> CompiledSchema:
+    try:
+        return compile_schema(schema)
+    except SchemaDefinitionError as exc:
+        raise SchemaDefinitionError(f"tool {tool_id!r}: {name}: {exc}", keyword=exc.keyword, path=exc.path) from None
+
+
+def _described(annotation: Any, default: Any, description: str | None) -> Any:
+    """``annotation`` carrying the docstring's ``description`` unless a ``Field`` already gives one."""
+    if description is None:
+        return annotation
+    given = [default, *get_args(annotation)[1:]] if get_origin(annotation) is Annotated else [default]
+    if any(isinstance(f, FieldInfo) and f.description is not None for f in given):
+        return annotation
+    return Annotated[annotation, pydantic.Field(description=description)]
 
 
 def _is_context_param(name: str, annotation: Any) -> bool:
@@ -220,14 +275,18 @@ def tool(
     """Build a ``Tool`` from a type-hinted function (sync or async).
 
     Parameters become the input schema (via pydantic); a parameter named ``context`` (or annotated
-    ``ToolContext``) receives the context. The description defaults to the docstring.
+    ``ToolContext``) receives the context. The description defaults to the docstring's first
+    paragraph, and each parameter documented in it (Google ``Args:``, NumPy ``Parameters`` or Sphinx
+    ``:param x:`` style) gets that text as its ``description`` in the JSON Schema the model sees,
+    unless its ``Field(description=...)`` already gives one.
     ``background`` is the tool's background-task config (see ``Tool``), e.g.
     ``@tool(background={"enabled": True, "timeout_ms": 60_000})``.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
         signature = inspect.signature(func)
-        hints = get_type_hints(func)
+        hints = get_type_hints(func, include_extras=True)
+        doc = parse_tool_doc(func)
         fields: dict[str, Any] = {}
         context_param: str | None = None
         for name, param in signature.parameters.items():
@@ -236,7 +295,7 @@ def tool(
                 context_param = name
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[name] = (annotation, default)
+            fields[name] = (_described(annotation, default, doc.parameters.get(name)), default)
         model = pydantic.create_model(
             f"{func.__name__}_input", __config__=pydantic.ConfigDict(extra="forbid"), **fields
         )
@@ -261,10 +320,9 @@ def tool(
                 return func(**kwargs_of(parsed, context))
 
             execute = execute_sync
-        doc = inspect.getdoc(func) or ""
         return Tool(
             id=id or func.__name__,
-            description=description if description is not None else doc.strip().split("\n\n")[0],
+            description=description if description is not None else doc.description,
             input_schema=model,
             execute=execute,
             background=background,

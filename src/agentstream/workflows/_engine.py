@@ -1,0 +1,621 @@
+"""The executor: walks a workflow's entries, runs steps, emits Mastra's workflow chunks and keeps the
+run's state (step records, execution path, suspension points) as JSON-ready data for snapshots."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from .._abort import AbortError, AbortSignal, until_aborted
+from ..chunks import (
+    UNSET,
+    Chunk,
+    ChunkFrom,
+    WorkflowCanceled,
+    WorkflowStepFinish,
+    WorkflowStepFinishPayload,
+    WorkflowStepProgress,
+    WorkflowStepProgressPayload,
+    WorkflowStepResult,
+    WorkflowStepResultPayload,
+    WorkflowStepStart,
+    WorkflowStepStartPayload,
+    WorkflowStepSuspended,
+    WorkflowStepSuspendedPayload,
+    WorkflowStepWaiting,
+    WorkflowStepWaitingPayload,
+    to_jsonable,
+)
+from ..tools import validate_value
+from ._errors import StepInputValidationError, StepOutputValidationError, WorkflowError, _Bail, _Suspend
+from ._step import Step, StepContext, StepWriter, call
+from ._workflow import (
+    BranchEntry,
+    Entry,
+    ForeachEntry,
+    LoopEntry,
+    ParallelEntry,
+    SleepEntry,
+    StepEntry,
+    Workflow,
+)
+
+__all__ = ["Execution", "Resume", "RunEnd"]
+
+log = logging.getLogger("agentstream.workflows")
+
+
+@dataclass
+class Resume:
+    """Where a resumed run picks up: the suspended step, its data, and the entry it sits in."""
+
+    step_id: str
+    data: Any
+    entry_index: int
+
+
+@dataclass
+class RunEnd:
+    """How the walk ended: ``status`` and the result, error, or suspension points."""
+
+    status: str
+    result: Any = UNSET
+    error: BaseException | None = None
+    suspended: dict[str, list[int]] = field(default_factory=dict)
+
+
+class _Outcome:
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value: Any) -> None:
+        self.kind = kind  # success | failed | suspended | bailed
+        self.value = value
+
+
+class _Stop(Exception):
+    """Ends the walk early with a `RunEnd`."""
+
+    def __init__(self, end: RunEnd) -> None:
+        super().__init__(end.status)
+        self.end = end
+
+
+def _noop(_context: StepContext) -> None:
+    return None
+
+
+def _now_ms() -> float:
+    return datetime.now(UTC).timestamp() * 1000.0
+
+
+async def _real_sleep(seconds: float) -> None:
+    await asyncio.sleep(seconds)
+
+
+class Execution:
+    """One walk over a workflow's entries (a first run or a resume), with the run's state.
+
+    ``records`` (step id → JSON record), ``path`` (Mastra's ``stepExecutionPath``), ``branches`` (which
+    branch steps ran, per entry) and ``state`` are what snapshots save; `load` / `dump` convert.
+    """
+
+    def __init__(
+        self,
+        workflow: Workflow,
+        run_id: str,
+        *,
+        emit: Callable[[Chunk], None],
+        signal: AbortSignal,
+        clock: Callable[[], float] | None,
+        sleep: Callable[[float], Any] | None,
+    ) -> None:
+        self.workflow = workflow
+        self.run_id = run_id
+        self.emit = emit
+        self.signal = signal
+        self.clock = clock or _now_ms
+        self.sleep = sleep or _real_sleep
+        self.input: Any = None
+        self.state: list[Any] = [None]
+        self.records: dict[str, dict[str, Any]] = {}
+        self.errors: dict[str, BaseException] = {}
+        self.path: list[str] = []
+        self.branches: dict[str, list[str]] = {}
+        self.suspended: dict[str, list[int]] = {}
+        self.interrupted = False
+        """Set when a step that ignored the abort was interrupted after the grace period."""
+        self._driver: asyncio.Task[Any] | None = None
+
+    # ------------------------------------------------------------------------------ snapshots
+
+    def dump(self) -> dict[str, Any]:
+        """The run's state as JSON data (records with errors as ``{name, message}``)."""
+        return {
+            "input": self.input,
+            "state": self.state[0],
+            # records are JSON already, except the exceptions of failed steps
+            "context": {k: to_jsonable(v) if "error" in v else v for k, v in self.records.items()},
+            "stepExecutionPath": list(self.path),
+            "branches": dict(self.branches),
+            "suspendedPaths": dict(self.suspended),
+        }
+
+    def load(self, data: dict[str, Any]) -> None:
+        """Restore what `dump` saved."""
+        self.input = data.get("input")
+        self.state = [data.get("state")]
+        self.records = {k: dict(v) for k, v in (data.get("context") or {}).items()}
+        self.path = list(data.get("stepExecutionPath") or [])
+        self.branches = {k: list(v) for k, v in (data.get("branches") or {}).items()}
+        self.suspended = {k: list(v) for k, v in (data.get("suspendedPaths") or {}).items()}
+
+    def output_of(self, step_id: str) -> Any:
+        record = self.records.get(step_id)
+        if record is None or record.get("status") != "success":
+            return None
+        return record.get("output")
+
+    # ------------------------------------------------------------------------------ the walk
+
+    async def run(self, input_data: Any, resume: Resume | None = None) -> RunEnd:
+        """Walk the entries from the start (or from `resume`'s entry); never raises for step failures."""
+        self._driver = asyncio.current_task()
+        entries = self.workflow.entries
+        start = 0
+        prev = input_data
+        if resume is not None:
+            start = resume.entry_index
+            prev = self._entry_input(entries[start], resume)
+        else:
+            self.input = input_data
+        try:
+            for index in range(start, len(entries)):
+                prev = await self._entry(index, entries[index], prev, resume if index == start else None)
+                if self.signal.aborted:
+                    return self._canceled()
+        except _Stop as stop:
+            if stop.end.status == "failed" and self.signal.aborted:
+                return self._canceled()  # the step failed because of the cancel (as fetch does)
+            return stop.end
+        return RunEnd("success", result=prev)
+
+    def _canceled(self) -> RunEnd:
+        self.emit(WorkflowCanceled(run_id=self.run_id, from_=ChunkFrom.WORKFLOW))
+        return RunEnd("canceled")
+
+    def _entry_input(self, entry: Entry, resume: Resume) -> Any:
+        record = self.records.get(resume.step_id)
+        if record is None:
+            raise WorkflowError(f"run {self.run_id!r} has no record of step {resume.step_id!r}")
+        return record.get("payload")
+
+    async def _entry(self, index: int, entry: Entry, prev: Any, resume: Resume | None) -> Any:
+        if isinstance(entry, StepEntry):
+            if entry.in_path and resume is None:
+                self.path.append(entry.step.id)
+            outcome = await self._step(entry.step, prev, resume=resume, in_path=entry.in_path)
+            return self._settle(index, [(entry.step, outcome)])
+        if isinstance(entry, ParallelEntry):
+            return await self._group(index, list(entry.steps), prev, resume)
+        if isinstance(entry, BranchEntry):
+            if resume is not None:
+                chosen = [
+                    s for s in (s for _, s in entry.branches) if s.id in self.branches.get(str(index), [])
+                ]
+            else:
+                chosen = []
+                for condition, step in entry.branches:
+                    if await call(condition, self._context(step, prev)):
+                        chosen.append(step)
+                self.branches[str(index)] = [s.id for s in chosen]
+            return await self._group(index, chosen, prev, resume)
+        if isinstance(entry, LoopEntry):
+            return await self._loop(index, entry, prev, resume)
+        if isinstance(entry, ForeachEntry):
+            return await self._foreach(entry, prev)
+        return await self._sleep(entry, prev)
+
+    def _settle(self, index: int, outcomes: list[tuple[Step, _Outcome]]) -> Any:
+        """An entry's output, or a `_Stop` for a failed, suspended or bailed step."""
+        for _, outcome in outcomes:
+            if outcome.kind == "failed":
+                raise _Stop(RunEnd("failed", error=outcome.value))
+        suspended = [s for s, o in outcomes if o.kind == "suspended"]
+        if suspended:
+            for step in suspended:
+                self.suspended[step.id] = [index]
+            raise _Stop(RunEnd("suspended", suspended={s.id: [index] for s in suspended}))
+        for _, outcome in outcomes:
+            if outcome.kind == "bailed":
+                raise _Stop(RunEnd("success", result=outcome.value))
+        if len(outcomes) == 1 and not isinstance(self.workflow.entries[index], (ParallelEntry, BranchEntry)):
+            return outcomes[0][1].value
+        return {s.id: o.value for s, o in outcomes}
+
+    async def _group(self, index: int, steps: list[Step], prev: Any, resume: Resume | None) -> Any:
+        jobs: list[tuple[Step, Any]] = []
+        done: dict[str, _Outcome] = {}
+        for step in steps:
+            record = self.records.get(step.id) if resume is not None else None
+            if record is not None and record.get("status") == "success":
+                done[step.id] = _Outcome("success", record.get("output"))
+            elif record is not None and record.get("status") == "suspended" and step.id != resume.step_id:  # type: ignore[union-attr]
+                done[step.id] = _Outcome("suspended", record.get("suspendPayload"))
+            else:
+                jobs.append(
+                    (
+                        step,
+                        self._begin(
+                            step, prev, resume=resume if resume and step.id == resume.step_id else None
+                        ),
+                    )
+                )
+        if len(jobs) == 1:
+            step, started = jobs[0]
+            done[step.id] = await self._finish(step, started)
+        elif jobs:
+            try:
+                results = await asyncio.gather(*(self._finish(s, started) for s, started in jobs))
+            except asyncio.CancelledError:
+                if not self._take_interruption():
+                    raise
+                raise _Stop(RunEnd("failed", error=AbortError(self.signal.reason))) from None
+            for (step, _), outcome in zip(jobs, results, strict=True):
+                done[step.id] = outcome
+        return self._settle(index, [(s, done[s.id]) for s in steps])
+
+    async def _loop(self, index: int, entry: LoopEntry, prev: Any, resume: Resume | None) -> Any:
+        step = entry.step
+        iteration = 1
+        if resume is not None:
+            metadata = self.records.get(step.id, {}).get("metadata") or {}
+            iteration = int(metadata.get("iterationCount", 1))
+        while True:
+            outcome = await self._step(step, prev, resume=resume, metadata={"iterationCount": iteration})
+            resume = None
+            prev = self._settle(index, [(step, outcome)])
+            if self.signal.aborted:
+                return prev
+            verdict = bool(await call(entry.condition, self._context(step, prev)))
+            if verdict != (entry.kind == "dowhile"):
+                return prev
+            iteration += 1
+
+    # ------------------------------------------------------------------------------ one step
+
+    def _context(self, step: Step, input_data: Any, **extra: Any) -> StepContext:
+        return StepContext(
+            input_data=input_data,
+            run_id=self.run_id,
+            workflow_id=self.workflow.id,
+            step_id=step.id,
+            writer=StepWriter(self.emit, run_id=self.run_id, step_name=step.id),
+            abort_signal=self.signal,
+            mastra=self.workflow.mastra,
+            _init_data=self.input,
+            _results=self.output_of,
+            _state=self.state,
+            _suspend_schema=step.suspend_schema,
+            **extra,
+        )
+
+    async def _step(
+        self,
+        step: Step,
+        input_data: Any,
+        *,
+        resume: Resume | None = None,
+        in_path: bool = True,
+        metadata: dict[str, Any] | None = None,
+    ) -> _Outcome:
+        started = self._begin(step, input_data, resume=resume, metadata=metadata)
+        return await self._finish(step, started)
+
+    def _begin(
+        self,
+        step: Step,
+        input_data: Any,
+        *,
+        resume: Resume | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> tuple[str, dict[str, Any], Any, Any]:
+        """Record and announce the step (`workflow-step-start`); returns what `_finish` needs."""
+        call_id = str(uuid.uuid4())
+        suspend_data = None
+        if resume is not None:
+            old = self.records.get(step.id, {})
+            suspend_data = old.get("suspendPayload")
+            record: dict[str, Any] = {"payload": old.get("payload"), "startedAt": old.get("startedAt")}
+            record["status"] = "running"
+            if metadata is not None:
+                record["metadata"] = metadata
+            record["resumePayload"] = to_jsonable(resume.data)
+            record["resumedAt"] = int(self.clock())
+        else:
+            record = {"payload": input_data, "startedAt": int(self.clock()), "status": "running"}
+            if metadata is not None:
+                record["metadata"] = metadata
+        self.records[step.id] = record
+        extra = {k: v for k, v in record.items() if k in ("startedAt", "metadata", "resumedAt")}
+        self.emit(
+            WorkflowStepStart(
+                run_id=self.run_id,
+                from_=ChunkFrom.WORKFLOW,
+                payload=WorkflowStepStartPayload(
+                    step_name=step.id,
+                    id=step.id,
+                    step_call_id=call_id,
+                    payload=record["payload"],
+                    status="running",
+                    resume_payload=record.get("resumePayload", UNSET),
+                    extra=extra,
+                ),
+            )
+        )
+        return call_id, record, (resume.data if resume is not None else None), suspend_data
+
+    async def _finish(self, step: Step, started: tuple[str, dict[str, Any], Any, Any]) -> _Outcome:
+        call_id, record, resume_data, suspend_data = started
+        try:
+            output = await self._execute(step, record["payload"], resume_data, suspend_data)
+        except _Suspend as suspension:
+            return self._suspended(step, call_id, record, suspension.payload)
+        except _Bail as bail:
+            result = to_jsonable(bail.result)
+            self._succeeded(step, call_id, record, result, shown_status="bailed")
+            return _Outcome("bailed", result)
+        except Exception as exc:
+            self._failed(step, call_id, record, exc)
+            return _Outcome("failed", exc)
+        self._succeeded(step, call_id, record, output)
+        return _Outcome("success", output)
+
+    async def _execute(self, step: Step, input_data: Any, resume_data: Any, suspend_data: Any) -> Any:
+        parsed = input_data
+        if step.input_schema is not None:
+            outcome = validate_value(step.input_schema, input_data)
+            if not outcome.ok:
+                raise StepInputValidationError(step.id, outcome.issues)
+            parsed = outcome.value
+        retry = self.workflow.retry_config
+        attempts = step.retries if step.retries is not None else retry.attempts
+        attempt = 0
+        while True:
+            context = self._context(
+                step, parsed, resume_data=resume_data, suspend_data=suspend_data, retry_count=attempt
+            )
+            try:
+                value = await self._guarded(step, context)
+                break
+            except (AbortError, asyncio.CancelledError):
+                raise
+            except Exception:
+                if attempt >= attempts or self.signal.aborted:
+                    raise
+                attempt += 1
+                if retry.delay:
+                    await until_aborted(self.sleep(retry.delay / 1000.0), self.signal)
+        if step.output_schema is not None:
+            checked = validate_value(step.output_schema, value)
+            if not checked.ok:
+                raise StepOutputValidationError(step.id, checked.issues)
+            value = checked.value
+        return to_jsonable(value)
+
+    async def _guarded(self, step: Step, context: StepContext) -> Any:
+        """Run the step; if the run is cancelled and the grace period ran out, the step is interrupted
+        and fails with an `AbortError`."""
+        try:
+            return await call(step.execute, context)
+        except asyncio.CancelledError:
+            if self._take_interruption():
+                raise AbortError(self.signal.reason) from None
+            raise
+
+    def _take_interruption(self) -> bool:
+        """After `CancelledError` reached the run's own task: whether it was the cancel's interruption
+        (then it is absorbed, and the step in flight fails with an `AbortError`)."""
+        task = asyncio.current_task()
+        if self.interrupted and task is not None and task is self._driver and task.uncancel() == 0:
+            self.interrupted = False
+            return True
+        return False
+
+    # ------------------------------------------------------------------------------ outcomes
+
+    def _result_payload(
+        self, step: Step, call_id: str, record: dict[str, Any], status: str
+    ) -> WorkflowStepResultPayload:
+        extra = {k: v for k, v in record.items() if k in ("startedAt", "metadata", "resumedAt", "endedAt")}
+        if "error" in record:
+            extra["error"] = to_jsonable(self.errors.get(step.id, record["error"]))
+        return WorkflowStepResultPayload(
+            step_name=step.id,
+            id=step.id,
+            step_call_id=call_id,
+            payload=record["payload"],
+            status=status,
+            resume_payload=record.get("resumePayload", UNSET),
+            output=record.get("output", UNSET),
+            extra=extra,
+        )
+
+    def _succeeded(
+        self, step: Step, call_id: str, record: dict[str, Any], output: Any, shown_status: str = "success"
+    ) -> None:
+        record["status"] = "success"
+        record["output"] = output
+        record["endedAt"] = int(self.clock())
+        self._announce_result(step, call_id, record, shown_status)
+
+    def _failed(self, step: Step, call_id: str, record: dict[str, Any], error: BaseException) -> None:
+        record["status"] = "failed"
+        record["error"] = error
+        record["endedAt"] = int(self.clock())
+        self.errors[step.id] = error
+        log.error(
+            "Error executing step workflow.%s.step.%s: %s", self.workflow.id, step.id, error, exc_info=error
+        )
+        self._announce_result(step, call_id, record, "failed")
+
+    def _announce_result(self, step: Step, call_id: str, record: dict[str, Any], status: str) -> None:
+        self.emit(
+            WorkflowStepResult(
+                run_id=self.run_id,
+                from_=ChunkFrom.WORKFLOW,
+                payload=self._result_payload(step, call_id, record, status),
+            )
+        )
+        self.emit(
+            WorkflowStepFinish(
+                run_id=self.run_id,
+                from_=ChunkFrom.WORKFLOW,
+                payload=WorkflowStepFinishPayload(id=step.id, metadata={}),
+            )
+        )
+
+    def _suspended(self, step: Step, call_id: str, record: dict[str, Any], payload: Any) -> _Outcome:
+        payload = to_jsonable(payload)
+        record.pop("resumePayload", None)
+        record.pop("resumedAt", None)
+        record["status"] = "suspended"
+        record["suspendPayload"] = payload
+        record["suspendedAt"] = int(self.clock())
+        extra = {k: v for k, v in record.items() if k in ("startedAt", "metadata", "suspendedAt")}
+        self.emit(
+            WorkflowStepSuspended(
+                run_id=self.run_id,
+                from_=ChunkFrom.WORKFLOW,
+                payload=WorkflowStepSuspendedPayload(
+                    id=step.id,
+                    payload=record["payload"],
+                    status="suspended",
+                    suspend_payload=payload,
+                    extra={"stepName": step.id, "stepCallId": call_id, **extra},
+                ),
+            )
+        )
+        return _Outcome("suspended", payload)
+
+    # ------------------------------------------------------------------------------ foreach, sleep
+
+    async def _foreach(self, entry: ForeachEntry, items: Any) -> Any:
+        step = entry.step
+        if not isinstance(items, list):
+            error = WorkflowError(
+                f"foreach({step.id!r}): the previous step's output must be a list, got {type(items).__name__}"
+            )
+            started = self._begin(step, items)
+            self._failed(step, started[0], started[1], error)
+            raise _Stop(RunEnd("failed", error=error))
+        call_id, record, _, _ = self._begin(step, items)
+        results: list[Any] = [None] * len(items)
+        completed = 0
+        next_index = 0
+        failure: list[BaseException] = []
+
+        async def worker() -> None:
+            nonlocal completed, next_index
+            while next_index < len(items) and not failure and not self.signal.aborted:
+                i = next_index
+                next_index += 1
+                try:
+                    results[i] = await self._execute(step, items[i], None, None)
+                except _Suspend:
+                    failure.append(
+                        WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported")
+                    )
+                except _Bail as bail:
+                    results[i] = to_jsonable(bail.result)
+                except Exception as exc:
+                    failure.append(exc)
+                completed += 1
+                status: Literal["success", "failed"] = "failed" if failure else "success"
+                self.emit(
+                    WorkflowStepProgress(
+                        run_id=self.run_id,
+                        from_=ChunkFrom.WORKFLOW,
+                        payload=WorkflowStepProgressPayload(
+                            id=step.id,
+                            completed_count=completed,
+                            total_count=len(items),
+                            current_index=i,
+                            iteration_status=status,
+                            iteration_output=results[i] if status == "success" else UNSET,
+                        ),
+                    )
+                )
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(min(entry.concurrency, max(len(items), 1))):
+                    group.create_task(worker())
+        except asyncio.CancelledError:
+            if not self._take_interruption():
+                raise
+        if self.signal.aborted and completed < len(items) and not failure:
+            failure.append(AbortError(self.signal.reason))
+        if failure:
+            self._failed(step, call_id, record, failure[0])
+            raise _Stop(RunEnd("failed", error=failure[0]))
+        self._succeeded(step, call_id, record, results)
+        return results
+
+    async def _sleep(self, entry: SleepEntry, prev: Any) -> Any:
+        started = int(self.clock())
+        self.emit(
+            WorkflowStepWaiting(
+                run_id=self.run_id,
+                from_=ChunkFrom.WORKFLOW,
+                payload=WorkflowStepWaitingPayload(
+                    id=entry.id,
+                    payload=prev if isinstance(prev, dict) else {"value": prev},
+                    started_at=started,
+                    status="waiting",
+                ),
+            )
+        )
+        ms: float
+        if entry.fn is not None:
+            value = await call(entry.fn, self._context(Step(id=entry.id, execute=_noop), prev))
+            if isinstance(value, datetime):
+                ms = (value.timestamp() * 1000.0) - self.clock()
+            else:
+                ms = float(value)
+        elif entry.until is not None:
+            ms = (entry.until.timestamp() * 1000.0) - self.clock()
+        else:
+            ms = entry.ms or 0.0
+        if ms > 0:
+            try:
+                await until_aborted(self.sleep(ms / 1000.0), self.signal)
+            except AbortError:
+                pass
+        record = {
+            "payload": prev,
+            "startedAt": started,
+            "status": "success",
+            "output": prev,
+            "endedAt": int(self.clock()),
+        }
+        self.records[entry.id] = record
+        self.emit(
+            WorkflowStepResult(
+                run_id=self.run_id,
+                from_=ChunkFrom.WORKFLOW,
+                payload=WorkflowStepResultPayload(
+                    step_name=entry.id,
+                    id=entry.id,
+                    payload=prev,
+                    status="success",
+                    output=prev,
+                    extra={"startedAt": started, "endedAt": record["endedAt"]},
+                ),
+            )
+        )
+        return prev

@@ -1,0 +1,97 @@
+"""The chat page's workflow view in headless Chromium: pick the demo workflow, run it on a topic, watch its
+steps go by with their status, input and output, answer the suspension form, and see the resumed run
+publish. Same tooling (and skip rules) as tests/test_chat_page.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_chat_page import CHROMIUM, PLAYWRIGHT, ROOT, serving
+
+SCREENSHOT = ROOT / ".cache" / "e2e" / "workflow.png"
+
+DRIVER = r"""
+const [playwrightPath, url, screenshot] = process.argv.slice(2);
+const { chromium } = require(playwrightPath);
+const steps = (page, n) => page.$$eval(".msg.assistant", (ms, n) => [...ms[n].querySelectorAll(".workflow li")].map((li) => ({
+  step: li.dataset.step, status: li.dataset.status, pres: [...li.querySelectorAll("pre")].map((p) => p.textContent),
+  form: !!li.querySelector(".resume"),
+})), n);
+(async () => {
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  const out = { consoleErrors: [], requests: [] };
+  try {
+    const page = await browser.newPage({ viewport: { width: 1000, height: 1200 } });
+    page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
+    page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/")) out.requests.push(r.request().method() + " " + p + " " + r.status()); });
+    await page.goto(url);
+    await page.waitForFunction(() => document.querySelectorAll("#workflow option").length > 1);
+    out.workflows = await page.$$eval("#workflow option", (os) => os.map((o) => o.value));
+    await page.selectOption("#workflow", "publish-article");
+    await page.fill("#input", "tides");
+    await page.click("#send");
+    await page.waitForSelector('.msg.assistant .workflow li[data-step="gather"][data-status="running"]', { timeout: 30000 });
+    out.live = await steps(page, 0);
+    await page.waitForFunction(() => document.getElementById("log").getAttribute("aria-busy") === "false" &&
+      document.querySelector('.workflow[data-status="suspended"]'), null, { timeout: 30000 });
+    out.suspended = await steps(page, 0);
+    out.text = await page.$eval(".msg.assistant", (m) => [...m.querySelectorAll(".text")].map((t) => t.textContent).join(""));
+    await page.check('.resume input[name="approved"]');
+    await page.click(".resume button");
+    await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 &&
+      document.getElementById("log").getAttribute("aria-busy") === "false", null, { timeout: 30000 });
+    out.resumed = await steps(page, 1);
+    out.finalStatus = await page.$$eval(".workflow", (ws) => ws.map((w) => w.dataset.status));
+    out.formsLeft = await page.$$eval(".resume", (fs) => fs.length);
+    await page.screenshot({ path: screenshot, fullPage: true });
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    from agentstream._app import create_app
+
+    with serving(create_app(delay_in_ms=1)) as url:
+        yield url
+
+
+def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
+    script = tmp_path / "drive.cjs"
+    script.write_text(DRIVER, encoding="utf-8")
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        ["node", str(script), str(PLAYWRIGHT), base_url, str(SCREENSHOT)],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "CHROMIUM": str(CHROMIUM)},
+    )
+    assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
+    out: dict[str, Any] = json.loads(result.stdout)
+    assert out["consoleErrors"] == [], out["requests"]
+    assert out["workflows"] == ["", "publish-article"]
+    assert out["live"][0]["step"] == "gather" and out["live"][0]["pres"] == ['input: {"topic":"tides"}']
+
+    suspended = {s["step"]: s for s in out["suspended"]}
+    assert list(suspended) == ["gather", "brief", "writer", "approve"]
+    assert [s["status"] for s in out["suspended"]] == ["success", "success", "success", "suspended"]
+    assert any(p.startswith("output: {\"topic\":\"tides\",\"notes\"") for p in suspended["gather"]["pres"])
+    assert any('"question":"Publish this draft?"' in p for p in suspended["approve"]["pres"])
+    assert suspended["approve"]["form"] and not suspended["writer"]["form"]
+    assert "Explain tides for a short article" in out["text"]  # the agent step's text streamed
+
+    assert [(s["step"], s["status"]) for s in out["resumed"]] == [("approve", "success"), ("publish", "success")]
+    assert any('"published":true' in p for p in out["resumed"][1]["pres"])
+    assert out["finalStatus"] == ["suspended", "success"] and out["formsLeft"] == 0
+    assert "POST /api/workflows/publish-article/stream 200" in out["requests"]
+    assert "POST /api/workflows/publish-article/resume 200" in out["requests"]
