@@ -28,7 +28,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "background": frozenset(
         {"agent", "chunks", "stream", "tools", "memory", "storage", "tracing", "_abort", "_secrets", "_validate"}
     ),
-    "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "_abort", "_validate"}),
+    "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),
     "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "tracing", "_abort"}),

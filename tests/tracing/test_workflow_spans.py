@@ -66,3 +66,39 @@ def test_off_the_helpers_make_nothing(spans: Spans) -> None:
     with workflow_run_span("wf") as run, workflow_step_span("s", workflow_id="wf") as step:
         assert run is None and step is None
     assert spans.finished == []
+
+
+async def test_a_workflow_run_is_traced_step_by_step_with_its_agent_step_nested(spans: Spans) -> None:
+    from agentstream.workflows import create_step, create_workflow
+
+    instrument(spans.provider)
+
+    async def gather(context: object) -> dict[str, str]:
+        return {"prompt": "write about the notes"}
+
+    async def failing(context: object) -> str:
+        raise RuntimeError("publishing failed")
+
+    writer = Agent(id="writer", model=ScriptedModel([text_step("A draft.")]))
+    workflow = (
+        create_workflow(id="publish", input_schema={"type": "string"}, output_schema={"type": "object"})
+        .then(create_step(id="gather", execute=gather))
+        .then(create_step(writer))
+        .then(create_step(id="publish-it", execute=failing))
+        .commit()
+    )
+    run = await workflow.create_run(run_id="wf-run-2")
+    output = run.stream(input_data="topic")
+    async for _ in output.full_stream:
+        pass
+    assert output.status == "failed"
+    assert spans.tree() == (
+        "workflow_run publish",
+        [
+            ("workflow_step gather", []),
+            ("workflow_step writer", [("invoke_agent writer", [("chat mock-model-id", [])])]),
+            ("workflow_step publish-it", []),
+        ],
+    )
+    assert spans.named("workflow_step publish-it").status.status_code is StatusCode.ERROR
+    assert spans.named("workflow_step gather").status.status_code is StatusCode.UNSET

@@ -528,15 +528,26 @@ async def test_agent_step_with_structured_output() -> None:
     from agentstream.testing import ScriptedModel
 
     answer = '{"city": "Oslo", "celsius": 4}'
-    model = ScriptedModel([[
-        {"type": "stream-start", "warnings": []},
-        {"type": "text-start", "id": "t"},
-        {"type": "text-delta", "id": "t", "delta": answer},
-        {"type": "text-end", "id": "t"},
-        {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 5, "outputTokens": 7, "totalTokens": 12}},
-    ]])
-    schema = {"type": "object", "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
-              "required": ["city", "celsius"]}
+    model = ScriptedModel(
+        [
+            [
+                {"type": "stream-start", "warnings": []},
+                {"type": "text-start", "id": "t"},
+                {"type": "text-delta", "id": "t", "delta": answer},
+                {"type": "text-end", "id": "t"},
+                {
+                    "type": "finish",
+                    "finishReason": "stop",
+                    "usage": {"inputTokens": 5, "outputTokens": 7, "totalTokens": 12},
+                },
+            ]
+        ]
+    )
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+        "required": ["city", "celsius"],
+    }
     agent = Agent(id="forecaster", model=model)
     wf = create_workflow(id="so").then(create_step(agent, structured_output={"schema": schema})).commit()
     output = (await wf.create_run()).stream(input_data={"prompt": "Oslo?"})
@@ -556,3 +567,71 @@ async def test_nested_conversion_names_the_tool_workflow_parts() -> None:
     parts = [p for c in await chunks_of(output) for p in converter.convert(c)]
     assert {p["type"] for p in parts} == {"data-tool-workflow", "data-tool-workflow-step"}
     assert parts[-1]["data"]["status"] == "success"
+
+
+async def test_suspend_inside_parallel_resumes_each_branch_in_turn() -> None:
+    def ask(name: str) -> Any:
+        async def execute(c: StepContext) -> Any:
+            if c.resume_data is None:
+                return await c.suspend({"who": name})
+            return {"answer": c.resume_data}
+
+        return create_step(id=name, execute=execute)
+
+    wf = (
+        create_workflow(id="par-suspend")
+        .parallel([ask("a"), ask("b"), add(1, id="plain")])
+        .then(
+            create_step(id="join", execute=lambda c: {"keys": sorted(c.input_data), "a": c.input_data["a"]})
+        )
+        .commit()
+    )
+    run = await wf.create_run()
+    first = await run.start(input_data={"value": 1})
+    assert first.status == "suspended" and sorted(run.suspended_steps) == ["a", "b"]
+    assert first.suspend_payload == {"a": {"who": "a"}, "b": {"who": "b"}}
+    second = await run.resume(step="a", resume_data="yes")
+    assert second.status == "suspended" and run.suspended_steps == ["b"]
+    third = await run.resume(step="b", resume_data="no")
+    assert third.status == "success"
+    assert third.result == {"keys": ["a", "b", "plain"], "a": {"answer": "yes"}}
+
+
+async def test_suspend_inside_a_loop_resumes_the_iteration_and_goes_on() -> None:
+    async def count(c: StepContext) -> Any:
+        value = c.input_data["value"]
+        if value == 2 and c.resume_data is None:
+            return await c.suspend({"at": value})
+        return {"value": value + (c.resume_data or {}).get("jump", 1)}
+
+    wf = (
+        create_workflow(id="loop-suspend")
+        .dountil(create_step(id="count", execute=count), lambda c: c.input_data["value"] >= 10)
+        .commit()
+    )
+    run = await wf.create_run()
+    assert (await run.start(input_data={"value": 0})).status == "suspended"
+    output = run.resume_stream(step="count", resume_data={"jump": 5})
+    chunks = [chunk_to_dict(c) for c in await chunks_of(output)]
+    starts = [c["payload"] for c in chunks if c["type"] == "workflow-step-start"]
+    assert [s["metadata"]["iterationCount"] for s in starts] == [3, 4, 5, 6]  # 2 -> 7 -> 8 -> 9 -> 10
+    assert starts[0]["resumePayload"] == {"jump": 5}
+    assert (await output.result).result == {"value": 10}
+
+
+async def test_a_branch_suspended_in_one_run_object_resumes_in_another() -> None:
+    async def gate(c: StepContext) -> Any:
+        if c.resume_data is None:
+            return await c.suspend({})
+        return {"opened": True}
+
+    wf = (
+        create_workflow(id="branch-suspend")
+        .branch(
+            [(lambda c: True, create_step(id="gate", execute=gate)), (lambda c: False, add(1, id="skip"))]
+        )
+        .commit()
+    )
+    await (await wf.create_run("b1")).start(input_data={"value": 1})
+    result = await (await wf.create_run("b1")).resume(resume_data={})
+    assert result.status == "success" and result.result == {"gate": {"opened": True}}

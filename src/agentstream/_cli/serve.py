@@ -160,7 +160,8 @@ def run(args: argparse.Namespace) -> int:
     host, port = sock.getsockname()[:2]
     if not args.app:
         print(
-            "agentstream serve: serving the demo agent (offline demo model unless AGENTSTREAM_MODEL is set)",
+            "agentstream serve: serving the demo agent and the demo workflow publish-article "
+            "(offline demo model unless AGENTSTREAM_MODEL is set)",
             file=sys.stderr,
         )
     shown = f"[{host}]" if ":" in host else host

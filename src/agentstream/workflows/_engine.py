@@ -32,6 +32,7 @@ from ..chunks import (
     to_jsonable,
 )
 from ..tools import validate_value
+from ..tracing import workflow_run_span, workflow_step_span
 from ._errors import StepInputValidationError, StepOutputValidationError, WorkflowError, _Bail, _Suspend
 from ._step import Step, StepContext, StepWriter, call
 from ._workflow import (
@@ -165,6 +166,10 @@ class Execution:
     async def run(self, input_data: Any, resume: Resume | None = None) -> RunEnd:
         """Walk the entries from the start (or from `resume`'s entry); never raises for step failures."""
         self._driver = asyncio.current_task()
+        with workflow_run_span(self.workflow.id, run_id=self.run_id):  # a no-op unless tracing is on
+            return await self._walk(input_data, resume)
+
+    async def _walk(self, input_data: Any, resume: Resume | None) -> RunEnd:
         entries = self.workflow.entries
         start = 0
         prev = input_data
@@ -362,7 +367,10 @@ class Execution:
     async def _finish(self, step: Step, started: tuple[str, dict[str, Any], Any, Any]) -> _Outcome:
         call_id, record, resume_data, suspend_data = started
         try:
-            output = await self._execute(step, record["payload"], resume_data, suspend_data)
+            with workflow_step_span(
+                step.id, workflow_id=self.workflow.id, run_id=self.run_id, control_flow=(_Suspend, _Bail)
+            ):
+                output = await self._execute(step, record["payload"], resume_data, suspend_data)
         except _Suspend as suspension:
             return self._suspended(step, call_id, record, suspension.payload)
         except _Bail as bail:

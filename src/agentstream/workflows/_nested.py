@@ -48,8 +48,9 @@ def nested_step(workflow: Workflow) -> Step:
         input_schema=workflow.input_schema,
         output_schema=workflow.output_schema,
         execute=execute,
+        component="WORKFLOW",
+        workflow=workflow,
     )
-    step.workflow = workflow  # type: ignore[attr-defined]
     return step
 
 

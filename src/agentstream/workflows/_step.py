@@ -152,7 +152,8 @@ class Step:
 
     ``input_schema`` / ``output_schema`` / ``suspend_schema`` / ``resume_schema`` are pydantic models or
     JSON Schema dicts (``None``: anything). ``retries`` overrides the workflow's ``retry_config``
-    attempts for this step. ``component`` is ``"AGENT"`` or ``"TOOL"`` for wrapped agents and tools.
+    attempts for this step. ``component`` is ``"AGENT"``, ``"TOOL"`` or ``"WORKFLOW"`` for wrapped agents,
+    tools and nested workflows.
     """
 
     id: str
@@ -164,6 +165,8 @@ class Step:
     retries: int | None = None
     description: str | None = None
     component: str | None = None
+    workflow: Workflow | None = field(default=None, repr=False)
+    """The workflow this step runs, when it is a nested workflow (`Workflow.as_step`)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:

@@ -112,7 +112,7 @@ def _fn_text(fn: Any) -> str:
 def _node(step: Step) -> dict[str, Any]:
     if step.component == "AGENT":
         return {"type": "agent", "id": step.id, "agentId": step.id, "description": step.description or ""}
-    nested = getattr(step, "workflow", None)
+    nested = step.workflow
     node = step.to_json()
     if nested is not None:
         node["component"] = "WORKFLOW"
