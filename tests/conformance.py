@@ -68,13 +68,6 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "output-processor-step-retry": _ISSUE_13,
         "output-processor-step-tripwire": _ISSUE_13,
         "output-processor-tripwire-second-step": _ISSUE_13,
-        "tool-approval-approve": _ISSUE_12,
-        "tool-approval-decline": _ISSUE_12,
-        "tool-approval-required": _ISSUE_12,
-        "tool-approval-tool-level": _ISSUE_12,
-        "tool-approval-tool-level-same-step": _ISSUE_12,
-        "tool-suspend-resume": _ISSUE_12,
-        "tool-suspended": _ISSUE_12,
     },
     "aisdk": {
         "approval-approved-resume-v5": _ISSUE_12,

@@ -96,3 +96,24 @@ async def test_agent_background_config_and_deferred_placeholder(store: BaseStore
         "taskId": task.id,
         "status": "running",
     }
+
+
+async def test_a_background_tool_that_needs_approval_is_dispatched_only_once_approved(store: BaseStore) -> None:
+    tool = Tool(
+        id="lookup", description="d", input_schema=SCHEMA, execute=_answer, background=True, require_approval=True
+    )
+    model = ScriptedModel(
+        _steps(("c1", "lookup", {"q": "x", "_background": {"disposition": "awaited"}}), "Done.")
+    )
+    agent = Agent(id="a", model=model, tools=[tool])
+    async with BackgroundTaskManager(store) as manager:
+        Mastra(agents={"a": agent}, background_tasks=manager, storage=store)
+        first = agent.stream("go", run_id="r1")
+        chunks = [c.type async for c in first.full_stream]
+        assert chunks[-1] == "tool-call-approval" and "background-task-started" not in chunks
+        assert (await manager.list_tasks()).total == 0  # nothing was dispatched before approval
+        second = agent.approve_tool_call(run_id="r1", tool_call_id="c1")
+        chunks = [c.type async for c in second.full_stream]
+        assert chunks.index("background-task-started") < chunks.index("tool-result")
+        assert await second.text == "Done."
+        assert (await manager.list_tasks()).total == 1

@@ -21,14 +21,18 @@ from ._messages import MessageInput
 from ._options import StreamOptions, TurnOptions, UntilIdleOptions
 from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
+from ._suspension import APPROVAL_RESUME_SCHEMA, SNAPSHOT_WORKFLOW, ApprovalPolicy, ResumeError
 from ._task_complete import CompletionContext, CompletionScorer, IsTaskCompleteConfig
 from ._tool_runner import ToolNotFoundError
 
 __all__ = [
+    "APPROVAL_RESUME_SCHEMA",
     "DEFAULT_GOAL_JUDGE_PROMPT",
     "DEFAULT_GOAL_MAX_RUNS",
+    "SNAPSHOT_WORKFLOW",
     "Agent",
     "AgentStreamError",
+    "ApprovalPolicy",
     "BackgroundSeam",
     "CompletionContext",
     "CompletionScorer",
@@ -41,6 +45,7 @@ __all__ = [
     "MessageInput",
     "ModelSettings",
     "PendingToolCall",
+    "ResumeError",
     "RunSetup",
     "StepDecision",
     "StepInfo",

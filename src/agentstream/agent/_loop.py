@@ -46,6 +46,8 @@ from ..chunks import (
     StepFinishPayload,
     StepStart,
     StepStartPayload,
+    ToolCallApproval,
+    ToolCallSuspended,
     format_date,
 )
 from ..models import CallOptions, LanguageModel, StreamPart
@@ -65,7 +67,8 @@ from ._parts import (
 from ._settings import ModelSettings, call_options
 from ._state import StepState
 from ._structured import StructuredOutputConfig, StructuredOutputState
-from ._tool_runner import ToolRunner, call_on_chunk
+from ._suspension import ResumePoint
+from ._tool_runner import ApprovalCheck, ToolRunner, call_on_chunk
 
 __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
 
@@ -114,14 +117,23 @@ class RunConfig:
     """How the run waits (timeouts, the rate-limit pause): inject a fake clock's in tests."""
     on_tool_error: ToolErrorMask | None = None
     """What the client and the model see of a tool's exception (see `tool_error`)."""
+    approval: ApprovalCheck | None = None
+    """Whether a validated tool call must wait for approval (``require_tool_approval``, the
+    tool's ``require_approval``); ``None``: no call does."""
+    resume: ResumePoint | None = None
+    """Continue a suspended run from here instead of starting it (no ``start`` chunk)."""
+    on_suspend: Callable[[dict[str, Any]], None] | None = None
+    """Called with the loop's state (`ResumePoint.to_json` plus ``pending``) just before the
+    suspension chunk is streamed; the agent stores it with the output's state."""
 
 
 async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
     """The run's chunk stream (see the module docstring)."""
     run = _Run(cfg)
-    yield Start(
-        run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
-    )
+    if cfg.resume is None:  # a resumed run goes on in the same conversation: no second start
+        yield Start(
+            run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
+        )
     last_finish: dict[str, Any] | None = None
     try:
         await run.begin()
@@ -181,6 +193,10 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                     yield Abort(run_id=cfg.run_id, from_=AGENT)
                     last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
                     break
+                if runner.suspended is not None:
+                    # a call waits for a human: the stream ends here, without step-finish / finish
+                    yield run.suspend(st, runner, metadata)
+                    return
             info, decision = await run.decide(st, runner, bool(pending))
             if isinstance(decision, StepDecision):
                 async for chunk in _decision_chunks(decision):
@@ -227,6 +243,8 @@ class _Run:
         self.first_non_system = 0
         self.user_messages: list[dict[str, Any]] = []
         self.steps: list[StepInfo] = []
+        self.resume = cfg.resume
+        self.approved: set[str] = set(cfg.resume.approved) if cfg.resume is not None else set()
         self.call_settings = call_options(settings)
         self.process = cfg.hooks.process_chunk
         self.on_chunk = cfg.on_chunk
@@ -240,7 +258,15 @@ class _Run:
         }
 
     async def begin(self) -> None:
-        """Run the input seam and split the prompt into system / user messages."""
+        """Run the input seam and split the prompt into system / user messages (a resumed run
+        takes them from its snapshot instead)."""
+        resume = self.resume
+        if resume is not None:
+            self.messages = list(resume.messages)
+            self.first_non_system = resume.first_non_system
+            self.user_messages = self.messages[self.first_non_system :][: resume.user_count]
+            self.steps = list(resume.steps)
+            return
         self.messages = list(await self.cfg.hooks.process_input(self.messages))
         self.first_non_system = next(
             (i for i, m in enumerate(self.messages) if m.get("role") != "system"), len(self.messages)
@@ -248,6 +274,8 @@ class _Run:
         self.user_messages = self.messages[self.first_non_system :]
 
     def new_step(self) -> StepState:
+        if self.resume is not None:
+            return _resumed_step(self.cfg.run_id, self.resume)
         created_at = int(self.cfg.now_ms())
         so = (
             StructuredOutputState(self.cfg.structured_output, self.cfg.run_id)
@@ -291,6 +319,8 @@ class _Run:
     async def open(self, st: StepState, deadline: StepDeadline) -> list[Chunk]:
         """Start the model call: ``step-start`` (and the error if the call failed at once)."""
         cfg = self.cfg
+        if st.resumed is not None:
+            return []  # the suspended step's model call happened in the leg that suspended
         st.first = await self._open(st, deadline)
         payload = StepStartPayload(
             request=st.request, warnings=st.warnings, message_id=cfg.message_id, started_at=st.created_at
@@ -362,6 +392,8 @@ class _Run:
                 log.debug("closing the model stream failed", exc_info=True)
 
     def step_metadata(self, st: StepState) -> dict[str, Any]:
+        if st.resumed is not None:
+            return dict(st.resumed["metadata"])
         response = st.response
         metadata: dict[str, Any] = {
             "id": response.get("id") or str(uuid.uuid4()),
@@ -396,6 +428,7 @@ class _Run:
 
     def tool_runner(self) -> ToolRunner:
         cfg = self.cfg
+        resume, self.resume = self.resume, None  # only the suspended step takes the answer
         return ToolRunner(
             run_id=cfg.run_id,
             agent_id=cfg.agent_id,
@@ -405,7 +438,51 @@ class _Run:
             on_chunk=cfg.on_chunk,
             concurrency=cfg.tool_call_concurrency,
             on_tool_error=cfg.on_tool_error,
+            approval=cfg.approval,
+            approved=self.approved,
+            decision=resume.decision if resume is not None else None,
+            restored=resume.completed if resume is not None else None,
         )
+
+    def suspend(self, st: StepState, runner: ToolRunner, metadata: dict[str, Any]) -> Chunk:
+        """A step's call waits for a human: hand the loop's state to ``on_suspend`` and return
+        the chunk that ends the stream (``tool-call-approval`` / ``tool-call-suspended``)."""
+        suspension = runner.suspended
+        assert suspension is not None
+        step = st.resumed or {
+            "number": st.number,
+            "createdAt": st.created_at,
+            "text": st.text,
+            "usage": st.usage,
+            "finishReason": st.finish_reason,
+            "rawReason": st.raw_reason,
+            "warnings": st.warnings,
+            "metadata": {k: v for k, v in metadata.items() if k != "request"},
+            "content": st.assistant_content(),
+            "calls": [
+                {
+                    "callId": c.call_id,
+                    "name": c.name,
+                    "execArgs": c.exec_args,
+                    "historyArgs": c.history_args,
+                    "providerExecuted": c.provider_executed,
+                }
+                for c in st.calls
+            ],
+        }
+        point = ResumePoint(
+            messages=self.messages,
+            first_non_system=self.first_non_system,
+            user_count=len(self.user_messages),
+            steps=self.steps,
+            step=step,
+            completed=runner.completed,
+            approved=sorted(self.approved),
+        )
+        if self.cfg.on_suspend is not None:
+            self.cfg.on_suspend({**point.to_json(), "pending": suspension.to_json()})
+        chunk: ToolCallApproval | ToolCallSuspended = suspension.chunk(self.cfg.run_id)
+        return chunk
 
     async def decide(
         self, st: StepState, runner: ToolRunner, ran_tools: bool
@@ -457,6 +534,8 @@ class _Run:
         step_result: dict[str, Any] = {"reason": reason, "isContinued": continued, "warnings": st.warnings}
         if st.raw_reason is not None:
             step_result["rawReason"] = st.raw_reason
+        if st.resumed is not None:
+            step_result["messageId"] = cfg.message_id  # as recorded for the step a leg resumed
         fields = {
             "messageId": cfg.message_id,
             "stepResult": step_result,
@@ -479,6 +558,21 @@ async def _decision_chunks(decision: StepDecision) -> AsyncIterator[Chunk]:
     else:
         for chunk in chunks:
             yield chunk
+
+
+def _resumed_step(run_id: str, resume: ResumePoint) -> StepState:
+    """The suspended step as the loop left it: its calls, text, usage and finish, no model call."""
+    data = resume.step
+    st = StepState(run_id=run_id, number=int(data["number"]), created_at=int(data["createdAt"]))
+    st.resumed = data
+    st.calls = resume.calls()
+    st.text_chunks = [data["text"]] if data.get("text") else []
+    st.usage = dict(data.get("usage") or {})
+    st.finish_reason = data.get("finishReason")
+    st.raw_reason = data.get("rawReason")
+    st.warnings = list(data.get("warnings") or [])
+    st.has_content = True
+    return st
 
 
 async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:

@@ -141,6 +141,9 @@ def _with_override_schema(tool: Tool) -> Tool:
         description=tool.description,
         input_schema=inject_background_schema(json_schema_of(tool.input_schema)),
         execute=execute,
+        require_approval=tool.require_approval,  # approval is asked before any dispatch
+        suspend_schema=tool.suspend_schema,
+        resume_schema=tool.resume_schema,
     )
 
 

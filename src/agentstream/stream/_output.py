@@ -45,6 +45,9 @@ from ..chunks import (
     ToolCallSuspended,
     ToolResult,
     Tripwire,
+    chunk_from_dict,
+    chunk_to_dict,
+    to_jsonable,
 )
 from ..chunks import Object as ObjectChunk
 from ._promise import Delayed
@@ -131,6 +134,14 @@ class ModelOutput:
       ``full_stream`` access (not to ``text_stream``, ``object_stream`` or the results).
     * ``has_structured_output`` - whether ``object`` can resolve to a value.
     * ``on_cancel`` - called once when ``aclose`` stops a run that has not ended.
+    * ``on_suspended`` - awaited with `serialize_state()` when the run suspends
+      (``tool-call-approval`` / ``tool-call-suspended``), before that chunk is delivered: the agent
+      keeps the run there so that a later leg can resume it. If it raises, the run fails.
+
+    A suspended run ends without ``step-finish`` / ``finish``: ``status`` and ``await
+    finish_reason`` are ``"suspended"``, ``await suspend_payload`` is the suspension chunk's
+    payload and ``await resume_schema`` its ``resumeSchema``; ``on_finish`` is not called (the
+    leg that resumes the run calls it).
     """
 
     def __init__(
@@ -147,6 +158,7 @@ class ModelOutput:
         experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
         has_structured_output: bool = False,
         on_cancel: Callable[[], object] | None = None,
+        on_suspended: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.message_id = message_id
@@ -199,6 +211,11 @@ class ModelOutput:
         self._has_object = False
         self._provider_metadata: dict[str, Any] | None = None
         self._response: dict[str, Any] = {}
+        self._on_suspended = on_suspended
+        self._prior_text = ""
+        """Text of the earlier legs of a resumed run (`restore_state`)."""
+        self._prior_step_text = ""
+        """Text the suspended step streamed in the earlier leg (until its ``step-finish``)."""
 
     # ---------------------------------------------------------------- synchronous state
 
@@ -360,12 +377,15 @@ class ModelOutput:
 
     @property
     def suspend_payload(self) -> Delayed[Any]:
-        """Awaitable: the suspended tool's payload (``None`` when the run did not suspend)."""
+        """Awaitable: the payload of the chunk that suspended the run (Mastra's ``suspendPayload``): a
+        `ToolCallApprovalPayload` or `ToolCallSuspendedPayload` (``tool_call_id``, ``tool_name``,
+        ``args``, ``suspend_payload``, ``resume_schema``); ``None`` when the run did not suspend."""
         return self._results["suspend_payload"]
 
     @property
     def resume_schema(self) -> Delayed[Any]:
-        """Awaitable: the schema of the data that resumes the run (``None`` when it did not suspend)."""
+        """Awaitable: the JSON Schema (a JSON string) of the data that resumes the run (``None`` when
+        it did not suspend, or the suspended tool declares no ``resume_schema``)."""
         return self._results["resume_schema"]
 
     async def consume_stream(self, on_error: Callable[[BaseException], Any] | None = None) -> None:
@@ -476,26 +496,78 @@ class ModelOutput:
 
     # ---------------------------------------------------------------- accounting (spec §3.4)
 
-    async def _on_suspend(self, chunk: ToolCallApproval | ToolCallSuspended) -> None:
+    async def _on_suspend(self, chunk: ToolCallApproval | ToolCallSuspended) -> Any:
+        # The recorded runs win over spec §3.4 here: Mastra does not call onFinish for the
+        # suspended leg; the leg that resumes the run calls it when the run finishes.
         self._status = "suspended"
         self._was_suspended = True
+        if self._on_suspended is not None:
+            try:  # the run is kept before anyone can see the chunk (and try to resume it)
+                await self._on_suspended(self.serialize_state())
+            except Exception as exc:
+                await self._on_error_chunk(
+                    Error(run_id=self.run_id, from_=ChunkFrom.AGENT, payload=_error_payload(exc))
+                )
+                return _STOP
         self._results["suspend_payload"].resolve(chunk.payload)
-        schema = chunk.payload.resume_schema
-        self._results["resume_schema"].resolve(schema)
-        if not self._finish_callback_sent:
-            self._finish_callback_sent = True
-            await self._call(
-                self._cb_finish,
-                self._finish_event(
-                    text="",
-                    finish_reason="suspended",
-                    suspend_reason=chunk.type,
-                    tool_name=chunk.payload.tool_name,
-                    tool_call_id=chunk.payload.tool_call_id,
-                    empty=True,
-                ),
-            )
+        self._results["resume_schema"].resolve(chunk.payload.resume_schema)
         self._emit(chunk)
+        return None
+
+    # ---------------------------------------------------------------- suspend / resume (spec §3.7)
+
+    def serialize_state(self) -> dict[str, Any]:
+        """The accounting so far as JSON data (Mastra's ``serializeState``): what a later leg of the
+        same run needs so that its steps, usage, tool calls and text cover the whole run."""
+        step = self._step
+        return {
+            "steps": [_step_to_json(s) for s in self._steps],
+            "text": self._all_text(),
+            "stepText": self._step_text(),
+            "reasoning": _reasoning_to_json(self._reasoning),
+            "sources": [chunk_to_dict(c) for c in self._sources],
+            "files": [chunk_to_dict(c) for c in self._files],
+            "toolCalls": [chunk_to_dict(c) for c in self._tool_calls],
+            "toolResults": [chunk_to_dict(c) for c in self._tool_results],
+            "step": {
+                "reasoning": _reasoning_to_json(step.reasoning),
+                "sources": [chunk_to_dict(c) for c in step.sources],
+                "files": [chunk_to_dict(c) for c in step.files],
+                "toolCalls": [chunk_to_dict(c) for c in step.tool_calls],
+                "toolResults": [chunk_to_dict(c) for c in step.tool_results],
+            },
+            "warnings": to_jsonable(self._warnings),
+            "request": to_jsonable(self._request),
+            "response": to_jsonable(self._response),
+            "usage": dict(self._usage),
+            "providerMetadata": to_jsonable(self._provider_metadata),
+            "wasSuspended": self._was_suspended,
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Continue the accounting of `serialize_state` (before the first chunk of a resumed leg)."""
+        if self._log or self._steps:
+            raise RuntimeError("restore_state() must be called before the output has seen any chunk")
+        self._steps = [_step_from_json(s) for s in state.get("steps", [])]
+        self._prior_text = str(state.get("text", ""))
+        self._prior_step_text = str(state.get("stepText", ""))
+        self._reasoning = _reasoning_from_json(state.get("reasoning", []))
+        self._sources = [_chunk(d, Source) for d in state.get("sources", [])]
+        self._files = [_chunk(d, File) for d in state.get("files", [])]
+        self._tool_calls = [_chunk(d, ToolCall) for d in state.get("toolCalls", [])]
+        self._tool_results = [_chunk(d, ToolResult) for d in state.get("toolResults", [])]
+        step = state.get("step", {})
+        self._step.reasoning = _reasoning_from_json(step.get("reasoning", []))
+        self._step.sources = [_chunk(d, Source) for d in step.get("sources", [])]
+        self._step.files = [_chunk(d, File) for d in step.get("files", [])]
+        self._step.tool_calls = [_chunk(d, ToolCall) for d in step.get("toolCalls", [])]
+        self._step.tool_results = [_chunk(d, ToolResult) for d in step.get("toolResults", [])]
+        self._warnings = list(state.get("warnings") or [])
+        self._request = dict(state.get("request") or {})
+        self._response = dict(state.get("response") or {})
+        self._usage = dict(state.get("usage") or {})
+        self._provider_metadata = state.get("providerMetadata")
+        self._was_suspended = bool(state.get("wasSuspended", True))
 
     async def _on_abort_chunk(self, chunk: Abort) -> None:
         # The recorded runs show Mastra calls onAbort here and never onFinish for an aborted run.
@@ -612,10 +684,10 @@ class ModelOutput:
         self._emit(chunk)
 
     def _all_text(self) -> str:
-        return _joined_text(self._log, self._replay_start)
+        return self._prior_text + _joined_text(self._log, self._replay_start)
 
     def _step_text(self) -> str:
-        return _joined_text(self._log, self._step_start)
+        return self._prior_step_text + _joined_text(self._log, self._step_start)
 
     def _reasoning_entry(self, details: dict[str, dict[str, Any]], chunk: Any) -> dict[str, Any]:
         entry = details.get(chunk.payload.id)
@@ -702,6 +774,7 @@ class ModelOutput:
         await self._call(self._cb_step_finish, result)
         self._steps.append(result)
         self._step = _StepBuffers()
+        self._prior_step_text = ""
         self._emit(chunk)
         self._step_start = len(self._log)
         if self._truncate_at_step_finish:
@@ -719,6 +792,7 @@ class ModelOutput:
     def _truncate(self) -> None:
         """Forget the run so far for replay and results (Mastra keeps usage, per-step state, object)."""
         self._replay_start = len(self._log)
+        self._prior_text = ""
         self._steps.clear()
         self._reasoning.clear()
         self._sources.clear()
@@ -861,6 +935,56 @@ class ModelOutput:
             logger.exception(
                 "agentstream: %s callback raised; the stream goes on", getattr(callback, "__name__", "a")
             )
+
+
+def _chunk(data: dict[str, Any], cls: type[T]) -> T:
+    chunk = chunk_from_dict(data)
+    if not isinstance(chunk, cls):
+        raise ValueError(f"restore_state: expected a {cls.__name__} chunk, got {data.get('type')!r}")
+    return chunk
+
+
+def _reasoning_to_json(details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"id": e["id"], "text": "".join(e["text"]), "providerMetadata": to_jsonable(e["provider_metadata"])}
+        for e in details.values()
+    ]
+
+
+def _reasoning_from_json(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        str(e["id"]): {"id": e["id"], "text": [e.get("text", "")], "provider_metadata": e.get("providerMetadata")}
+        for e in items
+    }
+
+
+def _step_to_json(step: StepResult) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in StepResult.__dataclass_fields__:
+        value = getattr(step, name)
+        if name in _STEP_CHUNK_FIELDS:
+            out[name] = [chunk_to_dict(c) for c in value]
+        else:
+            out[name] = to_jsonable(value)
+    return out
+
+
+def _step_from_json(data: dict[str, Any]) -> StepResult:
+    fields: dict[str, Any] = {}
+    for name in StepResult.__dataclass_fields__:
+        if name not in data:
+            continue
+        cls = _STEP_CHUNK_FIELDS.get(name)
+        fields[name] = [_chunk(d, cls) for d in data[name]] if cls is not None else data[name]
+    return StepResult(**fields)
+
+
+_STEP_CHUNK_FIELDS: dict[str, type[Any]] = {
+    "sources": Source,
+    "files": File,
+    "tool_calls": ToolCall,
+    "tool_results": ToolResult,
+}
 
 
 def _joined_text(log: list[Chunk], start: int) -> str:
