@@ -69,16 +69,7 @@ NOT_BUILT: dict[str, dict[str, str]] = {
         "output-processor-step-tripwire": _ISSUE_13,
         "output-processor-tripwire-second-step": _ISSUE_13,
     },
-    "aisdk": {
-        "approval-approved-resume-v5": _ISSUE_12,
-        "approval-request-v5": _ISSUE_12,
-        "approval-request-v6": _ISSUE_12,
-        "approval-request-v7": _ISSUE_12,
-        "approval-tool-level-request-v6": _ISSUE_12,
-        "approval-tool-level-same-step-resume-v6": _ISSUE_12,
-        "chat-approval-approve-v7": _ISSUE_12,
-        "suspension-request-v5": _ISSUE_12,
-    },
+    "aisdk": {},
 }
 
 

@@ -1,4 +1,4 @@
-"""The demo agent used by ``agentstream run`` / ``serve`` (the application layer, not the library's): a ``weather`` tool and a slow ``research`` tool.
+"""The demo agent used by ``agentstream run`` / ``serve`` (the application layer, not the library's): a ``weather`` tool, a slow ``research`` tool, ``book_table`` (needs the user's approval) and ``choose_time`` (suspends until the user picks a time).
 
 ``research`` is background-enabled: under ``Mastra(background_tasks=...)`` (see ``demo_mastra``)
 it runs as a background task and the model gets a placeholder; elsewhere it runs inline.
@@ -42,6 +42,37 @@ async def research(topic: str, context: ToolContext) -> dict[str, object]:
     return {"topic": topic, "summary": f"Three sources agree on the basics of {topic}; details vary."}
 
 
+_TIMES = ("18:00", "19:30", "21:00")
+
+
+@tool(require_approval=True)
+async def book_table(restaurant: str, people: int = 2) -> dict[str, object]:
+    """Book a table at a restaurant (asks the user to approve first)."""
+    code = hashlib.sha256(f"{restaurant}:{people}".lower().encode()).hexdigest()[:6].upper()
+    return {"restaurant": restaurant, "people": people, "confirmation": code}
+
+
+@tool(
+    suspend_schema={
+        "type": "object",
+        "properties": {
+            "question": {"type": "string"},
+            "options": {"type": "array", "items": {"type": "string"}},
+        },
+    },
+    resume_schema={
+        "type": "object",
+        "properties": {"time": {"type": "string", "enum": list(_TIMES), "description": "The time to book"}},
+        "required": ["time"],
+    },
+)
+async def choose_time(restaurant: str, context: ToolContext) -> object:
+    """Ask the user which of the free times at a restaurant suits them (suspends until answered)."""
+    if context.resume_data is None:
+        return await context.suspend({"question": f"Which time at {restaurant}?", "options": list(_TIMES)})
+    return {"restaurant": restaurant, "time": context.resume_data["time"]}
+
+
 def demo_agent(
     model: LanguageModel | str = "demo",
     *,
@@ -55,7 +86,7 @@ def demo_agent(
         name="Demo Agent",
         instructions="You are a helpful assistant. Use the tools when they help.",
         model=model,
-        tools=[weather, research],
+        tools=[weather, research, book_table, choose_time],
         default_options=default_options,
         goal=goal,
         memory=memory,

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import _hitl
 from ._args import milliseconds
 from ._errors import CLIError, UsageError
 from ._trace import TraceRecorder
@@ -33,7 +34,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "run",
         help="run an agent on a prompt and stream its answer",
         description=(
-            "Run the demo agent (tools: weather, research) on PROMPT and stream the answer: reasoning "
+            "Run the demo agent (tools: weather, research, book_table, choose_time) on PROMPT and stream "
+            "the answer: reasoning "
             "dimmed (marked [reasoning] when the output is not a colour terminal, or NO_COLOR is set), "
             "tool calls and results as they happen, usage at the end. --jsonl writes every "
             "chunk as a JSON line instead. Ctrl-C aborts the run at once (exit code 130). With --until-idle "
@@ -41,6 +43,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "its lifecycle (started/running/output/completed) is shown as it happens, and a "
             "continuation turn answers with the result. --trace prints the run's OpenTelemetry span tree "
             "(model calls, tool calls, background tasks, with durations and token counts) on stderr. "
+            "A tool call that needs approval (book_table) is asked about on a terminal "
+            "('Approve book_table {...}? [y/N]'), a suspended tool (choose_time) asks for a JSON "
+            "answer; elsewhere --approve, --decline or --resume answer. "
             "With --goal the answer is judged against the objective after each attempt (by the same "
             "model, or --judge) and the agent goes round again with the judge's feedback until the "
             "judge says done, or --max-runs attempts."
@@ -73,6 +78,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="trace the run with OpenTelemetry and print its span tree on stderr at the end "
         "(needs opentelemetry-sdk)",
     )
+    _hitl.add_arguments(parser)
     parser.add_argument(
         "--goal", metavar="OBJECTIVE", help="judge the answers against OBJECTIVE until it is met"
     )
@@ -210,9 +216,15 @@ async def _run_agent(args: argparse.Namespace, model: str) -> int:
         if args.judge:
             _check_judge(agent, args)
         output = agent.stream(args.prompt, **options)
+        leg_options = {k: v for k, v in options.items() if k != "until_idle"}
         with _interrupts(controller, cancel_at_once=not args.jsonl) as interrupted:
             try:
-                return await _render(args, output)
+                while True:
+                    code, waiting = await _render(args, output)
+                    if waiting is None:
+                        return code
+                    await output.aclose()
+                    output = await _hitl.answer(agent, output.run_id, waiting, args, leg_options)
             except asyncio.CancelledError:
                 if not interrupted():
                     raise
@@ -369,6 +381,12 @@ class _Terminal:
             self.line(f"← {payload.tool_name}: {_json(payload.result)}", GREEN)
         elif kind == "tool-error":
             self.line(f"← {payload.tool_name} failed: {payload.error}", RED)
+        elif kind == "tool-call-approval":
+            self.line(f"? {payload.tool_name} needs approval", YELLOW)
+        elif kind == "tool-call-suspended":
+            self.line(f"⏸ {payload.tool_name} is waiting: {_short(payload.suspend_payload)}", YELLOW)
+        elif kind == "tool-output-denied":
+            self.line(f"← {payload.tool_name}: declined", RED)
         elif kind == "error":  # reported on stderr once the stream has ended
             self.error = payload.error
         elif kind == "abort":
@@ -401,10 +419,12 @@ class _Terminal:
         return f"[bg {getattr(payload, 'tool_name', '')} {str(getattr(payload, 'task_id', ''))[:8]}]"
 
 
-async def _render(args: argparse.Namespace, output: Any) -> int:
+async def _render(args: argparse.Namespace, output: Any) -> tuple[int, _hitl.Waiting | None]:
+    """Write one leg; the exit code, and what the run waits for when it ended suspended."""
     from agentstream.chunks import encode_chunk
 
     out = sys.stdout
+    waiting: _hitl.Waiting | None = None
     if args.jsonl:
         error: Any = None
         aborted = False
@@ -413,22 +433,26 @@ async def _render(args: argparse.Namespace, output: Any) -> int:
             out.flush()
             kind = getattr(chunk, "type", "")
             aborted = aborted or kind == "abort"
+            waiting = _hitl.waiting_from(chunk, waiting)
             if kind == "error":
                 error = chunk.payload.error
         if error is not None:
             raise CLIError(_failure(output, error))
-        return 130 if aborted else 0
+        return (130 if aborted else 0), (waiting if await output.finish_reason == "suspended" else None)
     terminal = _Terminal(out)
     async for chunk in output.full_stream:
         terminal.chunk(getattr(chunk, "type", ""), getattr(chunk, "payload", None))
+        waiting = _hitl.waiting_from(chunk, waiting)
         out.flush()
     if terminal.aborted:
-        return 130
+        return 130, None
     if terminal.error is not None:
         if not terminal.at_line_start:
             out.write("\n")
             out.flush()
         raise CLIError(_failure(output, terminal.error))
+    if waiting is not None and await output.finish_reason == "suspended":
+        return 0, waiting
     usage = await output.usage
     out.write("\n")
     out.flush()
@@ -437,7 +461,7 @@ async def _render(args: argparse.Namespace, output: Any) -> int:
         f"total {usage.get('totalTokens', 0)} tokens",
         file=sys.stderr,
     )
-    return 0
+    return 0, None
 
 
 def run(args: argparse.Namespace) -> int:

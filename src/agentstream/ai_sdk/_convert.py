@@ -547,7 +547,6 @@ class UIChunkConverter:
         p = chunk.payload
         data: UIChunk = {
             "type": "data-tool-call-approval",
-            "id": p.tool_call_id,
             "data": _compact(
                 {
                     "state": "data-tool-call-approval",
@@ -558,6 +557,7 @@ class UIChunkConverter:
                     "resumeSchema": p.resume_schema,
                 }
             ),
+            "id": p.tool_call_id,
         }
         if self.version == "v5":
             return [data]
@@ -581,8 +581,8 @@ class UIChunkConverter:
         }
         return {
             "type": "data-tool-call-suspended",
-            "id": p.tool_call_id,
             "data": {k: v for k, v in data.items() if v is not None or k == "suspendPayload"},
+            "id": p.tool_call_id,
         }
 
     def _tool_output(self, chunk: ToolOutput) -> list[UIChunk] | UIChunk | None:

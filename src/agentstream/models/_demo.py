@@ -44,6 +44,8 @@ _WEATHER = re.compile(
     r"weather\s+(?:in|for|at)\s+([A-Za-z][\w .'-]*?)(?:[?.!,]|\s+(?:and|today|now)\b|$)", re.I
 )
 _RESEARCH = re.compile(r"research\s+(?:on\s+|about\s+)?(.+?)(?:[?.!]|$)", re.I)
+_BOOK = re.compile(r"book\s+(?:a\s+)?table\s+(?:at|in)\s+(.+?)(?:\s+for\s+(\d+))?\s*(?:[?.!,]|$)", re.I)
+_CHOOSE = re.compile(r"(?:pick|choose|find)\s+(?:a\s+)?time\s+(?:at|for)\s+(.+?)\s*(?:[?.!,]|$)", re.I)
 _PLACEHOLDER = "Background task started. Task ID:"
 
 
@@ -193,6 +195,7 @@ class DemoModel:
                 calls.append(("weather", {"city": weather.group(1).strip().title()}))
             if research and "research" in tool_names:
                 calls.append(("research", {"topic": research.group(1).strip()}))
+            calls.extend(_booking_calls(question, tool_names))
 
         if calls:
             thought = (
@@ -285,6 +288,8 @@ class DemoModel:
                         f"In {value.get('city')} it is currently {value.get('temperatureC')}°C and "
                         f"{value.get('conditions')}."
                     )
+                elif result.get("toolName") in ("book_table", "choose_time"):
+                    lines.append(_booking_answer(result.get("toolName"), value))
                 elif result.get("toolName") == "research" and isinstance(value, dict):
                     lines.append(f"Here is what I found about {value.get('topic')}: {value.get('summary')}")
                 else:
@@ -303,6 +308,28 @@ class DemoModel:
             "Set AGENTSTREAM_MODEL (for example openai/gpt-4o-mini) and an API key to get a real answer. "
             "Try asking about the weather in a city, or how rainbows form."
         )
+
+
+def _booking_calls(question: str, tool_names: set[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``book_table`` for "book a table at <name> [for <n>]", ``choose_time`` for "pick a time at <name>"."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    book, choose = _BOOK.search(question), _CHOOSE.search(question)
+    if book and "book_table" in tool_names:
+        calls.append(("book_table", {"restaurant": book.group(1), "people": int(book.group(2) or 2)}))
+    if choose and "choose_time" in tool_names:
+        calls.append(("choose_time", {"restaurant": choose.group(1)}))
+    return calls
+
+
+def _booking_answer(tool: Any, value: Any) -> str:
+    if not isinstance(value, dict):  # declined: the reason the user gave
+        return f"I have not made the booking ({value})."
+    if tool == "book_table":
+        return (
+            f"Your table for {value.get('people')} at {value.get('restaurant')} is booked "
+            f"(confirmation {value.get('confirmation')})."
+        )
+    return f"{value.get('time')} at {value.get('restaurant')} it is."
 
 
 def _running_in_background(result: dict[str, Any]) -> str:
