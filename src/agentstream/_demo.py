@@ -19,6 +19,7 @@ from .processors import SecretRedactor, message_text
 from .tools import ToolContext, tool
 
 if TYPE_CHECKING:
+    from .memory import Memory
     from .storage import Storage
 
 __all__ = ["demo_agent", "demo_mastra"]
@@ -101,8 +102,13 @@ class PromptGuard:
 
 
 def demo_agent(
-    model: LanguageModel | str = "demo", *, default_options: dict[str, Any] | None = None
+    model: LanguageModel | str = "demo",
+    *,
+    default_options: dict[str, Any] | None = None,
+    goal: dict[str, Any] | None = None,
+    memory: Memory | None = None,
 ) -> Agent:
+    """The demo agent; ``goal`` / ``memory`` as `Agent`'s (``agentstream run --goal``)."""
     return Agent(
         id="demo-agent",
         name="Demo Agent",
@@ -112,6 +118,8 @@ def demo_agent(
         default_options=default_options,
         input_processors=[PromptGuard()],
         output_processors=[SecretRedactor()],
+        goal=goal,
+        memory=memory,
     )
 
 
