@@ -70,6 +70,7 @@ const { chromium } = require(playwrightPath);
           })),
           errors: [...last.querySelectorAll(".error")].map((e) => e.textContent),
           blocked: [...last.querySelectorAll(".blocked")].map((e) => e.textContent),
+          goals: [...last.querySelectorAll(".goal")].map((g) => g.textContent),
           button: document.getElementById("send").textContent,
           input: document.getElementById("input").value,
         };

@@ -188,6 +188,7 @@ def create_app(
     heartbeat_ms: float = 15_000,
     send_reasoning: bool = True,
     send_sources: bool = True,
+    send_goals: bool = True,
     guard: RequestGuard | None = None,
     stream_store: StreamStore | bool | None = True,
 ) -> Any:
@@ -196,9 +197,10 @@ def create_app(
     ``runId`` + ``resumeData``) and ``POST /api/workflows/{workflow_id}/resume``.
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
-    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. Chat responses are
-    resumable (``GET /api/chat[/{agent_id}]/{chat_id}/stream``, ``useChat({resume: true})``) through
-    ``stream_store``: ``True`` (default) keeps them in this process (`MemoryStreamStore`), a
+    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. ``send_goals``: goal
+    progress reaches the page as ``data-goal`` parts (the page shows each judged attempt).
+    Chat responses are resumable (``GET /api/chat[/{agent_id}]/{chat_id}/stream``,
+    ``useChat({resume: true})``) through ``stream_store``: ``True`` (default) keeps them in this process (`MemoryStreamStore`), a
     `StreamStore` such as `RedisStreamStore` shares them between server processes, ``None`` or
     ``False`` turns resuming off (a client that goes away then stops its run).
     """
@@ -224,6 +226,7 @@ def create_app(
         "heartbeat_ms": heartbeat_ms,
         "send_reasoning": send_reasoning,
         "send_sources": send_sources,
+        "send_goals": send_goals,
         "experimental_transform": smooth_stream(delay_in_ms=delay_in_ms) if smooth else None,
         "guard": guard or Guard(),
         "include_sub_agent_metadata": True,  # the page shows sub-agents and workflows at work

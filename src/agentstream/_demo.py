@@ -15,11 +15,11 @@ from ._abort import until_aborted
 from ._mastra import Mastra
 from .agent import Agent
 from .models import LanguageModel
-from .processors import SecretRedactor
-from .processors._text import message_text
+from .processors import SecretRedactor, message_text
 from .tools import ToolContext, tool
 
 if TYPE_CHECKING:
+    from .memory import Memory
     from .storage import Storage
 
 __all__ = ["demo_agent", "demo_mastra"]
@@ -102,8 +102,13 @@ class PromptGuard:
 
 
 def demo_agent(
-    model: LanguageModel | str = "demo", *, default_options: dict[str, Any] | None = None
+    model: LanguageModel | str = "demo",
+    *,
+    default_options: dict[str, Any] | None = None,
+    goal: dict[str, Any] | None = None,
+    memory: Memory | None = None,
 ) -> Agent:
+    """The demo agent; ``goal`` / ``memory`` as `Agent`'s (``agentstream run --goal``)."""
     return Agent(
         id="demo-agent",
         name="Demo Agent",
@@ -113,6 +118,8 @@ def demo_agent(
         default_options=default_options,
         input_processors=[PromptGuard()],
         output_processors=[SecretRedactor()],
+        goal=goal,
+        memory=memory,
     )
 
 

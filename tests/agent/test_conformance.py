@@ -15,6 +15,8 @@ import pytest
 from agentstream._abort import AbortController
 from agentstream.agent import Agent
 from agentstream.chunks import TextDelta, chunk_to_dict, to_jsonable
+from agentstream.memory import Memory
+from agentstream.storage import InMemoryStore
 from agentstream.testing import ScriptedModel
 from tests.conformance import load, params, to_wire, vector_files
 
@@ -151,6 +153,34 @@ def _sub_agents(vector: dict[str, Any]) -> tuple[dict[str, Agent], list[Scripted
     return agents, models
 
 
+class _Goal:
+    """A goal vector's setup: the judge model, the storage and the objective set before the run."""
+
+    def __init__(self, vector: dict[str, Any]) -> None:
+        self.judge = ScriptedModel(vector["judgeSteps"], model_id="mock-judge-id")
+        self.storage = InMemoryStore()
+        self.before = vector["goal"]["objectiveBefore"]
+
+    def agent_options(self) -> dict[str, Any]:
+        return {
+            "goal": {"judge": self.judge},
+            "memory": Memory(self.storage),
+            "default_options": {"clock": lambda: FROZEN_MS},
+        }
+
+    async def set_objective(self, agent: Agent, thread_id: str) -> None:
+        before = self.before
+        record = await agent.set_objective(
+            before["objective"],
+            thread_id=thread_id,
+            id=before.get("id"),
+            max_runs=before.get("maxRuns"),
+            judge_model_id=before.get("judgeModelId"),
+            prompt=before.get("prompt"),
+        )
+        assert record.to_json() == self.before
+
+
 def _recording_callbacks() -> tuple[dict[str, list[Any]], dict[str, Any]]:
     calls: dict[str, list[Any]] = {
         "onChunk": [],
@@ -184,6 +214,7 @@ async def _run(
 ) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel, Agent, list[ScriptedModel]]:
     model = ScriptedModel(vector["modelSteps"])
     spec = vector["agent"]
+    goal = _Goal(vector) if "goal" in vector else None
     sub_agents, sub_models = _sub_agents(vector)
     agent = Agent(
         id=spec["id"],
@@ -192,10 +223,17 @@ async def _run(
         model=model,
         tools=tools_for(vector, executions),
         agents=sub_agents,
+        **(goal.agent_options() if goal else {}),
     )
+    vector["$goal"] = goal
     calls, options = _recording_callbacks()
     options["run_id"] = "run-1"
     raw_options = spec["options"]
+    if "memory" in raw_options:
+        thread, resource = raw_options["memory"]["thread"], raw_options["memory"]["resource"]
+        options["memory"] = {"thread": thread, "resource": resource}
+        if goal is not None:
+            await goal.set_objective(agent, thread)
     if raw_options.get("includeRawChunks"):
         options["include_raw_chunks"] = True
     if raw_options.get("requireToolApproval"):
@@ -367,6 +405,42 @@ async def test_vector(path: Any) -> None:
         _check_prompts(model, leg["modelCalls"])
         await _check_results(leg_output, leg["results"], skip)
         _check_callbacks(leg["callbacks"], leg_calls, skip)
+    # 7. goals: what the judge was asked, and the objective record after the run
+    goal: _Goal | None = vector["$goal"]
+    if goal is not None:
+        await _check_goal(vector, goal, agent)
     recorded = vector.get("toolExecutions")
     if recorded is not None:
         assert [(e["tool"], e["input"]) for e in executions] == [(e["tool"], e["input"]) for e in recorded]
+
+
+async def _check_goal(vector: dict[str, Any], goal: _Goal, agent: Agent) -> None:
+    calls = goal.judge.calls
+    assert len(calls) == len(vector["judgeCalls"])
+    _matches(to_wire(vector["judgeCalls"][0]["prompt"]), to_jsonable(calls[0].prompt), "judgeCalls[0].prompt")
+    for call, exp_call in zip(calls[1:], vector["judgeCalls"][1:], strict=True):
+        _matches(_judge_prompt_in_time(to_wire(exp_call["prompt"])), _texts(call.prompt), f"judgeCalls[{call.index}]")
+    thread = vector["agent"]["options"]["memory"]["thread"]
+    after = await agent.get_objective(thread_id=thread)
+    assert after is not None and after.to_json() == vector["goal"]["objectiveAfter"]
+
+
+def _texts(prompt: list[dict[str, Any]]) -> list[Any]:
+    """Role and text parts of each message (stored history carries no ``providerOptions``)."""
+    out: list[Any] = []
+    for message in to_jsonable(prompt):
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [p["text"] for p in content]
+        out.append((message["role"], texts))
+    return out
+
+
+def _judge_prompt_in_time(expected: list[dict[str, Any]]) -> list[Any]:
+    """A later judge call as we make it: the judge's history (its earlier questions and verdicts)
+    before the new question, which carries the JSON instruction. The recording (a frozen clock:
+    every message has the same timestamp) put the new question first, without the instruction;
+    with time moving, the new question is the latest message (docs/decisions.md "Goals")."""
+    system, question, *history = expected
+    instruction = history[0]["content"][-1]
+    reordered = [system, *history, {**question, "content": [*question["content"], instruction]}]
+    return _texts(reordered)

@@ -16,6 +16,11 @@ from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
 from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
 from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
+from ._goal import GoalConfig, judged_hooks
+from ._goal_record import GoalObjective, GoalStatus
+from ._goal_record import load_objective as _load_objective
+from ._goal_record import set_objective as _set_objective
+from ._goal_record import update_objective as _update_objective
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
@@ -109,6 +114,10 @@ class Agent:
     agent ``backgroundTasks``: ``{"tools": "all" | {name: bool | {...}}, "disabled": ...}`` or an
     `AgentBackgroundConfig`) overrides the tools' own settings.
 
+    ``goal`` (`GoalConfig` or ``{"judge", "max_runs", "prompt", "scorer", "max_steps"}``) judges the
+    answers of runs on a memory thread against that thread's objective (`set_objective`) and sends
+    the agent round again until the judge says it is done.
+
     Run options include ``clock`` (``() -> ms``, timestamps) and ``sleep`` (``async (seconds) ->
     None``, the pause after a rate-limited step), injectable for tests, and ``on_tool_error`` (a
     `ToolErrorMask`: what the client and the model see of a tool's exception; configured secrets
@@ -143,6 +152,7 @@ class Agent:
         agents: Mapping[str, Agent] | None = None,
         workflows: Mapping[str, Any] | None = None,
         instrument: bool | InstrumentationSettings | None = None,
+        goal: GoalConfig | Mapping[str, Any] | None = None,
         require_tool_approval: bool | ApprovalPolicy = False,
         input_processors: Sequence[Processor] | None = None,
         output_processors: Sequence[Processor] | None = None,
@@ -180,6 +190,7 @@ class Agent:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
         self.agents: dict[str, Agent] = check_sub_agents(self, agents)
         self.workflows: dict[str, Any] = check_workflows(self, workflows)
+        self.goal = GoalConfig.from_value(goal) if goal is not None else None
         approval_check(require_tool_approval, {})  # a wrong value fails here, not at the first call
         self.require_tool_approval = require_tool_approval
         self._mastra: Any = None
@@ -220,6 +231,82 @@ class Agent:
         if memory.storage is None and storage is not None:
             return memory.bound(storage)
         return memory
+
+    # ------------------------------------------------------------------------------------ goals
+
+    def _goal_storage(self) -> Storage:
+        storage = self._memory_for_run().storage
+        if storage is None:
+            raise ValueError(
+                f"agent {self.id!r}: goals need storage: Agent(memory=Memory(storage)) or a Mastra's"
+            )
+        return storage
+
+    def _clock_ms(self) -> int:
+        clock = self.default_options.get("clock") or _now_ms
+        return int(clock())
+
+    async def set_objective(
+        self,
+        objective: str,
+        *,
+        thread_id: str,
+        resource_id: str | None = None,
+        judge_model_id: str | None = None,
+        max_runs: int | None = None,
+        prompt: str | None = None,
+        id: str | None = None,
+    ) -> GoalObjective:
+        """Give memory thread ``thread_id`` a new ``active`` objective (replacing any earlier one).
+
+        ``judge_model_id`` (a model string), ``max_runs`` and ``prompt`` override the agent's
+        ``goal`` settings for this objective; ``resource_id`` creates the thread if it is new.
+        Stored in the thread-state domain of the agent's memory storage.
+        """
+        if resource_id is not None:
+            from ..memory import MemoryScope
+
+            await self._memory_for_run().ensure_thread(MemoryScope(thread_id, resource_id))
+        return await _set_objective(
+            self._goal_storage(),
+            objective,
+            thread_id=thread_id,
+            now_ms=self._clock_ms(),
+            judge_model_id=judge_model_id,
+            max_runs=max_runs,
+            prompt=prompt,
+            id=id,
+        )
+
+    async def get_objective(self, *, thread_id: str) -> GoalObjective | None:
+        """The thread's objective (status, runs used, paused reason …), or ``None``."""
+        return await _load_objective(self._goal_storage(), thread_id)
+
+    async def clear_objective(self, *, thread_id: str) -> bool:
+        """Remove the thread's objective; ``False`` if it had none."""
+        deleted: bool = await self._goal_storage().delete_thread_state(thread_id, "goal")
+        return deleted
+
+    async def update_objective_options(
+        self,
+        *,
+        thread_id: str,
+        judge_model_id: str | None = None,
+        max_runs: int | None = None,
+        prompt: str | None = None,
+        status: GoalStatus | None = None,
+    ) -> GoalObjective | None:
+        """Change the thread's objective; ``status="active"`` with a higher ``max_runs`` resumes a
+        paused goal. ``None`` if the thread has no objective."""
+        return await _update_objective(
+            self._goal_storage(),
+            thread_id=thread_id,
+            now_ms=self._clock_ms(),
+            judge_model_id=judge_model_id,
+            max_runs=max_runs,
+            prompt=prompt,
+            status=status,
+        )
 
     def _run_snapshots(self) -> RunSnapshots:
         """Where this agent keeps suspended runs: the Mastra's storage, the memory's, or (neither)
@@ -389,6 +476,12 @@ class Agent:
             model=model,
             prompt=prompt,
             thread_id=scope.thread_id if scope is not None else None,
+        )
+        user_signal: AbortSignal | None = opts.get("abort_signal")
+        hooks = judged_hooks(
+            hooks, opts.get("is_task_complete"), self.goal, self._goal_storage if memory else None,
+            agent_id=self.id, scope=scope, run_id=run_id, max_steps=opts.get("max_steps"), now_ms=now_ms,
+            signal=AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal,
         )
         if traced is not None:  # outermost in the hooks chain (docs/decisions.md, "Phase 2 seams")
             hooks, model = TracingHooks(hooks, traced), traced.model(model)

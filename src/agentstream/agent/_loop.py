@@ -24,7 +24,7 @@ import inspect
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,7 +59,7 @@ from ..chunks import (
 from ..models import CallOptions, LanguageModel, StreamPart
 from ..tools import Tool, ToolErrorMask
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
-from ._hooks import LoopHooks, StepInfo, StopCondition
+from ._hooks import LoopHooks, StepDecision, StepInfo, StopCondition
 from ._parts import (
     FATAL,
     HANDLERS,
@@ -155,6 +155,8 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
         )
     last_finish: dict[str, Any] | None = None
     try:
+        for chunk in await cfg.hooks.start_of_run():
+            yield chunk
         while True:
             st = run.new_step()
             deadline = run.deadlines.step()
@@ -227,7 +229,15 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                     # a call waits for a human: the stream ends here, without step-finish / finish
                     yield run.suspend(st, runner, metadata)
                     return
-            last_finish, continued = await run.finish_step(st, runner, bool(pending), metadata)
+            info, decision = await run.decide(st, runner, bool(pending))
+            if isinstance(decision, StepDecision):
+                async for chunk in _decision_chunks(decision):
+                    yield chunk
+                if cfg.signal.aborted:  # aborted while a judge was deciding
+                    yield Abort(run_id=cfg.run_id, from_=AGENT)
+                    last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
+                    break
+            last_finish, continued = await run.finish_step(st, runner, info, decision, metadata)
             yield StepFinish(
                 run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
             )
@@ -685,11 +695,10 @@ class _Run:
         chunk: ToolCallApproval | ToolCallSuspended = suspension.chunk(self.cfg.run_id)
         return chunk
 
-    async def finish_step(
-        self, st: StepState, runner: ToolRunner, ran_tools: bool, metadata: dict[str, Any]
-    ) -> tuple[dict[str, Any], bool]:
-        """Decide what happens next and record the step: ``(step-finish fields, continued)``."""
-        cfg = self.cfg
+    async def decide(
+        self, st: StepState, runner: ToolRunner, ran_tools: bool
+    ) -> tuple[StepInfo, bool | StepDecision | None]:
+        """The step as hooks see it, and what ``end_of_step`` decided about it."""
         errored = st.error is not UNSET
         reason = _reason(st)
         continued = not errored and (ran_tools or runner.errored or reason not in TERMINAL_FINISH_REASONS)
@@ -697,13 +706,12 @@ class _Run:
             reason = "tool-calls"
         if st.tripwire is not None:  # an output-step processor stopped the run (no retry)
             reason, continued = "tripwire", False
-        tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
         info = StepInfo(
             number=st.number,
             text=st.text,
             finish_reason=reason,
             is_continued=continued,
-            tool_calls=tool_calls,
+            tool_calls=[{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls],
             tool_results=[
                 {"toolCallId": c.call_id, "toolName": c.name, "result": v, "isError": f}
                 for c, f, v in runner.results
@@ -711,10 +719,23 @@ class _Run:
             usage=st.usage,
             errored=errored,
         )
-        await cfg.hooks.after_tools(info, runner.results)
-        forced = await cfg.hooks.end_of_step(info) if st.tripwire is None else None
+        await self.cfg.hooks.after_tools(info, runner.results)
+        return info, (await self.cfg.hooks.end_of_step(info) if st.tripwire is None else None)
+
+    async def finish_step(
+        self,
+        st: StepState,
+        runner: ToolRunner,
+        info: StepInfo,
+        decision: bool | StepDecision | None,
+        metadata: dict[str, Any],
+    ) -> tuple[dict[str, Any], bool]:
+        """Record the step: ``(step-finish fields, continued)``."""
+        cfg = self.cfg
+        forced = decision.continue_ if isinstance(decision, StepDecision) else decision
         if forced is not None:
-            continued = info.is_continued = forced
+            info.is_continued = forced
+        continued, reason, tool_calls = info.is_continued, info.finish_reason, info.tool_calls
         self.steps.append(info)
         # the flag says what happens next: a run stopped by max_steps / stop_when does not continue
         if continued and (st.number >= cfg.max_steps or await _any_stop(cfg.stop_when, self.steps)):
@@ -722,6 +743,8 @@ class _Run:
         new_messages = st.history(runner.results)
         self.messages.extend(new_messages)
         self._record(st, new_messages, metadata)
+        if isinstance(decision, StepDecision):
+            self.messages.extend(decision.messages)
         step_result: dict[str, Any] = {"reason": reason, "isContinued": continued, "warnings": st.warnings}
         if st.raw_reason is not None:
             step_result["rawReason"] = st.raw_reason
@@ -765,6 +788,16 @@ def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> No
             st.text_chunks.insert(len(st.text_chunks) - isinstance(original, TextDelta), text)
             st.has_content = True
         acc.insert(len(acc) - same, text)
+
+
+async def _decision_chunks(decision: StepDecision) -> AsyncIterator[Chunk]:
+    chunks = decision.chunks
+    if isinstance(chunks, AsyncIterable):
+        async for chunk in chunks:
+            yield chunk
+    else:
+        for chunk in chunks:
+            yield chunk
 
 
 def _resumed_step(run_id: str, resume: ResumePoint) -> StepState:

@@ -17,6 +17,7 @@ from ._hooks import StopCondition
 from ._processors import Processor
 from ._settings import ModelSettings
 from ._structured import StructuredOutputConfig
+from ._task_complete import IsTaskCompleteConfig
 
 __all__ = ["ResumeOptions", "StreamOptions", "TurnOptions", "UntilIdleOptions", "check_options"]
 
@@ -77,6 +78,8 @@ class TurnOptions(TypedDict, total=False):
     """Replace the agent's error processors for this call."""
     max_processor_retries: int | None
     """Processor retries allowed (``None``: none for input/output; 3 for API errors with error processors)."""
+    is_task_complete: IsTaskCompleteConfig | Mapping[str, Any]
+    """``{"scorers": [...], "strategy": "all" | "any", ...}``: keep going until the scorers pass."""
     require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
     """``True``: every tool call waits for approval; a callable ``(tool_name, args) -> bool`` (may
     be async) decides per call. The run ends suspended on ``tool-call-approval``."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 from .._abort import AbortSignal
 from ..chunks import Chunk, DataChunk, ToolCallApproval, ToolCallSuspended
-from ._hooks import ChainedHooks, LoopHooks, PendingToolCall, StepInfo
+from ._hooks import ChainedHooks, LoopHooks, PendingToolCall, StepDecision, StepInfo
 from ._tripwire import Tripwire
 
 if TYPE_CHECKING:
@@ -357,7 +357,7 @@ class ProcessorHooks(ChainedHooks):
         ]
         return [*self.messages, {"role": "assistant", "content": content}] if content else list(self.messages)
 
-    async def end_of_step(self, step: StepInfo) -> bool | None:
+    async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
         self._steps.append(step)
         return await self.inner.end_of_step(step)
 

@@ -154,6 +154,7 @@ async def handle_chat_stream(
     send_finish: bool = True,
     send_reasoning: bool = False,
     send_sources: bool = False,
+    send_goals: bool = False,
     on_error: OnErrorFn | None = None,
     message_metadata: MessageMetadataFn | None = None,
     abort_signal: AbortSignal | None = None,
@@ -183,6 +184,7 @@ async def handle_chat_stream(
     trailing assistant message; the continuation streams into that message. Only the chat (``id``)
     and ``owner`` (the authenticated principal; `chat_route` passes it) that saw the run suspend
     may resume it; anyone else gets a 403 `ChatRequestError`.
+    ``send_goals`` forwards goal progress as ``data-goal`` parts (`to_ai_sdk_stream`).
     """
     request = _request(params, allow_system_messages=allow_system_messages, max_json_depth=max_json_depth)
     try:
@@ -217,6 +219,7 @@ async def handle_chat_stream(
         "send_finish": send_finish,
         "send_reasoning": send_reasoning,
         "send_sources": send_sources,
+        "send_goals": send_goals,
         "last_message_id": last_message_id,
         "message_metadata": message_metadata,
         "on_error": on_error,

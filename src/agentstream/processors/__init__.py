@@ -17,6 +17,7 @@ from ..agent import Processor, ProcessorHooks, ProcessorWriter, Tripwire
 from ..stream import TripwireInfo
 from ._judged import ModerationProcessor, PIIDetector, PromptInjectionDetector, Strategy
 from ._redact import DEFAULT_PATTERNS, SecretRedactor, luhn_valid
+from ._text import message_text
 from ._tokens import TokenLimiter, approximate_tokens
 from ._unicode import UnicodeNormalizer
 
@@ -36,4 +37,5 @@ __all__ = [
     "UnicodeNormalizer",
     "approximate_tokens",
     "luhn_valid",
+    "message_text",
 ]
