@@ -25,6 +25,8 @@ EXTRAS = {
     "icu4py": "icu",
     "psycopg": "postgres",
     "psycopg_pool": "postgres",
+    "dbos": "durable",
+    "sqlalchemy": "durable",
 }
 """Top-level module → the ``agentstream`` extra that installs it."""
 

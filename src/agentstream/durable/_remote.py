@@ -1,0 +1,88 @@
+"""The server side: an `Executor` for `BackgroundTaskManager` that runs the tool on a worker."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, cast
+
+from dbos import DBOSClient, EnqueueOptions
+
+from ..background import BackgroundTaskContext, Executor, TaskSuspended
+from ..chunks import chunk_from_dict
+from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
+
+__all__ = ["DurableBackground", "RemoteTaskError"]
+
+
+class RemoteTaskError(Exception):
+    """The tool failed on the worker; the message is the worker's ``Type: message``."""
+
+
+class DurableBackground:
+    """Dispatches background tasks to `agentstream worker` processes sharing `database_url`.
+
+    `manager_tools(["research"])` gives the registry for a ``BackgroundTaskManager``: the manager
+    keeps its records, leases, retries, streams and until-idle continuations; only the tool's
+    execution moves to a worker, and its ``tool-output`` chunks come back through the engine.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
+
+    def close(self) -> None:
+        self._client.destroy()
+
+    def executor(self, tool_name: str) -> Executor:
+        async def run_remote(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
+            return await self.run(tool_name, args, context)
+
+        return run_remote
+
+    def manager_tools(self, tool_names: list[str]) -> dict[str, Executor]:
+        return {name: self.executor(name) for name in tool_names}
+
+    async def run(self, tool_name: str, args: dict[str, Any], context: BackgroundTaskContext) -> Any:
+        """Enqueue the task (idempotently: one workflow per task attempt), relay its chunks, return
+        its result. A second server running the same attempt (it took over an expired lease)
+        attaches to the same workflow instead of starting another."""
+        spec = TaskSpec(
+            task_id=context.task_id,
+            tool_name=tool_name,
+            args=args,
+            run_id=context.run_id,
+            tool_call_id=context.tool_call_id,
+            agent_id=context.agent_id,
+            thread_id=context.thread_id,
+            resource_id=context.resource_id,
+            resume_data=context.resume_data,
+            retry_count=context.retry_count,
+        )
+        workflow_id = attempt_id(spec)
+        options: EnqueueOptions = {
+            "queue_name": QUEUE_NAME,
+            "workflow_name": WORKFLOW_NAME,
+            "workflow_id": workflow_id,
+            "queue_partition_key": context.agent_id or "",
+        }
+        handle = await self._client.enqueue_async(options, spec)
+        abort = context.abort_signal
+        remove = abort.add_listener(lambda _reason: self._client.cancel_workflow(workflow_id))
+        try:
+            stream = self._client.read_stream_async(workflow_id, CHUNKS_STREAM, polling_interval_sec=0.05)
+            async for item in stream:
+                context.writer.emit(chunk_from_dict(item, unknown="keep"))
+            outcome = cast(Outcome, await handle.get_result(polling_interval_sec=0.05))
+        finally:
+            remove()
+        if outcome["status"] == "suspended":
+            raise TaskSuspended(outcome["suspend_payload"])
+        if outcome["status"] == "failed":
+            raise RemoteTaskError(outcome["error"])
+        return outcome["result"]
+
+
+def attempt_id(spec: TaskSpec) -> str:
+    """The workflow id of one attempt: a retry or a resume is a new attempt, a takeover is not."""
+    resume = hashlib.sha256(json.dumps(spec["resume_data"], sort_keys=True).encode()).hexdigest()[:12]
+    return f"{spec['task_id']}:{spec['retry_count']}:{resume}"
