@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Any, cast
 
-from dbos import DBOSClient, EnqueueOptions
+from dbos import DBOS, DBOSClient, EnqueueOptions
 
 from ..background import BackgroundTaskContext, Executor, TaskSuspended
 from ..chunks import chunk_from_dict
@@ -28,6 +28,8 @@ class DurableBackground:
     """
 
     def __init__(self, database_url: str) -> None:
+        # A server may start before any worker: create (or upgrade) DBOS's tables; idempotent.
+        DBOS.migrate(database_url)
         self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
 
     def close(self) -> None:
