@@ -29,6 +29,7 @@ ALLOWED: dict[str, frozenset[str]] = {
         {"agent", "chunks", "stream", "tools", "memory", "storage", "tracing", "_abort", "_secrets", "_validate"}
     ),
     "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),
+    "durable": frozenset({"background", "chunks", "tools", "_abort"}),
     "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "tracing", "_abort"}),

@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("dbos")
 
-from tests.background.conftest import pg_dsn, pg_reachable  # noqa: E402
+from tests.background.conftest import pg_dsn, pg_reachable
 
 __all__ = ["pg_dsn"]
 
@@ -45,12 +45,25 @@ class Workers:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, *extra: str) -> subprocess.Popen[bytes]:
-        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")  # noqa: SIM115 - owned by the process
+        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         proc = subprocess.Popen(
-            [sys.executable, "-m", "agentstream", "worker", "tests.durable._app:tools", "--database-url", self.url,
-             "--poll-sec", "0.05", *extra],
-            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [
+                sys.executable,
+                "-m",
+                "agentstream",
+                "worker",
+                "tests.durable._app:tools",
+                "--database-url",
+                self.url,
+                "--poll-sec",
+                "0.05",
+                *extra,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
         )
         self.procs.append(proc)
         return proc

@@ -38,7 +38,9 @@ async def _manager(tmp: Path, remote: DurableBackground, **config: Any) -> Backg
     return manager
 
 
-async def test_task_runs_on_worker_and_its_chunks_reach_the_dispatcher(workers: Workers, tmp_path: Path) -> None:
+async def test_task_runs_on_worker_and_its_chunks_reach_the_dispatcher(
+    workers: Workers, tmp_path: Path
+) -> None:
     worker = workers.start()
     remote = DurableBackground(workers.url)
     manager = await _manager(tmp_path, remote)
@@ -81,16 +83,24 @@ async def test_tool_error_and_unknown_tool_fail_the_task_with_the_workers_messag
     assert "tool 'missing' is not registered on this worker" in missing_done.error.message
 
 
-async def test_killed_worker_task_finishes_on_another_completed_steps_once(workers: Workers, tmp_path: Path) -> None:
+async def test_killed_worker_task_finishes_on_another_completed_steps_once(
+    workers: Workers, tmp_path: Path
+) -> None:
     log, release = tmp_path / "steps.log", tmp_path / "release"
     first = workers.start("--lease-sec", "1.5")
     remote = DurableBackground(workers.url)
     manager = await _manager(tmp_path, remote)
     try:
         task = await manager.dispatch(
-            "three_steps", {"log": str(log), "release": str(release)}, tool_call_id="c1", agent_id="a", run_id="r1"
+            "three_steps",
+            {"log": str(log), "release": str(release)},
+            tool_call_id="c1",
+            agent_id="a",
+            run_id="r1",
         )
-        await _until(lambda: any(line.startswith("two-started") for line in read_lines(log)), "step two started")
+        await _until(
+            lambda: any(line.startswith("two-started") for line in read_lines(log)), "step two started"
+        )
         os.kill(first.pid, signal.SIGKILL)
         first.wait()
         second = workers.start("--lease-sec", "1.5")
@@ -125,8 +135,11 @@ async def test_concurrency_limits_hold_across_worker_processes(workers: Workers,
     try:
         tasks = [
             await manager.dispatch(
-                "counted", {"dsn": workers.url, "hold_sec": 0.3},
-                tool_call_id=f"c{i}", agent_id=f"agent-{i % 2}", run_id=f"r{i}",
+                "counted",
+                {"dsn": workers.url, "hold_sec": 0.3},
+                tool_call_id=f"c{i}",
+                agent_id=f"agent-{i % 2}",
+                run_id=f"r{i}",
             )
             for i in range(12)
         ]
@@ -136,7 +149,9 @@ async def test_concurrency_limits_hold_across_worker_processes(workers: Workers,
         remote.close()
     assert [t.status for t in finished] == ["completed"] * 12
     with psycopg.connect(workers.url) as conn:
-        total, of_agent, samples = conn.execute("SELECT max(total), max(of_agent), count(*) FROM observed").fetchone()
+        total, of_agent, samples = conn.execute(
+            "SELECT max(total), max(of_agent), count(*) FROM observed"
+        ).fetchone()
         executors = conn.execute(
             "SELECT count(DISTINCT executor_id) FROM dbos.workflow_status WHERE status = 'SUCCESS'"
         ).fetchone()
@@ -151,7 +166,10 @@ async def test_concurrency_limits_hold_across_worker_processes(workers: Workers,
         (["tests.durable._app:tools"], "no database: pass --database-url"),
         (["nowhere:tools", "--database-url", "sqlite:///x.db"], "no module named 'nowhere'"),
         (["tests.durable._app:echo", "--database-url", "sqlite:///x.db"], "expected a dict of name"),
-        (["tests.durable._app:tools", "--database-url", "x", "--global-concurrency", "0"], "expected a positive integer"),
+        (
+            ["tests.durable._app:tools", "--database-url", "x", "--global-concurrency", "0"],
+            "expected a positive integer",
+        ),
     ],
 )
 def test_worker_command_line_mistakes(

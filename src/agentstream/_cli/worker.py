@@ -10,7 +10,6 @@ import sys
 import threading
 from typing import Any
 
-from ._args import Parser
 from ._errors import CLIError, UsageError
 
 __all__ = ["add_parser", "load_tools", "run"]
@@ -37,15 +36,27 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="URL",
         help="postgresql://… or sqlite:///file (default: $AGENTSTREAM_DURABLE_DB)",
     )
-    parser.add_argument("--global-concurrency", type=_positive_int, metavar="N", help="tasks running at once, all workers")
-    parser.add_argument("--per-agent-concurrency", type=_positive_int, metavar="N", help="tasks of one agent at once")
-    parser.add_argument("--worker-concurrency", type=_positive_int, metavar="N", help="tasks at once in this process")
     parser.add_argument(
-        "--lease-sec", type=_positive_float, default=30.0, metavar="S",
+        "--global-concurrency", type=_positive_int, metavar="N", help="tasks running at once, all workers"
+    )
+    parser.add_argument(
+        "--per-agent-concurrency", type=_positive_int, metavar="N", help="tasks of one agent at once"
+    )
+    parser.add_argument(
+        "--worker-concurrency", type=_positive_int, metavar="N", help="tasks at once in this process"
+    )
+    parser.add_argument(
+        "--lease-sec",
+        type=_positive_float,
+        default=30.0,
+        metavar="S",
         help="a worker silent this long is taken over (default 30)",
     )
     parser.add_argument(
-        "--poll-sec", type=_positive_float, default=0.1, metavar="S",
+        "--poll-sec",
+        type=_positive_float,
+        default=0.1,
+        metavar="S",
         help="how often the queue is polled for new tasks (default 0.1)",
     )
     parser.set_defaults(func=run)
@@ -128,7 +139,11 @@ def run(args: argparse.Namespace) -> int:
         worker.launch()
     except Exception as exc:
         raise CLIError(f"cannot start on {_redacted(url)}: {type(exc).__name__}: {exc}") from exc
-    print(f"agentstream worker {worker.executor_id}: running {', '.join(sorted(tools))}", file=sys.stderr, flush=True)
+    print(
+        f"agentstream worker {worker.executor_id}: running {', '.join(sorted(tools))}",
+        file=sys.stderr,
+        flush=True,
+    )
     stop.wait()
     worker.shutdown()
     return 0

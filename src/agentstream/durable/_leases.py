@@ -90,15 +90,19 @@ class ExecutorLeases:
                 .values(lease_expires_at=expires)
             ).rowcount
             if not updated:
-                conn.execute(_workers.insert().values(executor_id=self._executor_id, lease_expires_at=expires))
+                conn.execute(
+                    _workers.insert().values(executor_id=self._executor_id, lease_expires_at=expires)
+                )
 
     def sweep(self) -> list[str]:
         """Take over every expired worker this call wins; returns their ids."""
         now = self._clock()
         with self._engine.begin() as conn:
-            expired = conn.execute(
-                sa.select(_workers.c.executor_id).where(_workers.c.lease_expires_at <= now)
-            ).scalars().all()
+            expired = (
+                conn.execute(sa.select(_workers.c.executor_id).where(_workers.c.lease_expires_at <= now))
+                .scalars()
+                .all()
+            )
         taken: list[str] = []
         for executor_id in expired:
             with self._engine.begin() as conn:
@@ -109,6 +113,8 @@ class ExecutorLeases:
                 ).rowcount
             if won and executor_id != self._executor_id:
                 count = self._recover(executor_id)
-                _log.warning("worker %s's lease expired; re-enqueued its %d unfinished tasks", executor_id, count)
+                _log.warning(
+                    "worker %s's lease expired; re-enqueued its %d unfinished tasks", executor_id, count
+                )
                 taken.append(executor_id)
         return taken

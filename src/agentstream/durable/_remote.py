@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, cast
+from typing import Any
 
-from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from ..background import BackgroundTaskContext, Executor, TaskSuspended
 from ..chunks import chunk_from_dict
@@ -33,15 +33,18 @@ class DurableBackground:
         self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
 
     def close(self) -> None:
+        """Close the engine client's connections (tasks keep running on the workers)."""
         self._client.destroy()
 
     def executor(self, tool_name: str) -> Executor:
+        """An `Executor` that runs `tool_name` on a worker (register it in a manager's ``tools``)."""
         async def run_remote(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
             return await self.run(tool_name, args, context)
 
         return run_remote
 
     def manager_tools(self, tool_names: list[str]) -> dict[str, Executor]:
+        """``{name: executor(name)}`` for each name: the ``tools=`` of a ``BackgroundTaskManager``."""
         return {name: self.executor(name) for name in tool_names}
 
     async def run(self, tool_name: str, args: dict[str, Any], context: BackgroundTaskContext) -> Any:
@@ -67,14 +70,14 @@ class DurableBackground:
             "workflow_id": workflow_id,
             "queue_partition_key": context.agent_id or "",
         }
-        handle = await self._client.enqueue_async(options, spec)
+        handle: WorkflowHandleAsync[Outcome] = await self._client.enqueue_async(options, spec)
         abort = context.abort_signal
         remove = abort.add_listener(lambda _reason: self._client.cancel_workflow(workflow_id))
         try:
             stream = self._client.read_stream_async(workflow_id, CHUNKS_STREAM, polling_interval_sec=0.05)
             async for item in stream:
                 context.writer.emit(chunk_from_dict(item, unknown="keep"))
-            outcome = cast(Outcome, await handle.get_result(polling_interval_sec=0.05))
+            outcome = await handle.get_result(polling_interval_sec=0.05)
         finally:
             remove()
         if outcome["status"] == "suspended":

@@ -50,7 +50,7 @@ async def step(func: Callable[P, Awaitable[R]] | Callable[P, R], *args: Any, nam
     side effects belong in steps. Outside a durable task (an in-process manager) it just calls `func`.
     """
     if _pending.get(None) is None:
-        result = func(*args)
+        result: Any = cast(Any, func)(*args)
         return cast(R, await result if isinstance(result, Awaitable) else result)
     await _flush()
     options: dict[str, Any] = {"name": name} if name else {}
@@ -104,7 +104,9 @@ async def _background_task(spec: TaskSpec) -> Outcome:
             status="suspended", result=None, error=None, suspend_payload=to_jsonable(suspended.payload)
         )
     except Exception as exc:
-        outcome = Outcome(status="failed", result=None, error=f"{type(exc).__name__}: {exc}", suspend_payload=None)
+        outcome = Outcome(
+            status="failed", result=None, error=f"{type(exc).__name__}: {exc}", suspend_payload=None
+        )
     await _flush()
     await DBOS.close_stream_async(CHUNKS_STREAM)
     return outcome
@@ -129,7 +131,9 @@ class DurableWorker:
     worker_concurrency: int | None = None
     polling_interval_sec: float = 0.1
     lease_sec: float = 30.0
-    executor_id: str = field(default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}")
+    executor_id: str = field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    )
     _leases: ExecutorLeases | None = field(default=None, init=False, repr=False)
 
     def launch(self) -> None:
