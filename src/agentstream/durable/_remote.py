@@ -38,6 +38,7 @@ class DurableBackground:
 
     def executor(self, tool_name: str) -> Executor:
         """An `Executor` that runs `tool_name` on a worker (register it in a manager's ``tools``)."""
+
         async def run_remote(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
             return await self.run(tool_name, args, context)
 

@@ -148,15 +148,20 @@ class DurableWorker:
             "notification_listener_polling_interval_sec": 0.05,
         }
         DBOS(config=config)
-        DBOS.launch()
-        DBOS.register_queue(
-            QUEUE_NAME,
-            global_concurrency=self.global_concurrency,
-            worker_concurrency=self.worker_concurrency,
-            partition_concurrency=self.per_agent_concurrency or _UNLIMITED,
-            polling_interval_sec=self.polling_interval_sec,
-            on_conflict="always_update",
-        )
+        try:
+            DBOS.launch()
+            DBOS.register_queue(
+                QUEUE_NAME,
+                global_concurrency=self.global_concurrency,
+                worker_concurrency=self.worker_concurrency,
+                # DBOS requires partition <= global; no per-agent limit means "up to the global one".
+                partition_concurrency=self.per_agent_concurrency or self.global_concurrency or _UNLIMITED,
+                polling_interval_sec=self.polling_interval_sec,
+                on_conflict="always_update",
+            )
+        except BaseException:
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            raise
         self._leases = ExecutorLeases(self.database_url, self.executor_id, self.lease_sec, _recover)
         self._leases.start()
         _log.info("worker %s started (tools: %s)", self.executor_id, ", ".join(sorted(self.tools)))
