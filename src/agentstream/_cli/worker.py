@@ -105,7 +105,12 @@ def load_tools(spec: str) -> dict[str, Any]:
         return dict(value.tools)
     if isinstance(value, list) and all(isinstance(t, Tool) for t in value):
         return {t.id: t for t in value}
-    if isinstance(value, dict) and all(isinstance(k, str) and callable(v) for k, v in value.items()):
+    if isinstance(value, dict):
+        for key, entry in value.items():
+            if not isinstance(key, str) or not (isinstance(entry, Tool) or callable(entry)):
+                raise UsageError(
+                    f"{spec}[{key!r}] is a {type(entry).__name__}; expected a Tool or a function(args, context)"
+                )
         return dict(value)
     raise UsageError(
         f"{spec} is a {type(value).__name__}; expected a dict of name → Tool or function, a list of "

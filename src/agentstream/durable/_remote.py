@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from typing import Any
@@ -9,7 +10,8 @@ from typing import Any
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
 from ..background import BackgroundTaskContext, Executor, TaskSuspended
-from ..chunks import chunk_from_dict
+from ..chunks import chunk_from_dict, to_jsonable
+from ..tools import Tool
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 
 __all__ = ["DurableBackground", "RemoteTaskError"]
@@ -44,6 +46,18 @@ class DurableBackground:
 
         return run_remote
 
+    def tool(self, tool: Tool) -> Tool:
+        """`tool` with its ``execute`` running on a worker (which must register the real `tool`).
+
+        Give this to the server's agents: an agent hands its own tool to the manager for each
+        task, so the manager's ``tools=`` registry alone would not move agent-dispatched tasks.
+        """
+
+        async def execute(input: Any, context: Any) -> Any:
+            return await self.run(tool.id, to_jsonable(input), context)
+
+        return dataclasses.replace(tool, execute=execute)
+
     def manager_tools(self, tool_names: list[str]) -> dict[str, Executor]:
         """``{name: executor(name)}`` for each name: the ``tools=`` of a ``BackgroundTaskManager``."""
         return {name: self.executor(name) for name in tool_names}
@@ -52,24 +66,26 @@ class DurableBackground:
         """Enqueue the task (idempotently: one workflow per task attempt), relay its chunks, return
         its result. A second server running the same attempt (it took over an expired lease)
         attaches to the same workflow instead of starting another."""
+        # A foreground call (disposition "foreground") gets a ToolContext: no task id, no retries.
+        task_id = getattr(context, "task_id", None) or f"call-{context.tool_call_id}"
         spec = TaskSpec(
-            task_id=context.task_id,
+            task_id=task_id,
             tool_name=tool_name,
             args=args,
-            run_id=context.run_id,
+            run_id=getattr(context, "run_id", ""),
             tool_call_id=context.tool_call_id,
-            agent_id=context.agent_id,
-            thread_id=context.thread_id,
-            resource_id=context.resource_id,
-            resume_data=context.resume_data,
-            retry_count=context.retry_count,
+            agent_id=getattr(context, "agent_id", None),
+            thread_id=getattr(context, "thread_id", None),
+            resource_id=getattr(context, "resource_id", None),
+            resume_data=getattr(context, "resume_data", None),
+            retry_count=getattr(context, "retry_count", 0),
         )
         workflow_id = attempt_id(spec)
         options: EnqueueOptions = {
             "queue_name": QUEUE_NAME,
             "workflow_name": WORKFLOW_NAME,
             "workflow_id": workflow_id,
-            "queue_partition_key": context.agent_id or "",
+            "queue_partition_key": spec["agent_id"] or "",
         }
         handle: WorkflowHandleAsync[Outcome] = await self._client.enqueue_async(options, spec)
         abort = context.abort_signal
