@@ -69,4 +69,16 @@ async def counted(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
     return "ok"
 
 
-tools = {"echo": echo, "three_steps": three_steps, "failing": failing, "counted": counted}
+async def approval(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
+    if not context.is_resumed:
+        await context.suspend({"ask": args["question"], "pid": os.getpid()})
+    return {"answer": context.resume_data, "pid": os.getpid()}
+
+
+tools = {
+    "approval": approval,
+    "echo": echo,
+    "three_steps": three_steps,
+    "failing": failing,
+    "counted": counted,
+}

@@ -32,7 +32,7 @@ async def _until(predicate: Callable[[], bool], what: str, limit: float = 60.0) 
 async def _manager(tmp: Path, remote: DurableBackground, **config: Any) -> BackgroundTaskManager:
     store = SQLiteStore(tmp / "tasks.db")
     await store.init()
-    tools = remote.manager_tools(["echo", "three_steps", "failing", "counted", "missing"])
+    tools = remote.manager_tools(["approval", "echo", "three_steps", "failing", "counted", "missing"])
     manager = BackgroundTaskManager(store, {"enabled": True, **config}, tools=tools)
     await manager.start()
     return manager
@@ -158,6 +158,43 @@ async def test_concurrency_limits_hold_across_worker_processes(workers: Workers,
     assert samples == 12
     assert total <= 3 and of_agent <= 2
     assert executors is not None and executors[0] == 2  # both workers took tasks
+
+
+async def test_task_suspended_on_a_worker_resumes_from_another_server_on_another_worker(
+    workers: Workers, tmp_path: Path
+) -> None:
+    first_worker = workers.start()
+    remote = DurableBackground(workers.url)
+    first = await _manager(tmp_path, remote)
+    try:
+        task = await first.dispatch(
+            "approval", {"question": "ship?"}, tool_call_id="c1", agent_id="a", run_id="r1"
+        )
+        status: list[str] = []
+
+        async def poll() -> None:
+            while not status or status[-1] != "suspended":
+                status.append((await first.get_task(task.id)).status)
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(poll(), 60)
+        suspended = await first.get_task(task.id)
+    finally:
+        await first.shutdown()
+    assert suspended.status == "suspended"
+    assert suspended.suspend_payload == {"ask": "ship?", "pid": first_worker.pid}
+    first_worker.send_signal(signal.SIGTERM)
+    first_worker.wait()
+    second_worker = workers.start()
+    second = await _manager(tmp_path, remote)  # a new manager on the same store: another server
+    try:
+        await second.resume(task.id, {"yes": True})
+        done = await asyncio.wait_for(second.wait_for_completion(task.id), 60)
+    finally:
+        await second.shutdown()
+        remote.close()
+    assert done.status == "completed"
+    assert done.result == {"answer": {"yes": True}, "pid": second_worker.pid}
 
 
 @pytest.mark.parametrize(
