@@ -56,38 +56,9 @@ def _is_undefined(value: Any) -> bool:
 # Vectors recorded for features that are not built yet, by the issue that builds them. They run and
 # are expected to fail (``xfail_strict``): when an issue lands, its vectors pass and the run fails
 # until the entry is removed, so this table stays true.
-_ISSUE_12 = "issue 12 (human in the loop: tool approval and suspension, resumed)"
-_ISSUE_13 = "issue 13 (processors, guardrails, tripwires; goals judged until done)"
-_ISSUE_14 = "issue 14 (workflows; agents and workflows as tools)"
-
 NOT_BUILT: dict[str, dict[str, str]] = {
-    "agent": {
-        "goal-judge-done": _ISSUE_13,
-        "goal-max-runs-exhausted": _ISSUE_13,
-        "input-processor-rewrite": _ISSUE_13,
-        "output-processor-redact-stream": _ISSUE_13,
-        "output-processor-result-retry": _ISSUE_13,
-        "output-processor-step-retry": _ISSUE_13,
-        "output-processor-step-tripwire": _ISSUE_13,
-        "output-processor-tripwire-second-step": _ISSUE_13,
-        "tool-approval-approve": _ISSUE_12,
-        "tool-approval-decline": _ISSUE_12,
-        "tool-approval-required": _ISSUE_12,
-        "tool-approval-tool-level": _ISSUE_12,
-        "tool-approval-tool-level-same-step": _ISSUE_12,
-        "tool-suspend-resume": _ISSUE_12,
-        "tool-suspended": _ISSUE_12,
-    },
-    "aisdk": {
-        "approval-approved-resume-v5": _ISSUE_12,
-        "approval-request-v5": _ISSUE_12,
-        "approval-request-v6": _ISSUE_12,
-        "approval-request-v7": _ISSUE_12,
-        "approval-tool-level-request-v6": _ISSUE_12,
-        "approval-tool-level-same-step-resume-v6": _ISSUE_12,
-        "chat-approval-approve-v7": _ISSUE_12,
-        "suspension-request-v5": _ISSUE_12,
-    },
+    "agent": {},
+    "aisdk": {},
 }
 
 

@@ -28,6 +28,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "background": frozenset(
         {"agent", "chunks", "stream", "tools", "memory", "storage", "tracing", "_abort", "_secrets", "_validate"}
     ),
+    "processors": frozenset({"agent", "chunks", "stream", "models"}),
     "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),
     "durable": frozenset({"background", "chunks", "tools", "_abort"}),
     "_mastra": frozenset({"agent", "storage", "workflows"}),

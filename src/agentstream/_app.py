@@ -187,6 +187,7 @@ def create_app(
     heartbeat_ms: float = 15_000,
     send_reasoning: bool = True,
     send_sources: bool = True,
+    send_goals: bool = True,
     guard: RequestGuard | None = None,
 ) -> Any:
     """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
@@ -194,7 +195,8 @@ def create_app(
     ``runId`` + ``resumeData``) and ``POST /api/workflows/{workflow_id}/resume``.
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
-    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON.
+    ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. ``send_goals``: goal
+    progress reaches the page as ``data-goal`` parts (the page shows each judged attempt).
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -217,6 +219,7 @@ def create_app(
         "heartbeat_ms": heartbeat_ms,
         "send_reasoning": send_reasoning,
         "send_sources": send_sources,
+        "send_goals": send_goals,
         "experimental_transform": smooth_stream(delay_in_ms=delay_in_ms) if smooth else None,
         "guard": guard or Guard(),
         "include_sub_agent_metadata": True,  # the page shows sub-agents and workflows at work

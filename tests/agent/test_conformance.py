@@ -15,9 +15,12 @@ import pytest
 from agentstream._abort import AbortController
 from agentstream.agent import Agent
 from agentstream.chunks import TextDelta, chunk_to_dict, to_jsonable
+from agentstream.memory import Memory
+from agentstream.storage import InMemoryStore
 from agentstream.testing import ScriptedModel
 from tests.conformance import load, params, to_wire, vector_files
 
+from .vector_processors import processors_for
 from .vector_tools import tools_for
 
 FROZEN_MS = 946684800000
@@ -53,6 +56,10 @@ def _run_with_repaired_args(vector: dict[str, Any]) -> None:
 
     assert patch(vector["expectedChunks"]) == 1
     assert patch(vector["results"]["toolResults"]) == 1
+    for step in vector["results"]["steps"]:
+        patch(step["toolResults"])
+        for step_call in step["toolCalls"]:
+            step_call["payload"]["args"] = dict(REPAIRED_ARGS)
     assert patch(vector["callbacks"]["onChunk"]) == 1
     (call,) = vector["results"]["toolCalls"]
     assert call["payload"]["args"] == {}
@@ -146,20 +153,35 @@ def _sub_agents(vector: dict[str, Any]) -> tuple[dict[str, Agent], list[Scripted
     return agents, models
 
 
-async def _run(
-    vector: dict[str, Any],
-) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel, list[ScriptedModel]]:
-    model = ScriptedModel(vector["modelSteps"])
-    spec = vector["agent"]
-    sub_agents, sub_models = _sub_agents(vector)
-    agent = Agent(
-        id=spec["id"],
-        name=spec["name"],
-        instructions=spec["instructions"],
-        model=model,
-        tools=tools_for(vector),
-        agents=sub_agents,
-    )
+class _Goal:
+    """A goal vector's setup: the judge model, the storage and the objective set before the run."""
+
+    def __init__(self, vector: dict[str, Any]) -> None:
+        self.judge = ScriptedModel(vector["judgeSteps"], model_id="mock-judge-id")
+        self.storage = InMemoryStore()
+        self.before = vector["goal"]["objectiveBefore"]
+
+    def agent_options(self) -> dict[str, Any]:
+        return {
+            "goal": {"judge": self.judge},
+            "memory": Memory(self.storage),
+            "default_options": {"clock": lambda: FROZEN_MS},
+        }
+
+    async def set_objective(self, agent: Agent, thread_id: str) -> None:
+        before = self.before
+        record = await agent.set_objective(
+            before["objective"],
+            thread_id=thread_id,
+            id=before.get("id"),
+            max_runs=before.get("maxRuns"),
+            judge_model_id=before.get("judgeModelId"),
+            prompt=before.get("prompt"),
+        )
+        assert record.to_json() == self.before
+
+
+def _recording_callbacks() -> tuple[dict[str, list[Any]], dict[str, Any]]:
     calls: dict[str, list[Any]] = {
         "onChunk": [],
         "onStepFinish": [],
@@ -168,7 +190,6 @@ async def _run(
         "onAbort": [],
     }
     options: dict[str, Any] = {
-        "run_id": "run-1",
         "clock": lambda: FROZEN_MS,
         "on_chunk": lambda c: calls["onChunk"].append(chunk_to_dict(c)),
         "on_step_finish": lambda e: calls["onStepFinish"].append(e),
@@ -176,23 +197,73 @@ async def _run(
         "on_error": lambda e: calls["onError"].append(e),
         "on_abort": lambda e: calls["onAbort"].append(e),
     }
+    return calls, options
+
+
+async def _read(output: Any, abort_on_first_delta: AbortController | None = None) -> list[dict[str, Any]]:
+    chunks = []
+    async for chunk in output.full_stream:
+        chunks.append(chunk_to_dict(chunk))
+        if abort_on_first_delta is not None and isinstance(chunk, TextDelta):
+            abort_on_first_delta.abort()
+    return chunks
+
+
+async def _run(
+    vector: dict[str, Any], executions: list[dict[str, Any]] | None = None
+) -> tuple[Any, list[dict[str, Any]], dict[str, list[Any]], ScriptedModel, Agent, list[ScriptedModel]]:
+    model = ScriptedModel(vector["modelSteps"])
+    spec = vector["agent"]
+    goal = _Goal(vector) if "goal" in vector else None
+    sub_agents, sub_models = _sub_agents(vector)
+    agent = Agent(
+        id=spec["id"],
+        name=spec["name"],
+        instructions=spec["instructions"],
+        model=model,
+        tools=tools_for(vector, executions),
+        agents=sub_agents,
+        **(goal.agent_options() if goal else {}),
+    )
+    vector["$goal"] = goal
+    calls, options = _recording_callbacks()
+    options["run_id"] = "run-1"
     raw_options = spec["options"]
+    if "memory" in raw_options:
+        thread, resource = raw_options["memory"]["thread"], raw_options["memory"]["resource"]
+        options["memory"] = {"thread": thread, "resource": resource}
+        if goal is not None:
+            await goal.set_objective(agent, thread)
     if raw_options.get("includeRawChunks"):
         options["include_raw_chunks"] = True
+    if raw_options.get("requireToolApproval"):
+        options["require_tool_approval"] = True
     if "structuredOutput" in raw_options:
         schema = spec.get("structuredOutputJsonSchema") or vector.get("structuredOutputJsonSchema")
         options["structured_output"] = {"schema": schema}
+    processor_options, traced = processors_for(vector)
+    options.update(processor_options)
     controller = AbortController()
     abort_on_first_delta = "abortSignal" in raw_options
     if abort_on_first_delta:
         options["abort_signal"] = controller.signal
     output = agent.stream(vector["prompt"], **options)
-    chunks = []
-    async for chunk in output.full_stream:
-        chunks.append(chunk_to_dict(chunk))
-        if abort_on_first_delta and isinstance(chunk, TextDelta):
-            controller.abort()
-    return output, chunks, calls, model, sub_models
+    chunks = await _read(output, controller if abort_on_first_delta else None)
+    calls["processorTrace"] = [entry for p in traced for entry in p.trace]
+    return output, chunks, calls, model, agent, sub_models
+
+
+def _start_leg(agent: Agent, leg: dict[str, Any], options: dict[str, Any]) -> Any:
+    """``agent.approveToolCall`` / ``declineToolCall`` / ``resumeStream`` as the recording called it."""
+    *data, leg_args = leg["args"]
+    ids = {"run_id": leg_args["runId"], "tool_call_id": leg_args.get("toolCallId")}
+    method = leg["method"]
+    if method == "approveToolCall":
+        return agent.approve_tool_call(**ids, **options)
+    if method == "declineToolCall":
+        return agent.decline_tool_call(**ids, **options)
+    assert method == "resumeStream", method
+    return agent.resume_stream(data[0], **ids, **options)
 
 
 def _chunk_matches(exp: dict[str, Any], act: dict[str, Any], where: str) -> None:
@@ -203,6 +274,8 @@ def _chunk_matches(exp: dict[str, Any], act: dict[str, Any], where: str) -> None
     if kind in ("step-finish", "finish"):
         for key in ("reason", "isContinued"):
             assert act["payload"]["stepResult"].get(key) == exp["payload"]["stepResult"].get(key), where
+        if "messageId" in exp["payload"]["stepResult"]:  # the step a resumed leg closes
+            assert act["payload"]["stepResult"]["messageId"] == act["payload"]["messageId"], where
         assert act["payload"]["output"]["usage"] == exp["payload"]["output"]["usage"], where
         assert act["payload"]["output"].get("text") == exp["payload"]["output"].get("text"), where
         assert act.get("runId") == exp.get("runId") or _ID.match(exp.get("runId", "")), where
@@ -226,14 +299,7 @@ async def _settle(awaitable: Any) -> tuple[bool, Any]:
         return False, exc
 
 
-@pytest.mark.parametrize("path", _params())
-async def test_vector(path: Any) -> None:
-    vector = load(path)
-    if path.stem in BETTER_THAN_MASTRA:
-        BETTER_THAN_MASTRA[path.stem](vector)
-    output, chunks, calls, model, sub_models = await _run(vector)
-    expected = to_wire(vector["expectedChunks"])
-
+def _check_chunks(expected: list[dict[str, Any]], chunks: list[dict[str, Any]]) -> None:
     # 1. the chunk type sequence
     assert [c["type"] for c in chunks] == [c["type"] for c in expected]
 
@@ -241,19 +307,9 @@ async def test_vector(path: Any) -> None:
     for i, (exp, act) in enumerate(zip(expected, chunks, strict=True)):
         _chunk_matches(exp, act, f"chunk[{i}] {exp['type']}")
 
-    # 3. prompts fed back to the model (and to the sub-agents' models)
-    assert len(model.calls) == len(vector["modelCalls"])
-    for call, exp_call in zip(model.calls, vector["modelCalls"], strict=True):
-        _matches(to_wire(exp_call["prompt"]), to_jsonable(call.prompt), f"modelCalls[{call.index}].prompt")
-    sub_calls = [c for m in sub_models for c in m.calls]
-    assert len(sub_calls) == len(vector.get("subAgentCalls", []))
-    for call, exp_call in zip(sub_calls, vector.get("subAgentCalls", []), strict=True):
-        _matches(to_wire(exp_call["prompt"]), to_jsonable(call.prompt), f"subAgentCalls[{call.index}].prompt")
 
-    # 4. awaited results
-    skip = MODEL_OUTPUT_DIVERGENCES.get(path.stem, {})
-    results = to_wire(vector["results"])
-    raw_results = vector["results"]
+async def _check_results(output: Any, raw_results: dict[str, Any], skip: dict[str, str]) -> None:
+    results = to_wire(raw_results)
     for name, attr in (
         ("text", "text"),
         ("finishReason", "finish_reason"),
@@ -276,9 +332,20 @@ async def test_vector(path: Any) -> None:
         assert ok, f"results.{name} rejected: {value!r}"
         _matches(results[name], to_jsonable(value), f"results.{name}")
     assert output.status == results["status"]
+    tripwire = output.tripwire.to_dict() if output.tripwire is not None else None
+    assert tripwire == results.get("tripwire"), "results.tripwire"
+    if "stepsLength" in results and "results.steps" not in skip:
+        steps = await output.steps
+        assert len(steps) == results["stepsLength"]
+        for i, (exp_step, step) in enumerate(zip(results.get("steps", []), steps, strict=False)):
+            assert step.finish_reason == exp_step["finishReason"], f"steps[{i}]"
+            assert step.text == exp_step["text"], f"steps[{i}]"
+            assert step.usage == exp_step["usage"], f"steps[{i}]"
+            _matches(exp_step["toolCalls"], to_jsonable(step.tool_calls), f"steps[{i}].toolCalls")
+            _matches(exp_step["toolResults"], to_jsonable(step.tool_results), f"steps[{i}].toolResults")
 
-    # 5. callbacks
-    cbs = vector["callbacks"]
+
+def _check_callbacks(cbs: dict[str, Any], calls: dict[str, list[Any]], skip: dict[str, str]) -> None:
     for name in ("onStepFinish", "onFinish", "onError", "onAbort"):
         if f"callbacks.{name}" in skip:
             continue
@@ -287,8 +354,93 @@ async def test_vector(path: Any) -> None:
     for exp_abort, got in zip(cbs.get("onAbort", []), calls["onAbort"], strict=True):
         assert got.text == exp_abort["text"]
         assert len(got.steps) == len(exp_abort["steps"])
+    for exp_step, got in zip(cbs.get("onStepFinish", []), calls["onStepFinish"], strict=False):
+        assert got.finish_reason == exp_step["finishReason"]
+        assert got.step_type == exp_step["stepType"]
     for exp_finish, got in zip(
         cbs.get("onFinish", []), calls["onFinish"], strict="callbacks.onFinish" not in skip
     ):
         assert got.text == exp_finish["text"]
         assert got.finish_reason == exp_finish["finishReason"]
+
+
+def _check_prompts(model: ScriptedModel, expected: list[dict[str, Any]]) -> None:
+    for exp_call in expected:
+        call = model.calls[exp_call["index"]]
+        _matches(to_wire(exp_call["prompt"]), to_jsonable(call.prompt), f"modelCalls[{call.index}].prompt")
+
+
+@pytest.mark.parametrize("path", _params())
+async def test_vector(path: Any) -> None:
+    vector = load(path)
+    if path.stem in BETTER_THAN_MASTRA:
+        BETTER_THAN_MASTRA[path.stem](vector)
+    executions: list[dict[str, Any]] = []
+    output, chunks, calls, model, agent, sub_models = await _run(vector, executions)
+    _check_chunks(to_wire(vector["expectedChunks"]), chunks)
+
+    # 3. prompts fed back to the model (and to the sub-agents' models)
+    assert len(model.calls) == len(vector["modelCalls"])
+    _check_prompts(model, vector["modelCalls"])
+    sub_calls = [c for m in sub_models for c in m.calls]
+    assert len(sub_calls) == len(vector.get("subAgentCalls", []))
+    for call, exp_call in zip(sub_calls, vector.get("subAgentCalls", []), strict=True):
+        _matches(to_wire(exp_call["prompt"]), to_jsonable(call.prompt), f"subAgentCalls[{call.index}].prompt")
+
+    # 4. awaited results, 5. callbacks
+    skip = MODEL_OUTPUT_DIVERGENCES.get(path.stem, {})
+    await _check_results(output, vector["results"], skip)
+    if "processorTrace" in vector:
+        assert calls["processorTrace"] == vector["processorTrace"]
+    _check_callbacks(vector["callbacks"], calls, skip)
+
+    # 6. follow-up legs (approve / decline / resume) on the same agent, continuing the run
+    for k, leg in enumerate(vector.get("legs", [])):
+        before = len(model.calls)
+        leg_calls, leg_options = _recording_callbacks()
+        leg_output = _start_leg(agent, leg, leg_options)
+        leg_chunks = await _read(leg_output)
+        _check_chunks(to_wire(leg["expectedChunks"]), leg_chunks)
+        assert len(model.calls) - before == len(leg["modelCalls"]), f"legs[{k}] model calls"
+        _check_prompts(model, leg["modelCalls"])
+        await _check_results(leg_output, leg["results"], skip)
+        _check_callbacks(leg["callbacks"], leg_calls, skip)
+    # 7. goals: what the judge was asked, and the objective record after the run
+    goal: _Goal | None = vector["$goal"]
+    if goal is not None:
+        await _check_goal(vector, goal, agent)
+    recorded = vector.get("toolExecutions")
+    if recorded is not None:
+        assert [(e["tool"], e["input"]) for e in executions] == [(e["tool"], e["input"]) for e in recorded]
+
+
+async def _check_goal(vector: dict[str, Any], goal: _Goal, agent: Agent) -> None:
+    calls = goal.judge.calls
+    assert len(calls) == len(vector["judgeCalls"])
+    _matches(to_wire(vector["judgeCalls"][0]["prompt"]), to_jsonable(calls[0].prompt), "judgeCalls[0].prompt")
+    for call, exp_call in zip(calls[1:], vector["judgeCalls"][1:], strict=True):
+        _matches(_judge_prompt_in_time(to_wire(exp_call["prompt"])), _texts(call.prompt), f"judgeCalls[{call.index}]")
+    thread = vector["agent"]["options"]["memory"]["thread"]
+    after = await agent.get_objective(thread_id=thread)
+    assert after is not None and after.to_json() == vector["goal"]["objectiveAfter"]
+
+
+def _texts(prompt: list[dict[str, Any]]) -> list[Any]:
+    """Role and text parts of each message (stored history carries no ``providerOptions``)."""
+    out: list[Any] = []
+    for message in to_jsonable(prompt):
+        content = message["content"]
+        texts = [content] if isinstance(content, str) else [p["text"] for p in content]
+        out.append((message["role"], texts))
+    return out
+
+
+def _judge_prompt_in_time(expected: list[dict[str, Any]]) -> list[Any]:
+    """A later judge call as we make it: the judge's history (its earlier questions and verdicts)
+    before the new question, which carries the JSON instruction. The recording (a frozen clock:
+    every message has the same timestamp) put the new question first, without the instruction;
+    with time moving, the new question is the latest message (docs/decisions.md "Goals")."""
+    system, question, *history = expected
+    instruction = history[0]["content"][-1]
+    reordered = [system, *history, {**question, "content": [*question["content"], instruction]}]
+    return _texts(reordered)

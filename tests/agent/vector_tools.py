@@ -18,17 +18,58 @@ async def _time(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 
 async def _book(args: dict[str, Any], ctx: ToolContext) -> Any:
-    return await ctx.suspend({"question": "Really book " + args["flight"] + "?"})
+    if ctx.resume_data is None:
+        return await ctx.suspend({"question": "Really book " + args["flight"] + "?"})
+    return {"booked": ctx.resume_data["confirmed"], "flight": args["flight"]}
 
 
 async def _research(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return {"topic": args["topic"], "summary": "Research complete"}
 
 
-IMPLEMENTATIONS = {"weather": _weather, "time": _time, "book": _book, "research": _research}
+async def _transfer(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    return {"transferred": True, "amount": args["amount"], "to": args["to"]}
 
 
-def tools_for(vector: dict[str, Any]) -> list[Tool]:
+IMPLEMENTATIONS = {"weather": _weather, "time": _time, "book": _book, "research": _research, "transfer": _transfer}
+
+_DRAFT7 = "http://json-schema.org/draft-07/schema#"
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    """A zod ``z.object`` as zod-to-json-schema writes it (key order included)."""
+    return {
+        "$schema": _DRAFT7,
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+# What the recordings' ``behaviour`` text says the createTool config has besides the input schema.
+EXTRA_CONFIG: dict[str, dict[str, Any]] = {
+    "book": {
+        "suspend_schema": _object({"question": {"type": "string"}}),
+        "resume_schema": _object({"confirmed": {"type": "boolean"}}),
+    },
+}
+
+
+def _recorded(name: str, executions: list[dict[str, Any]] | None) -> Any:
+    implementation = IMPLEMENTATIONS[name]
+    if executions is None:
+        return implementation
+
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> Any:
+        executions.append({"tool": name, "input": args})
+        return await implementation(args, ctx)
+
+    return execute
+
+
+def tools_for(vector: dict[str, Any], executions: list[dict[str, Any]] | None = None) -> list[Tool]:
+    """The vector's tools; each ``execute()`` call is appended to ``executions`` when given."""
     out = []
     for spec in vector["agent"].get("tools", []):
         out.append(
@@ -36,7 +77,9 @@ def tools_for(vector: dict[str, Any]) -> list[Tool]:
                 id=spec["id"],
                 description=spec.get("description", ""),
                 input_schema=spec["inputSchema"],
-                execute=IMPLEMENTATIONS[spec["id"]],
+                execute=_recorded(spec["id"], executions),
+                require_approval=bool(spec.get("requireApproval", False)),
+                **EXTRA_CONFIG.get(spec["id"], {}),
             )
         )
     return out

@@ -96,3 +96,62 @@ async def test_agent_background_config_and_deferred_placeholder(store: BaseStore
         "taskId": task.id,
         "status": "running",
     }
+
+
+async def test_processors_and_background_dispatch_compose(store: BaseStore) -> None:
+    """Output processors wrap the background hooks: a dispatched tool's result (with its task
+    metadata) reaches ``process_tool_result`` and ``process_output_stream``; the agent's own hooks
+    still see every seam (``BackgroundHooks`` chains them all)."""
+    from agentstream.processors import SecretRedactor
+
+    tool = Tool(id="lookup", description="d", input_schema=SCHEMA, execute=_answer, background=True)
+    hooks = Recording()
+    seen: list[Any] = []
+
+    class Watch:
+        id = "watch"
+
+        async def process_tool_result(self, *, result: Any, **_: Any) -> Any:
+            seen.append(("tool", result))
+            return result
+
+        async def process_output_stream(self, *, part: Chunk, **_: Any) -> Chunk:
+            if part.type == "tool-result":
+                seen.append(("stream", chunk_to_dict(part)["payload"]["providerMetadata"]["mastra"]["backgroundTask"]["status"]))
+            return part
+
+    model = ScriptedModel(
+        _steps(("c1", "lookup", {"q": "mail bob@example.com", "_background": {"disposition": "awaited"}}), "Done.")
+    )
+    agent = Agent(
+        id="a", model=model, tools=[tool], hooks=hooks, output_processors=[Watch(), SecretRedactor()]
+    )
+    async with BackgroundTaskManager(store) as manager:
+        Mastra(agents={"a": agent}, background_tasks=manager)
+        output = agent.stream("go")
+        chunks = [c async for c in output.full_stream]
+    assert seen == [("tool", {"answer": "mail bob@example.com"}), ("stream", "completed")]
+    assert [e[0] for e in hooks.events][:2] == ["execute", "chunk"]
+    assert await output.text == "Done."
+    assert any(c.type == "background-task-started" for c in chunks)
+
+
+async def test_a_background_tool_that_needs_approval_is_dispatched_only_once_approved(store: BaseStore) -> None:
+    tool = Tool(
+        id="lookup", description="d", input_schema=SCHEMA, execute=_answer, background=True, require_approval=True
+    )
+    model = ScriptedModel(
+        _steps(("c1", "lookup", {"q": "x", "_background": {"disposition": "awaited"}}), "Done.")
+    )
+    agent = Agent(id="a", model=model, tools=[tool])
+    async with BackgroundTaskManager(store) as manager:
+        Mastra(agents={"a": agent}, background_tasks=manager, storage=store)
+        first = agent.stream("go", run_id="r1")
+        chunks = [c.type async for c in first.full_stream]
+        assert chunks[-1] == "tool-call-approval" and "background-task-started" not in chunks
+        assert (await manager.list_tasks()).total == 0  # nothing was dispatched before approval
+        second = agent.approve_tool_call(run_id="r1", tool_call_id="c1")
+        chunks = [c.type async for c in second.full_stream]
+        assert chunks.index("background-task-started") < chunks.index("tool-result")
+        assert await second.text == "Done."
+        assert (await manager.list_tasks()).total == 1

@@ -65,3 +65,13 @@ def test_not_json() -> None:
     result = _run("not json\n")
     assert result.returncode == 1
     assert "line 1" in result.stderr
+
+
+def test_send_goals() -> None:
+    vector = load(next(p for p in vector_files("aisdk") if p.stem == "goal-and-is-task-complete-dropped"))
+    dropped = _run(_input(vector))
+    assert dropped.returncode == 0, dropped.stderr
+    assert "data-goal" not in dropped.stdout
+    sent = _run(_input(vector), "--send-goals")
+    goals = [json.loads(line) for line in sent.stdout.splitlines() if '"data-goal"' in line]
+    assert goals and all(g["id"].startswith("goal-") and "iteration" in g["data"] for g in goals)

@@ -35,6 +35,8 @@ function readOptions() {
         backend: { type: 'string' },
         screenshot: { type: 'string' },
         prompt: { type: 'string', multiple: true, default: [] },
+        approve: { type: 'boolean', default: false },
+        decline: { type: 'boolean', default: false },
         timeout: { type: 'string', default: '60000' },
         'page-port': { type: 'string', default: '0' },
         chromium: { type: 'string', default: process.env.AGENTSTREAM_CHROMIUM ?? onPath('chromium') },
@@ -59,6 +61,33 @@ const probe = () => window.chatProbe ?? null;
 function onPath(name) {
   const dir = (process.env.PATH ?? '').split(delimiter).find(d => d && existsSync(join(d, name)));
   return dir ? join(dir, name) : undefined;
+}
+
+// Wait until useChat has finished request number `n` and is idle again.
+async function settled(page, n, timeout) {
+  await page.waitForFunction(
+    count => {
+      const p = window.chatProbe;
+      return p && p.finished.length >= count && (p.status === 'ready' || p.status === 'error');
+    },
+    n,
+    { timeout, polling: 50 },
+  );
+}
+
+// With --approve / --decline: click the tool's button while one waits for approval; each click
+// makes useChat send one more request (sendAutomaticallyWhen), continuing the same message.
+async function answerApprovals(page, options, n) {
+  const selector = options.approve ? 'button.approve' : 'button.deny';
+  const answered = [];
+  while ((options.approve || options.decline) && (await page.$(selector))) {
+    answered.push(await page.$eval(selector, b => b.closest('[data-tool-name]')?.dataset.toolName ?? null));
+    if (answered.length === 1) await page.screenshot({ path: options.screenshot.replace(/(\.png)?$/, '-approval.png'), fullPage: true });
+    await page.click(selector);
+    n += 1;
+    await settled(page, n, options.timeout);
+  }
+  return { n, answered };
 }
 
 // One turn: type, send, wait until useChat has finished request number `n` and is idle again.
@@ -108,8 +137,19 @@ async function check(options, page, chatResponses) {
   await page.goto(options.pageUrl, { waitUntil: 'load', timeout: 30000 });
   await page.waitForSelector('#prompt', { timeout: 15000 });
   const turns = [];
-  for (const [i, prompt] of options.prompts.entries()) {
-    const result = await turn(page, prompt, i + 1, options.timeout);
+  let requests = 0;
+  for (const prompt of options.prompts) {
+    let result = await turn(page, prompt, ++requests, options.timeout);
+    if (!result.timedOut && result.status !== 'error') {
+      const { n, answered } = await answerApprovals(page, options, requests);
+      if (answered.length) {
+        requests = n;
+        const state = await page.evaluate(probe);
+        const assistant = state.messages.findLast(m => m.role === 'assistant');
+        result = { ...result, answered, status: state.status, error: state.error,
+          assistantText: assistant ? assistant.parts.filter(p => p.type === 'text').map(p => p.text).join('\n') : null };
+      }
+    }
     turns.push(result);
     if (result.timedOut || result.status === 'error') break;
   }

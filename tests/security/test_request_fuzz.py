@@ -42,7 +42,10 @@ _part = st.fixed_dictionaries(
         "mediaType": _scalars,
         "toolCallId": _scalars,
         "toolName": _scalars,
-        "state": st.sampled_from(["input-available", "output-available", "output-error", "nope"]),
+        "state": st.sampled_from(
+            ["input-available", "output-available", "output-error", "approval-responded", "nope"]
+        ),
+        "approval": _json | st.fixed_dictionaries({"id": _scalars, "approved": _scalars}),
         "output": _json,
         "input": _json,
         "errorText": _scalars,
@@ -64,6 +67,7 @@ _chat = st.fixed_dictionaries(
         "messageId": _scalars,
         "runId": _scalars,
         "resumeData": _json,
+        "toolCallId": _scalars,
     },
 )
 

@@ -550,6 +550,63 @@ async def test_workflow_snapshots(store: BaseStore) -> None:
     assert await store.load_workflow_snapshot("executionWorkflow", "run1") == {"status": "paused"}
 
 
+async def test_workflow_snapshot_compare_and_set(store: BaseStore) -> None:
+    w = "agentstream:agent-run"
+    assert await store.compare_and_set_workflow_snapshot(w, "r1", {"status": "x"}, expected_status="a") is False
+    assert await store.load_workflow_snapshot(w, "r1") is None  # no insert when missing
+    snap = {"status": "suspended", "loop": {"messages": [{"role": "user", "content": "hi"}]}, "n": 1.5}
+    await store.persist_workflow_snapshot(w, "r1", snap, resource_id="res")
+    # wrong expectation: nothing changes
+    assert await store.compare_and_set_workflow_snapshot(w, "r1", {"status": "x"}, expected_status="running") is False
+    assert await store.load_workflow_snapshot(w, "r1") == snap
+    claimed = {**snap, "status": "running"}
+    assert await store.compare_and_set_workflow_snapshot(w, "r1", claimed, expected_status="suspended") is True
+    assert await store.load_workflow_snapshot(w, "r1") == claimed
+    assert await store.compare_and_set_workflow_snapshot(w, "r1", snap, expected_status="suspended") is False
+    # only the (workflow, run) key is touched; a snapshot that is not an object never matches
+    await store.persist_workflow_snapshot("other", "r1", {"status": "suspended"})
+    await store.persist_workflow_snapshot(w, "r2", ["suspended"])
+    assert await store.compare_and_set_workflow_snapshot(w, "r2", {}, expected_status="suspended") is False
+    assert await store.load_workflow_snapshot("other", "r1") == {"status": "suspended"}
+    with pytest.raises(TypeError, match="expected_status must be a str"):
+        await store.compare_and_set_workflow_snapshot(w, "r1", {}, expected_status=None)  # type: ignore[arg-type]
+
+
+async def test_workflow_snapshot_claim_exactly_one_wins(store: BaseStore) -> None:
+    for n in range(3):
+        await store.persist_workflow_snapshot("w", f"r{n}", {"status": "suspended", "n": n})
+        results = await asyncio.gather(
+            *(
+                store.compare_and_set_workflow_snapshot(
+                    "w", f"r{n}", {"status": "running", "by": i}, expected_status="suspended"
+                )
+                for i in range(50)
+            )
+        )
+        assert results.count(True) == 1, results
+        winner = results.index(True)
+        assert await store.load_workflow_snapshot("w", f"r{n}") == {"status": "running", "by": winner}
+
+
+async def test_workflow_snapshot_claim_across_two_stores(backend: str, store_factory: StoreFactory) -> None:
+    if backend in ("memory", "sqlite-memory"):
+        pytest.skip("two stores share one database only for sqlite-file and postgres")
+    a, b = store_factory(), store_factory()
+    await a.init()
+    await b.init()
+    for n in range(5):
+        await a.persist_workflow_snapshot("w", f"r{n}", {"status": "suspended"})
+        attempts = [
+            s.compare_and_set_workflow_snapshot("w", f"r{n}", {"status": "running", "i": i}, expected_status="suspended")
+            for i in range(25)
+            for s in (a, b)
+        ]
+        results = await asyncio.gather(*attempts)
+        assert results.count(True) == 1, results
+        seen_by_b = await b.load_workflow_snapshot("w", f"r{n}")
+        assert isinstance(seen_by_b, dict) and seen_by_b["status"] == "running"
+
+
 # ---------------------------------------------------------------------------------- thread state
 
 

@@ -13,6 +13,7 @@ from agentstream.stream import (
     FinishEvent,
     ModelOutput,
     StepResult,
+    TripwireInfo,
     UnresolvedResultError,
 )
 
@@ -227,14 +228,13 @@ async def test_tripwire_terminates_the_stream_and_resolves_results() -> None:
     output = ModelOutput(source([text("a"), trip, text("lost"), finish()]), run_id=R)
     seen = await collect(output)
     assert [ch.type for ch in seen] == ["text-delta", "tripwire"]
-    assert output.tripwire == {"reason": "blocked", "processorId": "p1"}
+    assert output.tripwire == TripwireInfo(reason="blocked", processor_id="p1")
     assert await output.finish_reason == "other"
     assert await output.text == "a"
 
 
-async def test_suspension_calls_on_finish_once_and_resolves_partially() -> None:
-    finishes: list[FinishEvent] = []
-    suspended = c(
+def _suspended_chunk() -> Any:
+    return c(
         "tool-call-suspended",
         {
             "toolCallId": "c1",
@@ -244,13 +244,72 @@ async def test_suspension_calls_on_finish_once_and_resolves_partially() -> None:
             "resumeSchema": "{}",
         },
     )
-    output = ModelOutput(source([text("a"), suspended, suspended]), run_id=R, on_finish=finishes.append)
-    await collect(output)
+
+
+async def test_suspension_resolves_partially_without_on_finish() -> None:
+    # The recorded runs win over spec §3.4: the suspended leg does not call onFinish.
+    finishes: list[FinishEvent] = []
+    output = ModelOutput(source([text("a"), _suspended_chunk()]), run_id=R, on_finish=finishes.append)
+    seen = await collect(output)
+    assert [ch.type for ch in seen] == ["text-delta", "tool-call-suspended"]
     assert output.status == "suspended"
-    assert [f.finish_reason for f in finishes] == ["suspended"]
-    assert finishes[0].suspend_reason == "tool-call-suspended" and finishes[0].tool_name == "book"
+    assert finishes == []
     assert await output.finish_reason == "suspended"
+    assert await output.text == "a"
     assert await output.resume_schema == "{}"
+    payload = await output.suspend_payload
+    assert payload.tool_call_id == "c1" and payload.suspend_payload == {"q": 1}
+
+
+async def test_on_suspended_gets_the_state_before_the_chunk_is_delivered() -> None:
+    seen_then: list[int] = []
+    states: list[dict[str, Any]] = []
+
+    async def keep(state: dict[str, Any]) -> None:
+        seen_then.append(len(output._log))
+        states.append(state)
+
+    chunks = [text("a"), step_finish("tool-calls", {"inputTokens": 3}), text("b"), _suspended_chunk()]
+    output = ModelOutput(source(chunks), run_id=R, on_suspended=keep)
+    await collect(output)
+    assert seen_then == [3]  # the suspension chunk was not in the log yet
+    (state,) = states
+    assert state["text"] == "ab" and state["stepText"] == "b"
+    assert state["usage"] == {"inputTokens": 3} and len(state["steps"]) == 1
+
+
+async def test_a_failing_on_suspended_fails_the_run() -> None:
+    async def broken(state: dict[str, Any]) -> None:
+        raise OSError("disk full")
+
+    output = ModelOutput(source([text("a"), _suspended_chunk()]), run_id=R, on_suspended=broken)
+    seen = await collect(output)
+    assert [ch.type for ch in seen] == ["text-delta", "error"]
+    assert output.status == "failed"
+    with pytest.raises(OSError, match="disk full"):
+        await output.text
+
+
+async def test_restored_state_continues_the_accounting() -> None:
+    states: list[dict[str, Any]] = []
+
+    async def keep(state: dict[str, Any]) -> None:
+        states.append(state)
+
+    first = [text("a"), step_finish("tool-calls", {"inputTokens": 3, "outputTokens": 1}), text("b"), _suspended_chunk()]
+    await collect(ModelOutput(source(first), run_id=R, on_suspended=keep))
+    steps: list[Any] = []
+    finishes: list[FinishEvent] = []
+    second = [step_finish("tool-calls", {"inputTokens": 5}), text("c"), step_finish("stop", {}), finish("stop")]
+    resumed = ModelOutput(source(second), run_id=R, on_step_finish=steps.append, on_finish=finishes.append)
+    resumed.restore_state(states[0])
+    await collect(resumed)
+    assert [s.text for s in await resumed.steps] == ["a", "b", "c"]
+    assert [s.text for s in steps] == ["b", "c"]  # only this leg's steps reach on_step_finish
+    assert (await resumed.usage)["inputTokens"] == 8
+    assert finishes[0].text == "abc"
+    with pytest.raises(RuntimeError, match="before the output has seen any chunk"):
+        resumed.restore_state(states[0])
 
 
 async def test_abort_reports_aborted_and_partial_text() -> None:

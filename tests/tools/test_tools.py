@@ -5,7 +5,7 @@ import pytest
 
 from agentstream.agent import Agent
 from agentstream.testing import ScriptedModel
-from agentstream.tools import Tool, ToolContext, tool
+from agentstream.tools import Tool, ToolContext, ToolInputValidationError, tool
 
 
 @tool
@@ -82,17 +82,38 @@ async def test_writer_output_sync_tool_in_thread_and_raising_tool() -> None:
     assert tool_msg["content"][0]["output"] == {"type": "error-text", "value": "kaput"}
 
 
-async def test_suspend_is_a_clear_seam() -> None:
-    ctx_holder: list[ToolContext] = []
+async def test_suspend_ends_the_run_suspended() -> None:
+    seen: list[object] = []
 
     async def grab(args: Args, ctx: ToolContext) -> None:
-        ctx_holder.append(ctx)
-        await ctx.suspend({})
+        seen.append(ctx.resume_data)
+        await ctx.suspend({"need": "x"})
 
     agent = Agent(id="a", model=ScriptedModel(_steps('{"n": 1}')), tools=[Tool("prog", "p", Args, grab)])
-    chunks = [c async for c in agent.stream("go").full_stream]
-    err = next(c for c in chunks if c.type == "tool-error")
-    assert isinstance(err.payload.error, NotImplementedError)
+    output = agent.stream("go")
+    chunks = [c async for c in output.full_stream]
+    assert chunks[-1].type == "tool-call-suspended"
+    assert chunks[-1].payload.suspend_payload == {"need": "x"}
+    assert not any(c.type in ("tool-error", "step-finish", "finish") for c in chunks)
+    assert seen == [None] and output.status == "suspended"
+
+
+def test_hitl_fields_are_checked() -> None:
+    with pytest.raises(TypeError, match="require_approval must be True or False"):
+        Tool("t", "x", {}, lambda i, c: None, require_approval="yes")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="resume_schema must be a JSON Schema dict or a pydantic model"):
+        Tool("t", "x", {}, lambda i, c: None, resume_schema=42)  # type: ignore[arg-type]
+    assert Tool("t", "x", {}, lambda i, c: None, resume_schema=Args).may_suspend
+    assert not Tool("t", "x", {}, lambda i, c: None).may_suspend
+
+
+def test_resume_data_is_validated_naming_the_field() -> None:
+    book = Tool("book", "b", {}, lambda i, c: None, resume_schema=Args)
+    assert book.validate_resume_data({"n": 2}).n == 2
+    with pytest.raises(ToolInputValidationError, match=r"resume data for tool 'book'.*\n- n: "):
+        book.validate_resume_data({"n": "many"})
+    schema_json = book.resume_schema_json()
+    assert schema_json is not None and '"n"' in schema_json and " " not in schema_json
 
 
 def test_tool_rejects_bad_definition() -> None:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from . import _hitl
 from ._args import milliseconds
 from ._errors import CLIError, UsageError
 from ._trace import TraceRecorder
@@ -33,14 +34,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "run",
         help="run an agent on a prompt and stream its answer",
         description=(
-            "Run the demo agent (tools: weather, research) on PROMPT and stream the answer: reasoning "
+            "Run the demo agent (tools: weather, research, book_table, choose_time) on PROMPT and stream "
+            "the answer: reasoning "
             "dimmed (marked [reasoning] when the output is not a colour terminal, or NO_COLOR is set), "
             "tool calls and results as they happen, usage at the end. --jsonl writes every "
             "chunk as a JSON line instead. Ctrl-C aborts the run at once (exit code 130). With --until-idle "
             "the demo agent runs in a Mastra with background tasks: 'research' runs in the background, "
             "its lifecycle (started/running/output/completed) is shown as it happens, and a "
             "continuation turn answers with the result. --trace prints the run's OpenTelemetry span tree "
-            "(model calls, tool calls, background tasks, with durations and token counts) on stderr."
+            "(model calls, tool calls, background tasks, with durations and token counts) on stderr. "
+            "A tool call that needs approval (book_table) is asked about on a terminal "
+            "('Approve book_table {...}? [y/N]'), a suspended tool (choose_time) asks for a JSON "
+            "answer; elsewhere --approve, --decline or --resume answer. "
+            "With --goal the answer is judged against the objective after each attempt (by the same "
+            "model, or --judge) and the agent goes round again with the judge's feedback until the "
+            "judge says done, or --max-runs attempts."
         ),
     )
     parser.add_argument("prompt", help="what to ask")
@@ -70,8 +78,60 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="trace the run with OpenTelemetry and print its span tree on stderr at the end "
         "(needs opentelemetry-sdk)",
     )
+    _hitl.add_arguments(parser)
+    parser.add_argument(
+        "--goal", metavar="OBJECTIVE", help="judge the answers against OBJECTIVE until it is met"
+    )
+    parser.add_argument(
+        "--judge", metavar="MODEL", help="with --goal: the judge model (default: the agent's model)"
+    )
+    parser.add_argument(
+        "--max-runs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with --goal: judged attempts before the goal pauses (5)",
+    )
     parser.set_defaults(func=run)
     return parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of attempts, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _check_goal_args(args: argparse.Namespace) -> None:
+    if args.goal is None:
+        if args.judge is not None or args.max_runs is not None:
+            raise UsageError("--judge and --max-runs only apply with --goal OBJECTIVE")
+        return
+    if args.until_idle:
+        raise UsageError("--goal and --until-idle cannot be combined: drop one of them")
+    if not args.goal.strip():
+        raise UsageError('--goal is empty: say what the answer must achieve, e.g. --goal "include a haiku"')
+    if args.judge is not None and not args.judge.strip():
+        raise UsageError("--judge is empty: give a model such as openai/gpt-4o-mini, or leave it out")
+    if args.max_runs is None:
+        args.max_runs = 5
+
+
+async def _goal_agent(args: argparse.Namespace, model: str, options: dict[str, Any]) -> Any:
+    """The demo agent with a goal on a fresh in-memory thread (``--goal``)."""
+    from agentstream._demo import demo_agent
+    from agentstream.memory import Memory
+    from agentstream.storage import InMemoryStore
+
+    agent = demo_agent(model, goal={"judge": args.judge or model}, memory=Memory(InMemoryStore()))
+    await agent.set_objective(args.goal, thread_id="cli", resource_id="cli", max_runs=args.max_runs)
+    options["memory"] = {"thread": "cli", "resource": "cli"}
+    options["max_steps"] = 5 * args.max_runs  # room for tool steps within every attempt
+    return agent
 
 
 def _transform(args: argparse.Namespace) -> Any:
@@ -108,11 +168,23 @@ def _check_model(agent: Any, args: argparse.Namespace) -> None:
         raise UsageError(f"{source}: {exc}") from exc
 
 
+def _check_judge(agent: Any, args: argparse.Namespace) -> None:
+    from agentstream.models import MissingAPIKeyError, resolve_model
+
+    try:
+        resolve_model(args.judge)
+    except MissingAPIKeyError as exc:
+        raise CLIError(str(exc)) from exc
+    except ValueError as exc:
+        raise UsageError(f"--judge: {exc}") from exc
+
+
 async def _main(args: argparse.Namespace) -> int:
     if not args.prompt.strip():
         raise UsageError(
             'the prompt is empty: say what to ask, e.g. agentstream run "Explain how rainbows form"'
         )
+    _check_goal_args(args)
     model = _model(args)
     recorder = TraceRecorder() if args.trace else None
     try:
@@ -129,7 +201,9 @@ async def _run_agent(args: argparse.Namespace, model: str) -> int:
     controller = AbortController()
     mastra: Any = None
     options: dict[str, Any] = {"abort_signal": controller.signal, "experimental_transform": _transform(args)}
-    if args.until_idle:
+    if args.goal is not None:
+        agent = await _goal_agent(args, model, options)
+    elif args.until_idle:
         from agentstream._demo import demo_mastra
 
         mastra = demo_mastra(model)
@@ -139,10 +213,18 @@ async def _run_agent(args: argparse.Namespace, model: str) -> int:
         agent = demo_agent(model)
     try:
         _check_model(agent, args)
+        if args.judge:
+            _check_judge(agent, args)
         output = agent.stream(args.prompt, **options)
+        leg_options = {k: v for k, v in options.items() if k != "until_idle"}
         with _interrupts(controller, cancel_at_once=not args.jsonl) as interrupted:
             try:
-                return await _render(args, output)
+                while True:
+                    code, waiting = await _render(args, output)
+                    if waiting is None:
+                        return code
+                    await output.aclose()
+                    output = await _hitl.answer(agent, output.run_id, waiting, args, leg_options)
             except asyncio.CancelledError:
                 if not interrupted():
                     raise
@@ -299,21 +381,50 @@ class _Terminal:
             self.line(f"← {payload.tool_name}: {_json(payload.result)}", GREEN)
         elif kind == "tool-error":
             self.line(f"← {payload.tool_name} failed: {payload.error}", RED)
+        elif kind == "tool-call-approval":
+            self.line(f"? {payload.tool_name} needs approval", YELLOW)
+        elif kind == "tool-call-suspended":
+            self.line(f"⏸ {payload.tool_name} is waiting: {_short(payload.suspend_payload)}", YELLOW)
+        elif kind == "tool-output-denied":
+            self.line(f"← {payload.tool_name}: declined", RED)
         elif kind == "error":  # reported on stderr once the stream has ended
             self.error = payload.error
         elif kind == "abort":
             self.aborted = True
             self.line("[aborted]", RED)
+        elif kind == "goal":
+            self.goal(payload)
+
+    def goal(self, payload: Any) -> None:
+        """A judged attempt: announced when judging starts, then the verdict."""
+        data = payload.extra
+        attempt = f"{data.get('iteration')}/{data.get('maxRuns')}"
+        if payload.pending:
+            if "activity" not in data:
+                self.line(f"⚖ judging attempt {attempt} …", DIM)
+            return
+        status, reason = data.get("status"), payload.reason or ""
+        if payload.should_continue:
+            self.line(f"✗ attempt {attempt} not done yet: {reason}", YELLOW)
+            self.line("── next attempt ──", DIM)
+        elif status == "done":
+            self.line(f"✓ goal met on attempt {attempt}: {reason}", GREEN)
+        elif data.get("waitingForUser"):
+            self.line(f"… goal waiting for you after attempt {attempt}: {reason}", YELLOW)
+        else:
+            self.line(f"⏸ goal paused after attempt {attempt}: {reason}", RED)
 
     @staticmethod
     def _tag(payload: Any) -> str:
         return f"[bg {getattr(payload, 'tool_name', '')} {str(getattr(payload, 'task_id', ''))[:8]}]"
 
 
-async def _render(args: argparse.Namespace, output: Any) -> int:
+async def _render(args: argparse.Namespace, output: Any) -> tuple[int, _hitl.Waiting | None]:
+    """Write one leg; the exit code, and what the run waits for when it ended suspended."""
     from agentstream.chunks import encode_chunk
 
     out = sys.stdout
+    waiting: _hitl.Waiting | None = None
     if args.jsonl:
         error: Any = None
         aborted = False
@@ -322,22 +433,32 @@ async def _render(args: argparse.Namespace, output: Any) -> int:
             out.flush()
             kind = getattr(chunk, "type", "")
             aborted = aborted or kind == "abort"
+            waiting = _hitl.waiting_from(chunk, waiting)
             if kind == "error":
                 error = chunk.payload.error
         if error is not None:
             raise CLIError(_failure(output, error))
-        return 130 if aborted else 0
+        return (130 if aborted else 0), (waiting if await output.finish_reason == "suspended" else None)
     terminal = _Terminal(out)
     async for chunk in output.full_stream:
         terminal.chunk(getattr(chunk, "type", ""), getattr(chunk, "payload", None))
+        waiting = _hitl.waiting_from(chunk, waiting)
         out.flush()
     if terminal.aborted:
-        return 130
+        return 130, None
+    if output.tripwire is not None:  # a guardrail blocked the prompt, a part, a step or the result
+        trip = output.tripwire
+        by = f" by {trip.processor_id}" if trip.processor_id else ""
+        terminal.line(f"[blocked{by}] {trip.reason}", RED)
+        out.flush()
+        return 0, None
     if terminal.error is not None:
         if not terminal.at_line_start:
             out.write("\n")
             out.flush()
         raise CLIError(_failure(output, terminal.error))
+    if waiting is not None and await output.finish_reason == "suspended":
+        return 0, waiting
     usage = await output.usage
     out.write("\n")
     out.flush()
@@ -346,7 +467,7 @@ async def _render(args: argparse.Namespace, output: Any) -> int:
         f"total {usage.get('totalTokens', 0)} tokens",
         file=sys.stderr,
     )
-    return 0
+    return 0, None
 
 
 def run(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument("--version", choices=("v5", "v6", "v7"), default="v5", help="AI SDK version")
     parser.add_argument("--send-reasoning", action="store_true", help="forward reasoning parts")
     parser.add_argument("--send-sources", action="store_true", help="forward source parts")
+    parser.add_argument("--send-goals", action="store_true", help="forward goal progress as data-goal parts")
     parser.add_argument("--no-start", action="store_true", help="do not send the start chunk")
     parser.add_argument("--no-finish", action="store_true", help="do not send the finish chunk")
     parser.add_argument("--last-message-id", metavar="ID", help="message id to continue (overrides start)")
@@ -46,6 +47,7 @@ async def _main(args: argparse.Namespace, stdin: IO[bytes], stdout: IO[bytes]) -
         send_finish=not args.no_finish,
         send_reasoning=args.send_reasoning,
         send_sources=args.send_sources,
+        send_goals=args.send_goals,
         last_message_id=args.last_message_id,
     )
     async for part in parts:

@@ -4,23 +4,57 @@ from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
 from ._delegation import SubAgentError, WorkflowToolError, usage_with_sub_runs
-from ._hooks import BackgroundSeam, LoopHooks, PendingToolCall, RunSetup, StepInfo, StopCondition
+from ._goal import DEFAULT_GOAL_MAX_RUNS, GoalConfig
+from ._goal_judge import DEFAULT_GOAL_JUDGE_PROMPT, GoalScoreContext, GoalScorer
+from ._goal_record import GoalObjective
+from ._hooks import (
+    BackgroundSeam,
+    ChainedHooks,
+    LoopHooks,
+    PendingToolCall,
+    RunSetup,
+    StepDecision,
+    StepInfo,
+    StopCondition,
+)
 from ._loop import AgentStreamError
 from ._messages import MessageInput
 from ._options import StreamOptions, TurnOptions, UntilIdleOptions
+from ._processors import Processor, ProcessorHooks, ProcessorWriter
 from ._settings import ModelSettings, TimeoutSettings
 from ._structured import StructuredOutputConfig, StructuredOutputError
+from ._suspension import APPROVAL_RESUME_SCHEMA, SNAPSHOT_WORKFLOW, ApprovalPolicy, ResumeError
+from ._task_complete import CompletionContext, CompletionScorer, IsTaskCompleteConfig
 from ._tool_runner import ToolNotFoundError
+from ._tripwire import Tripwire
 
 __all__ = [
+    "APPROVAL_RESUME_SCHEMA",
+    "DEFAULT_GOAL_JUDGE_PROMPT",
+    "DEFAULT_GOAL_MAX_RUNS",
+    "SNAPSHOT_WORKFLOW",
     "Agent",
     "AgentStreamError",
+    "ApprovalPolicy",
     "BackgroundSeam",
+    "ChainedHooks",
+    "CompletionContext",
+    "CompletionScorer",
+    "GoalConfig",
+    "GoalObjective",
+    "GoalScoreContext",
+    "GoalScorer",
+    "IsTaskCompleteConfig",
     "LoopHooks",
     "MessageInput",
     "ModelSettings",
     "PendingToolCall",
+    "Processor",
+    "ProcessorHooks",
+    "ProcessorWriter",
+    "ResumeError",
     "RunSetup",
+    "StepDecision",
     "StepInfo",
     "StopCondition",
     "StreamOptions",
@@ -29,6 +63,7 @@ __all__ = [
     "SubAgentError",
     "TimeoutSettings",
     "ToolNotFoundError",
+    "Tripwire",
     "TurnOptions",
     "UntilIdleOptions",
     "WorkflowToolError",

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..chunks import Chunk, DataChunk, TextDelta, ToolOutput, to_jsonable
-from ..stream import ModelOutput, Usage
-from ..stream._results import add_usage, total_usage
+from ..stream import ModelOutput, Usage, add_usage, total_usage
 from ..tools import Tool, ToolContext, json_schema_of
 
 if TYPE_CHECKING:

@@ -6,14 +6,18 @@ only what it needs and chains to an inner hooks object for the rest (as the back
 
 ==========================  ===================================================================
 ``process_input``           once, before the first model call: the prompt (input processors)
+``start_of_run``            once, after ``process_input``: chunks to stream before the first step
 ``prepare_step``            before every model call: that call's options (per-step processors,
                             ``prepareStep``, the LLM-request phase)
 ``process_chunk``           every chunk the loop streams (output-stream processors, tripwire)
+``on_model_error``          a model call failed before producing anything: retry it? (error
+                            processors)
+``after_model``             after every model response, before its tools (output-step processors)
 ``execute_tool``            every client tool call that validated (tool approval / suspension,
-                            background dispatch)
+                            background dispatch, tool-result processors)
 ``after_tools``             after a step's tools ran
-``end_of_step``             before ``step-finish``: force continuing or stopping (goals,
-                            is-task-complete)
+``end_of_step``             before ``step-finish``: force continuing or stopping, stream chunks,
+                            add messages to the next call (goals, is-task-complete)
 ``end_of_run``              before ``finish``: chunks to stream first (output-result processors)
 ==========================  ===================================================================
 
@@ -23,8 +27,8 @@ instructions and (wrapping) hooks, and runs the until-idle stream.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterable, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -36,7 +40,16 @@ if TYPE_CHECKING:
     from ._agent import Agent
     from ._messages import MessageInput
 
-__all__ = ["BackgroundSeam", "LoopHooks", "PendingToolCall", "RunSetup", "StepInfo", "StopCondition"]
+__all__ = [
+    "BackgroundSeam",
+    "ChainedHooks",
+    "LoopHooks",
+    "PendingToolCall",
+    "RunSetup",
+    "StepDecision",
+    "StepInfo",
+    "StopCondition",
+]
 
 
 @dataclass
@@ -73,6 +86,22 @@ class PendingToolCall:
 StopCondition = Callable[[list[StepInfo]], bool | Awaitable[bool]]
 
 
+@dataclass
+class StepDecision:
+    """What ``end_of_step`` decided about a step, beyond a plain ``True`` / ``False`` / ``None``.
+
+    The loop first streams ``chunks`` (before ``step-finish``); an async iterable is read to its end,
+    so a judge can stream its progress live and fill in ``continue_`` and ``messages`` as it goes.
+    Only then are ``continue_`` (``True``/``False`` force continuing / stopping, ``None`` keeps the
+    loop's decision) and ``messages`` (appended to the prompt of the next model call, after the
+    step's own response) read.
+    """
+
+    continue_: bool | None = None
+    chunks: Sequence[Chunk] | AsyncIterable[Chunk] = ()
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
 class LoopHooks:
     """Where processors, goals, approvals and background tasks plug into a run (no-ops here).
 
@@ -82,7 +111,11 @@ class LoopHooks:
       ``tools``, ``tool_choice`` …); return them, or a replacement.
     * ``process_chunk(chunk)`` — per-chunk output processing; return the chunk, a replacement, or
       ``None`` to drop it. A plain attribute (``None``: no processing) so that the per-token path
-      pays nothing when nobody processes.
+      pays nothing when nobody processes. It may be a coroutine function (awaited only then), and
+      may return a list: chunks to stream first, then the chunk (or ``None``).
+    * ``on_model_error(step, error)`` — a model call failed before streaming any content; return
+      ``True`` to call the model again (same step), ``False`` to let the error end the step.
+    * ``after_model(step)`` — after the model's response, before the step's tools run.
     * ``execute_tool(call, tool, context, default)`` — the tool-execution seam: called for every
       client tool call whose tool exists and whose input validated (``call.args``); the default
       awaits ``default()``, which runs the tool. An override may run it elsewhere instead (the
@@ -93,20 +126,37 @@ class LoopHooks:
       ``tool-result`` chunks.
     * ``after_tools(step, results)`` — after the step's tools ran; ``results`` are
       ``(call, failed, value)`` triples in call order.
+    * ``start_of_run()`` — after ``process_input``, before the first step: chunks to stream.
     * ``end_of_step(step)`` — before ``step-finish``; return ``True``/``False`` to force continuing or
-      stopping, ``None`` to keep the loop's decision (goals, is-task-complete).
+      stopping, ``None`` to keep the loop's decision, or a `StepDecision` (chunks to stream first,
+      messages for the next call) (goals, is-task-complete).
     * ``end_of_run(steps)`` — after the last step, before ``finish``: chunks to stream first.
+
+    Any hook may raise ``agentstream.agent.Tripwire``; the loop gives it the meaning of its phase
+    (``run_loop``, spec §7.2).
     """
 
-    process_chunk: Callable[[Chunk], Chunk | None] | None = None
+    process_chunk: Callable[[Chunk], Any] | None = None
 
     async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The prompt before the first model call; return it or a replacement (input processors)."""
         return messages
 
+    async def start_of_run(self) -> list[Chunk]:
+        """After ``process_input``, before the first step: chunks to stream (a goal's state signal)."""
+        return []
+
     async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
         """One model call's options (1-based ``step_number``); return them or a replacement."""
         return options
+
+    async def on_model_error(self, step: StepInfo, error: Any) -> bool:
+        """A model call failed before streaming content: ``True`` calls the model again."""
+        return False
+
+    async def after_model(self, step: StepInfo) -> None:
+        """After the model's response, before the step's tools (output-step processors)."""
+        return None
 
     async def execute_tool(
         self,
@@ -122,13 +172,55 @@ class LoopHooks:
         """After a step's tools ran: ``results`` are ``(call, failed, value)`` in call order."""
         return None
 
-    async def end_of_step(self, step: StepInfo) -> bool | None:
-        """Before ``step-finish``: ``True``/``False`` force continuing / stopping, ``None`` keeps it."""
+    async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
+        """Before ``step-finish``: ``True``/``False`` force continuing / stopping, ``None`` keeps it;
+        a `StepDecision` also streams chunks and adds messages to the next call."""
         return None
 
     async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
         """After the last step of a run that was not aborted: chunks to stream before ``finish``."""
         return []
+
+
+class ChainedHooks(LoopHooks):
+    """Hooks that wrap ``inner``: every method not overridden chains to it (``process_chunk`` too)."""
+
+    def __init__(self, inner: LoopHooks) -> None:
+        self.inner = inner
+        self.process_chunk = inner.process_chunk
+
+    async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return await self.inner.process_input(messages)
+
+    async def start_of_run(self) -> list[Chunk]:
+        return await self.inner.start_of_run()
+
+    async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
+        return await self.inner.prepare_step(step_number, options)
+
+    async def on_model_error(self, step: StepInfo, error: Any) -> bool:
+        return await self.inner.on_model_error(step, error)
+
+    async def after_model(self, step: StepInfo) -> None:
+        await self.inner.after_model(step)
+
+    async def execute_tool(
+        self,
+        call: PendingToolCall,
+        tool: Tool,
+        context: ToolContext,
+        default: Callable[[], Awaitable[Any]],
+    ) -> Any:
+        return await self.inner.execute_tool(call, tool, context, default)
+
+    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
+        await self.inner.after_tools(step, results)
+
+    async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
+        return await self.inner.end_of_step(step)
+
+    async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
+        return await self.inner.end_of_run(steps)
 
 
 @dataclass

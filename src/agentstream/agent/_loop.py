@@ -24,7 +24,7 @@ import inspect
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -40,18 +40,26 @@ from ..chunks import (
     ErrorPayload,
     Finish,
     FinishPayload,
+    ReasoningDelta,
+    ReasoningEnd,
+    ReasoningEndPayload,
     Start,
     StartPayload,
     StepFinish,
     StepFinishPayload,
     StepStart,
     StepStartPayload,
+    TextDelta,
+    TextEnd,
+    TextEndPayload,
+    ToolCallApproval,
+    ToolCallSuspended,
     format_date,
 )
 from ..models import CallOptions, LanguageModel, StreamPart
 from ..tools import Tool, ToolErrorMask
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
-from ._hooks import LoopHooks, StepInfo, StopCondition
+from ._hooks import LoopHooks, StepDecision, StepInfo, StopCondition
 from ._parts import (
     FATAL,
     HANDLERS,
@@ -65,7 +73,9 @@ from ._parts import (
 from ._settings import ModelSettings, call_options
 from ._state import StepState
 from ._structured import StructuredOutputConfig, StructuredOutputState
-from ._tool_runner import ToolRunner, call_on_chunk
+from ._suspension import ResumePoint
+from ._tool_runner import ApprovalCheck, ToolRunner, call_on_chunk
+from ._tripwire import Tripwire
 
 __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
 
@@ -114,27 +124,51 @@ class RunConfig:
     """How the run waits (timeouts, the rate-limit pause): inject a fake clock's in tests."""
     on_tool_error: ToolErrorMask | None = None
     """What the client and the model see of a tool's exception (see `tool_error`)."""
+    approval: ApprovalCheck | None = None
+    """Whether a validated tool call must wait for approval (``require_tool_approval``, the
+    tool's ``require_approval``); ``None``: no call does."""
+    resume: ResumePoint | None = None
+    """Continue a suspended run from here instead of starting it (no ``start`` chunk)."""
+    on_suspend: Callable[[dict[str, Any]], None] | None = None
+    """Called with the loop's state (`ResumePoint.to_json` plus ``pending``) just before the
+    suspension chunk is streamed; the agent stores it with the output's state."""
+    on_result_tripwire: Callable[[Tripwire], None] | None = None
+    """Told when ``end_of_run`` (an output-result processor) raised `Tripwire`: no chunk shows it,
+    the output's results do (text ``""``, finish reason ``other``, ``tripwire`` set)."""
 
 
 async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
     """The run's chunk stream (see the module docstring)."""
     run = _Run(cfg)
-    yield Start(
-        run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
-    )
-    last_finish: dict[str, Any] | None = None
     try:
         await run.begin()
+    except Tripwire as trip:  # an input processor blocked the run: one tripwire chunk, nothing else
+        run.deadlines.close()
+        yield trip.chunk(cfg.run_id)
+        return
+    except BaseException:
+        run.deadlines.close()
+        raise
+    if cfg.resume is None:  # a resumed run goes on in the same conversation: no second start
+        yield Start(
+            run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
+        )
+    last_finish: dict[str, Any] | None = None
+    try:
+        for chunk in await cfg.hooks.start_of_run():
+            yield chunk
         while True:
             st = run.new_step()
             deadline = run.deadlines.step()
             try:
                 for chunk in await run.open(st, deadline):
                     yield chunk
+                if st.tripwire is not None:
+                    return
                 parts = run.parts(st)
                 if parts is not None:
                     try:
-                        signal, routed = cfg.signal, run.routed
+                        signal, routed, aroute = cfg.signal, run.routed, run.aroute
                         lookup: Callable[[str, Handler], Handler] = HANDLERS.get
                         async for part in parts:  # the per-token path: no generator in between
                             if signal.aborted:
@@ -142,7 +176,7 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                                 break
                             out = lookup(part["type"], convert_unknown)(st, part)
                             if routed and out is not None:
-                                out = run.route(st, out)
+                                out = run.route(st, out) if aroute is None else await aroute(st, out)
                             if st.pending:
                                 for early in await run.flush(st):
                                     yield early
@@ -155,8 +189,12 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                             yield chunk
                     finally:
                         await run.close_model(st)
+                    for chunk in await run.drain(st):
+                        yield chunk
             finally:
                 deadline.close()
+            if st.tripwire is not None:
+                return  # an output-stream processor blocked a part: the tripwire chunk ends the stream
             metadata = run.step_metadata(st)
             if st.aborted:
                 yield Abort(run_id=cfg.run_id, from_=AGENT)
@@ -169,22 +207,42 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                 st.error = st.timed_out
             for chunk in run.settle(st):
                 yield chunk
+            if not await run.after_model(st):  # an output-step processor asked for another try
+                last_finish = run.retry_step(st, metadata)
+                yield StepFinish(
+                    run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
+                )
+                continue
             runner = run.tool_runner()
             pending = st.client_calls() if _reason(st) not in NO_TOOLS_REASONS else []
             if pending:
                 async with aclosing(runner.stream(pending, run.messages)) as chunks:
                     async for chunk in chunks:
                         yield chunk
+                if runner.tripwire is not None:
+                    return  # a tool result was blocked: the tripwire chunk ends the stream
                 if runner.aborted:
                     yield Abort(run_id=cfg.run_id, from_=AGENT)
                     last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
                     break
-            last_finish, continued = await run.finish_step(st, runner, bool(pending), metadata)
+                if runner.suspended is not None:
+                    # a call waits for a human: the stream ends here, without step-finish / finish
+                    yield run.suspend(st, runner, metadata)
+                    return
+            info, decision = await run.decide(st, runner, bool(pending))
+            if isinstance(decision, StepDecision):
+                async for chunk in _decision_chunks(decision):
+                    yield chunk
+                if cfg.signal.aborted:  # aborted while a judge was deciding
+                    yield Abort(run_id=cfg.run_id, from_=AGENT)
+                    last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
+                    break
+            last_finish, continued = await run.finish_step(st, runner, info, decision, metadata)
             yield StepFinish(
                 run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
             )
             if not continued:
-                for chunk in await cfg.hooks.end_of_run(run.steps):
+                for chunk in await run.end_of_run():
                     yield chunk
                 break
             if rate_limited(_response_headers(st.stream)):
@@ -217,10 +275,19 @@ class _Run:
         self.first_non_system = 0
         self.user_messages: list[dict[str, Any]] = []
         self.steps: list[StepInfo] = []
+        self.resume = cfg.resume
+        self.approved: set[str] = set(cfg.resume.approved) if cfg.resume is not None else set()
         self.call_settings = call_options(settings)
         self.process = cfg.hooks.process_chunk
+        self.aroute: Callable[[StepState, Chunk], Awaitable[Chunk | None]] | None = None
+        if self.process is not None and inspect.iscoroutinefunction(self.process):
+            self.aroute = self._aroute
         self.on_chunk = cfg.on_chunk
         self.routed = self.process is not None or self.on_chunk is not None
+        self.records: list[tuple[StepState, list[dict[str, Any]], dict[str, Any]]] = []
+        """Each step's state, new messages and metadata: Mastra's ``output.steps``, streamed once a
+        step tripped a processor."""
+        self.tripped = False
         self.notify_raw = cfg.on_chunk is not None and cfg.include_raw_chunks
         model = cfg.model
         self.model_metadata = {
@@ -230,7 +297,15 @@ class _Run:
         }
 
     async def begin(self) -> None:
-        """Run the input seam and split the prompt into system / user messages."""
+        """Run the input seam and split the prompt into system / user messages (a resumed run
+        takes them from its snapshot instead)."""
+        resume = self.resume
+        if resume is not None:
+            self.messages = list(resume.messages)
+            self.first_non_system = resume.first_non_system
+            self.user_messages = self.messages[self.first_non_system :][: resume.user_count]
+            self.steps = list(resume.steps)
+            return
         self.messages = list(await self.cfg.hooks.process_input(self.messages))
         self.first_non_system = next(
             (i for i, m in enumerate(self.messages) if m.get("role") != "system"), len(self.messages)
@@ -238,6 +313,8 @@ class _Run:
         self.user_messages = self.messages[self.first_non_system :]
 
     def new_step(self) -> StepState:
+        if self.resume is not None:
+            return _resumed_step(self.cfg.run_id, self.resume)
         created_at = int(self.cfg.now_ms())
         so = (
             StructuredOutputState(self.cfg.structured_output, self.cfg.run_id)
@@ -262,6 +339,22 @@ class _Run:
         return await cfg.hooks.prepare_step(st.number, options)
 
     async def _open(self, st: StepState, deadline: StepDeadline) -> StreamPart | None:
+        """Start the model call and wait for its first part; a call that fails before any content
+        is made again while ``on_model_error`` says so (error processors)."""
+        while True:
+            first = await self._open_once(st, deadline)
+            error = st.error
+            if error is UNSET and first is not None and first["type"] == "error":
+                error = first["error"]
+            if error is UNSET or st.tripwire is not None:
+                return first
+            info = StepInfo(st.number, "", "error", False, [], [], {}, errored=True)
+            if not await self.cfg.hooks.on_model_error(info, error):
+                return first
+            await self.close_model(st)
+            st.stream, st.error, st.warnings = None, UNSET, []
+
+    async def _open_once(self, st: StepState, deadline: StepDeadline) -> StreamPart | None:
         """Start the model call and wait for its first part (``stream-start`` is read here)."""
         first: StreamPart | None = None
         try:
@@ -269,6 +362,9 @@ class _Run:
             first = await st.stream.__anext__()
         except StopAsyncIteration:
             first = None
+        except Tripwire as trip:  # an input-step / LLM-request processor blocked this call
+            st.tripwire = trip
+            return None
         except Exception as exc:
             st.aborted, st.timed_out, st.error = deadline.classify(exc)
         deadline.first_chunk_arrived()
@@ -281,7 +377,11 @@ class _Run:
     async def open(self, st: StepState, deadline: StepDeadline) -> list[Chunk]:
         """Start the model call: ``step-start`` (and the error if the call failed at once)."""
         cfg = self.cfg
+        if st.resumed is not None:
+            return []  # the suspended step's model call happened in the leg that suspended
         st.first = await self._open(st, deadline)
+        if st.tripwire is not None:
+            return [st.tripwire.chunk(cfg.run_id)]
         payload = StepStartPayload(
             request=st.request, warnings=st.warnings, message_id=cfg.message_id, started_at=st.created_at
         )
@@ -323,6 +423,66 @@ class _Run:
             st.pending = True
         return chunk
 
+    async def _aroute(self, st: StepState, chunk: Chunk) -> Chunk | None:
+        """`route` for async output processing (processors): awaits it, keeps the step's text in
+        step with the processed deltas, and turns a `Tripwire` into the chunk that ends the stream."""
+        if st.route == RAW:
+            return self.route(st, chunk)
+        route, st.route = st.route, STANDARD
+        assert self.process is not None
+        if type(chunk) is TextEnd or type(chunk) is ReasoningEnd:
+            st.text_closed.add(chunk.payload.id)
+        try:
+            processed = await self.process(chunk)
+        except Tripwire as trip:
+            st.tripwire, st.fatal = trip, True
+            _retext(st, chunk, None)
+            return trip.chunk()
+        if type(processed) is list:
+            *written, processed = processed
+            st.early.extend(written)
+            st.pending = True
+            _account_written(st, chunk, written)
+        _retext(st, chunk, processed)
+        if processed is None and route != FATAL:
+            return None
+        chunk = processed or chunk
+        if route == STANDARD and self.on_chunk is not None and chunk.type in ON_CHUNK_TYPES:
+            st.notify.append(chunk)
+            st.pending = True
+        return chunk
+
+    async def drain(self, st: StepState) -> list[Chunk]:
+        """Text parts the model left open (no ``text-end``: the stream ended or broke): processors
+        that hold text back release it now. What they write is streamed; the ``text-end`` they are
+        shown is not (the model never sent one)."""
+        if self.aroute is None or st.tripwire is not None:
+            return []
+        assert self.process is not None
+        out: list[Chunk] = []
+        probes: list[Chunk] = [
+            ReasoningEnd(run_id=self.cfg.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid))
+            for rid in st.reasoning_acc
+            if rid not in st.text_closed
+        ]
+        probes += [
+            TextEnd(run_id=self.cfg.run_id, from_=AGENT, payload=TextEndPayload(id=tid))
+            for tid in st.text_acc
+            if tid not in st.text_closed
+        ]
+        for probe in probes:
+            try:
+                processed = await self.process(probe)
+            except Tripwire as trip:
+                st.tripwire = trip
+                out.append(trip.chunk())
+                break
+            if type(processed) is list:
+                written = processed[:-1]
+                _account_written(st, probe, written)
+                out.extend(written)
+        return out
+
     async def flush(self, st: StepState) -> list[Chunk]:
         """Show ``on_chunk`` what the last part queued for it; the chunks to stream before its own."""
         notify, st.notify, early, st.early, st.pending = st.notify, [], st.early, [], False
@@ -352,6 +512,8 @@ class _Run:
                 log.debug("closing the model stream failed", exc_info=True)
 
     def step_metadata(self, st: StepState) -> dict[str, Any]:
+        if st.resumed is not None:
+            return dict(st.resumed["metadata"])
         response = st.response
         metadata: dict[str, Any] = {
             "id": response.get("id") or str(uuid.uuid4()),
@@ -384,8 +546,100 @@ class _Run:
             out.append(Error(run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.error)))
         return out
 
+    def _step_info(self, st: StepState) -> StepInfo:
+        tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
+        return StepInfo(st.number, st.text, _reason(st), False, tool_calls, [], st.usage, st.error is not UNSET)
+
+    async def after_model(self, st: StepState) -> bool:
+        """The output-step seam; ``False``: a processor asked to retry the step (and may)."""
+        if st.error is not UNSET:
+            return True
+        try:
+            await self.cfg.hooks.after_model(self._step_info(st))
+        except Tripwire as trip:
+            st.tripwire = trip
+            self.tripped = True
+            return not trip.will_retry
+        return True
+
+    def retry_step(self, st: StepState, metadata: dict[str, Any]) -> dict[str, Any]:
+        """Roll the step back (its messages are not kept, its tools not run) and add the feedback
+        for the next call: Mastra's ``[Processor Feedback]`` system message after the instructions."""
+        trip = st.tripwire
+        tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
+        self.steps.append(StepInfo(st.number, "", "retry", True, tool_calls, [], st.usage))
+        self._record(st, [], metadata)
+        feedback = {
+            "role": "system",
+            "content": f"[Processor Feedback] Your previous response was not accepted: {trip.reason}. "
+            "Please try again with the feedback in mind.",
+        }
+        self.messages.insert(self.first_non_system, feedback)
+        self.first_non_system += 1
+        step_result: dict[str, Any] = {"reason": "retry", "isContinued": True, "retryReason": trip.reason}
+        if trip.metadata is not None:
+            step_result["retryMetadata"] = trip.metadata
+        if trip.processor_id is not None:
+            step_result["retryProcessorId"] = trip.processor_id
+        return self._fields(st, step_result, metadata, tool_calls=[])
+
+    def _record(self, st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
+        # kept as is and turned into Mastra's ``output.steps`` entries only if a step trips
+        self.records.append((st, new_messages, metadata))
+
+    @staticmethod
+    def _step_record(st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> dict[str, Any]:
+        response = {k: metadata[k] for k in ("id", "timestamp", "modelId", "headers") if k in metadata}
+        content = st.assistant_content()
+        record: dict[str, Any] = {
+            "content": content,
+            "usage": st.usage,
+            "warnings": st.warnings,
+            "request": st.request,
+            "response": {**response, "messages": new_messages or [{"role": "assistant", "content": content}]},
+        }
+        if st.tripwire is not None:
+            record["tripwire"] = st.tripwire.data()
+        return record
+
+    def _fields(
+        self,
+        st: StepState,
+        step_result: dict[str, Any],
+        metadata: dict[str, Any],
+        *,
+        tool_calls: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        all_messages = self.messages[self.first_non_system :]
+        output: dict[str, Any] = {"text": st.text, "toolCalls": tool_calls, "usage": st.usage}
+        if self.tripped:
+            output["steps"] = [self._step_record(*r) for r in self.records]
+        return {
+            "messageId": self.cfg.message_id,
+            "stepResult": step_result,
+            "metadata": metadata,
+            "output": output,
+            "messages": {
+                "all": all_messages,
+                "user": self.user_messages,
+                "nonUser": all_messages[len(self.user_messages) :],
+            },
+        }
+
+    async def end_of_run(self) -> list[Chunk]:
+        """The output-result seam: chunks to stream before ``finish``; a `Tripwire` there shows only
+        in the output's results (``on_result_tripwire``)."""
+        try:
+            return await self.cfg.hooks.end_of_run(self.steps)
+        except Tripwire as trip:
+            log.warning("output result processor tripwire triggered: %s (processor %s)", trip.reason, trip.processor_id)
+            if self.cfg.on_result_tripwire is not None:
+                self.cfg.on_result_tripwire(trip)
+            return []
+
     def tool_runner(self) -> ToolRunner:
         cfg = self.cfg
+        resume, self.resume = self.resume, None  # only the suspended step takes the answer
         return ToolRunner(
             run_id=cfg.run_id,
             agent_id=cfg.agent_id,
@@ -395,25 +649,69 @@ class _Run:
             on_chunk=cfg.on_chunk,
             concurrency=cfg.tool_call_concurrency,
             on_tool_error=cfg.on_tool_error,
+            approval=cfg.approval,
+            approved=self.approved,
+            decision=resume.decision if resume is not None else None,
+            restored=resume.completed if resume is not None else None,
         )
 
-    async def finish_step(
-        self, st: StepState, runner: ToolRunner, ran_tools: bool, metadata: dict[str, Any]
-    ) -> tuple[dict[str, Any], bool]:
-        """Decide what happens next and record the step: ``(step-finish fields, continued)``."""
-        cfg = self.cfg
+    def suspend(self, st: StepState, runner: ToolRunner, metadata: dict[str, Any]) -> Chunk:
+        """A step's call waits for a human: hand the loop's state to ``on_suspend`` and return
+        the chunk that ends the stream (``tool-call-approval`` / ``tool-call-suspended``)."""
+        suspension = runner.suspended
+        assert suspension is not None
+        step = st.resumed or {
+            "number": st.number,
+            "createdAt": st.created_at,
+            "text": st.text,
+            "usage": st.usage,
+            "finishReason": st.finish_reason,
+            "rawReason": st.raw_reason,
+            "warnings": st.warnings,
+            "metadata": {k: v for k, v in metadata.items() if k != "request"},
+            "content": st.assistant_content(),
+            "calls": [
+                {
+                    "callId": c.call_id,
+                    "name": c.name,
+                    "execArgs": c.exec_args,
+                    "historyArgs": c.history_args,
+                    "providerExecuted": c.provider_executed,
+                }
+                for c in st.calls
+            ],
+        }
+        point = ResumePoint(
+            messages=self.messages,
+            first_non_system=self.first_non_system,
+            user_count=len(self.user_messages),
+            steps=self.steps,
+            step=step,
+            completed=runner.completed,
+            approved=sorted(self.approved),
+        )
+        if self.cfg.on_suspend is not None:
+            self.cfg.on_suspend({**point.to_json(), "pending": suspension.to_json()})
+        chunk: ToolCallApproval | ToolCallSuspended = suspension.chunk(self.cfg.run_id)
+        return chunk
+
+    async def decide(
+        self, st: StepState, runner: ToolRunner, ran_tools: bool
+    ) -> tuple[StepInfo, bool | StepDecision | None]:
+        """The step as hooks see it, and what ``end_of_step`` decided about it."""
         errored = st.error is not UNSET
         reason = _reason(st)
         continued = not errored and (ran_tools or runner.errored or reason not in TERMINAL_FINISH_REASONS)
         if runner.errored:
             reason = "tool-calls"
-        tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
+        if st.tripwire is not None:  # an output-step processor stopped the run (no retry)
+            reason, continued = "tripwire", False
         info = StepInfo(
             number=st.number,
             text=st.text,
             finish_reason=reason,
             is_continued=continued,
-            tool_calls=tool_calls,
+            tool_calls=[{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls],
             tool_results=[
                 {"toolCallId": c.call_id, "toolName": c.name, "result": v, "isError": f}
                 for c, f, v in runner.results
@@ -421,31 +719,100 @@ class _Run:
             usage=st.usage,
             errored=errored,
         )
-        await cfg.hooks.after_tools(info, runner.results)
-        forced = await cfg.hooks.end_of_step(info)
+        await self.cfg.hooks.after_tools(info, runner.results)
+        return info, (await self.cfg.hooks.end_of_step(info) if st.tripwire is None else None)
+
+    async def finish_step(
+        self,
+        st: StepState,
+        runner: ToolRunner,
+        info: StepInfo,
+        decision: bool | StepDecision | None,
+        metadata: dict[str, Any],
+    ) -> tuple[dict[str, Any], bool]:
+        """Record the step: ``(step-finish fields, continued)``."""
+        cfg = self.cfg
+        forced = decision.continue_ if isinstance(decision, StepDecision) else decision
         if forced is not None:
-            continued = info.is_continued = forced
+            info.is_continued = forced
+        continued, reason, tool_calls = info.is_continued, info.finish_reason, info.tool_calls
         self.steps.append(info)
         # the flag says what happens next: a run stopped by max_steps / stop_when does not continue
         if continued and (st.number >= cfg.max_steps or await _any_stop(cfg.stop_when, self.steps)):
             continued = info.is_continued = False
-        self.messages.extend(st.history(runner.results))
-        all_messages = self.messages[self.first_non_system :]
+        new_messages = st.history(runner.results)
+        self.messages.extend(new_messages)
+        self._record(st, new_messages, metadata)
+        if isinstance(decision, StepDecision):
+            self.messages.extend(decision.messages)
         step_result: dict[str, Any] = {"reason": reason, "isContinued": continued, "warnings": st.warnings}
         if st.raw_reason is not None:
             step_result["rawReason"] = st.raw_reason
-        fields = {
-            "messageId": cfg.message_id,
-            "stepResult": step_result,
-            "metadata": metadata,
-            "output": {"text": st.text, "toolCalls": tool_calls, "usage": st.usage},
-            "messages": {
-                "all": all_messages,
-                "user": self.user_messages,
-                "nonUser": all_messages[len(self.user_messages) :],
-            },
-        }
-        return fields, continued
+        if st.resumed is not None:
+            step_result["messageId"] = cfg.message_id  # as recorded for the step a leg resumed
+        return self._fields(st, step_result, metadata, tool_calls=tool_calls), continued
+
+
+def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
+    """A processor changed or dropped a text or reasoning delta: the step's text (and the history
+    the model is sent next) follows what was streamed."""
+    if processed is original or not isinstance(original, (TextDelta, ReasoningDelta)):
+        return
+    text = processed.payload.text if isinstance(processed, type(original)) else ""
+    if text == original.payload.text:
+        return
+    if isinstance(original, ReasoningDelta):
+        acc = st.reasoning_acc.get(original.payload.id)
+    else:
+        st.text_chunks[-1] = text
+        acc = st.text_acc.get(original.payload.id)
+    if acc:
+        acc[-1] = text
+
+
+def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> None:
+    """Text and reasoning deltas a processor wrote (held-back text released when its part ends)
+    are step text, before the part that made them."""
+    for chunk in written:
+        if not isinstance(chunk, (TextDelta, ReasoningDelta)):
+            continue
+        text, pid = chunk.payload.text, chunk.payload.id
+        # the handler already appended the original delta's text: insert before it
+        same = isinstance(original, type(chunk)) and original.payload.id == pid
+        if isinstance(chunk, ReasoningDelta):
+            acc = st.reasoning_acc.get(pid)
+            acc = st.reasoning_entry(pid, None) if acc is None else acc
+        else:
+            acc = st.text_acc.get(pid)
+            acc = st.text_entry(pid, None) if acc is None else acc
+            st.text_chunks.insert(len(st.text_chunks) - isinstance(original, TextDelta), text)
+            st.has_content = True
+        acc.insert(len(acc) - same, text)
+
+
+async def _decision_chunks(decision: StepDecision) -> AsyncIterator[Chunk]:
+    chunks = decision.chunks
+    if isinstance(chunks, AsyncIterable):
+        async for chunk in chunks:
+            yield chunk
+    else:
+        for chunk in chunks:
+            yield chunk
+
+
+def _resumed_step(run_id: str, resume: ResumePoint) -> StepState:
+    """The suspended step as the loop left it: its calls, text, usage and finish, no model call."""
+    data = resume.step
+    st = StepState(run_id=run_id, number=int(data["number"]), created_at=int(data["createdAt"]))
+    st.resumed = data
+    st.calls = resume.calls()
+    st.text_chunks = [data["text"]] if data.get("text") else []
+    st.usage = dict(data.get("usage") or {})
+    st.finish_reason = data.get("finishReason")
+    st.raw_reason = data.get("rawReason")
+    st.warnings = list(data.get("warnings") or [])
+    st.has_content = True
+    return st
 
 
 async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:

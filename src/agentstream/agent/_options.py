@@ -14,10 +14,12 @@ from ..chunks import Chunk
 from ..stream import AbortEvent, ErrorEvent, FinishEvent, StepResult, TransformFactory
 from ..tools import ToolErrorMask
 from ._hooks import StopCondition
+from ._processors import Processor
 from ._settings import ModelSettings
 from ._structured import StructuredOutputConfig
+from ._task_complete import IsTaskCompleteConfig
 
-__all__ = ["StreamOptions", "TurnOptions", "UntilIdleOptions", "check_options"]
+__all__ = ["ResumeOptions", "StreamOptions", "TurnOptions", "UntilIdleOptions", "check_options"]
 
 
 class UntilIdleOptions(TypedDict, total=False):
@@ -68,6 +70,49 @@ class TurnOptions(TypedDict, total=False):
     memory: MemoryOptions
     instructions: str
     """This run's instructions in place of the agent's own (Mastra's ``instructions`` option)."""
+    input_processors: Sequence[Processor]
+    """Replace the agent's input processors for this call."""
+    output_processors: Sequence[Processor]
+    """Replace the agent's output processors for this call."""
+    error_processors: Sequence[Processor]
+    """Replace the agent's error processors for this call."""
+    max_processor_retries: int | None
+    """Processor retries allowed (``None``: none for input/output; 3 for API errors with error processors)."""
+    is_task_complete: IsTaskCompleteConfig | Mapping[str, Any]
+    """``{"scorers": [...], "strategy": "all" | "any", ...}``: keep going until the scorers pass."""
+    require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
+    """``True``: every tool call waits for approval; a callable ``(tool_name, args) -> bool`` (may
+    be async) decides per call. The run ends suspended on ``tool-call-approval``."""
+    auto_resume_suspended_tools: bool
+    """With ``memory``: a new user message in a thread whose run is suspended answers the pending
+    approval or suspension (resume data generated from the conversation) instead of starting over."""
+
+
+class ResumeOptions(TypedDict, total=False):
+    """The options of a leg that resumes a suspended run (`Agent.approve_tool_call`,
+    ``decline_tool_call``, ``resume_stream``): the run's options without ``run_id`` (the run's own
+    JSON options are kept with it; callbacks and callables are given per leg)."""
+
+    max_steps: int
+    stop_when: StopCondition | Sequence[StopCondition]
+    on_chunk: Callable[[Chunk], Awaitable[None] | None]
+    on_step_finish: Callable[[StepResult], Awaitable[None] | None]
+    on_finish: Callable[[FinishEvent], Awaitable[None] | None]
+    on_error: Callable[[ErrorEvent], Awaitable[None] | None]
+    on_abort: Callable[[AbortEvent], Awaitable[None] | None]
+    on_tool_error: ToolErrorMask
+    abort_signal: AbortSignal
+    structured_output: StructuredOutputConfig | Mapping[str, Any] | type[Any]
+    experimental_transform: TransformFactory | Sequence[TransformFactory]
+    include_raw_chunks: bool
+    tool_choice: Literal["auto", "none", "required"] | str | Mapping[str, Any]
+    active_tools: list[str]
+    model_settings: ModelSettings
+    tool_call_concurrency: int | Mapping[str, int]
+    clock: Callable[[], float]
+    sleep: Callable[[float], Awaitable[None]]
+    memory: MemoryOptions
+    require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
 
 
 class StreamOptions(TurnOptions, total=False):
@@ -77,11 +122,13 @@ class StreamOptions(TurnOptions, total=False):
 
 
 KNOWN_OPTIONS = frozenset(StreamOptions.__optional_keys__ | StreamOptions.__required_keys__)
+RESUME_OPTIONS = frozenset(ResumeOptions.__optional_keys__)
 
 
-def check_options(options: Mapping[str, Any]) -> None:
-    unknown = set(options) - KNOWN_OPTIONS
+def check_options(options: Mapping[str, Any], known: frozenset[str] = KNOWN_OPTIONS) -> None:
+    """Raise ``TypeError`` naming unknown option names and the known ones."""
+    unknown = set(options) - known
     if unknown:
         raise TypeError(
-            f"unknown agent option(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(KNOWN_OPTIONS))})"
+            f"unknown agent option(s): {', '.join(sorted(unknown))} (known: {', '.join(sorted(known))})"
         )

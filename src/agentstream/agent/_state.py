@@ -63,6 +63,10 @@ class StepState:
     """``early`` or ``notify`` holds something (checked once per part instead of both lists)."""
     fatal: bool = False
     """An ``error`` part ended the step's stream."""
+    tripwire: Any = None
+    """The `Tripwire` a processor raised in this step (``None``: none)."""
+    text_closed: set[str] = field(default_factory=set)
+    """Text part ids whose ``text-end`` went through async output processing."""
     text_chunks: list[str] = field(default_factory=list)
     content: list[dict[str, Any]] = field(default_factory=list)
     """The assistant message's parts in stream order (text / reasoning parts filled in at the end)."""
@@ -79,6 +83,8 @@ class StepState:
     """Chunks a handler wants streamed before its own (structured-output objects, their errors)."""
     notify: list[Chunk] = field(default_factory=list)
     """Chunks a handler wants ``on_chunk`` to see before its own (the synthetic streamed tool-call)."""
+    resumed: dict[str, Any] | None = None
+    """A step restored from a suspended run (``ResumePoint.step``): no model call, its tools go on."""
 
     @property
     def text(self) -> str:
@@ -110,6 +116,8 @@ class StepState:
 
     def assistant_content(self) -> list[dict[str, Any]]:
         """The step's assistant message content for the next model call's prompt."""
+        if self.resumed is not None:
+            return list(self.resumed["content"])
         by_obj: dict[int, str] = {id(p): k for k, p in self.text_part.items()}
         by_reasoning: dict[int, str] = {id(p): k for k, p in self.reasoning_part.items()}
         out: list[dict[str, Any]] = []

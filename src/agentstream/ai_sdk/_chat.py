@@ -13,8 +13,10 @@ import msgspec
 from .._abort import AbortSignal
 from ..stream import TransformFactory, check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, UIChunk, Version, to_ai_sdk_stream
-from ._errors import UIMessageError, default_error_text
+from ._errors import ChatRequestError, UIMessageError, default_error_text
+from ._errors import _clip as _clip  # re-exported: _workflow imports it from here
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
+from ._resume import RunOwners, approval_targets, body_target, stream_resumed, suspended_run_id
 
 __all__ = [
     "MAX_ID_LENGTH",
@@ -26,47 +28,6 @@ __all__ = [
 
 MAX_ID_LENGTH = 256
 """Longest ``id``/``messageId``/``runId``/message id a request may carry (longer ones are refused)."""
-_MAX_MESSAGE = 500
-_MAX_PATH = 200
-
-
-def _clip(text: str, limit: int) -> str:
-    # Error messages quote the client's values; a megabyte id must not come back in full.
-    if len(text) <= limit:
-        return text
-    return f"{text[: limit - 40]}… ({len(text) - limit + 40} more characters)"
-
-
-class ChatRequestError(ValueError):
-    """A chat request that cannot be served: malformed body (400), unknown agent (404), or refused
-    by a request guard (401/403/405/413/415).
-
-    ``status_code`` is the HTTP status to answer with, ``headers`` extra response headers and
-    `to_dict` the JSON body ``{"error": {"name", "message", "path"?}}``. Messages and paths
-    are clipped, so a client's over-long value is never echoed back in full.
-    """
-
-    name = "ChatRequestError"
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int = 400,
-        path: str | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> None:
-        super().__init__(_clip(message, _MAX_MESSAGE))
-        self.status_code = status_code
-        self.path = None if path is None else _clip(path, _MAX_PATH)
-        self.headers = dict(headers or {})
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON error body: `{"error": {"name": ..., "message": ..., "path"?: ...}}`."""
-        error: dict[str, Any] = {"name": self.name, "message": str(self)}
-        if self.path is not None:
-            error["path"] = self.path
-        return {"error": error}
 
 
 class AgentRegistry(Protocol):
@@ -161,12 +122,16 @@ def _request(params: Any, *, allow_system_messages: bool, max_json_depth: int) -
 
 
 async def _guarded(
-    stream: AsyncIterator[UIChunk], output: Any, on_error: OnErrorFn | None
+    stream: AsyncIterator[UIChunk], output: Any, on_error: OnErrorFn | None, owners: RunOwners | None = None
 ) -> AsyncIterator[UIChunk]:
     """The UI stream; a failure becomes an ``error`` chunk (``createUIMessageStream``), and closing
-    this stream early stops the agent run."""
+    this stream early stops the agent run. A run that suspends is bound to this chat and owner
+    before the client hears of it, so only they can resume it."""
     try:
         async for part in stream:
+            run_id = suspended_run_id(part) if owners is not None else None
+            if run_id is not None and owners is not None:
+                await owners.bind(run_id)
             yield part
     except Exception as exc:
         yield {"type": "error", "errorText": (on_error or default_error_text)(exc)}
@@ -189,12 +154,14 @@ async def handle_chat_stream(
     send_finish: bool = True,
     send_reasoning: bool = False,
     send_sources: bool = False,
+    send_goals: bool = False,
     on_error: OnErrorFn | None = None,
     message_metadata: MessageMetadataFn | None = None,
     abort_signal: AbortSignal | None = None,
     allow_system_messages: bool = False,
     max_json_depth: int = 64,
     include_sub_agent_metadata: bool = False,
+    owner: str | None = None,
 ) -> AsyncIterator[UIChunk]:
     """Run agent ``agent_id`` on a ``useChat`` request and return its UI message stream.
 
@@ -211,6 +178,13 @@ async def handle_chat_stream(
     ``include_sub_agent_metadata`` streams the progress of sub-agents and workflows run as tools
     (``data-tool-agent`` / ``data-tool-workflow`` parts); off by default, as in Mastra's
     ``handleChatStream``.
+
+    A follow-up answers a suspended run instead of starting one: ``resumeData`` + ``runId``
+    (+ ``toolCallId``) in the body, or (``version`` v6/v7) ``approval-responded`` tool parts on the
+    trailing assistant message; the continuation streams into that message. Only the chat (``id``)
+    and ``owner`` (the authenticated principal; `chat_route` passes it) that saw the run suspend
+    may resume it; anyone else gets a 403 `ChatRequestError`.
+    ``send_goals`` forwards goal progress as ``data-goal`` parts (`to_ai_sdk_stream`).
     """
     request = _request(params, allow_system_messages=allow_system_messages, max_json_depth=max_json_depth)
     try:
@@ -218,10 +192,11 @@ async def handle_chat_stream(
     except (KeyError, LookupError) as exc:
         raise ChatRequestError(f"Agent {_clip(agent_id, 120)} not found", status_code=404) from exc
     extra = request.model_extra or {}
-    if extra.get("resumeData") is not None:
-        if not extra.get("runId"):
-            raise ChatRequestError("runId is required when resumeData is provided", path="runId")
-        raise ChatRequestError("resuming a suspended run (resumeData) is not supported", path="resumeData")
+    owners = RunOwners(getattr(mastra, "storage", None), chat_id=request.id, owner=owner)
+    body = body_target(extra)
+    targets = [body] if body is not None else []
+    if not targets and version != "v5" and request.trigger != "regenerate-message":
+        targets = approval_targets(request.messages)
 
     messages = list(request.messages)
     last = messages[-1] if messages else None
@@ -231,34 +206,40 @@ async def handle_chat_stream(
             messages = messages[:-1]
         elif isinstance(last.get("id"), str):
             last_message_id = last["id"]
+    defaults = dict(default_options or {})
+    transform = experimental_transform or defaults.pop("experimental_transform", None)
+    defaults.pop("experimental_transform", None)
+    check_transform_factories(transform, "handle_chat_stream(experimental_transform=...)")
+    options: dict[str, Any] = {**defaults}
+    if abort_signal is not None:
+        options["abort_signal"] = abort_signal
+    convert: dict[str, Any] = {
+        "version": version,
+        "send_start": send_start,
+        "send_finish": send_finish,
+        "send_reasoning": send_reasoning,
+        "send_sources": send_sources,
+        "send_goals": send_goals,
+        "last_message_id": last_message_id,
+        "message_metadata": message_metadata,
+        "on_error": on_error,
+        "experimental_transform": transform,
+        "include_sub_agent_metadata": include_sub_agent_metadata,
+    }
+    if targets:
+        for i, target in enumerate(targets):
+            await owners.check(target.run_id, "runId" if body is not None else f"approvals[{i}]")
+        resumed = stream_resumed(agent, targets, options, convert, frame=body is None)
+        return _guarded(resumed, None, on_error, owners)
+
     try:
         model_messages = convert_ui_messages(messages)
     except UIMessageError as exc:
         raise ChatRequestError(str(exc), path=exc.path) from None
     if not model_messages:
         raise ChatRequestError("the request has no message to answer", path="messages")
-
-    defaults = dict(default_options or {})
-    transform = experimental_transform or defaults.pop("experimental_transform", None)
-    defaults.pop("experimental_transform", None)
-    check_transform_factories(transform, "handle_chat_stream(experimental_transform=...)")
-    options: dict[str, Any] = {**defaults}
     if isinstance(extra.get("runId"), str):
+        await owners.check_new_run(extra["runId"])
         options["run_id"] = extra["runId"]
-    if abort_signal is not None:
-        options["abort_signal"] = abort_signal
     output = agent.stream(model_messages, **options)
-    stream = to_ai_sdk_stream(
-        output,
-        version=version,
-        send_start=send_start,
-        send_finish=send_finish,
-        send_reasoning=send_reasoning,
-        send_sources=send_sources,
-        last_message_id=last_message_id,
-        message_metadata=message_metadata,
-        on_error=on_error,
-        experimental_transform=transform,
-        include_sub_agent_metadata=include_sub_agent_metadata,
-    )
-    return _guarded(stream, output, on_error)
+    return _guarded(to_ai_sdk_stream(output, **convert), output, on_error, owners)

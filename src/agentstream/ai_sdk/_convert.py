@@ -22,6 +22,7 @@ from agentstream.chunks import (
     Error,
     File,
     Finish,
+    Goal,
     ObjectResult,
     ReasoningDelta,
     ReasoningEnd,
@@ -196,6 +197,7 @@ class UIChunkConverter:
         message_metadata: MessageMetadataFn | None = None,
         on_error: OnErrorFn | None = None,
         include_sub_agent_metadata: bool = False,
+        send_goals: bool = False,
     ) -> None:
         if version not in ("v5", "v6", "v7"):
             raise ValueError(f"version: expected one of 'v5', 'v6', 'v7', got {version!r}")
@@ -208,6 +210,7 @@ class UIChunkConverter:
         self.message_metadata = message_metadata
         self.on_error: OnErrorFn = on_error or default_error_text
         self.include_sub_agent_metadata = include_sub_agent_metadata
+        self.send_goals = send_goals
         self._held_start: UIChunk | None = None
         self._start_seen = False
         self._held_start_message_id: str | None = None
@@ -241,6 +244,7 @@ class UIChunkConverter:
             Source: self._source,
             File: self._file,
             Tripwire: self._tripwire_chunk,
+            Goal: self._goal,
             ObjectResult: self._object_result,
             DataChunk: self._data,
         }
@@ -543,7 +547,6 @@ class UIChunkConverter:
         p = chunk.payload
         data: UIChunk = {
             "type": "data-tool-call-approval",
-            "id": p.tool_call_id,
             "data": _compact(
                 {
                     "state": "data-tool-call-approval",
@@ -554,6 +557,7 @@ class UIChunkConverter:
                     "resumeSchema": p.resume_schema,
                 }
             ),
+            "id": p.tool_call_id,
         }
         if self.version == "v5":
             return [data]
@@ -577,8 +581,8 @@ class UIChunkConverter:
         }
         return {
             "type": "data-tool-call-suspended",
-            "id": p.tool_call_id,
             "data": {k: v for k, v in data.items() if v is not None or k == "suspendPayload"},
+            "id": p.tool_call_id,
         }
 
     def _tool_output(self, chunk: ToolOutput) -> list[UIChunk] | UIChunk | None:
@@ -657,7 +661,18 @@ class UIChunkConverter:
         out: UIChunk = {"type": chunk.type, "data": to_jsonable(chunk.data)}
         if chunk.id is not None:
             out["id"] = chunk.id
+        if chunk.transient:
+            out["transient"] = True  # the client shows it but keeps it out of the message
         return out
+
+    def _goal(self, chunk: Goal) -> UIChunk | None:
+        """``send_goals``: one ``data-goal`` part per judged attempt (the same id from pending to
+        verdict, so the client updates it in place). Mastra drops goal chunks."""
+        if not self.send_goals:
+            return None
+        data = chunk_to_dict(chunk)["payload"]
+        self._observe(chunk)
+        return {"type": "data-goal", "id": f"goal-{chunk.run_id}-{data.get('iteration')}", "data": data}
 
     def _other(self, chunk: Any) -> UIChunk | None:
         kind = getattr(chunk, "type", None)
@@ -720,6 +735,7 @@ async def to_ai_sdk_stream(
     include_sub_agent_metadata: bool = False,
     from_: Literal["agent", "workflow"] = "agent",
     include_text_stream_parts: bool = True,
+    send_goals: bool = False,
 ) -> AsyncIterator[UIChunk]:
     """AI SDK UI message chunks (wire dicts) for a Mastra agent stream (``toAISdkStream``).
 
@@ -732,7 +748,8 @@ async def to_ai_sdk_stream(
     ``tool-approval-request``. Reasoning and sources are off by default, as in Mastra.
     ``experimental_transform`` factories (e.g. ``smooth_stream``) are applied before conversion.
     An exception from the source (or a ``data-*`` chunk without ``data``) propagates after the
-    chunks produced so far.
+    chunks produced so far. ``send_goals`` (beyond Mastra, which drops them) forwards goal progress
+    as ``data-goal`` parts: one per judged attempt, updated from pending to the verdict.
     """
     converter = UIChunkConverter(
         version=version,
@@ -744,6 +761,7 @@ async def to_ai_sdk_stream(
         message_metadata=message_metadata,
         on_error=on_error,
         include_sub_agent_metadata=include_sub_agent_metadata,
+        send_goals=send_goals,
     )
     if from_ == "workflow":
         from ._workflow import workflow_ui_stream

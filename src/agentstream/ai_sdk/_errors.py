@@ -9,7 +9,7 @@ from typing import Any
 
 from .._secrets import redact
 
-__all__ = ["UIMessageError", "UIMessageStreamError", "default_error_text", "js_string"]
+__all__ = ["ChatRequestError", "UIMessageError", "UIMessageStreamError", "default_error_text", "js_string"]
 
 # Left out of the JSON form, unlike Mastra's safeParseErrorObject (which stringifies everything):
 # provider request/response dumps and endpoints can carry secrets and internal addresses. Both
@@ -173,3 +173,46 @@ def _error_text(error: Any) -> str:
         except (TypeError, ValueError):
             return js_string(error)
     return js_string(error)
+
+
+_MAX_MESSAGE = 500
+_MAX_PATH = 200
+
+
+def _clip(text: str, limit: int) -> str:
+    # Error messages quote the client's values; a megabyte id must not come back in full.
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 40]}… ({len(text) - limit + 40} more characters)"
+
+
+class ChatRequestError(ValueError):
+    """A chat request that cannot be served: malformed body (400), unknown agent (404), or refused
+    by a request guard (401/403/405/413/415).
+
+    ``status_code`` is the HTTP status to answer with, ``headers`` extra response headers and
+    `to_dict` the JSON body ``{"error": {"name", "message", "path"?}}``. Messages and paths
+    are clipped, so a client's over-long value is never echoed back in full.
+    """
+
+    name = "ChatRequestError"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int = 400,
+        path: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(_clip(message, _MAX_MESSAGE))
+        self.status_code = status_code
+        self.path = None if path is None else _clip(path, _MAX_PATH)
+        self.headers = dict(headers or {})
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON error body: `{"error": {"name": ..., "message": ..., "path"?: ...}}`."""
+        error: dict[str, Any] = {"name": self.name, "message": str(self)}
+        if self.path is not None:
+            error["path"] = self.path
+        return {"error": error}

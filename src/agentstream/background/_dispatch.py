@@ -17,12 +17,13 @@ or ``stream_until_idle(..., manager=...)``), ``background_run`` gives the run:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..agent import Agent, LoopHooks, PendingToolCall, RunSetup, StepInfo
+from ..agent import Agent, ChainedHooks, LoopHooks, PendingToolCall, RunSetup
 from ..chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, Chunk, ChunkFrom, ToolResult
 from ..tools import AgentBackgroundConfig, Tool, ToolBackgroundConfig, ToolContext, json_schema_of
 from ._config import (
@@ -141,10 +142,13 @@ def _with_override_schema(tool: Tool) -> Tool:
         description=tool.description,
         input_schema=inject_background_schema(json_schema_of(tool.input_schema)),
         execute=execute,
+        require_approval=tool.require_approval,  # approval is asked before any dispatch
+        suspend_schema=tool.suspend_schema,
+        resume_schema=tool.resume_schema,
     )
 
 
-class BackgroundHooks(LoopHooks):
+class BackgroundHooks(ChainedHooks):
     """Background dispatch around ``inner`` (the agent's hooks): every hook chains to ``inner``."""
 
     def __init__(
@@ -157,16 +161,20 @@ class BackgroundHooks(LoopHooks):
         thread_id: str | None,
         resource_id: str | None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.manager = manager
         self.eligible = dict(eligible)
         self.agent_config = agent_config
         self.thread_id = thread_id
         self.resource_id = resource_id
         self.dispatched: dict[tuple[str, str], tuple[str, str]] = {}
-        self.process_chunk = self._process
+        # an async inner (output processors) makes this one async too: the loop awaits only then
+        self.process_chunk = self._aprocess if inspect.iscoroutinefunction(inner.process_chunk) else self._process
 
-    def _process(self, chunk: Chunk) -> Chunk | None:
+    async def _aprocess(self, chunk: Chunk) -> Any:
+        return await self._process(chunk)
+
+    def _process(self, chunk: Chunk) -> Any:
         if isinstance(chunk, ToolResult) and chunk.run_id is not None:
             hit = self.dispatched.pop((chunk.run_id, chunk.payload.tool_call_id), None)
             if hit is not None:
@@ -261,8 +269,4 @@ class BackgroundHooks(LoopHooks):
         self.dispatched[key] = (task.id, "running")
         return placeholder_result_text(task.id, tool.id)
 
-    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
-        await self.inner.after_tools(step, results)
 
-    async def end_of_step(self, step: StepInfo) -> bool | None:
-        return await self.inner.end_of_step(step)

@@ -156,7 +156,8 @@ class Memory:
         async for chunk in source:
             recorder.observe(chunk)
             kind = getattr(chunk, "type", None)
-            finished = finished or kind == "finish"
+            # a run that stops for a human is stored too: the leg that resumes it stores the rest
+            finished = finished or kind in ("finish", "tool-call-approval", "tool-call-suspended")
             broken = broken or kind in ("abort", "error", "tripwire")
             yield chunk
         if finished and not broken:

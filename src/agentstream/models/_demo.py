@@ -7,6 +7,11 @@ answers in several sentences, in bursty, uneven deltas. Pacing honours the call'
 A tool result that is a background task's placeholder ("Background task started. Task ID: ...")
 gets a natural "running in the background, the answer will follow" reply; the continuation turn
 (Mastra's directive plus the real result) is answered from the result.
+
+Goals work offline too: asked as a goal judge (the goal judge's instructions), it answers the JSON
+verdict, ``done`` when the latest answer mentions every keyword of the goal and ``continue``
+naming the ones still missing; sent round again with that feedback (the ``[Goal attempt N/M]``
+reminder), it answers with a revision that covers them.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ _WEATHER = re.compile(
     r"weather\s+(?:in|for|at)\s+([A-Za-z][\w .'-]*?)(?:[?.!,]|\s+(?:and|today|now)\b|$)", re.I
 )
 _RESEARCH = re.compile(r"research\s+(?:on\s+|about\s+)?(.+?)(?:[?.!]|$)", re.I)
+_BOOK = re.compile(r"book\s+(?:a\s+)?table\s+(?:at|in)\s+(.+?)(?:\s+for\s+(\d+))?\s*(?:[?.!,]|$)", re.I)
+_CHOOSE = re.compile(r"(?:pick|choose|find)\s+(?:a\s+)?time\s+(?:at|for)\s+(.+?)\s*(?:[?.!,]|$)", re.I)
 _PLACEHOLDER = "Background task started. Task ID:"
 
 
@@ -46,16 +53,76 @@ def _is_placeholder(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(_PLACEHOLDER)
 
 
+_GOAL_TAGS = ("<current-objective", "<system-reminder")
+_JUDGE_PROMPT_START = "You are the goal judge."
+_MISSING = "Cover what is still missing: "
+_STOPWORDS = frozenset(
+    "about after also and answer been does each explain from have into make more most must only over "
+    "some such than that their them then there these they this very what when which while with write "
+    "your".split()
+)
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return " ".join(
+        p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text"
+    )
+
+
 def _last_user_text(prompt: list[dict[str, Any]]) -> str:
+    """The user's latest question (a goal's objective and reminders are not questions)."""
     for message in reversed(prompt):
         if message.get("role") == "user":
-            content = message.get("content")
-            if isinstance(content, str):
-                return content
-            return " ".join(
-                p.get("text", "") for p in content or [] if isinstance(p, dict) and p.get("type") == "text"
-            )
+            text = _text_of(message)
+            if not text.startswith(_GOAL_TAGS):
+                return text
     return ""
+
+
+def _goal_feedback(prompt: list[dict[str, Any]]) -> str | None:
+    """The judge's feedback when the last message sends the agent round again for a goal."""
+    if not prompt or prompt[-1].get("role") != "user":
+        return None
+    text = _text_of(prompt[-1])
+    if not text.startswith("<system-reminder") or "Judge feedback: " not in text:
+        return None
+    return text.split("Judge feedback: ", 1)[1].split("\n\n", 1)[0]
+
+
+def _keywords(objective: str) -> list[str]:
+    words = re.findall(r"[a-z][a-z'-]{3,}", objective.lower())
+    return list(dict.fromkeys(w for w in words if w not in _STOPWORDS))
+
+
+def _verdict(prompt: list[dict[str, Any]]) -> str:
+    """The demo judge's JSON answer to the goal judge's question."""
+    question = _text_of(prompt[-1]) if prompt else ""
+    objective = question.removeprefix("Goal: ").split("\n\n", 1)[0]
+    answer = question.split("Latest assistant message:\n", 1)[-1].lower()
+    # a plural is covered by its singular ("rainbows" by "rainbow")
+    missing = [w for w in _keywords(objective) if (w[:-1] if w.endswith("s") else w) not in answer]
+    if missing:
+        verdict = {"decision": "continue", "reason": _MISSING + ", ".join(missing) + "."}
+    else:
+        verdict = {"decision": "done", "reason": "The answer covers every part of the goal."}
+    return json.dumps(verdict)
+
+
+def _revision(prompt: list[dict[str, Any]], feedback: str) -> str:
+    """The previous attempt again, completed with what the judge found missing."""
+    previous = next((_text_of(m) for m in reversed(prompt) if m.get("role") == "assistant"), "")
+    if feedback.startswith(_MISSING):
+        terms = [t.strip() for t in feedback.removeprefix(_MISSING).rstrip(".").split(",") if t.strip()]
+        added = " ".join(
+            f"On {t}: the offline demo model cannot look {t} up, but a real model would cover it here."
+            for t in terms
+        )
+    else:
+        added = f"Taking the judge's feedback on board: {feedback}"
+    return f"{previous}\n\n{added}" if previous else added
 
 
 def _tool_results(prompt: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -103,6 +170,14 @@ class DemoModel:
     async def _stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
         prompt = list(options.get("prompt", []))
         signal = options.get("abort_signal")
+        if (
+            prompt
+            and prompt[0].get("role") == "system"
+            and _text_of(prompt[0]).startswith(_JUDGE_PROMPT_START)
+        ):
+            async for part in self._judge(prompt, signal):
+                yield part
+            return
         tool_names = {t.get("name") for t in options.get("tools") or []}
         question = _last_user_text(prompt)
         results = _tool_results(prompt)
@@ -120,6 +195,7 @@ class DemoModel:
                 calls.append(("weather", {"city": weather.group(1).strip().title()}))
             if research and "research" in tool_names:
                 calls.append(("research", {"topic": research.group(1).strip()}))
+            calls.extend(_booking_calls(question, tool_names))
 
         if calls:
             thought = (
@@ -133,6 +209,8 @@ class DemoModel:
             thought = "The tool is running in the background; I'll tell the user the answer will follow."
         elif results:
             thought = "I have the tool results; let me summarise them clearly for the user."
+        elif _goal_feedback(prompt) is not None:
+            thought = f"The goal judge wants more: {_goal_feedback(prompt)} I'll complete my answer."
         else:
             thought = (
                 f"Let me think about how to answer: {question[:80]!r}. I'll give a clear, structured answer."
@@ -157,7 +235,8 @@ class DemoModel:
                 output_chars += len(text)
             finish: FinishReason = "tool-calls"
         else:
-            answer = self._answer(question, results)
+            feedback = _goal_feedback(prompt)
+            answer = _revision(prompt, feedback) if feedback is not None else self._answer(question, results)
             yield {"type": "text-start", "id": "text-0"}
             for piece in self._pieces(answer, rng):
                 await self._pause(rng, signal)
@@ -178,6 +257,24 @@ class DemoModel:
             },
         }
 
+    async def _judge(
+        self, prompt: list[dict[str, Any]], signal: AbortSignal | None
+    ) -> AsyncIterator[StreamPart]:
+        verdict = _verdict(prompt)
+        rng = random.Random(verdict)
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "text-start", "id": "judge-0"}
+        for piece in self._pieces(verdict, rng):
+            await self._pause(rng, signal, 0.5)
+            yield {"type": "text-delta", "id": "judge-0", "delta": piece}
+        yield {"type": "text-end", "id": "judge-0"}
+        tokens = max(1, len(verdict) // 4)
+        yield {
+            "type": "finish",
+            "finishReason": "stop",
+            "usage": {"inputTokens": tokens, "outputTokens": tokens, "totalTokens": 2 * tokens},
+        }
+
     @staticmethod
     def _answer(question: str, results: list[dict[str, Any]]) -> str:
         if results:
@@ -191,6 +288,8 @@ class DemoModel:
                         f"In {value.get('city')} it is currently {value.get('temperatureC')}°C and "
                         f"{value.get('conditions')}."
                     )
+                elif result.get("toolName") in ("book_table", "choose_time"):
+                    lines.append(_booking_answer(result.get("toolName"), value))
                 elif result.get("toolName") == "research" and isinstance(value, dict):
                     lines.append(f"Here is what I found about {value.get('topic')}: {value.get('summary')}")
                 else:
@@ -209,6 +308,28 @@ class DemoModel:
             "Set AGENTSTREAM_MODEL (for example openai/gpt-4o-mini) and an API key to get a real answer. "
             "Try asking about the weather in a city, or how rainbows form."
         )
+
+
+def _booking_calls(question: str, tool_names: set[Any]) -> list[tuple[str, dict[str, Any]]]:
+    """``book_table`` for "book a table at <name> [for <n>]", ``choose_time`` for "pick a time at <name>"."""
+    calls: list[tuple[str, dict[str, Any]]] = []
+    book, choose = _BOOK.search(question), _CHOOSE.search(question)
+    if book and "book_table" in tool_names:
+        calls.append(("book_table", {"restaurant": book.group(1), "people": int(book.group(2) or 2)}))
+    if choose and "choose_time" in tool_names:
+        calls.append(("choose_time", {"restaurant": choose.group(1)}))
+    return calls
+
+
+def _booking_answer(tool: Any, value: Any) -> str:
+    if not isinstance(value, dict):  # declined: the reason the user gave
+        return f"I have not made the booking ({value})."
+    if tool == "book_table":
+        return (
+            f"Your table for {value.get('people')} at {value.get('restaurant')} is booked "
+            f"(confirmation {value.get('confirmation')})."
+        )
+    return f"{value.get('time')} at {value.get('restaurant')} it is."
 
 
 def _running_in_background(result: dict[str, Any]) -> str:

@@ -65,6 +65,17 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
+def owner_key(principal: object) -> str | None:
+    """The owner a principal stands for (who may resume the runs it saw suspend): a string or
+    number as is, anything else by its type and ``id`` (attribute or key), else its ``repr``."""
+    if principal is None:
+        return None
+    if isinstance(principal, (str, int)):
+        return str(principal)
+    ident = principal.get("id") if isinstance(principal, Mapping) else getattr(principal, "id", None)
+    return f"{type(principal).__name__}:{ident if ident is not None else repr(principal)}"
+
+
 def chat_route(
     mastra: AgentRegistry,
     path: str = "/chat/{agent_id}",
@@ -77,6 +88,7 @@ def chat_route(
     send_finish: bool = True,
     send_reasoning: bool = False,
     send_sources: bool = False,
+    send_goals: bool = False,
     heartbeat_ms: float = 15_000,
     on_error: OnErrorFn | None = None,
     message_metadata: MessageMetadataFn | None = None,
@@ -109,7 +121,7 @@ def chat_route(
     async def start(request: Request) -> Response:
         if request.method == "OPTIONS":
             return checks.preflight(request)
-        await checks.admit(request)
+        principal = await checks.admit(request)
         body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
         if not isinstance(body, Mapping):
             raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
@@ -126,11 +138,13 @@ def chat_route(
                 send_finish=send_finish,
                 send_reasoning=send_reasoning,
                 send_sources=send_sources,
+                send_goals=send_goals,
                 on_error=on_error,
                 message_metadata=message_metadata,
                 abort_signal=controller.signal,
                 allow_system_messages=allow_system_messages,
                 include_sub_agent_metadata=include_sub_agent_metadata,
+                owner=owner_key(principal),
             )
         return SSEStreamResponse(
             stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=checks.cors_headers(request)

@@ -312,6 +312,14 @@ class Storage(Protocol):
     async def delete_workflow_snapshot(self, workflow_name: str, run_id: str) -> bool:
         """Delete the snapshot of run `(workflow_name, run_id)`; `False` if there was none."""
 
+    async def compare_and_set_workflow_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, *, expected_status: str
+    ) -> bool:
+        """Replace the snapshot of run `(workflow_name, run_id)` only if the stored one is a JSON
+        object whose `"status"` is `expected_status`; `True` if it was replaced, `False` if there is
+        no such snapshot or its status differs. Atomic against every other writer (one statement),
+        so of several callers racing to claim one snapshot exactly one wins."""
+
     # thread state
     async def get_thread_state(self, thread_id: str, key: str) -> JSONValue | None:
         """The JSON value stored under `(thread_id, key)`, or `None`."""
@@ -618,6 +626,18 @@ class BaseStore(ABC):
         await self._ready()
         return await self._delete_snapshot(workflow_name, run_id)
 
+    async def compare_and_set_workflow_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, *, expected_status: str
+    ) -> bool:
+        """Replace the snapshot of run `(workflow_name, run_id)` only if the stored one is a JSON
+        object whose `"status"` is `expected_status`; `True` if it was replaced, `False` if there is
+        no such snapshot or its status differs. Atomic against every other writer (one statement),
+        so of several callers racing to claim one snapshot exactly one wins."""
+        if not isinstance(expected_status, str):
+            raise TypeError(f"expected_status must be a str, got {type(expected_status).__name__}")
+        await self._ready()
+        return await self._cas_snapshot(workflow_name, run_id, snapshot, expected_status)
+
     # ------------------------------------------------------------------------------- thread state
 
     async def get_thread_state(self, thread_id: str, key: str) -> JSONValue | None:
@@ -695,6 +715,10 @@ class BaseStore(ABC):
     async def _load_snapshot(self, workflow_name: str, run_id: str) -> JSONValue | None: ...
     @abstractmethod
     async def _delete_snapshot(self, workflow_name: str, run_id: str) -> bool: ...
+    @abstractmethod
+    async def _cas_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, expected_status: str
+    ) -> bool: ...
     @abstractmethod
     async def _get_state(self, thread_id: str, key: str) -> JSONValue | None: ...
     @abstractmethod

@@ -211,6 +211,22 @@ class SQLStore(BaseStore):
         sql = f"DELETE FROM {self._t.snapshots} WHERE workflow_name = {ph} AND run_id = {ph}"
         return await self._rowcount("delete_workflow_snapshot", sql, (workflow_name, run_id)) > 0
 
+    _snapshot_status: str = ""
+    """The backend's SQL for the stored snapshot's top-level ``status`` (a JSON text value)."""
+
+    async def _cas_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, expected_status: str
+    ) -> bool:
+        c = self._codec
+        ph = c.ph
+        # One statement: the status test and the write are atomic against every other writer.
+        sql = (
+            f"UPDATE {self._t.snapshots} SET snapshot = {ph}, updated_at = {ph} "
+            f"WHERE workflow_name = {ph} AND run_id = {ph} AND {self._snapshot_status} = {ph}"
+        )
+        params = (c.enc_json(snapshot), c.enc_dt(utc_now()), workflow_name, run_id, expected_status)
+        return await self._rowcount("compare_and_set_workflow_snapshot", sql, params) > 0
+
     # ------------------------------------------------------------------------------- thread state
 
     async def _get_state(self, thread_id: str, key: str) -> JSONValue | None:

@@ -225,6 +225,20 @@ class InMemoryStore(BaseStore):
         with self._lock:
             return self._snapshots.pop((workflow_name, run_id), None) is not None
 
+    async def _cas_snapshot(
+        self, workflow_name: str, run_id: str, snapshot: JSONValue, expected_status: str
+    ) -> bool:
+        value = _copy_json(snapshot)
+        key = (workflow_name, run_id)
+        with self._lock:
+            found = self._snapshots.get(key)
+            current = None if found is None else found.snapshot
+            if not isinstance(current, dict) or current.get("status") != expected_status:
+                return False
+            assert found is not None
+            self._snapshots[key] = msgspec.structs.replace(found, snapshot=value, updated_at=utc_now())
+            return True
+
     # thread state
 
     async def _get_state(self, thread_id: str, key: str) -> JSONValue | None:

@@ -74,6 +74,8 @@ class PostgresStore(SQLStore):
     statements: under concurrent writers exactly one sees the expected status.
     """
 
+    _snapshot_status = "snapshot->>'status'"
+
     def __init__(
         self,
         dsn: str | None = None,

@@ -118,6 +118,8 @@ class SQLiteStore(SQLStore):
     and compare-and-set updates are single `UPDATE ... WHERE status = ?` statements.
     """
 
+    _snapshot_status = "json_extract(snapshot, '$.status')"
+
     def __init__(self, path: str | os.PathLike[str] = ":memory:", *, busy_timeout_ms: int = 10_000) -> None:
         super().__init__(_codec, _T_)
         self.path = os.fspath(path)

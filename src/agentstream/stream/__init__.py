@@ -5,7 +5,17 @@ from __future__ import annotations
 from ._jsregex import JSRegexError, js_regex, parse_js_literal
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
 from ._promise import Delayed
-from ._results import AbortEvent, ErrorEvent, FinishEvent, FullOutput, StepResult, Usage
+from ._results import (
+    AbortEvent,
+    ErrorEvent,
+    FinishEvent,
+    FullOutput,
+    StepResult,
+    TripwireInfo,
+    Usage,
+    add_usage,
+    total_usage,
+)
 from ._segmenter import Segment, Segmenter
 from ._smooth import (
     SmoothStream,
@@ -34,8 +44,10 @@ __all__ = [
     "StepResult",
     "Transform",
     "TransformFactory",
+    "TripwireInfo",
     "UnresolvedResultError",
     "Usage",
+    "add_usage",
     "apply_transforms",
     "check_transform_factories",
     "compose_transforms",
@@ -43,4 +55,5 @@ __all__ = [
     "parse_js_literal",
     "smooth_stream",
     "smooth_stream_factory",
+    "total_usage",
 ]

@@ -45,6 +45,9 @@ from ..chunks import (
     ToolCallSuspended,
     ToolResult,
     Tripwire,
+    chunk_from_dict,
+    chunk_to_dict,
+    to_jsonable,
 )
 from ..chunks import Object as ObjectChunk
 from ._promise import Delayed
@@ -54,6 +57,7 @@ from ._results import (
     FinishEvent,
     FullOutput,
     StepResult,
+    TripwireInfo,
     Usage,
     add_usage,
     final_usage,
@@ -131,6 +135,16 @@ class ModelOutput:
       ``full_stream`` access (not to ``text_stream``, ``object_stream`` or the results).
     * ``has_structured_output`` - whether ``object`` can resolve to a value.
     * ``on_cancel`` - called once when ``aclose`` stops a run that has not ended.
+    * ``result_tripwire`` - asked at ``finish``: a tripwire (Mastra JSON) an output-result
+      processor raised; the results then read ``text ""``, finish reason ``other``.
+    * ``on_suspended`` - awaited with `serialize_state()` when the run suspends
+      (``tool-call-approval`` / ``tool-call-suspended``), before that chunk is delivered: the agent
+      keeps the run there so that a later leg can resume it. If it raises, the run fails.
+
+    A suspended run ends without ``step-finish`` / ``finish``: ``status`` and ``await
+    finish_reason`` are ``"suspended"``, ``await suspend_payload`` is the suspension chunk's
+    payload and ``await resume_schema`` its ``resumeSchema``; ``on_finish`` is not called (the
+    leg that resumes the run calls it).
     """
 
     def __init__(
@@ -147,6 +161,8 @@ class ModelOutput:
         experimental_transform: TransformFactory | Sequence[TransformFactory] | None = None,
         has_structured_output: bool = False,
         on_cancel: Callable[[], object] | None = None,
+        result_tripwire: Callable[[], dict[str, Any] | None] | None = None,
+        on_suspended: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self.run_id = run_id
         self.message_id = message_id
@@ -157,6 +173,7 @@ class ModelOutput:
         self._cb_error = on_error
         self._cb_abort = on_abort
         self._on_cancel = on_cancel
+        self._result_tripwire = result_tripwire
         check_transform_factories(experimental_transform, "experimental_transform")
         self._transforms = experimental_transform
 
@@ -171,7 +188,9 @@ class ModelOutput:
 
         self._status: RunStatus = "running"
         self._error: BaseException | None = None
-        self._tripwire: dict[str, Any] | None = None
+        self._tripwire: TripwireInfo | None = None
+        self._dropped: list[tuple[int, int]] = []
+        """Log ranges of steps a processor rejected: their text is no part of the answer."""
         self._used_fallback_value = False
         self._finish_callback_sent = False
         self._was_suspended = False
@@ -199,6 +218,11 @@ class ModelOutput:
         self._has_object = False
         self._provider_metadata: dict[str, Any] | None = None
         self._response: dict[str, Any] = {}
+        self._on_suspended = on_suspended
+        self._prior_text = ""
+        """Text of the earlier legs of a resumed run (`restore_state`)."""
+        self._prior_step_text = ""
+        """Text the suspended step streamed in the earlier leg (until its ``step-finish``)."""
 
     # ---------------------------------------------------------------- synchronous state
 
@@ -213,8 +237,8 @@ class ModelOutput:
         return self._error
 
     @property
-    def tripwire(self) -> dict[str, Any] | None:
-        """``{reason, retry?, metadata?, processorId?}`` once a processor blocked the run."""
+    def tripwire(self) -> TripwireInfo | None:
+        """Why a processor blocked the run (``reason``, ``retry``, ``metadata``, ``processor_id``), once it did."""
         return self._tripwire
 
     @property
@@ -360,12 +384,15 @@ class ModelOutput:
 
     @property
     def suspend_payload(self) -> Delayed[Any]:
-        """Awaitable: the suspended tool's payload (``None`` when the run did not suspend)."""
+        """Awaitable: the payload of the chunk that suspended the run (Mastra's ``suspendPayload``): a
+        `ToolCallApprovalPayload` or `ToolCallSuspendedPayload` (``tool_call_id``, ``tool_name``,
+        ``args``, ``suspend_payload``, ``resume_schema``); ``None`` when the run did not suspend."""
         return self._results["suspend_payload"]
 
     @property
     def resume_schema(self) -> Delayed[Any]:
-        """Awaitable: the schema of the data that resumes the run (``None`` when it did not suspend)."""
+        """Awaitable: the JSON Schema (a JSON string) of the data that resumes the run (``None`` when
+        it did not suspend, or the suspended tool declares no ``resume_schema``)."""
         return self._results["resume_schema"]
 
     async def consume_stream(self, on_error: Callable[[BaseException], Any] | None = None) -> None:
@@ -476,26 +503,78 @@ class ModelOutput:
 
     # ---------------------------------------------------------------- accounting (spec §3.4)
 
-    async def _on_suspend(self, chunk: ToolCallApproval | ToolCallSuspended) -> None:
+    async def _on_suspend(self, chunk: ToolCallApproval | ToolCallSuspended) -> Any:
+        # The recorded runs win over spec §3.4 here: Mastra does not call onFinish for the
+        # suspended leg; the leg that resumes the run calls it when the run finishes.
         self._status = "suspended"
         self._was_suspended = True
+        if self._on_suspended is not None:
+            try:  # the run is kept before anyone can see the chunk (and try to resume it)
+                await self._on_suspended(self.serialize_state())
+            except Exception as exc:
+                await self._on_error_chunk(
+                    Error(run_id=self.run_id, from_=ChunkFrom.AGENT, payload=_error_payload(exc))
+                )
+                return _STOP
         self._results["suspend_payload"].resolve(chunk.payload)
-        schema = chunk.payload.resume_schema
-        self._results["resume_schema"].resolve(schema)
-        if not self._finish_callback_sent:
-            self._finish_callback_sent = True
-            await self._call(
-                self._cb_finish,
-                self._finish_event(
-                    text="",
-                    finish_reason="suspended",
-                    suspend_reason=chunk.type,
-                    tool_name=chunk.payload.tool_name,
-                    tool_call_id=chunk.payload.tool_call_id,
-                    empty=True,
-                ),
-            )
+        self._results["resume_schema"].resolve(chunk.payload.resume_schema)
         self._emit(chunk)
+        return None
+
+    # ---------------------------------------------------------------- suspend / resume (spec §3.7)
+
+    def serialize_state(self) -> dict[str, Any]:
+        """The accounting so far as JSON data (Mastra's ``serializeState``): what a later leg of the
+        same run needs so that its steps, usage, tool calls and text cover the whole run."""
+        step = self._step
+        return {
+            "steps": [_step_to_json(s) for s in self._steps],
+            "text": self._all_text(),
+            "stepText": self._step_text(),
+            "reasoning": _reasoning_to_json(self._reasoning),
+            "sources": [chunk_to_dict(c) for c in self._sources],
+            "files": [chunk_to_dict(c) for c in self._files],
+            "toolCalls": [chunk_to_dict(c) for c in self._tool_calls],
+            "toolResults": [chunk_to_dict(c) for c in self._tool_results],
+            "step": {
+                "reasoning": _reasoning_to_json(step.reasoning),
+                "sources": [chunk_to_dict(c) for c in step.sources],
+                "files": [chunk_to_dict(c) for c in step.files],
+                "toolCalls": [chunk_to_dict(c) for c in step.tool_calls],
+                "toolResults": [chunk_to_dict(c) for c in step.tool_results],
+            },
+            "warnings": to_jsonable(self._warnings),
+            "request": to_jsonable(self._request),
+            "response": to_jsonable(self._response),
+            "usage": dict(self._usage),
+            "providerMetadata": to_jsonable(self._provider_metadata),
+            "wasSuspended": self._was_suspended,
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Continue the accounting of `serialize_state` (before the first chunk of a resumed leg)."""
+        if self._log or self._steps:
+            raise RuntimeError("restore_state() must be called before the output has seen any chunk")
+        self._steps = [_step_from_json(s) for s in state.get("steps", [])]
+        self._prior_text = str(state.get("text", ""))
+        self._prior_step_text = str(state.get("stepText", ""))
+        self._reasoning = _reasoning_from_json(state.get("reasoning", []))
+        self._sources = [_chunk(d, Source) for d in state.get("sources", [])]
+        self._files = [_chunk(d, File) for d in state.get("files", [])]
+        self._tool_calls = [_chunk(d, ToolCall) for d in state.get("toolCalls", [])]
+        self._tool_results = [_chunk(d, ToolResult) for d in state.get("toolResults", [])]
+        step = state.get("step", {})
+        self._step.reasoning = _reasoning_from_json(step.get("reasoning", []))
+        self._step.sources = [_chunk(d, Source) for d in step.get("sources", [])]
+        self._step.files = [_chunk(d, File) for d in step.get("files", [])]
+        self._step.tool_calls = [_chunk(d, ToolCall) for d in step.get("toolCalls", [])]
+        self._step.tool_results = [_chunk(d, ToolResult) for d in step.get("toolResults", [])]
+        self._warnings = list(state.get("warnings") or [])
+        self._request = dict(state.get("request") or {})
+        self._response = dict(state.get("response") or {})
+        self._usage = dict(state.get("usage") or {})
+        self._provider_metadata = state.get("providerMetadata")
+        self._was_suspended = bool(state.get("wasSuspended", True))
 
     async def _on_abort_chunk(self, chunk: Abort) -> None:
         # The recorded runs show Mastra calls onAbort here and never onFinish for an aborted run.
@@ -611,11 +690,20 @@ class ModelOutput:
         self._step.tool_results.append(chunk)
         self._emit(chunk)
 
-    def _all_text(self) -> str:
-        return _joined_text(self._log, self._replay_start)
+    def _all_text(self, *, dropped: bool = False) -> str:
+        """The text of the run; with ``dropped`` also that of steps a processor rejected."""
+        if dropped or not self._dropped:
+            return self._prior_text + _joined_text(self._log, self._replay_start)
+        parts, start = [], self._replay_start
+        for begin, end in self._dropped:
+            if end > start:
+                parts.append(_joined_text(self._log[:begin], start) if begin > start else "")
+                start = end
+        parts.append(_joined_text(self._log, start))
+        return self._prior_text + "".join(parts)
 
     def _step_text(self) -> str:
-        return _joined_text(self._log, self._step_start)
+        return self._prior_step_text + _joined_text(self._log, self._step_start)
 
     def _reasoning_entry(self, details: dict[str, dict[str, Any]], chunk: Any) -> dict[str, Any]:
         entry = details.get(chunk.payload.id)
@@ -666,9 +754,11 @@ class ModelOutput:
             self._request = request
         step = self._step
         steps_meta = payload.output.get("steps") or []
-        tripwire = next(
-            (s.get("tripwire") for s in steps_meta if isinstance(s, dict) and s.get("tripwire")), None
-        )
+        last_meta = steps_meta[-1] if steps_meta else None
+        trip_data = last_meta.get("tripwire") if isinstance(last_meta, dict) else None
+        tripwire = TripwireInfo.from_data(trip_data) if isinstance(trip_data, dict) else None
+        if tripwire is not None:
+            self._dropped.append((self._step_start, len(self._log)))
         metadata = payload.metadata
         response = {
             "id": payload.id or metadata.get("id") or "",
@@ -702,6 +792,7 @@ class ModelOutput:
         await self._call(self._cb_step_finish, result)
         self._steps.append(result)
         self._step = _StepBuffers()
+        self._prior_step_text = ""
         self._emit(chunk)
         self._step_start = len(self._log)
         if self._truncate_at_step_finish:
@@ -719,6 +810,7 @@ class ModelOutput:
     def _truncate(self) -> None:
         """Forget the run so far for replay and results (Mastra keeps usage, per-step state, object)."""
         self._replay_start = len(self._log)
+        self._prior_text = ""
         self._steps.clear()
         self._reasoning.clear()
         self._sources.clear()
@@ -729,14 +821,15 @@ class ModelOutput:
 
     async def _on_tripwire(self, chunk: Tripwire) -> Any:
         p = chunk.payload
-        tripwire: dict[str, Any] = {"reason": p.reason or "Content blocked"}
-        if p.retry is not None:
-            tripwire["retry"] = p.retry
-        if p.metadata is not msgspec.UNSET:
-            tripwire["metadata"] = p.metadata
-        if p.processor_id is not None:
-            tripwire["processorId"] = p.processor_id
-        self._tripwire = tripwire
+        self._tripwire = TripwireInfo(
+            reason=p.reason or "Content blocked",
+            retry=p.retry,
+            metadata=None if p.metadata is msgspec.UNSET else p.metadata,
+            processor_id=p.processor_id,
+        )
+        # Recorded: the tool calls and results are those of the step the tripwire cut short.
+        self._results["tool_calls"].resolve(list(self._step.tool_calls))
+        self._results["tool_results"].resolve(list(self._step.tool_results))
         self._resolve_all(text=self._all_text(), finish_reason="other")
         self._emit(chunk)
         return _STOP  # Mastra terminates the stream here: nothing after a tripwire is delivered.
@@ -756,10 +849,18 @@ class ModelOutput:
             text = self._steps[-1].text
         else:
             text = self._all_text()
+        if self._steps and self._steps[-1].tripwire is not None and reason == "tripwire":
+            self._tripwire = self._steps[-1].tripwire  # an output-step processor stopped the run
+        # the on_finish event shows the run as streamed; the results what the processors let through
+        event_reason, event_text = reason, self._all_text(dropped=True)
+        blocked = self._result_tripwire() if self._result_tripwire is not None else None
+        if blocked is not None:
+            self._tripwire = TripwireInfo.from_data(blocked)
+            text, reason = "", "other"
         self._resolve_all(text=text, finish_reason=reason)
         if self._steps and not self._finish_callback_sent:
             self._finish_callback_sent = True
-            event = self._finish_event(text=self._all_text(), finish_reason=reason, usage=aggregate)
+            event = self._finish_event(text=event_text, finish_reason=event_reason, usage=aggregate)
             await self._call(self._cb_finish, event)
         self._emit(chunk)
 
@@ -861,6 +962,56 @@ class ModelOutput:
             logger.exception(
                 "agentstream: %s callback raised; the stream goes on", getattr(callback, "__name__", "a")
             )
+
+
+def _chunk(data: dict[str, Any], cls: type[T]) -> T:
+    chunk = chunk_from_dict(data)
+    if not isinstance(chunk, cls):
+        raise ValueError(f"restore_state: expected a {cls.__name__} chunk, got {data.get('type')!r}")
+    return chunk
+
+
+def _reasoning_to_json(details: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {"id": e["id"], "text": "".join(e["text"]), "providerMetadata": to_jsonable(e["provider_metadata"])}
+        for e in details.values()
+    ]
+
+
+def _reasoning_from_json(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {
+        str(e["id"]): {"id": e["id"], "text": [e.get("text", "")], "provider_metadata": e.get("providerMetadata")}
+        for e in items
+    }
+
+
+def _step_to_json(step: StepResult) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in StepResult.__dataclass_fields__:
+        value = getattr(step, name)
+        if name in _STEP_CHUNK_FIELDS:
+            out[name] = [chunk_to_dict(c) for c in value]
+        else:
+            out[name] = to_jsonable(value)
+    return out
+
+
+def _step_from_json(data: dict[str, Any]) -> StepResult:
+    fields: dict[str, Any] = {}
+    for name in StepResult.__dataclass_fields__:
+        if name not in data:
+            continue
+        cls = _STEP_CHUNK_FIELDS.get(name)
+        fields[name] = [_chunk(d, cls) for d in data[name]] if cls is not None else data[name]
+    return StepResult(**fields)
+
+
+_STEP_CHUNK_FIELDS: dict[str, type[Any]] = {
+    "sources": Source,
+    "files": File,
+    "tool_calls": ToolCall,
+    "tool_results": ToolResult,
+}
 
 
 def _joined_text(log: list[Chunk], start: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ __all__ = [
     "FinishEvent",
     "FullOutput",
     "StepResult",
+    "TripwireInfo",
     "Usage",
     "add_usage",
     "final_usage",
@@ -20,6 +22,37 @@ __all__ = [
 ]
 
 Usage = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class TripwireInfo:
+    """Why a processor blocked the run or a step (Mastra's ``StepTripwireData``)."""
+
+    reason: str
+    retry: bool | None = None
+    metadata: Any = None
+    processor_id: str | None = None
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> TripwireInfo:
+        """From Mastra's JSON (``{reason, retry?, metadata?, processorId?}``)."""
+        return cls(
+            reason=str(data.get("reason") or ""),
+            retry=data.get("retry"),
+            metadata=data.get("metadata"),
+            processor_id=data.get("processorId"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Mastra's JSON: absent keys left out."""
+        out: dict[str, Any] = {"reason": self.reason}
+        if self.retry is not None:
+            out["retry"] = self.retry
+        if self.metadata is not None:
+            out["metadata"] = self.metadata
+        if self.processor_id is not None:
+            out["processorId"] = self.processor_id
+        return out
 """``LanguageModelUsage`` as on the wire: ``inputTokens``, ``outputTokens``, ``totalTokens``,
 ``reasoningTokens``, ``cachedInputTokens``, ... (absent when unknown) and ``raw``."""
 
@@ -89,7 +122,7 @@ class StepResult:
     request: dict[str, Any]
     response: dict[str, Any]
     provider_metadata: dict[str, Any] | None = None
-    tripwire: dict[str, Any] | None = None
+    tripwire: TripwireInfo | None = None
     content: list[dict[str, Any]] = field(default_factory=list)
     """Assistant content of the step in AI SDK message form (text, reasoning, tool-call, tool-result parts)."""
 
@@ -180,7 +213,7 @@ class FullOutput:
     object: Any
     used_fallback_value: bool
     error: BaseException | None
-    tripwire: dict[str, Any] | None
+    tripwire: TripwireInfo | None
     run_id: str
     suspend_payload: Any = None
     resume_schema: str | None = None

@@ -16,6 +16,7 @@ from ._schema import (
     json_schema_of,
     validate_value,
 )
+from ._suspend import ToolSuspended
 from ._tool import Tool, ToolContext, ToolInputValidationError, ToolWriter, tool
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "ToolContext",
     "ToolErrorMask",
     "ToolInputValidationError",
+    "ToolSuspended",
     "ToolWriter",
     "ValidationOutcome",
     "compile_schema",

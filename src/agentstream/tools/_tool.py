@@ -8,7 +8,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, get_args, get_origin, get_type_hints, overload
+from typing import Annotated, Any, NoReturn, get_args, get_origin, get_type_hints, overload
 
 import pydantic
 from pydantic.fields import FieldInfo
@@ -36,6 +36,7 @@ from ._schema import (
     issues_tree,
     json_schema_of,
 )
+from ._suspend import ToolSuspended
 
 __all__ = ["Tool", "ToolContext", "ToolWriter", "tool"]
 
@@ -119,17 +120,23 @@ class ToolContext:
     writer: ToolWriter
     messages: list[dict[str, Any]] = field(default_factory=list)
     """The prompt of the model call that asked for this tool (V2 prompt messages)."""
+    resume_data: Any = None
+    """What `agent.resume_stream(resume_data, ...)` passed (validated against the tool's
+    ``resume_schema``); ``None`` on the first run of the call."""
 
-    async def suspend(self, payload: Any = None) -> Any:
-        """Suspend waiting for input. Works when the tool runs as a background task (the task becomes
-        ``suspended``; ``mastra.background_task_manager.resume(task_id, data)`` re-runs it with
-        ``context.resume_data``); suspending a foreground run (``tool-call-suspended``) is not
-        available yet."""
-        raise NotImplementedError(
-            "ToolContext.suspend() works only for tools running as background tasks "
-            "(Tool(background={'enabled': True}) under Mastra(background_tasks=...)); suspending a "
-            "foreground run (tool-call-suspended / resumeStream) is not implemented yet"
-        )
+    @property
+    def is_resumed(self) -> bool:
+        """Whether this execution resumes a suspended call (`resume_data` was given)."""
+        return self.resume_data is not None
+
+    async def suspend(self, payload: Any = None) -> NoReturn:
+        """Suspend the run, waiting for input: ``return await context.suspend(payload)``.
+
+        The step's stream ends with ``tool-call-suspended`` (``payload`` as ``suspendPayload``) and
+        the run is kept (in the agent's storage) until `agent.resume_stream(resume_data, run_id=...)`
+        runs this tool again from the start with `resume_data` set. It does not return.
+        """
+        raise ToolSuspended(payload)
 
 
 class ToolInputValidationError(ValueError):
@@ -155,6 +162,13 @@ class Tool:
     ``ToolBackgroundConfig`` (normalised to one). It only matters when
     the agent runs with a background-task manager (``Mastra(background_tasks=...)``); without one
     the tool runs inline.
+
+    Human in the loop: ``require_approval=True`` stops the run at every call of this tool with a
+    ``tool-call-approval`` chunk until `agent.approve_tool_call` / `agent.decline_tool_call`.
+    ``suspend_schema`` / ``resume_schema`` (JSON Schema dicts or pydantic models) describe what
+    ``context.suspend(payload)`` sends and what `agent.resume_stream` must pass back (the resume
+    data is validated against ``resume_schema``). A tool that needs approval or declares either
+    schema runs its step's tool calls one at a time.
     """
 
     id: str
@@ -168,6 +182,12 @@ class Tool:
     """Mastra's ``toModelOutput``: what the model is shown of a result (an AI SDK tool-result
     ``output``, e.g. ``{"type": "text", "value": ...}``) when that is not the whole result; it rides
     on the ``tool-result`` chunk as ``providerMetadata.mastra.modelOutput``."""
+    require_approval: bool = False
+    """Every call waits for `agent.approve_tool_call` / `decline_tool_call` before it runs."""
+    suspend_schema: Schema | None = None
+    """What the tool passes to ``context.suspend(payload)`` (documentation for clients)."""
+    resume_schema: Schema | None = None
+    """What `agent.resume_stream(resume_data, ...)` must pass; the resume data is validated."""
 
     def __post_init__(self) -> None:
         if not self.id:
@@ -178,6 +198,20 @@ class Tool:
         self._input_check = _compiled(self.id, "input_schema", self.input_schema)
         self._output_check = (
             None if self.output_schema is None else _compiled(self.id, "output_schema", self.output_schema)
+        )
+        if not isinstance(self.require_approval, bool):
+            raise TypeError(
+                f"tool {self.id!r}: require_approval must be True or False, got {self.require_approval!r}"
+            )
+        for name in ("suspend_schema", "resume_schema"):
+            value = getattr(self, name)
+            if value is not None and not _is_schema(value):
+                raise TypeError(
+                    f"tool {self.id!r}: {name} must be a JSON Schema dict or a pydantic model, "
+                    f"got {type(value).__name__}"
+                )
+        self._resume_check = (
+            None if self.resume_schema is None else _compiled(self.id, "resume_schema", self.resume_schema)
         )
         self._is_async = inspect.iscoroutinefunction(self.execute) or inspect.iscoroutinefunction(
             getattr(self.execute, "__call__", None)  # noqa: B004
@@ -191,6 +225,33 @@ class Tool:
             "description": self.description,
             "inputSchema": json_schema_of(self.input_schema),
         }
+
+    @property
+    def may_suspend(self) -> bool:
+        """Whether a call of this tool may stop the run (it needs approval or declares a suspend or
+        resume schema): such tools force tool-call concurrency 1."""
+        return self.require_approval or self.suspend_schema is not None or self.resume_schema is not None
+
+    def resume_schema_json(self) -> str | None:
+        """The ``resume_schema`` as the compact JSON string chunks carry (``None`` without one)."""
+        if self.resume_schema is None:
+            return None
+        return json.dumps(json_schema_of(self.resume_schema), separators=(",", ":"), ensure_ascii=False)
+
+    def validate_resume_data(self, data: Any) -> Any:
+        """``data`` validated against ``resume_schema`` (as is without one).
+
+        Raises `ToolInputValidationError` naming each offending field.
+        """
+        if self._resume_check is None:
+            return data
+        outcome = self._resume_check.validate(data)
+        if not outcome.ok:
+            raise ToolInputValidationError(
+                f"resume data for tool {self.id!r} does not match its resume_schema:\n"
+                f"{format_issues(outcome.issues)}"
+            )
+        return outcome.value
 
     def validation_error(self, args: Any) -> tuple[Any, dict[str, Any] | None]:
         """``(parsed_input, None)`` or ``(args, error_result)`` with Mastra's validation-error result."""
@@ -224,6 +285,12 @@ class Tool:
         return to_jsonable(result)
 
 
+def _is_schema(value: Any) -> bool:
+    if isinstance(value, (dict, pydantic.TypeAdapter)):
+        return True
+    return isinstance(value, type) and issubclass(value, pydantic.BaseModel)
+
+
 def _compiled(tool_id: str, name: str, schema: Schema) -> CompiledSchema:
     try:
         return compile_schema(schema)
@@ -252,6 +319,9 @@ def tool(
     id: str | None = None,
     description: str | None = None,
     background: Any = None,
+    require_approval: bool = False,
+    suspend_schema: Schema | None = None,
+    resume_schema: Schema | None = None,
 ) -> Tool: ...
 
 
@@ -262,6 +332,9 @@ def tool(
     id: str | None = None,
     description: str | None = None,
     background: Any = None,
+    require_approval: bool = False,
+    suspend_schema: Schema | None = None,
+    resume_schema: Schema | None = None,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -271,6 +344,9 @@ def tool(
     id: str | None = None,
     description: str | None = None,
     background: Any = None,
+    require_approval: bool = False,
+    suspend_schema: Schema | None = None,
+    resume_schema: Schema | None = None,
 ) -> Any:
     """Build a ``Tool`` from a type-hinted function (sync or async).
 
@@ -280,7 +356,8 @@ def tool(
     ``:param x:`` style) gets that text as its ``description`` in the JSON Schema the model sees,
     unless its ``Field(description=...)`` already gives one.
     ``background`` is the tool's background-task config (see ``Tool``), e.g.
-    ``@tool(background={"enabled": True, "timeout_ms": 60_000})``.
+    ``@tool(background={"enabled": True, "timeout_ms": 60_000})``. ``require_approval``,
+    ``suspend_schema`` and ``resume_schema`` are the `Tool` fields of the same names.
     """
 
     def build(func: Callable[..., Any]) -> Tool:
@@ -326,6 +403,9 @@ def tool(
             input_schema=model,
             execute=execute,
             background=background,
+            require_approval=require_approval,
+            suspend_schema=suspend_schema,
+            resume_schema=resume_schema,
         )
 
     if fn is not None:

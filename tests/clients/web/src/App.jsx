@@ -3,6 +3,7 @@
 // and `window.chatProbe` mirrors useChat's state, so the check reads what useChat holds, not a
 // re-parse of the page.
 import { useChat } from '@ai-sdk/react';
+import { lastAssistantMessageIsCompleteWithApprovalResponses } from 'ai';
 import { useEffect, useRef, useState } from 'react';
 
 const toolName = part => (part.type === 'dynamic-tool' ? part.toolName : part.type.slice('tool-'.length));
@@ -12,7 +13,24 @@ function Json({ value }) {
   return <pre className="json">{JSON.stringify(value, null, 2)}</pre>;
 }
 
-function ToolPart({ part }) {
+// A tool call waiting for approval: answered with addToolApprovalResponse; useChat then sends the
+// follow-up by itself (sendAutomaticallyWhen), which the server resumes into this message.
+function Approval({ part, respond }) {
+  if (part.state !== 'approval-requested') return null;
+  const answer = approved => respond({ id: part.approval.id, approved, ...(approved ? {} : { reason: 'denied on the page' }) });
+  return (
+    <div className="approval">
+      <button type="button" className="approve" onClick={() => answer(true)}>
+        Approve
+      </button>{' '}
+      <button type="button" className="deny" onClick={() => answer(false)}>
+        Deny
+      </button>
+    </div>
+  );
+}
+
+function ToolPart({ part, respond }) {
   return (
     <div className="tool">
       <div className="tool-head">
@@ -21,11 +39,12 @@ function ToolPart({ part }) {
       {part.input !== undefined && <Json value={part.input} />}
       {part.output !== undefined && <Json value={part.output} />}
       {part.errorText !== undefined && <div className="tool-error">{part.errorText}</div>}
+      <Approval part={part} respond={respond} />
     </div>
   );
 }
 
-function PartView({ part }) {
+function PartView({ part, respond }) {
   const attrs = { 'data-part-type': part.type, 'data-state': part.state ?? '' };
   if (part.type === 'text') return <p className="text" {...attrs}>{part.text}</p>;
   if (part.type === 'reasoning') {
@@ -40,7 +59,7 @@ function PartView({ part }) {
   if (isTool(part)) {
     return (
       <div {...attrs} data-tool-name={toolName(part)}>
-        <ToolPart part={part} />
+        <ToolPart part={part} respond={respond} />
       </div>
     );
   }
@@ -63,7 +82,8 @@ export function App() {
   const [draft, setDraft] = useState('');
   const history = useRef([]);
   const [finished, setFinished] = useState([]);
-  const { messages, sendMessage, status, error } = useChat({
+  const { messages, sendMessage, status, error, addToolApprovalResponse } = useChat({
+    sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     // Once per request, after the status settled: the check waits for the n-th one.
     onFinish: ({ isAbort, isDisconnect, isError, finishReason }) =>
       setFinished(all => [...all, { isAbort, isDisconnect, isError, finishReason }]),
@@ -99,7 +119,7 @@ export function App() {
             <div className="role">{message.role}</div>
             <div className="parts">
               {message.parts.map((part, i) => (
-                <PartView key={i} part={part} />
+                <PartView key={i} part={part} respond={addToolApprovalResponse} />
               ))}
             </div>
           </article>
