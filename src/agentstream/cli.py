@@ -21,7 +21,7 @@ from ._cli import Parser, report
 
 __all__ = ["main"]
 
-SUBCOMMANDS = ("run", "serve", "smooth", "to_ui", "workflow")
+SUBCOMMANDS = ("run", "serve", "smooth", "to_ui", "worker", "workflow")
 
 
 def build_parser() -> argparse.ArgumentParser:

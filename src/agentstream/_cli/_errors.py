@@ -26,6 +26,8 @@ EXTRAS = {
     "psycopg": "postgres",
     "psycopg_pool": "postgres",
     "redis": "redis",
+    "dbos": "durable",
+    "sqlalchemy": "durable",
 }
 """Top-level module → the ``agentstream`` extra that installs it."""
 

@@ -1,0 +1,177 @@
+"""The worker side: a DBOS process that dequeues background tasks and runs their tools durably."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import os
+import socket
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ParamSpec, TypeVar, cast
+
+from dbos import DBOS, DBOSConfig
+
+from .._abort import AbortController
+from ..background import BackgroundTaskContext, TaskSuspended
+from ..chunks import Chunk, chunk_to_dict, to_jsonable
+from ..tools import Tool, ToolWriter
+from ._leases import ExecutorLeases
+from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
+
+__all__ = ["DurableWorker", "step"]
+
+_log = logging.getLogger("agentstream.durable")
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# A partitioned queue needs a limit per partition; "no per-agent limit" is one no deployment reaches.
+_UNLIMITED = 2**31 - 1
+_tools: dict[str, Any] = {}
+_pending: contextvars.ContextVar[list[Chunk]] = contextvars.ContextVar("agentstream_durable_pending")
+
+
+async def _flush() -> None:
+    """Write the chunks the tool emitted since the last flush to the workflow's stream.
+
+    Flushed only at deterministic points (before each step, at the end) so a replay after a crash
+    reaches the same DBOS operation ids and does not write them twice."""
+    pending = _pending.get(None)
+    while pending:
+        await DBOS.write_stream_async(CHUNKS_STREAM, chunk_to_dict(pending.pop(0)))
+
+
+async def step(func: Callable[P, Awaitable[R]] | Callable[P, R], *args: Any, name: str | None = None) -> R:
+    """Run `func(*args)` as a checkpointed step of the durable task it is called from.
+
+    A step that completed is never run again: after a worker crash, the task restarts on another
+    worker and each completed step returns its recorded result. Code between steps runs again, so
+    side effects belong in steps. Outside a durable task (an in-process manager) it just calls `func`.
+    """
+    if _pending.get(None) is None:
+        result: Any = cast(Any, func)(*args)
+        return cast(R, await result if isinstance(result, Awaitable) else result)
+    await _flush()
+    options: dict[str, Any] = {"name": name} if name else {}
+    return cast(R, await DBOS.run_step_async(cast(Any, options), cast(Any, func), *args))
+
+
+async def _execute(executor: Any, spec: TaskSpec, context: BackgroundTaskContext) -> Any:
+    if isinstance(executor, Tool):
+        parsed, error = executor.validation_error(spec["args"])
+        if error is not None:
+            return error
+        return await executor.run(parsed, cast(Any, context))
+    result = executor(spec["args"], context)
+    return await result if isinstance(result, Awaitable) else result
+
+
+@DBOS.workflow(name=WORKFLOW_NAME)
+async def _background_task(spec: TaskSpec) -> Outcome:
+    pending: list[Chunk] = []
+    _pending.set(pending)
+    executor = _tools.get(spec["tool_name"])
+    if executor is None:
+        known = ", ".join(sorted(_tools)) or "none"
+        error = f"tool {spec['tool_name']!r} is not registered on this worker (registered: {known})"
+        return Outcome(status="failed", result=None, error=error, suspend_payload=None)
+    writer = ToolWriter(
+        pending.append, run_id=spec["run_id"], tool_call_id=spec["tool_call_id"], tool_name=spec["tool_name"]
+    )
+    context = BackgroundTaskContext(
+        task_id=spec["task_id"],
+        run_id=spec["run_id"],
+        tool_call_id=spec["tool_call_id"],
+        tool_name=spec["tool_name"],
+        agent_id=spec["agent_id"],
+        abort_signal=AbortController().signal,
+        writer=writer,
+        thread_id=spec["thread_id"],
+        resource_id=spec["resource_id"],
+        resume_data=spec["resume_data"],
+        retry_count=spec["retry_count"],
+    )
+    try:
+        outcome = Outcome(
+            status="completed",
+            result=to_jsonable(await _execute(executor, spec, context)),
+            error=None,
+            suspend_payload=None,
+        )
+    except TaskSuspended as suspended:
+        outcome = Outcome(
+            status="suspended", result=None, error=None, suspend_payload=to_jsonable(suspended.payload)
+        )
+    except Exception as exc:
+        outcome = Outcome(
+            status="failed", result=None, error=f"{type(exc).__name__}: {exc}", suspend_payload=None
+        )
+    await _flush()
+    await DBOS.close_stream_async(CHUNKS_STREAM)
+    return outcome
+
+
+@dataclass
+class DurableWorker:
+    """One worker process: runs the tools in `tools` for tasks any server enqueued.
+
+    Limits hold across every worker on the database: at most `global_concurrency` tasks run at once
+    in all, and at most `per_agent_concurrency` of one agent (DBOS queue partitions, keyed by agent
+    id); `worker_concurrency` bounds this process. Each worker holds a lease renewed every
+    `lease_sec / 3`; a worker whose lease expired (killed, partitioned) has its unfinished tasks
+    re-enqueued by whichever live worker notices first, and they resume after their last completed
+    step.
+    """
+
+    database_url: str
+    tools: Mapping[str, Any]
+    global_concurrency: int | None = None
+    per_agent_concurrency: int | None = None
+    worker_concurrency: int | None = None
+    polling_interval_sec: float = 0.1
+    lease_sec: float = 30.0
+    executor_id: str = field(
+        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    )
+    _leases: ExecutorLeases | None = field(default=None, init=False, repr=False)
+
+    def launch(self) -> None:
+        """Connect, register the queue (its limits are stored; the last worker launched wins), start."""
+        _tools.clear()
+        _tools.update(self.tools)
+        config: DBOSConfig = {
+            "name": "agentstream",
+            "system_database_url": self.database_url,
+            "executor_id": self.executor_id,
+            "application_version": "agentstream-durable-1",
+            "notification_listener_polling_interval_sec": 0.05,
+        }
+        DBOS(config=config)
+        try:
+            DBOS.launch()
+            DBOS.register_queue(
+                QUEUE_NAME,
+                global_concurrency=self.global_concurrency,
+                worker_concurrency=self.worker_concurrency,
+                # DBOS requires partition <= global; no per-agent limit means "up to the global one".
+                partition_concurrency=self.per_agent_concurrency or self.global_concurrency or _UNLIMITED,
+                polling_interval_sec=self.polling_interval_sec,
+                on_conflict="always_update",
+            )
+        except BaseException:
+            DBOS.destroy(workflow_completion_timeout_sec=0)
+            raise
+        self._leases = ExecutorLeases(self.database_url, self.executor_id, self.lease_sec, _recover)
+        self._leases.start()
+        _log.info("worker %s started (tools: %s)", self.executor_id, ", ".join(sorted(self.tools)))
+
+    def shutdown(self) -> None:
+        """Stop taking tasks and give up the lease, so the others take over this worker's tasks at once."""
+        if self._leases is not None:
+            self._leases.stop(release=True)
+        DBOS.destroy(workflow_completion_timeout_sec=0)
+
+
+def _recover(executor_id: str) -> int:
+    return len(DBOS._recover_pending_workflows([executor_id]))

@@ -1,0 +1,94 @@
+"""Real worker processes on a fresh PostgreSQL database per test (scripts/postgres.sh's server)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("dbos")
+
+from tests.background.conftest import pg_dsn, pg_reachable
+
+__all__ = ["pg_dsn"]
+
+ROOT = Path(__file__).resolve().parents[2]
+_ = pg_reachable
+
+
+@pytest.fixture
+def durable_db(pg_dsn: str) -> Iterator[str]:
+    """A database of its own: the DBOS system tables, the queue and the worker leases of one test."""
+    import psycopg
+
+    name = f"durable_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = pg_dsn.rpartition("/")
+    yield f"{base}/{name}"
+    with psycopg.connect(pg_dsn, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+class Workers:
+    """Starts `agentstream worker` processes; each is stopped (SIGTERM, then SIGKILL) at teardown."""
+
+    def __init__(self, url: str, tmp: Path) -> None:
+        self.url = url
+        self.tmp = tmp
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+        log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "agentstream",
+                "worker",
+                "tests.durable._app:tools",
+                "--database-url",
+                self.url,
+                "--poll-sec",
+                "0.05",
+                *extra,
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@pytest.fixture
+def workers(durable_db: str, tmp_path: Path) -> Iterator[Workers]:
+    pool = Workers(durable_db, tmp_path)
+    yield pool
+    pool.stop_all()
+
+
+def read_lines(path: Path) -> list[str]:
+    return path.read_text().split("\n")[:-1] if path.exists() else []
+
+
+WaitFor = Callable[[Callable[[], bool]], None]
