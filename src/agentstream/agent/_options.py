@@ -41,8 +41,11 @@ class MemoryOptions(TypedDict, total=False):
     resource: str
 
 
-class TurnOptions(TypedDict, total=False):
-    """The options of one turn (``generate()`` takes exactly these)."""
+class ResumeOptions(TypedDict, total=False):
+    """The options of a leg that resumes a suspended run (`Agent.approve_tool_call`,
+    ``decline_tool_call``, ``resume_stream``): a turn's options without ``run_id``, instructions,
+    processors and completion checks (the run's own JSON options are kept with it; callbacks and
+    callables are given per leg). `TurnOptions` adds the rest."""
 
     max_steps: int
     stop_when: StopCondition | Sequence[StopCondition]
@@ -62,12 +65,20 @@ class TurnOptions(TypedDict, total=False):
     active_tools: list[str]
     model_settings: ModelSettings
     tool_call_concurrency: int | Mapping[str, int]
-    run_id: str
     clock: Callable[[], float]
     """``() -> milliseconds`` for timestamps (inject a fake clock's ``now_ms`` in tests)."""
     sleep: Callable[[float], Awaitable[None]]
     """How the run waits (timeouts, the rate-limit pause); inject a fake clock's ``sleep`` in tests."""
     memory: MemoryOptions
+    require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
+    """``True``: every tool call waits for approval; a callable ``(tool_name, args) -> bool`` (may
+    be async) decides per call. The run ends suspended on ``tool-call-approval``."""
+
+
+class TurnOptions(ResumeOptions, total=False):
+    """The options of one turn (``generate()`` takes exactly these)."""
+
+    run_id: str
     instructions: str
     """This run's instructions in place of the agent's own (Mastra's ``instructions`` option)."""
     input_processors: Sequence[Processor]
@@ -80,39 +91,9 @@ class TurnOptions(TypedDict, total=False):
     """Processor retries allowed (``None``: none for input/output; 3 for API errors with error processors)."""
     is_task_complete: IsTaskCompleteConfig | Mapping[str, Any]
     """``{"scorers": [...], "strategy": "all" | "any", ...}``: keep going until the scorers pass."""
-    require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
-    """``True``: every tool call waits for approval; a callable ``(tool_name, args) -> bool`` (may
-    be async) decides per call. The run ends suspended on ``tool-call-approval``."""
     auto_resume_suspended_tools: bool
     """With ``memory``: a new user message in a thread whose run is suspended answers the pending
     approval or suspension (resume data generated from the conversation) instead of starting over."""
-
-
-class ResumeOptions(TypedDict, total=False):
-    """The options of a leg that resumes a suspended run (`Agent.approve_tool_call`,
-    ``decline_tool_call``, ``resume_stream``): the run's options without ``run_id`` (the run's own
-    JSON options are kept with it; callbacks and callables are given per leg)."""
-
-    max_steps: int
-    stop_when: StopCondition | Sequence[StopCondition]
-    on_chunk: Callable[[Chunk], Awaitable[None] | None]
-    on_step_finish: Callable[[StepResult], Awaitable[None] | None]
-    on_finish: Callable[[FinishEvent], Awaitable[None] | None]
-    on_error: Callable[[ErrorEvent], Awaitable[None] | None]
-    on_abort: Callable[[AbortEvent], Awaitable[None] | None]
-    on_tool_error: ToolErrorMask
-    abort_signal: AbortSignal
-    structured_output: StructuredOutputConfig | Mapping[str, Any] | type[Any]
-    experimental_transform: TransformFactory | Sequence[TransformFactory]
-    include_raw_chunks: bool
-    tool_choice: Literal["auto", "none", "required"] | str | Mapping[str, Any]
-    active_tools: list[str]
-    model_settings: ModelSettings
-    tool_call_concurrency: int | Mapping[str, int]
-    clock: Callable[[], float]
-    sleep: Callable[[float], Awaitable[None]]
-    memory: MemoryOptions
-    require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
 
 
 class StreamOptions(TurnOptions, total=False):
