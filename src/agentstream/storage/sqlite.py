@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -57,6 +58,28 @@ def _transaction(conn: sqlite3.Connection) -> Iterator[None]:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def _enable_wal(conn: sqlite3.Connection, busy_timeout_ms: float) -> None:
+    """Switch the file to WAL, retrying while other connections race to do the same.
+
+    The switch needs an exclusive lock, and SQLite answers "database is locked" at once instead of
+    calling the busy handler when another connection holds any lock, so several processes opening a
+    new file together would fail without this loop. A file already in WAL is left alone.
+    """
+    deadline = time.monotonic() + busy_timeout_ms / 1000
+    pause = 0.005
+    while True:
+        try:
+            if conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal":
+                return
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _is_busy(exc: sqlite3.OperationalError) -> bool:
@@ -185,9 +208,7 @@ class SQLiteStore(SQLStore):
                     conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms)}")
                     conn.execute("PRAGMA foreign_keys = ON")
                     if self.path != ":memory:" and not self.path.startswith("file::memory:"):
-                        # Switching to WAL needs an exclusive lock; a file already in WAL is left alone.
-                        if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                            conn.execute("PRAGMA journal_mode = WAL")
+                        _enable_wal(conn, self.busy_timeout_ms)
                         conn.execute("PRAGMA synchronous = NORMAL")
                     apply_migrations(conn, self._migrations)
             except BaseException:
