@@ -266,3 +266,25 @@ def test_command_line_mistakes(argv: list[str], message: str, tmp_path: Path) ->
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+async def test_a_new_answer_for_the_chat_cancels_the_turn_running_on_a_worker(
+    workers: Workers, redis_url: str
+) -> None:
+    chat_worker(workers, redis_url)
+    first_request = body("Weather?")
+    with server(workers, redis_url) as base, httpx.Client(timeout=60) as client:
+        with client.stream("POST", f"{base}/api/chat/gated", json=first_request) as first:
+            payloads: list[str] = []
+            for payload in frames(first.iter_lines()):
+                payloads.append(payload)
+                if FIRST[-1] in payload:
+                    # The gate stays shut: only the cancellation can end this answer.
+                    second_request = body("What's the weather in Berlin?", first_request["id"])
+                    second = client.post(f"{base}/api/chat/demo", json=second_request)
+                    assert second.status_code == 200 and '"type":"finish"' in second.text
+    kinds = [json.loads(p)["type"] for p in payloads[:-1]]
+    assert payloads[-1] == "[DONE]" and "abort" in kinds
+    assert not any(REST[0] in p for p in payloads)
+    statuses = sorted(status for _, status, _, _ in workflow_rows(workers.url))
+    assert statuses == ["CANCELLED", "SUCCESS"]
