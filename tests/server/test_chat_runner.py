@@ -197,3 +197,22 @@ async def test_a_rerun_after_a_crash_continues_where_the_first_stopped() -> None
     rerun = [json.loads(c) async for c in store.read(stream_id)]
     # The first worker's chunks (its start's message id too) stay; the rest follow, none twice.
     assert rerun == full
+
+
+async def test_another_user_cannot_cancel_or_take_over_a_chats_running_turn() -> None:
+    from agentstream.server._resume import stream_owner
+    from agentstream.server._route import owner_key
+
+    store = MemoryStreamStore()
+    runner = LocalRunner(Mastra(agents={"demo": demo_agent()}), store)
+
+    async def auth(request: Request) -> object:
+        return {"id": request.headers["x-user"]}
+
+    running = await store.start("chat-1", owner=stream_owner(owner_key({"id": "alice"})))
+    async with client(stream_store=store, runner=runner, guard=RequestGuard(auth=auth)) as app:
+        answer = await app.post("/chat/demo", json=request(), headers={"x-user": "mallory"})
+    assert answer.status_code == 403 and answer.json()["error"]["path"] == "id"
+    assert runner.cancelled == [] and runner.turns == []
+    found = await store.active("chat-1")
+    assert found is not None and found.stream_id == running
