@@ -17,6 +17,7 @@ from ._chat import (
     MAX_ID_LENGTH,
     AgentRegistry,
     ChatRequestError,
+    check_chat_request,
     handle_chat_stream,
     parse_json_body,
 )
@@ -40,6 +41,7 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
+from ._turn import run_chat_turn, write_chunks
 from ._workflow import WorkflowRegistry, WorkflowUIChunkConverter, handle_workflow_stream
 
 if TYPE_CHECKING:
@@ -65,6 +67,7 @@ __all__ = [
     "WorkflowRegistry",
     "WorkflowUIChunkConverter",
     "assert_valid_heartbeat_ms",
+    "check_chat_request",
     "check_transform_factories",
     "convert_ui_messages",
     "create_ui_message_stream_response",
@@ -76,9 +79,11 @@ __all__ = [
     "handle_workflow_stream",
     "parse_chat_request",
     "parse_json_body",
+    "run_chat_turn",
     "smooth_stream",
     "to_ai_sdk_stream",
     "validate_ui_messages",
+    "write_chunks",
 ]
 
 
