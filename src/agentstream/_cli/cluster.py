@@ -202,8 +202,12 @@ class _Child:
     def pid(self) -> int:
         return self.process.pid if self.process is not None else 0
 
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode if self.process is not None else None
+
     def describe_exit(self) -> str:
-        code = self.process.returncode if self.process is not None else None
+        code = self.returncode
         if code is not None and code < 0:
             with contextlib.suppress(ValueError):
                 return f"was killed by {signal.Signals(-code).name}"
@@ -332,12 +336,14 @@ async def _started(children: list[_Child], timeout: float, stop: asyncio.Event) 
         dead = next((task.result() for task in deaths if task in done), None)
         if dead is not None:
             said = f": {dead.last_line}" if dead.last_line else ""
-            raise CLIError(f"{dead.name} {dead.describe_exit()} while starting{said} (log: {dead.log})")
+            error = UsageError if dead.returncode == 2 else CLIError  # its command line is ours: --app, …
+            raise error(f"{dead.name} {dead.describe_exit()} while starting{said} (log: {dead.log})")
         late = next(c for c in children if not c.ready.is_set())
         raise CLIError(f"{late.name} was not ready after {timeout:g} s (log: {late.log})")
     finally:
         for task in [*waits, *watched]:
             task.cancel()
+        await asyncio.gather(*waits, *watched, return_exceptions=True)
 
 
 async def _supervise(children: list[_Child], stop: asyncio.Event) -> int:
