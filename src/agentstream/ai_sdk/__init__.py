@@ -17,6 +17,7 @@ from ._chat import (
     MAX_ID_LENGTH,
     AgentRegistry,
     ChatRequestError,
+    check_chat_request,
     handle_chat_stream,
     parse_json_body,
 )
@@ -65,6 +66,7 @@ __all__ = [
     "WorkflowRegistry",
     "WorkflowUIChunkConverter",
     "assert_valid_heartbeat_ms",
+    "check_chat_request",
     "check_transform_factories",
     "convert_ui_messages",
     "create_ui_message_stream_response",
