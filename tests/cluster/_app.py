@@ -70,10 +70,3 @@ class GatedModel:
 
 
 mastra = Mastra(agents={"chat": Agent(id="chat", instructions="Answer.", model=GatedModel())})
-
-
-async def _unused(args: dict[str, Any], context: Any) -> str:
-    return "unused"
-
-
-tools = {"unused": _unused}  # `agentstream worker` needs one until it runs chat turns

@@ -21,14 +21,11 @@ from typing import Any
 
 import httpx
 
-import agentstream.durable
-
 from ._app import answer
 from .conftest import start_cluster
 
 CHATS = 300
 HANG_S = int(os.environ.get("HANG", 300))  # a hang guard, not an assertion on speed
-TURNS_ON_WORKERS = hasattr(agentstream.durable, "DurableChat")
 
 
 @dataclass
@@ -67,7 +64,9 @@ async def _converse(client: httpx.AsyncClient, chat: Chat, urls: list[str]) -> N
     body = {
         "id": chat.id,
         "trigger": "submit-message",
-        "messages": [{"id": f"u-{chat.id}", "role": "user", "parts": [{"type": "text", "text": chat.question}]}],
+        "messages": [
+            {"id": f"u-{chat.id}", "role": "user", "parts": [{"type": "text", "text": chat.question}]}
+        ],
     }
     try:
         async with client.stream("POST", f"{urls[chat.home]}/api/chat", json=body) as response:
@@ -113,17 +112,17 @@ async def test_300_chats_survive_a_killed_worker_and_a_killed_server(
     cluster = start_cluster(
         tmp_path,
         "--app", "tests.cluster._app:mastra",
-        "--tools", "tests.cluster._app:tools",
         "--database-url", durable_db,
         "--redis-url", redis_url,
-        "--serve-arg=--no-smooth",
+        "--worker-arg=--no-smooth",
         "--worker-arg=--lease-sec=3",
         "--worker-arg=--poll-sec=0.05",
         env=cluster_env,
     )  # fmt: skip
     try:
         urls = [url for url, _ in cluster.servers.values()]
-        (_, dead_server), (dead_worker, survivor) = list(cluster.servers.values())[0], list(cluster.workers.values())
+        dead_server = cluster.servers["server 1"][1]  # its clients are the chats with home 0
+        dead_worker, survivor = cluster.workers["worker 1"], cluster.workers["worker 2"]
         run = os.urandom(4).hex()
         chats = [Chat(f"load-{run}-{i}", f"question {i} of run {run}", i % 2) for i in range(CHATS)]
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
@@ -132,10 +131,9 @@ async def test_300_chats_survive_a_killed_worker_and_a_killed_server(
             try:
                 await _wait("every answer to be half-way", [c.half_way for c in chats], chats)
                 os.kill(dead_worker, signal.SIGKILL)
-                if TURNS_ON_WORKERS:
-                    os.kill(dead_server, signal.SIGKILL)
-                    orphans = [c.resumed for c in chats if c.home == 0]
-                    await _wait("the killed server's clients to resume", orphans, chats)
+                os.kill(dead_server, signal.SIGKILL)
+                orphans = [c.resumed for c in chats if c.home == 0]
+                await _wait("the killed server's clients to resume", orphans, chats)
                 Path(cluster_env["AGENTSTREAM_TEST_GATE"]).touch()
                 async with asyncio.timeout(HANG_S):
                     await asyncio.gather(*talks)
@@ -152,12 +150,12 @@ async def test_300_chats_survive_a_killed_worker_and_a_killed_server(
         kinds = Counter(chunk["type"] for chunk in chat.chunks)
         assert (kinds["start"], kinds["finish"]) == (1, 1), (chat.id, kinds)
         assert chat.text == answer(chat.question), chat.id  # every delta once, in order
-    if TURNS_ON_WORKERS:
-        assert all(c.resumes >= 1 for c in chats if c.home == 0)
-        turns = _turns(Path(cluster_env["AGENTSTREAM_TEST_TURNS"]))
-        by_process = Counter(pid for _, pid in turns)
-        assert set(by_process) == {dead_worker, survivor}, by_process  # both workers, no server
-        taken_over = {q for q, pid in turns if pid == dead_worker}
-        assert taken_over <= {q for q, pid in turns if pid == survivor}
-        assert {q for q, _ in turns} == {c.question for c in chats}
-    assert f"(pid {dead_worker}) was killed by SIGKILL" in cluster.said()
+    assert all(c.resumes >= 1 for c in chats if c.home == 0)
+    turns = _turns(Path(cluster_env["AGENTSTREAM_TEST_TURNS"]))
+    by_process = Counter(pid for _, pid in turns)
+    assert set(by_process) == {dead_worker, survivor}, by_process  # both workers, no server
+    taken_over = {q for q, pid in turns if pid == dead_worker}
+    assert taken_over <= {q for q, pid in turns if pid == survivor}  # the survivor finished them
+    assert {q for q, _ in turns} == {c.question for c in chats}
+    for pid in (dead_worker, dead_server):
+        assert f"(pid {pid}) was killed by SIGKILL" in cluster.said()

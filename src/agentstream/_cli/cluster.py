@@ -58,12 +58,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--app",
         metavar="MODULE:ATTR",
-        help=f"what the servers serve (agentstream serve --app; default {DEFAULT_APP}, in a source checkout)",
+        help=(
+            "the Mastra the servers serve and whose chat turns the workers run (default "
+            f"{DEFAULT_APP}, in a source checkout)"
+        ),
     )
     parser.add_argument(
         "--tools",
         metavar="MODULE:ATTR",
-        help=f"what the workers run (agentstream worker TOOLS; default {DEFAULT_TOOLS}, in a source checkout)",
+        help=(
+            "background tools the workers run too (agentstream worker TOOLS; default "
+            f"{DEFAULT_TOOLS} with the default app)"
+        ),
     )
     parser.add_argument(
         "--database-url",
@@ -91,7 +97,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="ARG",
-        help="pass ARG to every worker, e.g. --worker-arg=--lease-sec=5",
+        help="pass ARG to every worker, e.g. --worker-arg=--no-smooth",
     )
     parser.add_argument(
         "--startup-timeout",
@@ -216,16 +222,18 @@ class _Child:
 
 def _children(args: argparse.Namespace, database_url: str, redis_url: str, logs: Path) -> list[_Child]:
     python = [sys.executable, "-m", "agentstream"]
+    shared = ["--stream-store", redis_url]
     children = []
     for i in range(args.servers):
         port = 0 if args.port == 0 else args.port + i
         if port > 65535:
             raise UsageError(f"--port {args.port} with --servers {args.servers} runs past port 65535")
-        argv = [*python, "serve", "--app", args.app, "--host", "127.0.0.1", "--port", str(port)]
-        argv += ["--stream-store", redis_url, *args.serve_arg]
+        argv = [*python, "serve", "--app", args.app, "--host", "127.0.0.1", "--port", str(port), *shared]
+        argv += ["--durable-db", database_url, *args.serve_arg]
         children.append(_Child(f"server {i + 1}", argv, logs / f"server-{i + 1}.log", True))
     for i in range(args.workers):
-        argv = [*python, "worker", args.tools, "--database-url", database_url, *args.worker_arg]
+        argv = [*python, "worker", *([args.tools] if args.tools else []), "--app", args.app, *shared]
+        argv += ["--database-url", database_url, *args.worker_arg]
         children.append(_Child(f"worker {i + 1}", argv, logs / f"worker-{i + 1}.log", False))
     return children
 
@@ -429,13 +437,12 @@ async def _main(args: argparse.Namespace, database_url: str, redis_url: str, env
 
 def run(args: argparse.Namespace) -> int:
     checkout = _checkout()
-    if (args.app is None or args.tools is None) and checkout is None:
-        raise UsageError(
-            f"the default app ({DEFAULT_APP}) ships with the source checkout only: pass --app MODULE:ATTR "
-            "and --tools MODULE:ATTR"
-        )
-    args.app = args.app or DEFAULT_APP
-    args.tools = args.tools or DEFAULT_TOOLS
+    if args.app is None:
+        if checkout is None:
+            raise UsageError(
+                f"the default app ({DEFAULT_APP}) ships with the source checkout only: pass --app MODULE:ATTR"
+            )
+        args.app, args.tools = DEFAULT_APP, args.tools or DEFAULT_TOOLS
     database_url = args.database_url or _script(checkout, "postgres.sh", "--database-url")
     redis_url = args.redis_url or _script(checkout, "redis.sh", "--redis-url")
     _check_services(database_url, redis_url)
