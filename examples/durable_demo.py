@@ -4,7 +4,7 @@
     agentstream worker examples.durable_demo:tools            # one or more workers
     agentstream serve --app examples.durable_demo:mastra      # one or more servers
 
-`scripts/cluster.sh` starts PostgreSQL, two workers and two servers this way.
+`agentstream cluster` starts PostgreSQL, Redis, two workers and two servers this way.
 """
 
 from __future__ import annotations

@@ -142,7 +142,7 @@ async def test_300_chats_survive_a_killed_worker_and_a_killed_server(
                     talk.cancel()
     finally:
         Path(cluster_env["AGENTSTREAM_TEST_GATE"]).touch()
-        cluster.stop()
+        stopped = cluster.stop()
 
     assert [c.id for c in chats if c.gone] == []
     assert [c.id for c in chats if not c.finished] == []
@@ -159,3 +159,4 @@ async def test_300_chats_survive_a_killed_worker_and_a_killed_server(
     assert {q for q, _ in turns} == {c.question for c in chats}
     for pid in (dead_worker, dead_server):
         assert f"(pid {pid}) was killed by SIGKILL" in cluster.said()
+    assert stopped == 0, cluster.said()
