@@ -172,15 +172,16 @@ class DurableWorker:
                     polling_interval_sec=self.polling_interval_sec,
                     on_conflict="always_update",
                 )
-            DBOS.register_queue(
-                QUEUE_NAME,
-                global_concurrency=self.global_concurrency,
-                worker_concurrency=self.worker_concurrency,
-                # DBOS requires partition <= global; no per-agent limit means "up to the global one".
-                partition_concurrency=self.per_agent_concurrency or self.global_concurrency or _UNLIMITED,
-                polling_interval_sec=self.polling_interval_sec,
-                on_conflict="always_update",
-            )
+            if QUEUE_NAME in queues:  # a chat-only worker must not reset the tool workers' limits
+                DBOS.register_queue(
+                    QUEUE_NAME,
+                    global_concurrency=self.global_concurrency,
+                    worker_concurrency=self.worker_concurrency,
+                    # DBOS requires partition <= global; no per-agent limit means "up to the global one".
+                    partition_concurrency=self.per_agent_concurrency or self.global_concurrency or _UNLIMITED,
+                    polling_interval_sec=self.polling_interval_sec,
+                    on_conflict="always_update",
+                )
         except BaseException:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             raise
