@@ -22,7 +22,9 @@ NO_CHECKOUT = "import agentstream._cli.cluster as c; c._checkout = lambda: None"
     ("args", "expected"),
     [
         (["--servers", "0"], "--servers: expected a whole number from 1 to 16, got '0'"),
-        (["--workers", "many"], "--workers: expected a whole number from 1 to 16, got 'many'"),
+        (["--workers", "17"], "--workers: expected a whole number from 0 to 16, got '17'"),
+        (["--workers", "0"], "--workers 0 needs --app"),
+        (["--workers", "many"], "--workers: expected a whole number from 0 to 16, got 'many'"),
         (["--port", "70000"], "--port: expected a port between 0 and 65535"),
         (["--startup-timeout", "-1"], "--startup-timeout: expected a number of seconds > 0"),
     ],

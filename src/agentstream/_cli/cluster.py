@@ -47,8 +47,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "start-up (try kill -9 on a worker) is reported and the others keep running."
         ),
     )
-    parser.add_argument("--servers", type=_count, default=2, metavar="N", help="server processes (2)")
-    parser.add_argument("--workers", type=_count, default=2, metavar="N", help="worker processes (2)")
+    parser.add_argument("--servers", type=_counter(1), default=2, metavar="N", help="server processes (2)")
+    parser.add_argument(
+        "--workers",
+        type=_counter(0),
+        default=2,
+        metavar="N",
+        help="worker processes (2); 0: the servers answer the chats themselves, sharing Redis",
+    )
     parser.add_argument(
         "--port",
         type=_port,
@@ -110,14 +116,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 16, got {text!r}") from None
-    if not 1 <= value <= 16:
-        raise argparse.ArgumentTypeError(f"expected a whole number from 1 to 16, got {text!r}")
-    return value
+def _counter(least: int) -> Callable[[str], int]:
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = -1
+        if not least <= value <= 16:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {least} to 16, got {text!r}")
+        return value
+
+    return count
 
 
 def _seconds(text: str) -> float:
@@ -229,7 +238,8 @@ def _children(args: argparse.Namespace, database_url: str, redis_url: str, logs:
         if port > 65535:
             raise UsageError(f"--port {args.port} with --servers {args.servers} runs past port 65535")
         argv = [*python, "serve", "--app", args.app, "--host", "127.0.0.1", "--port", str(port), *shared]
-        argv += ["--durable-db", database_url, *args.serve_arg]
+        argv += ["--durable-db", database_url] if args.workers else []
+        argv += args.serve_arg
         children.append(_Child(f"server {i + 1}", argv, logs / f"server-{i + 1}.log", True))
     for i in range(args.workers):
         argv = [*python, "worker", *([args.tools] if args.tools else []), "--app", args.app, *shared]
@@ -238,17 +248,21 @@ def _children(args: argparse.Namespace, database_url: str, redis_url: str, logs:
     return children
 
 
-def _environment(database_url: str, redis_url: str, checkout: Path | None) -> dict[str, str]:
+def _environment(database_url: str | None, redis_url: str, checkout: Path | None) -> dict[str, str]:
+    """The children's environment; without workers no AGENTSTREAM_DURABLE_DB (`serve`'s default
+    for --durable-db), so the servers answer the chats themselves."""
     # The children import the app from the current directory (as `serve --app` does), and the
     # default app from the checkout's examples/.
     paths = [os.getcwd(), *([str(checkout)] if checkout else [])]
     existing = os.environ.get("PYTHONPATH")
-    return {
-        **os.environ,
-        "AGENTSTREAM_DURABLE_DB": database_url,
-        "AGENTSTREAM_STREAM_STORE": redis_url,
-        "PYTHONPATH": os.pathsep.join([*paths, *([existing] if existing else [])]),
-    }
+    env = {k: v for k, v in os.environ.items() if k != "AGENTSTREAM_DURABLE_DB"}
+    env.update(
+        AGENTSTREAM_STREAM_STORE=redis_url,
+        PYTHONPATH=os.pathsep.join([*paths, *([existing] if existing else [])]),
+    )
+    if database_url is not None:
+        env["AGENTSTREAM_DURABLE_DB"] = database_url
+    return env
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
@@ -438,6 +452,10 @@ async def _main(args: argparse.Namespace, database_url: str, redis_url: str, env
 def run(args: argparse.Namespace) -> int:
     checkout = _checkout()
     if args.app is None:
+        if args.workers == 0:
+            raise UsageError(
+                f"--workers 0 needs --app: the default app ({DEFAULT_APP}) runs tools on workers"
+            )
         if checkout is None:
             raise UsageError(
                 f"the default app ({DEFAULT_APP}) ships with the source checkout only: pass --app MODULE:ATTR"
@@ -446,4 +464,5 @@ def run(args: argparse.Namespace) -> int:
     database_url = args.database_url or _script(checkout, "postgres.sh", "--database-url")
     redis_url = args.redis_url or _script(checkout, "redis.sh", "--redis-url")
     _check_services(database_url, redis_url)
-    return asyncio.run(_main(args, database_url, redis_url, _environment(database_url, redis_url, checkout)))
+    env = _environment(database_url if args.workers else None, redis_url, checkout)
+    return asyncio.run(_main(args, database_url, redis_url, env))
