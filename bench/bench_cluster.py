@@ -10,7 +10,9 @@ AGENTSTREAM_TEST_REDIS_URL); a fresh database is made and dropped. The app is
 * Throughput: K chats POSTed at once, round robin over two servers; turns/s = K / wall time until
   the last answer finished (every answer's text checked). Reference: the two servers answering
   the chats themselves (Redis store, no workers).
-* First token: one chat at a time (`LATENCY_N`), request sent → first ``text-delta`` line read by
+* The 1-worker rows pause the second worker (SIGSTOP) so both counts share one cluster; all modes
+  are interleaved round by round (`ROUNDS`), the shared machine's load drifting.
+* First token: one chat at a time (`LATENCY_N` per path, interleaved), request sent → first ``text-delta`` line read by
   the client (httpx, loopback), p50 / p90. Reference: one server answering in-process with the
   in-memory store; then the Redis store in-process; then turns on a worker (DBOS queue on
   PostgreSQL, the worker writes to Redis, the server follows). Workers poll the queue every 0.1 s
@@ -33,6 +35,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
@@ -46,16 +49,30 @@ PG = os.environ.get("AGENTSTREAM_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:
 REDIS = os.environ.get("AGENTSTREAM_TEST_REDIS_URL", "redis://127.0.0.1:56379/0")
 LATENCY_N = 40
 _SERVER = re.compile(r"agentstream cluster: server \d+ (http://\S+)/ \(pid \d+\)")
+_WORKER = re.compile(r"agentstream cluster: worker \d+ \(pid (\d+)\)")
+ROUNDS = 3
+
+
+@dataclass
+class Cluster:
+    urls: list[str]
+    workers: list[int]  # pids
 
 
 @contextmanager
-def cluster(database: str, servers: int, workers: int, *extra: str) -> Iterator[list[str]]:
-    """``agentstream cluster`` with the bench app on free ports; yields the servers' URLs."""
+def cluster(database: str, servers: int, workers: int, *extra: str) -> Iterator[Cluster]:
+    """``agentstream cluster`` with the bench app on free ports."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "out"
         args = ["--port", "0", "--servers", str(servers), "--workers", str(workers), "--logs", tmp]
         args += ["--app", "bench._cluster_app:mastra", "--database-url", database, "--redis-url", REDIS]
-        args += ["--serve-arg=--no-smooth", "--worker-arg=--no-smooth", *extra]
+        # A worker paused for a 1-worker round must not look dead to the other (lease takeover).
+        args += [
+            "--serve-arg=--no-smooth",
+            "--worker-arg=--no-smooth",
+            "--worker-arg=--lease-sec=600",
+            *extra,
+        ]
         with out.open("wb") as sink:
             proc = subprocess.Popen(
                 [sys.executable, "-m", "agentstream", "cluster", *args], cwd=ROOT, stdout=sink, stderr=sink
@@ -65,10 +82,21 @@ def cluster(database: str, servers: int, workers: int, *extra: str) -> Iterator[
                 if proc.poll() is not None:
                     raise SystemExit(f"agentstream cluster failed:\n{out.read_text()}")
                 time.sleep(0.1)
-            yield _SERVER.findall(out.read_text())
+            said = out.read_text()
+            yield Cluster(_SERVER.findall(said), [int(pid) for pid in _WORKER.findall(said)])
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
+
+
+@contextmanager
+def paused(pid: int) -> Iterator[None]:
+    """The worker ``pid`` stopped (SIGSTOP): it takes no turn until resumed."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
 
 
 def _body(question: str) -> dict[str, object]:
@@ -115,19 +143,14 @@ async def throughput(urls: list[str], k: int) -> float:
     return k / wall
 
 
-async def first_token(url: str) -> tuple[float, float]:
-    """p50 and p90 (ms) of request → first text-delta, one chat at a time."""
+async def first_token(url: str) -> float:
+    """Milliseconds from sending a chat to reading its first text-delta."""
     async with _client() as client:
-        await _chat(client, url, "warm-up")
-        times = []
-        for i in range(LATENCY_N):
-            question = f"latency {i} {uuid.uuid4().hex[:6]}"
-            first, text = await _chat(client, url, question)
-            if text != answer(question):
-                raise SystemExit(f"wrong answer to {question!r}")
-            times.append(first * 1000)
-    cuts = statistics.quantiles(times, n=10)
-    return statistics.median(times), cuts[8]
+        question = f"latency {uuid.uuid4().hex[:8]}"
+        first, text = await _chat(client, url, question)
+    if text != answer(question):
+        raise SystemExit(f"wrong answer to {question!r}")
+    return first * 1000
 
 
 def _row(name: str, value: str, ratio: str = "") -> None:
@@ -140,37 +163,48 @@ async def main(k: int) -> None:
         conn.execute(f'CREATE DATABASE "{name}"')
     database = f"{PG.rpartition('/')[0]}/{name}"
     try:
-        print(f"first token, {LATENCY_N} chats one at a time (p50 / p90):")
-        with cluster(database, 1, 0, "--serve-arg=--stream-store=memory") as urls:
-            ref50, ref90 = await first_token(urls[0])
-        _row("  in-process, memory store (reference)", f"{ref50:.1f} / {ref90:.1f} ms")
-        with cluster(database, 2, 0) as urls:
-            p50, p90 = await first_token(urls[0])
-            _row("  in-process, Redis store", f"{p50:.1f} / {p90:.1f} ms", f"+{p50 - ref50:.1f} ms p50")
-            ref_rate = await throughput(urls, k)
-        rates = {}
-        for workers in (1, 2):
-            with cluster(database, 2, workers) as urls:
-                if workers == 1:
-                    p50, p90 = await first_token(urls[0])
-                    _row(
-                        "  worker (DBOS queue) + Redis store",
-                        f"{p50:.1f} / {p90:.1f} ms",
-                        f"+{p50 - ref50:.1f} ms p50",
-                    )
-                rates[workers] = await throughput(urls, k)
-        print(f"throughput, {k} chats at once over 2 servers:")
-        _row("  2 servers answering in-process (reference)", f"{ref_rate:.1f} turns/s")
-        for workers, rate in rates.items():
-            _row(
-                f"  2 servers, {workers} worker{'s' if workers > 1 else ''}",
-                f"{rate:.1f} turns/s",
-                f"{rate / ref_rate:.2f}x reference",
-            )
-        _row("  2 workers vs 1", f"{rates[2] / rates[1]:.2f}x", "")
+        # All three up at once and the modes interleaved: the shared machine's load drifts.
+        with (
+            cluster(database, 1, 0, "--serve-arg=--stream-store=memory") as memory,
+            cluster(database, 2, 0) as redis,
+            cluster(database, 2, 2) as workers,
+        ):
+            await _measure(k, memory, redis, workers)
     finally:
         with psycopg.connect(PG, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _measure(k: int, memory: Cluster, redis: Cluster, workers: Cluster) -> None:
+    paths = {"in-process, memory store (reference)": memory, "in-process, Redis store": redis}
+    paths["worker (DBOS queue) + Redis store"] = workers
+    firsts: dict[str, list[float]] = {name: [] for name in paths}
+    for where in paths.values():
+        await first_token(where.urls[0])  # warm-up
+    for _ in range(LATENCY_N):
+        for name, where in paths.items():
+            firsts[name].append(await first_token(where.urls[0]))
+    print(f"first token, {LATENCY_N} chats per path one at a time, interleaved (p50 / p90):")
+    ref = statistics.median(firsts["in-process, memory store (reference)"])
+    for name, times in firsts.items():
+        p50, p90 = statistics.median(times), statistics.quantiles(times, n=10)[8]
+        _row(f"  {name}", f"{p50:.1f} / {p90:.1f} ms", f"+{p50 - ref:.1f} ms p50" if p50 != ref else "")
+    rates: dict[str, list[float]] = {"in-process": [], "1 worker": [], "2 workers": []}
+    for _ in range(ROUNDS):
+        rates["in-process"].append(await throughput(redis.urls, k))
+        rates["2 workers"].append(await throughput(workers.urls, k))
+        with paused(workers.workers[1]):
+            rates["1 worker"].append(await throughput(workers.urls, k))
+    rate = {mode: statistics.median(values) for mode, values in rates.items()}
+    print(f"throughput, {k} chats at once over 2 servers, median of {ROUNDS} interleaved rounds:")
+    _row("  2 servers answering in-process (reference)", f"{rate['in-process']:.1f} turns/s")
+    for mode in ("1 worker", "2 workers"):
+        _row(
+            f"  2 servers, {mode}",
+            f"{rate[mode]:.1f} turns/s",
+            f"{rate[mode] / rate['in-process']:.2f}x reference",
+        )
+    _row("  2 workers vs 1", f"{rate['2 workers'] / rate['1 worker']:.2f}x")
 
 
 if __name__ == "__main__":
