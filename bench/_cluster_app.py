@@ -40,7 +40,7 @@ class InstantModel:
     provider = "bench"
     model_id = "instant"
 
-    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+    def do_stream(self, options: Any) -> AsyncIterator[Any]:
         return self._play(_question(list(options.get("prompt", []))))
 
     async def _play(self, question: str) -> AsyncIterator[dict[str, Any]]:

@@ -49,7 +49,7 @@ class GatedModel:
     provider = "test"
     model_id = "gated-script"
 
-    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+    def do_stream(self, options: Any) -> AsyncIterator[Any]:
         return self._play(_question(list(options.get("prompt", []))))
 
     async def _play(self, question: str) -> AsyncIterator[dict[str, Any]]:
