@@ -16,7 +16,8 @@ from starlette.requests import Request
 from agentstream._abort import AbortController
 from agentstream._demo import demo_agent
 from agentstream._mastra import Mastra
-from agentstream.resumable import ChatRunner, ChatTurn, MemoryStreamStore, StreamStore, run_chat_turn
+from agentstream.ai_sdk import handle_chat_stream, run_chat_turn
+from agentstream.resumable import ChatRunner, ChatTurn, MemoryStreamStore, StreamStore
 from agentstream.server import RequestGuard, chat_route
 
 
@@ -197,3 +198,88 @@ async def test_a_rerun_after_a_crash_continues_where_the_first_stopped() -> None
     rerun = [json.loads(c) async for c in store.read(stream_id)]
     # The first worker's chunks (its start's message id too) stay; the rest follow, none twice.
     assert rerun == full
+
+
+async def test_another_user_cannot_cancel_or_take_over_a_chats_running_turn() -> None:
+    from agentstream.server._resume import stream_owner
+    from agentstream.server._route import owner_key
+
+    store = MemoryStreamStore()
+    runner = LocalRunner(Mastra(agents={"demo": demo_agent()}), store)
+
+    async def auth(request: Request) -> object:
+        return {"id": request.headers["x-user"]}
+
+    running = await store.start("chat-1", owner=stream_owner(owner_key({"id": "alice"})))
+    async with client(stream_store=store, runner=runner, guard=RequestGuard(auth=auth)) as app:
+        answer = await app.post("/chat/demo", json=request(), headers={"x-user": "mallory"})
+    assert answer.status_code == 403 and answer.json()["error"]["path"] == "id"
+    assert runner.cancelled == [] and runner.turns == []
+    found = await store.active("chat-1")
+    assert found is not None and found.stream_id == running
+
+
+class Killed(Exception):
+    """The worker process dies here."""
+
+
+class CrashingStore(MemoryStreamStore):
+    """Its first writer dies once ``after`` chunks are written, or else before it finishes the
+    stream (later writers are fine)."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.after = after
+        self.offered: list[dict[str, Any]] = []  # every chunk a writer gave, written or skipped
+
+    async def append(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
+        self.offered += [json.loads(c) for c in chunks]
+        start = at or 0
+        if self.after >= 0 and start + len(chunks) > self.after:
+            await super().append(stream_id, *chunks[: max(self.after - start, 0)], at=at)
+            self.after = -1
+            raise Killed
+        await super().append(stream_id, *chunks, at=at)
+
+    async def finish(self, stream_id: str) -> None:
+        if self.after >= 0:
+            self.after = -1
+            raise Killed
+        await super().finish(stream_id)
+
+
+async def test_a_rerun_names_the_run_as_the_first_attempt_did() -> None:
+    """The first attempt wrote the approval request (with its run id) and died; the takeover's run
+    must be that run, or the user's approval would name a run that never suspended."""
+    mastra = Mastra(agents={"demo": demo_agent()})
+    book = request("Book a table at Luigi for 2")
+    reference = MemoryStreamStore()
+    whole = await reference.start("chat-0", owner=None)
+    await run_chat_turn(mastra, reference, turn(whole) | {"body": book})
+    first = [json.loads(c) async for c in reference.read(whole)]
+    approval_at = [c["type"] for c in first].index("data-tool-call-approval")
+    assert approval_at == len(first) - 1  # the answer ends waiting for the approval
+    store = CrashingStore(after=len(first))  # dies after the last chunk, before finishing
+    stream_id = await store.start("chat-1", owner=None)
+    with pytest.raises(Killed):
+        await run_chat_turn(mastra, store, turn(stream_id) | {"body": book})
+    written: list[dict[str, Any]] = []
+    async for raw in store.read(stream_id):  # an unfinished stream: read what is there, then stop
+        written.append(json.loads(raw))
+        if len(written) == await store.length(stream_id):
+            break
+    assert len(written) == len(first) and written[-1]["type"] == "data-tool-call-approval"
+    await run_chat_turn(mastra, store, turn(stream_id) | {"body": book})  # the takeover
+    chunks = [json.loads(c) async for c in store.read(stream_id)]
+    assert [c["type"] for c in chunks] == [c["type"] for c in first]
+    run_id = written[-1]["data"]["runId"]
+    approvals = [c["data"]["runId"] for c in store.offered if c["type"] == "data-tool-call-approval"]
+    assert approvals == [run_id, run_id]  # the takeover re-ran that run, not a new one
+    # The user approves the run the client saw: it resumes (its snapshot and owner are that id's).
+    resumed = await handle_chat_stream(
+        mastra=mastra,
+        agent_id="demo",
+        params={**book, "runId": run_id, "resumeData": {"approved": True}},
+    )
+    outputs = [c async for c in resumed if c["type"] == "tool-output-available"]
+    assert outputs and outputs[0]["output"]["restaurant"] == "Luigi"

@@ -41,6 +41,7 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
+from ._turn import run_chat_turn, write_chunks
 from ._workflow import WorkflowRegistry, WorkflowUIChunkConverter, handle_workflow_stream
 
 if TYPE_CHECKING:
@@ -78,9 +79,11 @@ __all__ = [
     "handle_workflow_stream",
     "parse_chat_request",
     "parse_json_body",
+    "run_chat_turn",
     "smooth_stream",
     "to_ai_sdk_stream",
     "validate_ui_messages",
+    "write_chunks",
 ]
 
 

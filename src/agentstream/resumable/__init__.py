@@ -7,7 +7,8 @@ process (the default); `RedisStreamStore` keeps them in Redis Streams, so a reco
 server process gets the rest. Chunks are stored as their JSON bytes (`encode_ui_chunk`).
 
 A `ChatRunner` runs chat turns in other processes (workers): the server dispatches a `ChatTurn`
-and follows its stream; the worker calls `run_chat_turn`, which writes the chunks positionally.
+and follows its stream; the worker calls ``agentstream.ai_sdk.run_chat_turn``, which writes the
+chunks positionally.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
 from ._memory import MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
-from ._turn import ChatRunner, ChatTurn, ChatTurnOptions, run_chat_turn, write_chunks
+from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
 
 __all__ = [
     "ActiveStream",
@@ -29,7 +30,5 @@ __all__ = [
     "StreamStore",
     "check_at",
     "check_ttl",
-    "run_chat_turn",
     "stream_store_from_url",
-    "write_chunks",
 ]
