@@ -8,7 +8,7 @@ server through Redis), and so does its background `research` tool.
     # one or more servers: check each request, enqueue it, stream what a worker writes
     agentstream serve --app examples.durable_demo:mastra --durable-db $AGENTSTREAM_DURABLE_DB --stream-store $REDIS
 
-`scripts/cluster.sh` starts PostgreSQL, Redis, two workers and two servers this way. The servers
+`agentstream cluster` starts PostgreSQL, Redis, two workers and two servers this way. The servers
 load the same Mastra to check requests (unknown agent, malformed messages) before enqueueing.
 """
 

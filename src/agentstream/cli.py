@@ -1,4 +1,4 @@
-"""``agentstream`` command line: ``run``, ``serve``, ``smooth``, ``to-ui``, ``workflow``.
+"""``agentstream`` command line: ``run``, ``serve``, ``smooth``, ``to-ui``, ``worker``, ``workflow``, ``cluster``.
 
 Each subcommand lives in its own module under ``agentstream._cli`` exposing ``add_parser(subparsers)``
 (which registers the subcommand and sets ``func``); ``func(args) -> int`` is the exit code.
@@ -21,7 +21,7 @@ from ._cli import Parser, report
 
 __all__ = ["main"]
 
-SUBCOMMANDS = ("run", "serve", "smooth", "to_ui", "worker", "workflow")
+SUBCOMMANDS = ("cluster", "run", "serve", "smooth", "to_ui", "worker", "workflow")
 
 
 def build_parser() -> argparse.ArgumentParser:

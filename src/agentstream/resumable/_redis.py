@@ -22,7 +22,11 @@ from ._memory import MemoryStreamStore
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["RedisStreamStore", "stream_store_from_url"]
+__all__ = ["MAX_CONNECTIONS", "RedisStreamStore", "stream_store_from_url"]
+
+MAX_CONNECTIONS = 5000
+"""Connections one `RedisStreamStore.from_url` client may open (a server's concurrent readers, and
+then some); Redis itself accepts 10,000 clients by default."""
 
 # Claim the chat for a new stream unless another owner's stream is active (atomic). The open
 # entry names the chat, so a process that did not start the stream (a worker) can refresh and
@@ -99,12 +103,15 @@ class RedisStreamStore:
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStreamStore:
-        """A store on a new client for ``redis://host:port/db`` (``rediss://`` for TLS)."""
+        """A store on a new client for ``redis://host:port/db`` (``rediss://`` for TLS).
+
+        Every reader following a stream holds a connection while it blocks in ``XREAD``: the pool
+        allows `MAX_CONNECTIONS` (redis-py's default, 100, refuses the 101st concurrent reader)."""
         try:
             from redis.asyncio import Redis
         except ImportError as exc:
             raise ImportError("RedisStreamStore needs redis-py: pip install 'agentstream[redis]'") from exc
-        return cls(Redis.from_url(url), **options)
+        return cls(Redis.from_url(url, max_connections=MAX_CONNECTIONS), **options)
 
     def _chat_key(self, chat_id: str) -> str:
         return f"{self.prefix}:chat:{chat_id}"

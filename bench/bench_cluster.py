@@ -1,0 +1,211 @@
+"""Chats through real `agentstream cluster` processes: throughput with 1 vs 2 workers, and the
+first-token latency each hop adds, all measured in the same run.
+
+    .venv/bin/python bench/bench_cluster.py [K]     # K concurrent chats per throughput row (200)
+
+Needs scripts/postgres.sh's and scripts/redis.sh's servers (or AGENTSTREAM_TEST_PG_DSN /
+AGENTSTREAM_TEST_REDIS_URL); a fresh database is made and dropped. The app is
+`bench/_cluster_app.py` (a model that answers at once, 30 deltas); smoothing is off everywhere.
+
+* Throughput: K chats POSTed at once, round robin over two servers; turns/s = K / wall time until
+  the last answer finished (every answer's text checked). Reference: the two servers answering
+  the chats themselves (Redis store, no workers).
+* The 1-worker rows pause the second worker (SIGSTOP) so both counts share one cluster; all modes
+  are interleaved round by round (`ROUNDS`), the shared machine's load drifting.
+* First token: one chat at a time (`LATENCY_N` per path, interleaved), request sent → first ``text-delta`` line read by
+  the client (httpx, loopback), p50 / p90. Reference: one server answering in-process with the
+  in-memory store; then the Redis store in-process; then turns on a worker (DBOS queue on
+  PostgreSQL, the worker writes to Redis, the server follows). Workers poll the queue every 0.1 s
+  (`agentstream worker --poll-sec`'s default), which is most of that row's figure.
+
+Figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _cluster_app import answer
+
+ROOT = Path(__file__).resolve().parents[1]
+PG = os.environ.get("AGENTSTREAM_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:54329/postgres")
+REDIS = os.environ.get("AGENTSTREAM_TEST_REDIS_URL", "redis://127.0.0.1:56379/0")
+LATENCY_N = 40
+_SERVER = re.compile(r"agentstream cluster: server \d+ (http://\S+)/ \(pid \d+\)")
+_WORKER = re.compile(r"agentstream cluster: worker \d+ \(pid (\d+)\)")
+ROUNDS = 3
+
+
+@dataclass
+class Cluster:
+    urls: list[str]
+    workers: list[int]  # pids
+
+
+@contextmanager
+def cluster(database: str, servers: int, workers: int, *extra: str) -> Iterator[Cluster]:
+    """``agentstream cluster`` with the bench app on free ports."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "out"
+        args = ["--port", "0", "--servers", str(servers), "--workers", str(workers), "--logs", tmp]
+        args += ["--app", "bench._cluster_app:mastra", "--database-url", database, "--redis-url", REDIS]
+        # A worker paused for a 1-worker round must not look dead to the other (lease takeover).
+        args += [
+            "--serve-arg=--no-smooth",
+            "--worker-arg=--no-smooth",
+            "--worker-arg=--lease-sec=600",
+            *extra,
+        ]
+        with out.open("wb") as sink:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "agentstream", "cluster", *args], cwd=ROOT, stdout=sink, stderr=sink
+            )
+        try:
+            while "Ctrl-C stops" not in out.read_text():
+                if proc.poll() is not None:
+                    raise SystemExit(f"agentstream cluster failed:\n{out.read_text()}")
+                time.sleep(0.1)
+            said = out.read_text()
+            yield Cluster(_SERVER.findall(said), [int(pid) for pid in _WORKER.findall(said)])
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(60)
+
+
+@contextmanager
+def paused(pid: int) -> Iterator[None]:
+    """The worker ``pid`` stopped (SIGSTOP): it takes no turn until resumed."""
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(pid, signal.SIGCONT)
+
+
+def _body(question: str) -> dict[str, object]:
+    chat = uuid.uuid4().hex
+    return {
+        "id": chat,
+        "trigger": "submit-message",
+        "messages": [{"id": f"u-{chat}", "role": "user", "parts": [{"type": "text", "text": question}]}],
+    }
+
+
+async def _chat(client: httpx.AsyncClient, url: str, question: str) -> tuple[float, str]:
+    """(seconds to the first text-delta, the answer's text)."""
+    start = time.perf_counter()
+    first = 0.0
+    text = []
+    async with client.stream("POST", f"{url}/api/chat", json=_body(question)) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if line.startswith('data: {"type":"text-delta"'):
+                first = first or time.perf_counter() - start
+                text.append(line.split('"delta":"', 1)[1].rsplit('"', 1)[0])
+    return first, "".join(text)
+
+
+def _client() -> httpx.AsyncClient:
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=None)
+    return httpx.AsyncClient(timeout=httpx.Timeout(300, connect=60), limits=limits)
+
+
+async def throughput(urls: list[str], k: int) -> float:
+    """Turns per second for ``k`` chats at once, round robin over ``urls``."""
+    async with _client() as client:
+        await _chat(client, urls[0], "warm-up")
+        questions = [f"throughput {i} {uuid.uuid4().hex[:6]}" for i in range(k)]
+        start = time.perf_counter()
+        answers = await asyncio.gather(
+            *(_chat(client, urls[i % len(urls)], q) for i, q in enumerate(questions))
+        )
+        wall = time.perf_counter() - start
+    wrong = sum(text != answer(q) for q, (_, text) in zip(questions, answers, strict=True))
+    if wrong:
+        raise SystemExit(f"{wrong} of {k} answers were wrong")
+    return k / wall
+
+
+async def first_token(url: str) -> float:
+    """Milliseconds from sending a chat to reading its first text-delta."""
+    async with _client() as client:
+        question = f"latency {uuid.uuid4().hex[:8]}"
+        first, text = await _chat(client, url, question)
+    if text != answer(question):
+        raise SystemExit(f"wrong answer to {question!r}")
+    return first * 1000
+
+
+def _row(name: str, value: str, ratio: str = "") -> None:
+    print(f"{name:<52} {value:>22}  {ratio}", flush=True)
+
+
+async def main(k: int) -> None:
+    name = f"bench_cluster_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(PG, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    database = f"{PG.rpartition('/')[0]}/{name}"
+    try:
+        # All three up at once and the modes interleaved: the shared machine's load drifts.
+        with (
+            cluster(database, 1, 0, "--serve-arg=--stream-store=memory") as memory,
+            cluster(database, 2, 0) as redis,
+            cluster(database, 2, 2) as workers,
+        ):
+            await _measure(k, memory, redis, workers)
+    finally:
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def _measure(k: int, memory: Cluster, redis: Cluster, workers: Cluster) -> None:
+    paths = {"in-process, memory store (reference)": memory, "in-process, Redis store": redis}
+    paths["worker (DBOS queue) + Redis store"] = workers
+    firsts: dict[str, list[float]] = {name: [] for name in paths}
+    for where in paths.values():
+        await first_token(where.urls[0])  # warm-up
+    for _ in range(LATENCY_N):
+        for name, where in paths.items():
+            firsts[name].append(await first_token(where.urls[0]))
+    print(f"first token, {LATENCY_N} chats per path one at a time, interleaved (p50 / p90):")
+    ref = statistics.median(firsts["in-process, memory store (reference)"])
+    for name, times in firsts.items():
+        p50, p90 = statistics.median(times), statistics.quantiles(times, n=10)[8]
+        _row(f"  {name}", f"{p50:.1f} / {p90:.1f} ms", f"+{p50 - ref:.1f} ms p50" if p50 != ref else "")
+    rates: dict[str, list[float]] = {"in-process": [], "1 worker": [], "2 workers": []}
+    for _ in range(ROUNDS):
+        rates["in-process"].append(await throughput(redis.urls, k))
+        rates["2 workers"].append(await throughput(workers.urls, k))
+        with paused(workers.workers[1]):
+            rates["1 worker"].append(await throughput(workers.urls, k))
+    rate = {mode: statistics.median(values) for mode, values in rates.items()}
+    print(f"throughput, {k} chats at once over 2 servers, median of {ROUNDS} interleaved rounds:")
+    _row("  2 servers answering in-process (reference)", f"{rate['in-process']:.1f} turns/s")
+    for mode in ("1 worker", "2 workers"):
+        _row(
+            f"  2 servers, {mode}",
+            f"{rate[mode]:.1f} turns/s",
+            f"{rate[mode] / rate['in-process']:.2f}x reference",
+        )
+    _row("  2 workers vs 1", f"{rate['2 workers'] / rate['1 worker']:.2f}x")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 200))
