@@ -33,6 +33,7 @@ from ..chunks import (
 )
 from ..tools import validate_value
 from ..tracing import workflow_run_span, workflow_step_span
+from ._checkpoint import Checkpoint, Slot, record_outcome, replay_outcome
 from ._errors import StepInputValidationError, StepOutputValidationError, WorkflowError, _Bail, _Suspend
 from ._step import Step, StepContext, StepWriter, call
 from ._workflow import (
@@ -114,8 +115,10 @@ class Execution:
         signal: AbortSignal,
         clock: Callable[[], float] | None,
         sleep: Callable[[float], Any] | None,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
         self.workflow = workflow
+        self.checkpoint = checkpoint
         self.run_id = run_id
         self.emit = emit
         self.signal = signal
@@ -293,13 +296,15 @@ class Execution:
 
     # ------------------------------------------------------------------------------ one step
 
-    def _context(self, step: Step, input_data: Any, **extra: Any) -> StepContext:
+    def _context(
+        self, step: Step, input_data: Any, emit: Callable[[Chunk], None] | None = None, **extra: Any
+    ) -> StepContext:
         return StepContext(
             input_data=input_data,
             run_id=self.run_id,
             workflow_id=self.workflow.id,
             step_id=step.id,
-            writer=StepWriter(self.emit, run_id=self.run_id, step_name=step.id),
+            writer=StepWriter(emit or self.emit, run_id=self.run_id, step_name=step.id),
             abort_signal=self.signal,
             mastra=self.workflow.mastra,
             _init_data=self.input,
@@ -328,8 +333,9 @@ class Execution:
         *,
         resume: Resume | None = None,
         metadata: dict[str, Any] | None = None,
-    ) -> tuple[str, dict[str, Any], Any, Any]:
-        """Record and announce the step (`workflow-step-start`); returns what `_finish` needs."""
+    ) -> tuple[str, dict[str, Any], Any, Any, Slot | None]:
+        """Record and announce the step (`workflow-step-start`); returns what `_finish` needs (with
+        the step's checkpoint slot, taken here: steps are announced in the same order every time)."""
         call_id = str(uuid.uuid4())
         suspend_data = None
         if resume is not None:
@@ -362,15 +368,21 @@ class Execution:
                 ),
             )
         )
-        return call_id, record, (resume.data if resume is not None else None), suspend_data
+        slot = self._reserve(step)
+        return call_id, record, (resume.data if resume is not None else None), suspend_data, slot
 
-    async def _finish(self, step: Step, started: tuple[str, dict[str, Any], Any, Any]) -> _Outcome:
-        call_id, record, resume_data, suspend_data = started
+    def _reserve(self, step: Step) -> Slot | None:
+        return None if self.checkpoint is None else self.checkpoint.reserve(f"workflow-step {step.id}")
+
+    async def _finish(
+        self, step: Step, started: tuple[str, dict[str, Any], Any, Any, Slot | None]
+    ) -> _Outcome:
+        call_id, record, resume_data, suspend_data, slot = started
         try:
             with workflow_step_span(
                 step.id, workflow_id=self.workflow.id, run_id=self.run_id, control_flow=(_Suspend, _Bail)
             ):
-                output = await self._execute(step, record["payload"], resume_data, suspend_data)
+                output = await self._run_body(slot, step, record["payload"], resume_data, suspend_data)
         except _Suspend as suspension:
             return self._suspended(step, call_id, record, suspension.payload)
         except _Bail as bail:
@@ -383,7 +395,31 @@ class Execution:
         self._succeeded(step, call_id, record, output)
         return _Outcome("success", output)
 
-    async def _execute(self, step: Step, input_data: Any, resume_data: Any, suspend_data: Any) -> Any:
+    async def _run_body(
+        self, slot: Slot | None, step: Step, input_data: Any, resume_data: Any, suspend_data: Any
+    ) -> Any:
+        """`_execute` the step, through its checkpoint slot when the run is durable: a step recorded by
+        an earlier execution of this run is not run again (see `_checkpoint`)."""
+        if slot is None:
+            return await self._execute(step, input_data, resume_data, suspend_data, self.emit)
+        raised: list[BaseException] = []
+
+        async def body() -> Any:
+            return await record_outcome(
+                lambda emit: self._execute(step, input_data, resume_data, suspend_data, emit),
+                self.emit,
+                self.state,
+                raised,
+            )
+
+        recorded = await slot(body)
+        if raised:
+            raise raised[0]  # ran here: the real exception, not its record
+        return replay_outcome(recorded, self.emit, self.state)
+
+    async def _execute(
+        self, step: Step, input_data: Any, resume_data: Any, suspend_data: Any, emit: Callable[[Chunk], None]
+    ) -> Any:
         parsed = input_data
         if step.input_schema is not None:
             outcome = validate_value(step.input_schema, input_data)
@@ -395,7 +431,7 @@ class Execution:
         attempt = 0
         while True:
             context = self._context(
-                step, parsed, resume_data=resume_data, suspend_data=suspend_data, retry_count=attempt
+                step, parsed, emit, resume_data=resume_data, suspend_data=suspend_data, retry_count=attempt
             )
             try:
                 value = await self._guarded(step, context)
@@ -521,7 +557,9 @@ class Execution:
             started = self._begin(step, items)
             self._failed(step, started[0], started[1], error)
             raise _Stop(RunEnd("failed", error=error))
-        call_id, record, _, _ = self._begin(step, items)
+        call_id, record, _, _, _ = self._begin(step, items)
+        # Every item's slot up front: items start in completion order, which a re-run does not repeat.
+        slots = [self._reserve(step) for _ in items]
         results: list[Any] = [None] * len(items)
         completed = 0
         next_index = 0
@@ -533,7 +571,7 @@ class Execution:
                 i = next_index
                 next_index += 1
                 try:
-                    results[i] = await self._execute(step, items[i], None, None)
+                    results[i] = await self._run_body(slots[i], step, items[i], None, None)
                 except _Suspend:
                     failure.append(
                         WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported")
@@ -599,9 +637,11 @@ class Execution:
             ms = (entry.until.timestamp() * 1000.0) - self.clock()
         else:
             ms = entry.ms or 0.0
-        if ms > 0:
+        # A durable run always takes its sleep slot: a re-run computes a shorter wait from the clock.
+        if ms > 0 or self.checkpoint is not None:
+            sleep = self.sleep if self.checkpoint is None else self.checkpoint.sleep
             try:
-                await until_aborted(self.sleep(ms / 1000.0), self.signal)
+                await until_aborted(sleep(max(ms, 0.0) / 1000.0), self.signal)
             except AbortError:
                 pass
         record = {
