@@ -5,7 +5,8 @@
   ``SSEStreamResponse``: the HTTP framing (the responses need the ``server`` extra, starlette);
 * ``convert_ui_messages``: the UI messages a client sends → model messages;
 * ``handle_chat_stream``: one chat request against a ``Mastra`` agent;
-* ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts.
+* ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts
+  (``check_workflow_request`` / ``run_workflow_spec``: the same, checked here and run elsewhere).
 """
 
 from __future__ import annotations
@@ -40,7 +41,15 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
-from ._workflow import WorkflowRegistry, WorkflowUIChunkConverter, handle_workflow_stream
+from ._workflow import WorkflowUIChunkConverter, handle_workflow_stream
+from ._workflow_request import (
+    WorkflowRegistry,
+    WorkflowRunSpec,
+    WorkflowStreamOptions,
+    check_workflow_request,
+    run_workflow_spec,
+    start_workflow_stream,
+)
 
 if TYPE_CHECKING:
     from ._response import SSEStreamResponse
@@ -63,9 +72,12 @@ __all__ = [
     "UIMessageStreamError",
     "Version",
     "WorkflowRegistry",
+    "WorkflowRunSpec",
+    "WorkflowStreamOptions",
     "WorkflowUIChunkConverter",
     "assert_valid_heartbeat_ms",
     "check_transform_factories",
+    "check_workflow_request",
     "convert_ui_messages",
     "create_ui_message_stream_response",
     "default_error_text",
@@ -76,7 +88,9 @@ __all__ = [
     "handle_workflow_stream",
     "parse_chat_request",
     "parse_json_body",
+    "run_workflow_spec",
     "smooth_stream",
+    "start_workflow_stream",
     "to_ai_sdk_stream",
     "validate_ui_messages",
 ]
