@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._mastra import Mastra
 
 if TYPE_CHECKING:
-    from .resumable import StreamStore
+    from .resumable import ChatRunner, StreamStore
     from .server import RequestGuard
 
 __all__ = [
@@ -191,6 +191,7 @@ def create_app(
     send_goals: bool = True,
     guard: RequestGuard | None = None,
     stream_store: StreamStore | bool | None = True,
+    runner: ChatRunner | None = None,
 ) -> Any:
     """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
     ``GET /api/workflows``, ``POST /api/workflows/{workflow_id}/stream`` (start, or resume with
@@ -203,6 +204,8 @@ def create_app(
     ``useChat({resume: true})``) through ``stream_store``: ``True`` (default) keeps them in this process (`MemoryStreamStore`), a
     `StreamStore` such as `RedisStreamStore` shares them between server processes, ``None`` or
     ``False`` turns resuming off (a client that goes away then stops its run).
+    ``runner`` (a `ChatRunner` such as ``agentstream.durable.DurableChat``) runs the chat turns on
+    worker processes that share ``stream_store`` (required then); smoothing is then the workers'.
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -227,7 +230,7 @@ def create_app(
         "send_reasoning": send_reasoning,
         "send_sources": send_sources,
         "send_goals": send_goals,
-        "experimental_transform": smooth_stream(delay_in_ms=delay_in_ms) if smooth else None,
+        "experimental_transform": smooth_stream(delay_in_ms=delay_in_ms) if smooth and not runner else None,
         "guard": guard or Guard(),
         "include_sub_agent_metadata": True,  # the page shows sub-agents and workflows at work
     }
@@ -254,11 +257,13 @@ def create_app(
 
     workflow_options = {k: options[k] for k in ("heartbeat_ms", "send_reasoning", "send_sources", "guard")}
     store = MemoryStreamStore() if stream_store is True else stream_store or None
+    if runner is not None and store is None:
+        raise ValueError("create_app(runner=...) needs the stream_store its workers write to")
     chat_routes = []
     if default is not None:
         chat_routes = [
-            chat_route(mastra, "/api/chat", agent=default, stream_store=store, **options),
-            chat_route(mastra, "/api/chat/{agent_id}", stream_store=store, **options),
+            chat_route(mastra, "/api/chat", agent=default, stream_store=store, runner=runner, **options),
+            chat_route(mastra, "/api/chat/{agent_id}", stream_store=store, runner=runner, **options),
         ]
     if default is not None and store is not None:
         resume = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}

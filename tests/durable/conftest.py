@@ -15,8 +15,9 @@ import pytest
 pytest.importorskip("dbos")
 
 from tests.background.conftest import pg_dsn, pg_reachable
+from tests.resumable.conftest import redis_url
 
-__all__ = ["pg_dsn"]
+__all__ = ["pg_dsn", "redis_url"]
 
 ROOT = Path(__file__).resolve().parents[2]
 _ = pg_reachable
@@ -44,16 +45,17 @@ class Workers:
         self.tmp = tmp
         self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, *extra: str) -> subprocess.Popen[bytes]:
+    def start(self, *extra: str, tools: str | None = "tests.durable._app:tools") -> subprocess.Popen[bytes]:
+        """An `agentstream worker` running ``tools`` (``None``: only what ``extra`` names)."""
         log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSTREAM_TEST_GATE": str(self.tmp / "gate")}
         proc = subprocess.Popen(
             [
                 sys.executable,
                 "-m",
                 "agentstream",
                 "worker",
-                "tests.durable._app:tools",
+                *([tools] if tools else []),
                 "--database-url",
                 self.url,
                 "--poll-sec",

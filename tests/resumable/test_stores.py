@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 
 import pytest
 
@@ -173,3 +174,59 @@ async def test_one_append_may_carry_several_chunks(store: StreamStore) -> None:
     await store.finish(stream_id)
     assert await collect(store, stream_id) == [chunk(i) for i in range(4)]
     assert await collect(store, stream_id, after=1) == [chunk(i) for i in range(1, 4)]
+
+
+async def test_positional_appends_skip_chunks_already_written(store: StreamStore) -> None:
+    stream_id = await store.start("chat-a", owner=None)
+    assert await store.length(stream_id) == 0
+    await store.append(stream_id, chunk(0), chunk(1), chunk(2), at=0)
+    # A re-run (a worker took the turn over) writes 0..4 again: only 3 and 4 are new.
+    await store.append(stream_id, chunk(0), chunk(1), at=0)
+    await store.append(stream_id, *[chunk(i) for i in range(5)], at=0)
+    await store.append(stream_id, chunk(4), chunk(5), at=4)
+    assert await store.length(stream_id) == 6
+    await store.append(stream_id, chunk(6))  # without `at`: at the end, as before
+    await store.finish(stream_id)
+    assert await store.length(stream_id) == 7
+    assert await collect(store, stream_id) == [chunk(i) for i in range(7)]
+
+
+async def test_a_positional_append_may_not_leave_a_gap(store: StreamStore) -> None:
+    stream_id = await store.start("chat-a", owner=None)
+    await store.append(stream_id, chunk(0), at=0)
+    with pytest.raises(ValueError, match="at=3 would leave a gap .* which has 1 chunks"):
+        await store.append(stream_id, chunk(3), at=3)
+    with pytest.raises(ValueError, match="at: expected a chunk number"):
+        await store.append(stream_id, chunk(1), at=-1)
+    assert await store.length(stream_id) == 1
+
+
+async def test_a_finished_or_unknown_stream_takes_no_more_chunks(store: StreamStore) -> None:
+    stream_id = await store.start("chat-a", owner=None)
+    await store.append(stream_id, chunk(0), at=0)
+    await store.finish(stream_id)
+    # A worker that re-runs a turn another already finished writes nothing (and learns it).
+    with pytest.raises(StreamExpiredError, match="finished"):
+        await store.append(stream_id, chunk(0), chunk(1), at=0)
+    with pytest.raises(StreamExpiredError):
+        await store.append(stream_id, chunk(1))
+    with pytest.raises(StreamExpiredError):
+        await store.length("nope")
+    assert await collect(store, stream_id) == [chunk(0)]
+
+
+async def test_redis_a_stream_is_written_and_finished_by_another_process(redis_url: str) -> None:
+    """The server claims the chat; a worker (its own client, no shared state) writes and finishes."""
+    prefix = f"test-{uuid.uuid4().hex}"
+    server = RedisStreamStore.from_url(redis_url, prefix=prefix, block_ms=20)
+    worker = RedisStreamStore.from_url(redis_url, prefix=prefix, block_ms=20)
+    try:
+        stream_id = await server.start("chat-a", owner="alice")
+        await worker.append(stream_id, chunk(0), chunk(1), at=0)
+        assert 0 < await server.redis.pttl(f"{prefix}:chat:chat-a")
+        await worker.finish(stream_id)
+        assert await server.active("chat-a") is None  # the worker cleared the chat's pointer
+        assert await collect(server, stream_id) == [chunk(0), chunk(1)]
+    finally:
+        await server.aclose()
+        await worker.aclose()

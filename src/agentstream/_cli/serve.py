@@ -80,7 +80,39 @@ def add_parser(subparsers: Any) -> None:
             "Redis shared by several server processes, or none (default: $AGENTSTREAM_STREAM_STORE or memory)"
         ),
     )
+    parser.add_argument(
+        "--durable-db",
+        default=os.environ.get("AGENTSTREAM_DURABLE_DB") or None,
+        metavar="URL",
+        help=(
+            "run chat answers on `agentstream worker --app ...` processes sharing this database "
+            "(postgresql://… or sqlite:///file); needs --stream-store redis://… (default: $AGENTSTREAM_DURABLE_DB)"
+        ),
+    )
     parser.set_defaults(func=run)
+
+
+def _runner(args: argparse.Namespace) -> Any:
+    """``--durable-db``: a `DurableChat` (checked against ``--stream-store`` first), or ``None``."""
+    if args.durable_db is None:
+        return None
+    if not args.stream_store.startswith(("redis://", "rediss://", "unix://")):
+        raise UsageError(
+            f"--durable-db needs --stream-store redis://HOST:PORT/DB shared with the workers, got "
+            f"--stream-store {args.stream_store}"
+        )
+    try:
+        from agentstream.durable import DurableChat
+    except ImportError as exc:
+        raise missing_extra(exc, "--durable-db") or CLIError(str(exc)) from exc
+    try:
+        return DurableChat(args.durable_db)
+    except Exception as exc:
+        from .worker import _redacted
+
+        raise CLIError(
+            f"--durable-db: cannot use {_redacted(args.durable_db)}: {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _app(args: argparse.Namespace) -> Any:
@@ -96,6 +128,7 @@ def _app(args: argparse.Namespace) -> Any:
         if args.agent is not None and args.agent not in target.get_agents():
             known = ", ".join(sorted(target.get_agents())) or "none"
             raise UsageError(f"--agent {args.agent!r} is not registered (agents: {known})")
+        runner = _runner(args)
         return create_app(
             target,
             default_agent=args.agent,
@@ -104,6 +137,7 @@ def _app(args: argparse.Namespace) -> Any:
             heartbeat_ms=args.heartbeat_ms,
             guard=_guard(args),
             stream_store=_stream_store(args.stream_store),
+            runner=runner,
         )
     except AppLoadError as exc:
         raise (UsageError if exc.usage else CLIError)(str(exc)) from exc

@@ -10,7 +10,9 @@ import sys
 import threading
 from typing import Any
 
+from ._args import milliseconds_or_none
 from ._errors import CLIError, UsageError
+from .serve import _stream_store as _serve_stream_store
 
 __all__ = ["add_parser", "load_tools", "run"]
 
@@ -23,14 +25,44 @@ _TOOLS_HELP = (
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "worker",
-        help="run background tasks dispatched by servers, durably (DBOS)",
+        help="run background tasks and chat turns dispatched by servers, durably (DBOS)",
         description=(
             "Run background tasks that `agentstream serve` processes (or any DurableBackground) enqueue "
-            "on the shared database. Limits hold across all workers; a worker that dies has its "
-            "tasks finished by another, after their last completed step. Stop with Ctrl-C or SIGTERM."
+            "on the shared database, and with --app the chat answers of `agentstream serve "
+            "--durable-db`, written to the shared --stream-store. Limits hold across all workers; a "
+            "worker that dies has its work finished by another, after its last completed step. "
+            "Stop with Ctrl-C or SIGTERM."
         ),
     )
-    parser.add_argument("tools", metavar="TOOLS", help=_TOOLS_HELP)
+    parser.add_argument("tools", metavar="TOOLS", nargs="?", help=_TOOLS_HELP)
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="a Mastra (or a zero-argument factory of one) whose agents answer chat turns",
+    )
+    parser.add_argument(
+        "--stream-store",
+        default=os.environ.get("AGENTSTREAM_STREAM_STORE") or None,
+        metavar="redis://HOST:PORT/DB",
+        help="the Redis the servers follow answers in (with --app; default: $AGENTSTREAM_STREAM_STORE)",
+    )
+    parser.add_argument(
+        "--chat-concurrency", type=_positive_int, metavar="N", help="chat turns running at once, all workers"
+    )
+    parser.add_argument(
+        "--chat-worker-concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="chat turns at once in this process",
+    )
+    parser.add_argument("--no-smooth", action="store_true", help="turn off smoothing of chat answers")
+    parser.add_argument(
+        "--delay-ms",
+        type=milliseconds_or_none,
+        default=10.0,
+        metavar="N|none",
+        help="smoothing delay per piece of a chat answer (10)",
+    )
     parser.add_argument(
         "--database-url",
         metavar="URL",
@@ -118,13 +150,41 @@ def load_tools(spec: str) -> dict[str, Any]:
     )
 
 
+def _chat(args: argparse.Namespace) -> tuple[Any, Any, dict[str, Any]]:
+    """``--app`` / ``--stream-store``: the Mastra, the shared store and the chat settings (or Nones)."""
+    if args.app is None:
+        return None, None, {}
+    if args.stream_store is None:
+        raise UsageError("--app needs --stream-store redis://HOST:PORT/DB, the Redis the servers follow")
+    if not args.stream_store.startswith(("redis://", "rediss://", "unix://")):
+        raise UsageError(
+            f"--stream-store: expected a redis://host:port/db URL shared with the servers, got {args.stream_store!r}"
+        )
+    from agentstream._app import AppLoadError, load_app
+    from agentstream._mastra import Mastra
+    from agentstream.ai_sdk import smooth_stream
+
+    try:
+        mastra = load_app(args.app)
+    except AppLoadError as exc:
+        raise (UsageError if exc.usage else CLIError)(str(exc)) from exc
+    if not isinstance(mastra, Mastra):
+        raise UsageError(f"--app {args.app} is a {type(mastra).__name__}; a worker needs a Mastra")
+    store = _serve_stream_store(args.stream_store)
+    transform = None if args.no_smooth else smooth_stream(delay_in_ms=args.delay_ms)
+    return mastra, store, {"experimental_transform": transform} if transform else {}
+
+
 def run(args: argparse.Namespace) -> int:
     url = args.database_url or os.environ.get("AGENTSTREAM_DURABLE_DB")
+    if args.tools is None and args.app is None:
+        raise UsageError("nothing to run: name the TOOLS, or a Mastra with --app for chat turns (or both)")
     if not url:
         raise UsageError("no database: pass --database-url postgresql://… (or set $AGENTSTREAM_DURABLE_DB)")
-    tools = load_tools(args.tools)
-    if not tools:
-        raise UsageError(f"{args.tools} has no tools; a worker needs at least one")
+    tools = load_tools(args.tools) if args.tools is not None else {}
+    if args.tools is not None and not tools:
+        raise UsageError(f"{args.tools} has no tools; name a module:attr with at least one")
+    mastra, store, chat_options = _chat(args)
     from agentstream.durable import DurableWorker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -136,6 +196,11 @@ def run(args: argparse.Namespace) -> int:
         worker_concurrency=args.worker_concurrency,
         polling_interval_sec=args.poll_sec,
         lease_sec=args.lease_sec,
+        mastra=mastra,
+        stream_store=store,
+        chat_options=chat_options,
+        chat_concurrency=args.chat_concurrency,
+        chat_worker_concurrency=args.chat_worker_concurrency,
     )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -144,8 +209,9 @@ def run(args: argparse.Namespace) -> int:
         worker.launch()
     except Exception as exc:
         raise CLIError(f"cannot start on {_redacted(url)}: {type(exc).__name__}: {exc}") from exc
+    running = sorted(tools) + ([f"chat turns of {args.app}"] if mastra is not None else [])
     print(
-        f"agentstream worker {worker.executor_id}: running {', '.join(sorted(tools))}",
+        f"agentstream worker {worker.executor_id}: running {', '.join(running)}",
         file=sys.stderr,
         flush=True,
     )

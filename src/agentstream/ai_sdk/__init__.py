@@ -18,6 +18,7 @@ from ._chat import (
     MAX_ID_LENGTH,
     AgentRegistry,
     ChatRequestError,
+    check_chat_request,
     handle_chat_stream,
     parse_json_body,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "WorkflowStreamOptions",
     "WorkflowUIChunkConverter",
     "assert_valid_heartbeat_ms",
+    "check_chat_request",
     "check_transform_factories",
     "check_workflow_request",
     "convert_ui_messages",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from array import array
 from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any, Protocol
 
@@ -16,12 +17,20 @@ from ._convert import MessageMetadataFn, OnErrorFn, UIChunk, Version, to_ai_sdk_
 from ._errors import ChatRequestError, UIMessageError, default_error_text
 from ._errors import _clip as _clip  # re-exported: _workflow imports it from here
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
-from ._resume import RunOwners, approval_targets, body_target, stream_resumed, suspended_run_id
+from ._resume import (
+    ResumeTarget,
+    RunOwners,
+    approval_targets,
+    body_target,
+    stream_resumed,
+    suspended_run_id,
+)
 
 __all__ = [
     "MAX_ID_LENGTH",
     "AgentRegistry",
     "ChatRequestError",
+    "check_chat_request",
     "handle_chat_stream",
     "parse_json_body",
 ]
@@ -142,6 +151,82 @@ async def _guarded(
             await aclose()
 
 
+@dataclass(frozen=True)
+class _Checked:
+    """A request that passed every check `handle_chat_stream` makes before it runs anything."""
+
+    agent: Any
+    owners: RunOwners
+    targets: list[ResumeTarget]
+    in_body: bool
+    last_message_id: str | None
+    model_messages: list[Any]
+    run_id: str | None
+
+
+async def _checked(
+    mastra: AgentRegistry,
+    agent_id: str,
+    params: Any,
+    version: Version,
+    allow_system_messages: bool,
+    max_json_depth: int,
+    owner: str | None,
+) -> _Checked:
+    request = _request(params, allow_system_messages=allow_system_messages, max_json_depth=max_json_depth)
+    try:
+        agent = mastra.get_agent(agent_id)
+    except (KeyError, LookupError) as exc:
+        raise ChatRequestError(f"Agent {_clip(agent_id, 120)} not found", status_code=404) from exc
+    extra = request.model_extra or {}
+    owners = RunOwners(getattr(mastra, "storage", None), chat_id=request.id, owner=owner)
+    body = body_target(extra)
+    targets = [body] if body is not None else []
+    if not targets and version != "v5" and request.trigger != "regenerate-message":
+        targets = approval_targets(request.messages)
+
+    messages = list(request.messages)
+    last = messages[-1] if messages else None
+    last_message_id: str | None = None
+    if isinstance(last, Mapping) and last.get("role") == "assistant":
+        if request.trigger == "regenerate-message":
+            messages = messages[:-1]
+        elif isinstance(last.get("id"), str):
+            last_message_id = last["id"]
+    if targets:
+        for i, target in enumerate(targets):
+            await owners.check(target.run_id, "runId" if body is not None else f"approvals[{i}]")
+        return _Checked(agent, owners, targets, body is not None, last_message_id, [], None)
+    try:
+        model_messages = convert_ui_messages(messages)
+    except UIMessageError as exc:
+        raise ChatRequestError(str(exc), path=exc.path) from None
+    if not model_messages:
+        raise ChatRequestError("the request has no message to answer", path="messages")
+    run_id = extra.get("runId") if isinstance(extra.get("runId"), str) else None
+    if run_id is not None:
+        await owners.check_new_run(run_id)
+    return _Checked(agent, owners, [], False, last_message_id, model_messages, run_id)
+
+
+async def check_chat_request(
+    *,
+    mastra: AgentRegistry,
+    agent_id: str,
+    params: Mapping[str, Any] | ChatRequest | bytes | str,
+    version: Version = "v5",
+    allow_system_messages: bool = False,
+    max_json_depth: int = 64,
+    owner: str | None = None,
+) -> None:
+    """Make every check `handle_chat_stream` makes before it streams, without running the agent.
+
+    Raises the same `ChatRequestError` (malformed body, unknown agent → 404, a run that is not
+    this chat's to resume → 403). A server that hands the turn to a worker answers these itself.
+    """
+    await _checked(mastra, agent_id, params, version, allow_system_messages, max_json_depth, owner)
+
+
 async def handle_chat_stream(
     *,
     mastra: AgentRegistry,
@@ -186,26 +271,7 @@ async def handle_chat_stream(
     may resume it; anyone else gets a 403 `ChatRequestError`.
     ``send_goals`` forwards goal progress as ``data-goal`` parts (`to_ai_sdk_stream`).
     """
-    request = _request(params, allow_system_messages=allow_system_messages, max_json_depth=max_json_depth)
-    try:
-        agent = mastra.get_agent(agent_id)
-    except (KeyError, LookupError) as exc:
-        raise ChatRequestError(f"Agent {_clip(agent_id, 120)} not found", status_code=404) from exc
-    extra = request.model_extra or {}
-    owners = RunOwners(getattr(mastra, "storage", None), chat_id=request.id, owner=owner)
-    body = body_target(extra)
-    targets = [body] if body is not None else []
-    if not targets and version != "v5" and request.trigger != "regenerate-message":
-        targets = approval_targets(request.messages)
-
-    messages = list(request.messages)
-    last = messages[-1] if messages else None
-    last_message_id: str | None = None
-    if isinstance(last, Mapping) and last.get("role") == "assistant":
-        if request.trigger == "regenerate-message":
-            messages = messages[:-1]
-        elif isinstance(last.get("id"), str):
-            last_message_id = last["id"]
+    checked = await _checked(mastra, agent_id, params, version, allow_system_messages, max_json_depth, owner)
     defaults = dict(default_options or {})
     transform = experimental_transform or defaults.pop("experimental_transform", None)
     defaults.pop("experimental_transform", None)
@@ -220,26 +286,18 @@ async def handle_chat_stream(
         "send_reasoning": send_reasoning,
         "send_sources": send_sources,
         "send_goals": send_goals,
-        "last_message_id": last_message_id,
+        "last_message_id": checked.last_message_id,
         "message_metadata": message_metadata,
         "on_error": on_error,
         "experimental_transform": transform,
         "include_sub_agent_metadata": include_sub_agent_metadata,
     }
-    if targets:
-        for i, target in enumerate(targets):
-            await owners.check(target.run_id, "runId" if body is not None else f"approvals[{i}]")
-        resumed = stream_resumed(agent, targets, options, convert, frame=body is None)
+    agent, owners = checked.agent, checked.owners
+    if checked.targets:
+        resumed = stream_resumed(agent, checked.targets, options, convert, frame=not checked.in_body)
         return _guarded(resumed, None, on_error, owners)
-
-    try:
-        model_messages = convert_ui_messages(messages)
-    except UIMessageError as exc:
-        raise ChatRequestError(str(exc), path=exc.path) from None
-    if not model_messages:
-        raise ChatRequestError("the request has no message to answer", path="messages")
-    if isinstance(extra.get("runId"), str):
-        await owners.check_new_run(extra["runId"])
-        options["run_id"] = extra["runId"]
+    if checked.run_id is not None:
+        options["run_id"] = checked.run_id
+    model_messages = checked.model_messages
     output = agent.stream(model_messages, **options)
     return _guarded(to_ai_sdk_stream(output, **convert), output, on_error, owners)

@@ -19,19 +19,28 @@ Worker (``agentstream worker app:tools --database-url ...``, or in code):
 
     DurableWorker(url, {"research": research}, global_concurrency=8, per_agent_concurrency=2).launch()
 
+Chat turns on workers (the server streams them from a shared stream store):
+
+    runner = DurableChat(url)  # server: create_app(mastra, stream_store=redis_store, runner=runner)
+    DurableWorker(url, mastra=mastra, stream_store=redis_store).launch()  # worker
+
 Requires the ``durable`` extra (``pip install 'agentstream[durable]'``).
 """
 
 from __future__ import annotations
 
+from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, DurableChat
 from ._protocol import QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 from ._remote import DurableBackground, RemoteTaskError, attempt_id
 from ._worker import DurableWorker, step
 
 __all__ = [
+    "CHAT_QUEUE_NAME",
+    "CHAT_WORKFLOW_NAME",
     "QUEUE_NAME",
     "WORKFLOW_NAME",
     "DurableBackground",
+    "DurableChat",
     "DurableWorker",
     "Outcome",
     "RemoteTaskError",

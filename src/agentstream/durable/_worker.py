@@ -16,7 +16,9 @@ from dbos import DBOS, DBOSConfig
 from .._abort import AbortController
 from ..background import BackgroundTaskContext, TaskSuspended
 from ..chunks import Chunk, chunk_to_dict, to_jsonable
+from ..resumable import StreamStore
 from ..tools import Tool, ToolWriter
+from ._chat import CHAT_QUEUE_NAME, chat_setup
 from ._leases import ExecutorLeases
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 
@@ -114,30 +116,41 @@ async def _background_task(spec: TaskSpec) -> Outcome:
 
 @dataclass
 class DurableWorker:
-    """One worker process: runs the tools in `tools` for tasks any server enqueued.
+    """One worker process: runs the tools in `tools` for tasks any server enqueued, and, with a
+    `mastra` and a `stream_store`, the chat turns servers dispatch through `DurableChat`.
 
     Limits hold across every worker on the database: at most `global_concurrency` tasks run at once
     in all, and at most `per_agent_concurrency` of one agent (DBOS queue partitions, keyed by agent
     id); `worker_concurrency` bounds this process. Each worker holds a lease renewed every
     `lease_sec / 3`; a worker whose lease expired (killed, partitioned) has its unfinished tasks
     re-enqueued by whichever live worker notices first, and they resume after their last completed
-    step.
+    step. A chat turn writes its answer to `stream_store` (shared with the servers); after a
+    takeover it runs again and the store skips the chunks already written. `chat_options` are
+    `handle_chat_stream`'s callables for those turns (``experimental_transform``, ``on_error``,
+    ``message_metadata``, ``default_options``); `chat_concurrency` bounds the turns running on all
+    workers, `chat_worker_concurrency` those on this one.
     """
 
     database_url: str
-    tools: Mapping[str, Any]
+    tools: Mapping[str, Any] = field(default_factory=dict)
     global_concurrency: int | None = None
     per_agent_concurrency: int | None = None
     worker_concurrency: int | None = None
     polling_interval_sec: float = 0.1
     lease_sec: float = 30.0
+    mastra: Any = None
+    stream_store: StreamStore | None = None
+    chat_options: Mapping[str, Any] | None = None
+    chat_concurrency: int | None = None
+    chat_worker_concurrency: int | None = None
     executor_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     )
     _leases: ExecutorLeases | None = field(default=None, init=False, repr=False)
 
     def launch(self) -> None:
-        """Connect, register the queue (its limits are stored; the last worker launched wins), start."""
+        """Connect, register the queues (their limits are stored; the last worker launched wins), start."""
+        queues = self._queues()
         _tools.clear()
         _tools.update(self.tools)
         config: DBOSConfig = {
@@ -149,22 +162,54 @@ class DurableWorker:
         }
         DBOS(config=config)
         try:
+            DBOS.listen_queues(queues)
             DBOS.launch()
-            DBOS.register_queue(
-                QUEUE_NAME,
-                global_concurrency=self.global_concurrency,
-                worker_concurrency=self.worker_concurrency,
-                # DBOS requires partition <= global; no per-agent limit means "up to the global one".
-                partition_concurrency=self.per_agent_concurrency or self.global_concurrency or _UNLIMITED,
-                polling_interval_sec=self.polling_interval_sec,
-                on_conflict="always_update",
-            )
+            if CHAT_QUEUE_NAME in queues:
+                DBOS.register_queue(
+                    CHAT_QUEUE_NAME,
+                    global_concurrency=self.chat_concurrency,
+                    worker_concurrency=self.chat_worker_concurrency,
+                    polling_interval_sec=self.polling_interval_sec,
+                    on_conflict="always_update",
+                )
+            if QUEUE_NAME in queues:  # a chat-only worker must not reset the tool workers' limits
+                DBOS.register_queue(
+                    QUEUE_NAME,
+                    global_concurrency=self.global_concurrency,
+                    worker_concurrency=self.worker_concurrency,
+                    # DBOS requires partition <= global; no per-agent limit means "up to the global one".
+                    partition_concurrency=self.per_agent_concurrency or self.global_concurrency or _UNLIMITED,
+                    polling_interval_sec=self.polling_interval_sec,
+                    on_conflict="always_update",
+                )
         except BaseException:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             raise
         self._leases = ExecutorLeases(self.database_url, self.executor_id, self.lease_sec, _recover)
         self._leases.start()
-        _log.info("worker %s started (tools: %s)", self.executor_id, ", ".join(sorted(self.tools)))
+        _log.info(
+            "worker %s started (tools: %s; chat turns: %s)",
+            self.executor_id,
+            ", ".join(sorted(self.tools)) or "none",
+            "yes" if self.mastra is not None else "no",
+        )
+
+    def _queues(self) -> list[str]:
+        """The queues this worker takes work from; sets up chat turns when it has a Mastra."""
+        if self.mastra is None and self.stream_store is not None:
+            raise ValueError("DurableWorker: stream_store is for chat turns, which need a mastra too")
+        if self.mastra is not None:
+            if self.stream_store is None:
+                raise ValueError(
+                    "DurableWorker: chat turns (mastra=...) need the stream_store the servers follow"
+                )
+            chat_setup(self.mastra, self.stream_store, self.chat_options)
+        elif self.chat_options:
+            raise ValueError("DurableWorker: chat_options are for chat turns, which need a mastra")
+        queues = ([QUEUE_NAME] if self.tools else []) + ([CHAT_QUEUE_NAME] if self.mastra is not None else [])
+        if not queues:
+            raise ValueError("DurableWorker: nothing to run; give it tools, or a mastra and a stream_store")
+        return queues
 
     def shutdown(self) -> None:
         """Stop taking tasks and give up the lease, so the others take over this worker's tasks at once."""

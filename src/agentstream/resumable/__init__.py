@@ -5,21 +5,31 @@ chunk of a running response under the chat's id, and ``GET <api>/<chat id>/strea
 active one from its start and follows it to the end. `MemoryStreamStore` keeps them in this
 process (the default); `RedisStreamStore` keeps them in Redis Streams, so a reconnect to another
 server process gets the rest. Chunks are stored as their JSON bytes (`encode_ui_chunk`).
+
+A `ChatRunner` runs chat turns in other processes (workers): the server dispatches a `ChatTurn`
+and follows its stream; the worker calls `run_chat_turn`, which writes the chunks positionally.
 """
 
 from __future__ import annotations
 
-from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_ttl
+from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
 from ._memory import MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
+from ._turn import ChatRunner, ChatTurn, ChatTurnOptions, run_chat_turn, write_chunks
 
 __all__ = [
     "ActiveStream",
+    "ChatRunner",
+    "ChatTurn",
+    "ChatTurnOptions",
     "MemoryStreamStore",
     "RedisStreamStore",
     "StreamExpiredError",
     "StreamOwnerError",
     "StreamStore",
+    "check_at",
     "check_ttl",
+    "run_chat_turn",
     "stream_store_from_url",
+    "write_chunks",
 ]

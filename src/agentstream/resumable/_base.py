@@ -7,7 +7,14 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-__all__ = ["ActiveStream", "StreamExpiredError", "StreamOwnerError", "StreamStore", "check_ttl"]
+__all__ = [
+    "ActiveStream",
+    "StreamExpiredError",
+    "StreamOwnerError",
+    "StreamStore",
+    "check_at",
+    "check_ttl",
+]
 
 
 @dataclass(frozen=True)
@@ -23,7 +30,19 @@ class StreamOwnerError(PermissionError):
 
 
 class StreamExpiredError(LookupError):
-    """Writing to a stream that is not there any more (its TTL passed, or the store was cleared)."""
+    """Writing to a stream that is not there any more (its TTL passed, or the store was cleared),
+    or that has finished."""
+
+
+def check_at(at: int | None, length: int, stream_id: str) -> int:
+    """The position an append starts at: ``length`` when ``at`` is ``None``; a gap is refused."""
+    if at is None:
+        return length
+    if isinstance(at, bool) or not isinstance(at, int) or at < 0:
+        raise ValueError(f"at: expected a chunk number (an int >= 0), got {at!r}")
+    if at > length:
+        raise ValueError(f"at={at} would leave a gap in stream {stream_id!r}, which has {length} chunks")
+    return at
 
 
 def check_ttl(ttl_s: float) -> float:
@@ -39,8 +58,10 @@ def check_ttl(ttl_s: float) -> float:
 class StreamStore(Protocol):
     """Where active responses' chunks live while they stream.
 
-    One writer per stream (the process running the response): `start`, `append` (one or more chunks), then
-    `finish`. Any number of readers, in any process sharing the backend: `active` finds a chat's
+    One writer per stream at a time: `start`, `append` (one or more chunks), then `finish`. The
+    writer may be another process than the one that called `start` (a server claims the chat, a
+    worker writes the answer); positional appends (``at=``) let a re-run after a crash write
+    nothing twice. Any number of readers, in any process sharing the backend: `active` finds a chat's
     running stream, `read` yields its chunks from index ``after`` on and follows it until it
     finishes. A stream and its chunks expire ``ttl_s`` after its last write.
     """
@@ -51,9 +72,17 @@ class StreamStore(Protocol):
         Raises `StreamOwnerError` when the chat has an active stream of another owner."""
         ...
 
-    async def append(self, stream_id: str, *chunks: bytes) -> None:
-        """Add chunks (JSON bytes each), in order, in one write; raises `StreamExpiredError` if the
-        stream is gone."""
+    async def append(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
+        """Add chunks (JSON bytes each), in order, in one write.
+
+        With ``at``, chunk *i* is the stream's chunk number ``at + i`` (from 0): a number already
+        written is skipped, so writing an overlapping range again (a re-run) changes nothing;
+        ``at`` past the end (a gap) raises ``ValueError``. Without it, the chunks go at the end.
+        Raises `StreamExpiredError` if the stream is gone or finished."""
+        ...
+
+    async def length(self, stream_id: str) -> int:
+        """How many chunks the stream holds; raises `StreamExpiredError` if it is gone."""
         ...
 
     async def finish(self, stream_id: str) -> None:

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
-from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, check_ttl
+from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, check_at, check_ttl
 
 __all__ = ["MemoryStreamStore"]
 
@@ -67,14 +67,27 @@ class MemoryStreamStore:
         self._active[chat_id] = stream_id
         return stream_id
 
-    async def append(self, stream_id: str, *chunks: bytes) -> None:
-        """Add chunks in order (see `StreamStore.append`); `StreamExpiredError` if the stream is gone."""
+    def _writable(self, stream_id: str) -> _Stream:
+        stream = self._live(stream_id)
+        if stream is None or stream.done:
+            raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
+        return stream
+
+    async def append(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
+        """Add chunks in order, or at chunk number ``at`` skipping those already written (see
+        `StreamStore.append`); `StreamExpiredError` if the stream is gone or finished."""
+        stream = self._writable(stream_id)
+        start = check_at(at, len(stream.chunks), stream_id)
+        stream.chunks.extend(bytes(chunk) for chunk in chunks[len(stream.chunks) - start :])
+        stream.expires = self._clock() + self.ttl_s
+        stream.wake()
+
+    async def length(self, stream_id: str) -> int:
+        """How many chunks the stream holds; `StreamExpiredError` if it is gone."""
         stream = self._live(stream_id)
         if stream is None:
             raise StreamExpiredError(f"stream {stream_id!r} has expired or was never started")
-        stream.chunks.extend(bytes(chunk) for chunk in chunks)
-        stream.expires = self._clock() + self.ttl_s
-        stream.wake()
+        return len(stream.chunks)
 
     async def finish(self, stream_id: str) -> None:
         """Mark the stream complete; its readers end after the last chunk."""

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_ttl
+from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
 from ._memory import MemoryStreamStore
 
 if TYPE_CHECKING:
@@ -24,13 +24,15 @@ if TYPE_CHECKING:
 
 __all__ = ["RedisStreamStore", "stream_store_from_url"]
 
-# Claim the chat for a new stream unless another owner's stream is active (atomic).
+# Claim the chat for a new stream unless another owner's stream is active (atomic). The open
+# entry names the chat, so a process that did not start the stream (a worker) can refresh and
+# clear the chat's pointer.
 _START = """
 local current = redis.call('hmget', KEYS[1], 'stream', 'owner')
 if current[1] and current[2] ~= ARGV[2] then return 0 end
 redis.call('hset', KEYS[1], 'stream', ARGV[1], 'owner', ARGV[2])
 redis.call('pexpire', KEYS[1], ARGV[3])
-redis.call('xadd', KEYS[2], '0-1', 'open', '')
+redis.call('xadd', KEYS[2], '0-1', 'open', '', 'chat', ARGV[4])
 redis.call('pexpire', KEYS[2], ARGV[3])
 return 1
 """
@@ -42,17 +44,32 @@ redis.call('pexpire', KEYS[2], ARGV[2])
 if redis.call('hget', KEYS[1], 'stream') == ARGV[1] then redis.call('del', KEYS[1]) end
 return 1
 """
-# Append chunks ARGV[3..] as entries 0-<ARGV[1]>, 0-<ARGV[1]+1>, … unless the stream expired
-# (XADD alone would silently recreate it). One round trip for however many chunks are ready.
+# How many chunks the stream holds: the top entry is 0-<chunks + 1>, or the end marker after it.
+# Returns {status, chunks}: status 0 = gone, 1 = open, 2 = finished.
+_STATE = """
+local top = redis.call('xrevrange', KEYS[1], '+', '-', 'COUNT', 1)
+if #top == 0 then return {0, 0} end
+if top[1][2][1] == 'end' then return {2, redis.call('xlen', KEYS[1]) - 2} end
+return {1, tonumber(string.sub(top[1][1], 3)) - 1}
+"""
+# Append chunks ARGV[3..] as chunk numbers ARGV[1], ARGV[1]+1, … (entries 0-<number + 2>),
+# skipping numbers already written; ARGV[1] = -1 appends at the end. Refused when the stream
+# expired or finished (XADD alone would silently recreate it) and for a gap. One round trip for
+# however many chunks are ready. Returns {status, chunks before}: 1 written, 0 gone, -1 gap.
 _APPEND = """
-if redis.call('exists', KEYS[1]) == 0 then return 0 end
-local first = tonumber(ARGV[1])
+local state = redis.call('xrevrange', KEYS[1], '+', '-', 'COUNT', 1)
+if #state == 0 or state[1][2][1] == 'end' then return {0, 0} end
+local length = tonumber(string.sub(state[1][1], 3)) - 1
+local at = tonumber(ARGV[1])
+if at < 0 then at = length end
+if at > length then return {-1, length} end
 for i = 3, #ARGV do
-  redis.call('xadd', KEYS[1], '0-' .. (first + i - 3), 'c', ARGV[i])
+  local number = at + i - 3
+  if number >= length then redis.call('xadd', KEYS[1], '0-' .. (number + 2), 'c', ARGV[i]) end
 end
 redis.call('pexpire', KEYS[1], ARGV[2])
 redis.call('pexpire', KEYS[2], ARGV[2])
-return 1
+return {1, length}
 """
 
 
@@ -77,7 +94,8 @@ class RedisStreamStore:
         self._start = redis.register_script(_START)
         self._finish = redis.register_script(_FINISH)
         self._append = redis.register_script(_APPEND)
-        self._writing: dict[str, tuple[str, int]] = {}  # stream id -> (chat id, chunks written)
+        self._state = redis.register_script(_STATE)
+        self._chats: dict[str, str] = {}  # stream id -> chat id, for the streams this process writes
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStreamStore:
@@ -98,23 +116,43 @@ class RedisStreamStore:
         """Begin the chat's new stream (see `StreamStore.start`); `StreamOwnerError` if another owner's is active."""
         stream_id = uuid.uuid4().hex
         keys = [self._chat_key(chat_id), self._stream_key(stream_id)]
-        if not await self._start(keys=keys, args=[stream_id, owner or "", self._ttl_ms]):
+        if not await self._start(keys=keys, args=[stream_id, owner or "", self._ttl_ms, chat_id]):
             raise StreamOwnerError(f"chat {chat_id!r} has an active stream of another user")
-        self._writing[stream_id] = (chat_id, 0)
+        self._chats[stream_id] = chat_id
         return stream_id
 
-    async def append(self, stream_id: str, *chunks: bytes) -> None:
-        """Add chunks in order (see `StreamStore.append`); `StreamExpiredError` if the stream is gone."""
-        chat_id, count = self._writing.get(stream_id, ("", -1))
-        keys = [self._stream_key(stream_id), self._chat_key(chat_id)]
-        if count < 0 or not await self._append(keys=keys, args=[count + 2, self._ttl_ms, *chunks]):
-            raise StreamExpiredError(f"stream {stream_id!r} has expired or was not started here")
-        self._writing[stream_id] = (chat_id, count + len(chunks))
+    async def _chat_of(self, stream_id: str) -> str:
+        """The chat a stream belongs to (named by its open entry; "" when it is gone)."""
+        chat_id = self._chats.get(stream_id)
+        if chat_id is None:
+            opened: Any = await self.redis.xrange(self._stream_key(stream_id), "0-1", "0-1")
+            fields = opened[0][1] if opened else {}
+            chat_id = self._chats[stream_id] = fields.get(b"chat", b"").decode()
+        return chat_id
+
+    async def append(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
+        """Add chunks in order, or at chunk number ``at`` skipping those already written (see
+        `StreamStore.append`); `StreamExpiredError` if the stream is gone or finished."""
+        check_at(at, at or 0, stream_id)  # the type and sign; the gap is checked in the script
+        keys = [self._stream_key(stream_id), self._chat_key(await self._chat_of(stream_id))]
+        status, length = await self._append(keys=keys, args=[-1 if at is None else at, self._ttl_ms, *chunks])
+        if status == 0:
+            self._chats.pop(stream_id, None)
+            raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
+        if status < 0:
+            check_at(at, int(length), stream_id)
+
+    async def length(self, stream_id: str) -> int:
+        """How many chunks the stream holds; `StreamExpiredError` if it is gone."""
+        status, length = await self._state(keys=[self._stream_key(stream_id)])
+        if status == 0:
+            raise StreamExpiredError(f"stream {stream_id!r} has expired or was never started")
+        return int(length)
 
     async def finish(self, stream_id: str) -> None:
         """Mark the stream complete; its readers end after the last chunk."""
-        chat_id, _ = self._writing.pop(stream_id, ("", 0))
-        keys = [self._chat_key(chat_id), self._stream_key(stream_id)]
+        keys = [self._chat_key(await self._chat_of(stream_id)), self._stream_key(stream_id)]
+        self._chats.pop(stream_id, None)
         await self._finish(keys=keys, args=[stream_id, self._ttl_ms])
 
     async def active(self, chat_id: str) -> ActiveStream | None:

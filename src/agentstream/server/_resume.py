@@ -23,8 +23,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .._abort import AbortController
-from ..ai_sdk import ChatRequestError, SSEStreamResponse, assert_valid_heartbeat_ms, encode_ui_chunk
-from ..resumable import StreamOwnerError, StreamStore
+from ..ai_sdk import ChatRequestError, SSEStreamResponse, assert_valid_heartbeat_ms
+from ..resumable import StreamOwnerError, StreamStore, write_chunks
 from ._guard import RequestGuard
 
 __all__ = ["record_response", "resume_route", "stream_owner"]
@@ -55,44 +55,11 @@ async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
         ) from None
 
 
-async def _write(store: StreamStore, stream_id: str, chunks: AsyncIterator[Any]) -> None:
-    """Write the chunks as they come; those produced while a write is in flight go in the next
-    one (one round trip to Redis per batch, not per chunk)."""
-    pending: list[bytes] = []
-    ready = asyncio.Event()
-    ended = False
-
-    async def pull() -> None:
-        nonlocal ended
-        try:
-            async for chunk in chunks:
-                pending.append(encode_ui_chunk(chunk))
-                ready.set()
-        finally:
-            ended = True
-            ready.set()
-
-    async def push() -> None:
-        while True:
-            await ready.wait()
-            ready.clear()
-            if pending:
-                batch = pending.copy()
-                pending.clear()
-                await store.append(stream_id, *batch)
-            if ended and not pending:
-                return
-
-    async with asyncio.TaskGroup() as group:
-        group.create_task(pull())
-        group.create_task(push())
-
-
 async def _produce(
     store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
 ) -> None:
     try:
-        await _write(store, stream_id, chunks)
+        await write_chunks(store, stream_id, chunks)
     except Exception:
         logger.exception("recording stream %s failed; the run is stopped", stream_id)
         controller.abort()

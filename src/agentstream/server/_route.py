@@ -9,6 +9,7 @@ answered as JSON ``{"error": {"name", "message", "path"?}}``. The response is an
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -27,14 +28,15 @@ from ..ai_sdk import (
     TransformFactory,
     Version,
     assert_valid_heartbeat_ms,
+    check_chat_request,
     check_transform_factories,
     handle_chat_stream,
     parse_json_body,
 )
-from ..resumable import StreamStore
+from ..resumable import ChatRunner, ChatTurn, ChatTurnOptions, StreamStore
 from ..tracing import incoming_trace
 from ._guard import RequestGuard
-from ._resume import claim, record_response, stream_owner
+from ._resume import claim, follow, record_response, stream_owner
 
 __all__ = ["InternalServerError", "chat_route", "error_response"]
 
@@ -79,6 +81,32 @@ def owner_key(principal: object) -> str | None:
     return f"{type(principal).__name__}:{ident if ident is not None else repr(principal)}"
 
 
+def _check_runner(
+    runner: object,
+    store: StreamStore | None,
+    default_options: Mapping[str, Any] | None,
+    transform: object,
+    on_error: object,
+    metadata: object,
+) -> None:
+    if not isinstance(runner, ChatRunner):
+        raise TypeError(f"chat_route(runner=...): expected a ChatRunner, got {type(runner).__name__}")
+    if store is None:
+        raise ValueError("chat_route(runner=...) needs the stream_store its workers write to")
+    given = {
+        "default_options": default_options,
+        "experimental_transform": transform,
+        "on_error": on_error,
+        "message_metadata": metadata,
+    }
+    local = sorted(name for name, value in given.items() if value)
+    if local:
+        raise ValueError(
+            f"chat_route(runner=...): {', '.join(local)} cannot travel to a worker; configure them on "
+            "the workers (DurableWorker(chat_options=...))"
+        )
+
+
 def chat_route(
     mastra: AgentRegistry,
     path: str = "/chat/{agent_id}",
@@ -100,6 +128,7 @@ def chat_route(
     allow_system_messages: bool = False,
     include_sub_agent_metadata: bool = False,
     stream_store: StreamStore | None = None,
+    runner: ChatRunner | None = None,
 ) -> Route:
     """A ``POST`` route answering ``useChat`` with agent ``{agent_id}`` (or the fixed ``agent``).
 
@@ -114,8 +143,19 @@ def chat_route(
     (``data-tool-agent`` / ``data-tool-workflow`` parts). With a ``stream_store`` (see
     `resume_route`), a request with a chat ``id`` is recorded there and runs to its end even if
     the client goes away, so ``useChat({resume: true})`` can pick it up again.
+
+    With a ``runner`` (a `ChatRunner` such as ``agentstream.durable.DurableChat``; needs a
+    ``stream_store`` its workers share), the agent does not run here: the request is checked
+    (every refusal is still JSON 4xx from this server), the chat's stream claimed, the turn
+    dispatched as a JSON `ChatTurn`, and the answer is that stream, followed. A new answer for the
+    chat cancels the previous turn. Callables (``experimental_transform``, ``on_error``,
+    ``message_metadata``) and ``default_options`` then belong to the workers' configuration.
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
+    if runner is not None:
+        _check_runner(
+            runner, stream_store, default_options, experimental_transform, on_error, message_metadata
+        )
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
     check_transform_factories(
         (default_options or {}).get("experimental_transform"), "chat_route(default_options=...)"
@@ -158,6 +198,9 @@ def chat_route(
         controller = AbortController()
         headers = checks.cors_headers(request)
         chat_id = body.get("id")
+        if runner is not None and stream_store is not None:
+            answer = await dispatch(request, body, principal, stream_store, runner)
+            return SSEStreamResponse(answer, heartbeat_ms=heartbeat_ms, headers=headers)
         if stream_store is None or not isinstance(chat_id, str) or not 0 < len(chat_id) <= MAX_ID_LENGTH:
             stream = await run(request, body, controller, principal)
             return SSEStreamResponse(
@@ -172,6 +215,51 @@ def chat_route(
         # No controller: the client going away (a reload) must not stop a response it can resume.
         answer = record_response(stream_store, chat_id, stream_id, stream, controller)
         return SSEStreamResponse(answer, heartbeat_ms=heartbeat_ms, headers=headers)
+
+    async def dispatch(
+        request: Request, body: Mapping[str, Any], principal: object, store: StreamStore, runner: ChatRunner
+    ) -> Any:
+        agent_id = agent or request.path_params["agent_id"]
+        owner = owner_key(principal)
+        await check_chat_request(
+            mastra=mastra,
+            agent_id=agent_id,
+            params=body,
+            version=version,
+            allow_system_messages=allow_system_messages,
+            owner=owner,
+        )
+        chat_id = body.get("id")
+        if not isinstance(chat_id, str) or not chat_id:
+            chat_id = f"anonymous-{uuid.uuid4().hex}"  # answered, but not resumable: no chat id
+        previous = await store.active(chat_id)
+        stream_id = await claim(store, chat_id, stream_owner(owner))
+        turn = ChatTurn(
+            agent_id=agent_id,
+            body=dict(body),
+            chat_id=chat_id,
+            stream_id=stream_id,
+            owner=owner,
+            traceparent=request.headers.get("traceparent"),
+            options=ChatTurnOptions(
+                version=version,
+                send_start=send_start,
+                send_finish=send_finish,
+                send_reasoning=send_reasoning,
+                send_sources=send_sources,
+                send_goals=send_goals,
+                include_sub_agent_metadata=include_sub_agent_metadata,
+                allow_system_messages=allow_system_messages,
+            ),
+        )
+        try:
+            if previous is not None and previous.stream_id != stream_id:
+                await runner.cancel(previous.stream_id)  # a chat streams one answer at a time
+            await runner.dispatch(turn)
+        except BaseException:
+            await store.finish(stream_id)
+            raise
+        return follow(store, stream_id)
 
     async def endpoint(request: Request) -> Response:
         try:

@@ -1,0 +1,147 @@
+"""Chat turns on workers: `DurableChat` (a server's `ChatRunner`) and the worker's DBOS workflow.
+
+One DBOS workflow per turn, its id the turn's stream id (so enqueueing twice runs it once), on the
+``agentstream-chat`` queue. The worker runs `run_chat_turn`, which writes the UI chunks to the
+stream store positionally from chunk 0: after a crash, the lease takeover re-enqueues the
+workflow, it runs again from the start on another worker, and the store skips every chunk number
+already written. Turns and results are stored as JSON (DBOS's portable serialization), not pickle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos._serialization import WorkflowSerializationFormat
+
+from .._abort import AbortController
+from ..resumable import ChatTurn, StreamStore, run_chat_turn
+
+__all__ = ["CHAT_OPTIONS", "CHAT_QUEUE_NAME", "CHAT_WORKFLOW_NAME", "ChatSetup", "DurableChat", "chat_setup"]
+
+_log = logging.getLogger("agentstream.durable")
+
+CHAT_WORKFLOW_NAME = "agentstream.chat_turn"
+CHAT_QUEUE_NAME = "agentstream-chat"
+CHAT_OPTIONS = frozenset({"default_options", "experimental_transform", "on_error", "message_metadata"})
+"""The `handle_chat_stream` settings a worker may set for the turns it runs (callables stay here)."""
+
+_PORTABLE = WorkflowSerializationFormat.PORTABLE
+# How often a worker looks for its running turns having been cancelled (a newer answer for the chat).
+_CANCEL_POLL_SEC = 0.5
+
+
+class DurableChat:
+    """A `ChatRunner` running each chat turn on an `agentstream worker` sharing ``database_url``.
+
+        runner = DurableChat("postgresql://postgres@127.0.0.1:54329/postgres")
+        create_app(mastra, stream_store=RedisStreamStore.from_url("redis://…"), runner=runner)
+
+    ``dispatch`` enqueues the turn (idempotently: the workflow id is the stream id) and returns;
+    the workers write the answer to the stream store the route follows. ``cancel`` stops a turn,
+    queued or running (a running one stops within about half a second and ends its stream).
+    """
+
+    def __init__(self, database_url: str) -> None:
+        # A server may start before any worker: create (or upgrade) DBOS's tables; idempotent.
+        DBOS.migrate(database_url)
+        self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
+
+    async def dispatch(self, turn: ChatTurn) -> None:
+        """Enqueue the turn on the chat queue (a turn already enqueued is not enqueued again)."""
+        options: EnqueueOptions = {
+            "queue_name": CHAT_QUEUE_NAME,
+            "workflow_name": CHAT_WORKFLOW_NAME,
+            "workflow_id": turn["stream_id"],
+            "serialization_type": _PORTABLE,
+        }
+        await self._client.enqueue_async(options, turn)
+
+    async def cancel(self, stream_id: str) -> None:
+        """Cancel the turn writing ``stream_id``; a finished or unknown one is left as it is."""
+        await self._client.cancel_workflow_async(stream_id)
+
+    def close(self) -> None:
+        """Close the engine client's connections (turns keep running on the workers)."""
+        self._client.destroy()
+
+
+@dataclass
+class ChatSetup:
+    """What a worker answers chat turns with: its agents, the shared store, its chat settings."""
+
+    mastra: Any
+    store: StreamStore
+    options: Mapping[str, Any]
+
+
+_setup: list[ChatSetup] = []
+
+
+def chat_setup(mastra: Any, store: StreamStore, options: Mapping[str, Any] | None) -> ChatSetup:
+    """Check ``options`` (keys of `CHAT_OPTIONS` only) and make this process answer chat turns."""
+    unknown = set(options or {}) - CHAT_OPTIONS
+    if unknown:
+        raise ValueError(
+            f"chat_options: unknown key(s) {', '.join(sorted(unknown))} (known: {', '.join(sorted(CHAT_OPTIONS))})"
+        )
+    if not callable(getattr(mastra, "get_agent", None)):
+        raise TypeError(f"mastra: expected a Mastra (with get_agent), got {type(mastra).__name__}")
+    setup = ChatSetup(mastra, store, dict(options or {}))
+    _setup[:] = [setup]
+    return setup
+
+
+class _Cancellations:
+    """The running turns of this worker; one query per interval finds those cancelled in DBOS."""
+
+    def __init__(self) -> None:
+        self.running: dict[str, AbortController] = {}
+        self.poller: asyncio.Task[None] | None = None
+
+    def watch(self, workflow_id: str, controller: AbortController) -> None:
+        self.running[workflow_id] = controller
+        if self.poller is None or self.poller.done():
+            # A fresh context: DBOS would otherwise record the status queries as steps of this turn.
+            self.poller = asyncio.get_running_loop().create_task(self._poll(), context=contextvars.Context())
+
+    async def _poll(self) -> None:
+        while self.running:
+            await asyncio.sleep(_CANCEL_POLL_SEC)
+            try:
+                cancelled = await DBOS.list_workflows_async(
+                    workflow_ids=list(self.running), status="CANCELLED", load_input=False, load_output=False
+                )
+            except Exception:  # a database blip: the next round asks again
+                _log.exception("checking chat turns for cancellation failed")
+                continue
+            for status in cancelled:
+                controller = self.running.pop(status.workflow_id, None)
+                if controller is not None:
+                    controller.abort()
+
+
+_cancellations = _Cancellations()
+
+
+@DBOS.workflow(name=CHAT_WORKFLOW_NAME, serialization_type=_PORTABLE)
+async def _chat_turn(turn: ChatTurn) -> None:
+    if not _setup:
+        raise RuntimeError("this worker was started without a Mastra and stream store for chat turns")
+    setup = _setup[0]
+    workflow_id = DBOS.workflow_id or turn["stream_id"]
+    controller = AbortController()
+    _cancellations.watch(workflow_id, controller)
+    try:
+        await run_chat_turn(
+            setup.mastra, setup.store, turn, abort_signal=controller.signal, chat_options=setup.options
+        )
+    finally:
+        with contextlib.suppress(KeyError):
+            del _cancellations.running[workflow_id]

@@ -1,0 +1,166 @@
+"""Chat turns run elsewhere: the `ChatTurn` a server hands to a `ChatRunner`, and `run_chat_turn`,
+which a worker calls to answer it into the stream store.
+
+The server claims the chat's stream, validates the request, dispatches the turn and answers the
+client by following the stream; the runner (e.g. ``agentstream.durable.DurableChat``) gets the
+turn to a process that calls `run_chat_turn`, which writes the UI chunks *positionally*, so a
+re-run after a crash writes none twice. A turn is JSON only: callables (transforms, ``on_error``,
+message metadata, default options) are the worker's own configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol, TypedDict, runtime_checkable
+
+from .._abort import AbortSignal
+from ._base import StreamExpiredError, StreamStore
+
+__all__ = ["ChatRunner", "ChatTurn", "ChatTurnOptions", "run_chat_turn", "write_chunks"]
+
+logger = logging.getLogger("agentstream.resumable")
+
+
+class ChatTurnOptions(TypedDict):
+    """The route's JSON-able settings for `handle_chat_stream` (keyword arguments of the same name)."""
+
+    version: str
+    send_start: bool
+    send_finish: bool
+    send_reasoning: bool
+    send_sources: bool
+    send_goals: bool
+    include_sub_agent_metadata: bool
+    allow_system_messages: bool
+
+
+class ChatTurn(TypedDict):
+    """One chat answer to produce: everything a worker needs, JSON only.
+
+    ``owner`` is the principal's owner key (who may resume a run this turn suspends), not the
+    stream owner digest; ``traceparent`` (W3C) continues the caller's trace on the worker."""
+
+    agent_id: str
+    body: dict[str, Any]
+    chat_id: str
+    stream_id: str
+    owner: str | None
+    traceparent: str | None
+    options: ChatTurnOptions
+
+
+@runtime_checkable
+class ChatRunner(Protocol):
+    """Runs chat turns somewhere else (`chat_route(..., runner=...)`); the turn's chunks arrive
+    through the shared stream store under ``turn["stream_id"]``."""
+
+    async def dispatch(self, turn: ChatTurn) -> None:
+        """Have the turn run (it may start later); returns once it is durably handed over."""
+        ...
+
+    async def cancel(self, stream_id: str) -> None:
+        """Stop the turn writing ``stream_id`` (a new answer for the chat replaces it); idempotent."""
+        ...
+
+
+async def write_chunks(
+    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], *, at: int = 0
+) -> int:
+    """Write the UI chunks as they come, chunk *i* at number ``at + i`` (numbers already written
+    are skipped); those produced while a write is in flight go in the next one (one round trip to
+    Redis per batch, not per chunk). Returns how many chunks were produced."""
+    from ..ai_sdk import encode_ui_chunk
+
+    pending: list[bytes] = []
+    ready = asyncio.Event()
+    ended = False
+    written = at
+
+    async def pull() -> None:
+        nonlocal ended
+        try:
+            async for chunk in chunks:
+                pending.append(encode_ui_chunk(chunk))
+                ready.set()
+        finally:
+            ended = True
+            ready.set()
+
+    async def push() -> None:
+        nonlocal written
+        while True:
+            await ready.wait()
+            ready.clear()
+            if pending:
+                batch = pending.copy()
+                pending.clear()
+                await store.append(stream_id, *batch, at=written)
+                written += len(batch)
+            if ended and not pending:
+                return
+
+    async with asyncio.TaskGroup() as group:
+        group.create_task(pull())
+        group.create_task(push())
+    return written - at
+
+
+async def run_chat_turn(
+    mastra: Any,
+    store: StreamStore,
+    turn: ChatTurn,
+    *,
+    abort_signal: AbortSignal | None = None,
+    chat_options: Mapping[str, Any] | None = None,
+) -> None:
+    """Answer ``turn`` with ``mastra``'s agent into ``store`` (from chunk 0, positionally), then
+    finish the stream. ``chat_options`` are `handle_chat_stream`'s callables and defaults
+    (``default_options``, ``experimental_transform``, ``on_error``, ``message_metadata``).
+
+    A request the worker refuses (its Mastra lacks the agent, ...) becomes one ``error`` chunk. A
+    stream that finished or expired meanwhile (another worker completed the turn, or the chat
+    moved on) stops the run quietly, leaving the stream as it is."""
+    from ..ai_sdk import ChatRequestError, handle_chat_stream
+    from ..tracing import incoming_trace
+
+    stream_id = turn["stream_id"]
+    gone = False
+    headers = {"traceparent": turn["traceparent"]} if turn["traceparent"] else {}
+    try:
+        try:
+            with incoming_trace(headers):
+                chunks = await handle_chat_stream(
+                    mastra=mastra,
+                    agent_id=turn["agent_id"],
+                    params=turn["body"],
+                    owner=turn["owner"],
+                    abort_signal=abort_signal,
+                    **_options(turn["options"]),
+                    **(chat_options or {}),
+                )
+        except ChatRequestError as exc:
+            await store.append(stream_id, _encode({"type": "error", "errorText": str(exc)}), at=0)
+        else:
+            try:
+                await write_chunks(store, stream_id, chunks)
+            finally:
+                await chunks.aclose()  # type: ignore[attr-defined]
+    except* StreamExpiredError:
+        gone = True
+    if gone:
+        logger.info("stream %s finished or expired before this turn did; stopped", stream_id)
+    else:
+        await store.finish(stream_id)
+
+
+def _options(options: ChatTurnOptions) -> dict[str, Any]:
+    known = ChatTurnOptions.__required_keys__
+    return {key: value for key, value in options.items() if key in known}
+
+
+def _encode(chunk: Mapping[str, Any]) -> bytes:
+    from ..ai_sdk import encode_ui_chunk
+
+    return encode_ui_chunk(chunk)

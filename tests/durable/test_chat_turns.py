@@ -1,0 +1,268 @@
+"""Chat answers run on `agentstream worker --app` processes while `agentstream serve --durable-db`
+processes stream them from Redis: real processes, a fresh PostgreSQL database per test."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from tests.resumable._gated_app import FIRST, REST
+
+from .conftest import ROOT, Workers
+
+APP = "tests.durable._chat_app:mastra"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def server(workers: Workers, redis: str) -> Iterator[str]:
+    """An `agentstream serve` handing chat turns to the workers of ``workers``' database."""
+    port = _free_port()
+    command = [sys.executable, "-m", "agentstream", "serve", "--app", APP, "--port", str(port)]
+    command += ["--durable-db", workers.url, "--stream-store", redis]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate")}
+    log = open(workers.tmp / f"server-{port}.log", "wb")
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                httpx.get(f"{base}/api/agents", timeout=5)
+                break
+            except httpx.TransportError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"agentstream serve did not start: {(workers.tmp / f'server-{port}.log').read_text()}"
+                    ) from None
+                time.sleep(0.1)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(30)
+
+
+def chat_worker(workers: Workers, redis: str, *extra: str) -> subprocess.Popen[bytes]:
+    return workers.start("--app", APP, "--stream-store", redis, *extra, tools=None)
+
+
+def body(text: str, chat_id: str | None = None) -> dict[str, Any]:
+    return {
+        "id": chat_id or f"chat-{uuid.uuid4().hex}",
+        "trigger": "submit-message",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}],
+    }
+
+
+def frames(lines: Iterator[str]) -> Iterator[str]:
+    """The SSE ``data:`` payloads, up to and including ``[DONE]``."""
+    for line in lines:
+        if line.startswith("data: "):
+            yield line.removeprefix("data: ")
+            if line == "data: [DONE]":
+                return
+
+
+def check_answer(payloads: list[str], text: str) -> list[dict[str, Any]]:
+    """One well-formed answer: one start first, one finish last, then [DONE]; the text is ``text``."""
+    assert payloads[-1] == "[DONE]"
+    chunks = [json.loads(p) for p in payloads[:-1]]
+    kinds = [c["type"] for c in chunks]
+    assert kinds[0] == "start" and kinds.count("start") == 1
+    assert kinds[-1] == "finish" and kinds.count("finish") == 1
+    assert "".join(c["delta"] for c in chunks if c["type"] == "text-delta") == text
+    return chunks
+
+
+def workflow_rows(url: str) -> list[tuple[str, str, str, str]]:
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT workflow_uuid, status, executor_id, serialization FROM dbos.workflow_status"
+        ).fetchall()
+    return [tuple(row) for row in rows]
+
+
+async def in_process_answer(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The same request answered by `create_app` in this process (no worker, memory store)."""
+    from agentstream._app import create_app
+    from tests.durable._chat_app import mastra
+
+    app = create_app(mastra())
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
+        async with client.stream("POST", "/api/chat/demo", json=request) as answer:
+            lines = [line async for line in answer.aiter_lines()]
+    payloads = list(frames(iter(lines)))
+    return [json.loads(p) for p in payloads[:-1]]
+
+
+async def test_a_chat_answer_runs_on_a_worker_and_streams_through_the_server(
+    workers: Workers, redis_url: str
+) -> None:
+    worker = chat_worker(workers, redis_url)
+    request = body("What's the weather in Berlin?")
+    with server(workers, redis_url) as base, httpx.Client(timeout=60) as client:
+        with client.stream("POST", f"{base}/api/chat/demo", json=request) as answer:
+            assert answer.status_code == 200
+            payloads = list(frames(answer.iter_lines()))
+    chunks = check_answer(
+        payloads, "In Berlin it is currently 6°C and overcast. Let me know if you would like more detail."
+    )
+    expected = await in_process_answer(body("What's the weather in Berlin?"))
+    # Identical to the answer produced in-process, but for the message id (random per answer).
+    assert chunks[1:] == expected[1:]
+    assert chunks[0].keys() == expected[0].keys()
+    [(_, status, executor, serialization)] = workflow_rows(workers.url)
+    assert status == "SUCCESS"
+    assert executor.split(":")[1] == str(worker.pid)  # ran in the worker process
+    assert serialization == "portable_json"  # the turn is stored as JSON, not pickle
+
+
+async def test_a_worker_killed_mid_answer_is_taken_over_and_no_chunk_is_written_twice(
+    workers: Workers, redis_url: str
+) -> None:
+    import redis
+
+    gate = workers.tmp / "gate"
+    first = chat_worker(workers, redis_url, "--lease-sec", "1.5")
+    request = body("Weather?")
+    with server(workers, redis_url) as base, httpx.Client(timeout=90) as client:
+        with client.stream("POST", f"{base}/api/chat/gated", json=request) as answer:
+            payloads: list[str] = []
+            second = None
+            for payload in frames(answer.iter_lines()):
+                payloads.append(payload)
+                deltas = [json.loads(p).get("delta") for p in payloads if p != "[DONE]"]
+                if second is None and [d for d in deltas if d] == FIRST:
+                    # Mid-answer: the first worker waits at the gate. It dies; another takes over.
+                    os.kill(first.pid, signal.SIGKILL)
+                    first.wait()
+                    second = chat_worker(workers, redis_url, "--lease-sec", "1.5")
+                    gate.touch()
+    chunks = check_answer(payloads, "".join(FIRST + REST))
+    assert second is not None
+    [(workflow_id, status, executor, _)] = workflow_rows(workers.url)
+    assert status == "SUCCESS" and executor.split(":")[1] == str(second.pid)
+    # In Redis: every chunk number once, in order, exactly what the client got.
+    with redis.Redis.from_url(redis_url) as r:
+        entries = r.xrange(f"agentstream:stream:{workflow_id}")
+    ids = [entry_id.decode() for entry_id, fields in entries if b"c" in fields]
+    assert ids == [f"0-{n + 2}" for n in range(len(chunks))]
+    assert [json.loads(fields[b"c"]) for _, fields in entries if b"c" in fields] == chunks
+
+
+async def test_a_second_server_resumes_an_answer_a_worker_is_writing(
+    workers: Workers, redis_url: str
+) -> None:
+    gate = workers.tmp / "gate"
+    chat_worker(workers, redis_url)
+    request = body("Weather?")
+    with (
+        server(workers, redis_url) as one,
+        server(workers, redis_url) as two,
+        httpx.Client(timeout=60) as client,
+    ):
+        with client.stream("POST", f"{one}/api/chat/gated", json=request) as answer:
+            for payload in frames(answer.iter_lines()):
+                if FIRST[-1] in payload:
+                    break  # the page reloads mid-answer
+        payloads: list[str] = []
+        with client.stream("GET", f"{two}/api/chat/{request['id']}/stream") as resumed:
+            assert resumed.status_code == 200
+            for payload in frames(resumed.iter_lines()):
+                payloads.append(payload)
+                if FIRST[-1] in payload:
+                    gate.touch()  # the replay reached the live end: now the worker goes on
+        assert client.get(f"{two}/api/chat/{request['id']}/stream").status_code == 204
+    check_answer(payloads, "".join(FIRST + REST))
+
+
+REFUSED = [
+    ("/api/chat/nope", body("hi"), 404, "Agent nope not found"),
+    ("/api/chat/demo", {"id": "c", "messages": "hi"}, 400, "messages"),
+    ("/api/chat/demo", {"id": "c", "messages": []}, 400, "the request has no message to answer"),
+    (
+        "/api/chat/demo",
+        {"id": "c", "messages": [{"id": "s", "role": "system", "parts": [{"type": "text", "text": "x"}]}]},
+        400,
+        "system messages from the client are refused",
+    ),
+    ("/api/chat/demo", {**body("hi"), "id": "x" * 300}, 400, "expected an id of at most 256 characters"),
+]
+
+
+def test_a_refused_request_is_answered_by_the_server_and_never_enqueued(
+    workers: Workers, redis_url: str
+) -> None:
+    with server(workers, redis_url) as base:
+        for path, request_body, status, message in REFUSED:
+            answer = httpx.post(f"{base}{path}", json=request_body, timeout=30)
+            assert answer.status_code == status, (path, request_body)
+            assert answer.headers["content-type"] == "application/json"
+            assert message in answer.json()["error"]["message"]
+    assert workflow_rows(workers.url) == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["serve", "--durable-db", "postgresql://x/y", "--stream-store", "memory"],
+            "--durable-db needs --stream-store redis://",
+        ),
+        (
+            ["worker", "--database-url", "sqlite:///x.db"],
+            "nothing to run: name the TOOLS, or a Mastra with --app",
+        ),
+        (["worker", "--app", APP, "--database-url", "sqlite:///x.db"], "--app needs --stream-store redis://"),
+        (
+            ["worker", "--app", APP, "--stream-store", "memory", "--database-url", "sqlite:///x.db"],
+            "--stream-store: expected a redis://host:port/db URL shared with the servers",
+        ),
+        (
+            [
+                "worker",
+                "--app",
+                "tests.durable._app:tools",
+                "--stream-store",
+                "redis://127.0.0.1:1/0",
+                "--database-url",
+                "x",
+            ],
+            "is a dict; expected a Mastra",
+        ),
+    ],
+)
+def test_command_line_mistakes(argv: list[str], message: str, tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSTREAM_")}
+    env["PYTHONPATH"] = str(ROOT)
+    result = subprocess.run(
+        [sys.executable, "-m", "agentstream", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
