@@ -16,6 +16,7 @@ from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamSto
 from ._memory import MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
 from ._turn import ChatRunner, ChatTurn, ChatTurnOptions, run_chat_turn, write_chunks
+from ._workflow_run import WorkflowJob, WorkflowRunner, run_workflow_job, workflow_stream_key
 
 __all__ = [
     "ActiveStream",
@@ -27,9 +28,13 @@ __all__ = [
     "StreamExpiredError",
     "StreamOwnerError",
     "StreamStore",
+    "WorkflowJob",
+    "WorkflowRunner",
     "check_at",
     "check_ttl",
     "run_chat_turn",
+    "run_workflow_job",
     "stream_store_from_url",
+    "workflow_stream_key",
     "write_chunks",
 ]
