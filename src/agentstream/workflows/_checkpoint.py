@@ -60,10 +60,11 @@ async def record_outcome(
     body: Callable[[Callable[[Chunk], None]], Awaitable[Any]],
     emit: Callable[[Chunk], None],
     state: list[Any],
-    raised: list[BaseException],
+    ran: list[Any],
 ) -> StepRecord:
     """Run ``body(emit)`` with an ``emit`` that also keeps the chunks; its outcome as a `StepRecord`.
-    A raised signal or error is also put in ``raised``, so the live run re-raises the real object."""
+    The live outcome (the output, or the real signal or error) is put in ``ran``: the caller knows
+    the body ran here (its chunks are out already) and re-raises the real object, not its record."""
     chunks: list[dict[str, Any]] = []
 
     def keep(chunk: Chunk) -> None:
@@ -72,15 +73,17 @@ async def record_outcome(
 
     record: StepRecord
     try:
-        record = {"output": to_jsonable(await body(keep))}
+        output = to_jsonable(await body(keep))
+        ran.append(output)
+        record = {"output": output}
     except _Suspend as suspension:
-        raised.append(suspension)
+        ran.append(suspension)
         record = {"suspend": to_jsonable(suspension.payload)}
     except _Bail as bail:
-        raised.append(bail)
+        ran.append(bail)
         record = {"bail": to_jsonable(bail.result)}
     except Exception as exc:
-        raised.append(exc)
+        ran.append(exc)
         record = {"error": error_to_dict(exc)}
     record["chunks"] = chunks
     record["state"] = to_jsonable(state[0])

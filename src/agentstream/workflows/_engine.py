@@ -402,20 +402,22 @@ class Execution:
         an earlier execution of this run is not run again (see `_checkpoint`)."""
         if slot is None:
             return await self._execute(step, input_data, resume_data, suspend_data, self.emit)
-        raised: list[BaseException] = []
+        ran: list[Any] = []  # the body's live outcome: [output] or [exception]
 
         async def body() -> Any:
             return await record_outcome(
                 lambda emit: self._execute(step, input_data, resume_data, suspend_data, emit),
                 self.emit,
                 self.state,
-                raised,
+                ran,
             )
 
         recorded = await slot(body)
-        if raised:
-            raise raised[0]  # ran here: the real exception, not its record
-        return replay_outcome(recorded, self.emit, self.state)
+        if not ran:
+            return replay_outcome(recorded, self.emit, self.state)
+        if isinstance(ran[0], BaseException):
+            raise ran[0]  # ran here: the real exception, not its record
+        return recorded["output"]
 
     async def _execute(
         self, step: Step, input_data: Any, resume_data: Any, suspend_data: Any, emit: Callable[[Chunk], None]
