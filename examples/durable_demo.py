@@ -1,10 +1,15 @@
-"""The demo agent with its background `research` tool running on `agentstream worker` processes.
+"""The demo agent on `agentstream worker` processes: chat answers run on the workers (streamed by any
+server through Redis), and so does its background `research` tool.
 
-    AGENTSTREAM_DURABLE_DB=postgresql://postgres@127.0.0.1:54329/postgres
-    agentstream worker examples.durable_demo:tools            # one or more workers
-    agentstream serve --app examples.durable_demo:mastra      # one or more servers
+    export AGENTSTREAM_DURABLE_DB=postgresql://postgres@127.0.0.1:54329/postgres
+    REDIS=redis://127.0.0.1:56379/0
+    # one or more workers: chat turns (--app) and the research tool (TOOLS)
+    agentstream worker examples.durable_demo:tools --app examples.durable_demo:mastra --stream-store $REDIS
+    # one or more servers: check each request, enqueue it, stream what a worker writes
+    agentstream serve --app examples.durable_demo:mastra --durable-db $AGENTSTREAM_DURABLE_DB --stream-store $REDIS
 
-`scripts/cluster.sh` starts PostgreSQL, two workers and two servers this way.
+`scripts/cluster.sh` starts PostgreSQL, Redis, two workers and two servers this way. The servers
+load the same Mastra to check requests (unknown agent, malformed messages) before enqueueing.
 """
 
 from __future__ import annotations

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# A local cluster for trying durable background tasks: PostgreSQL (scripts/postgres.sh), Redis when
-# scripts/redis.sh exists, two `agentstream worker` and two `agentstream serve` processes on loopback.
+# A local cluster for trying durable chat answers and background tasks: PostgreSQL
+# (scripts/postgres.sh), Redis (scripts/redis.sh), two `agentstream worker` and two
+# `agentstream serve` processes on loopback. The servers hand chat turns to the workers, which write
+# the answers to Redis; either server streams and resumes any answer.
 #
 #   scripts/cluster.sh            start everything, print the URLs, stop all on Ctrl-C
 #
-# APP (default examples.durable_demo:mastra) is what the servers serve; TOOLS (default
-# examples.durable_demo:tools) what the workers run; PORT (default 8001) the first server's port.
+# APP (default examples.durable_demo:mastra) is what the servers serve and the workers answer with;
+# TOOLS (default examples.durable_demo:tools) the background tools the workers run; REDIS (default
+# redis://127.0.0.1:56379/0) the stream store; PORT (default 8001) the first server's port.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
@@ -13,6 +16,7 @@ BIN="${BIN:-$ROOT/.venv/bin}"
 APP="${APP:-examples.durable_demo:mastra}"
 TOOLS="${TOOLS:-examples.durable_demo:tools}"
 PORT="${PORT:-8001}"
+REDIS="${REDIS:-redis://127.0.0.1:56379/0}"
 export AGENTSTREAM_DURABLE_DB="${AGENTSTREAM_DURABLE_DB:-postgresql://postgres@127.0.0.1:54329/postgres}"
 LOGS="$(mktemp -d)"
 PIDS=()
@@ -25,13 +29,14 @@ stop() {
 trap stop EXIT INT TERM
 
 bash scripts/postgres.sh
-if [[ -x scripts/redis.sh || -f scripts/redis.sh ]]; then bash scripts/redis.sh; fi
+bash scripts/redis.sh
 for i in 1 2; do
-  "$BIN/agentstream" worker "$TOOLS" >"$LOGS/worker-$i.log" 2>&1 &
+  "$BIN/agentstream" worker "$TOOLS" --app "$APP" --stream-store "$REDIS" >"$LOGS/worker-$i.log" 2>&1 &
   PIDS+=($!)
 done
 for i in 0 1; do
-  "$BIN/agentstream" serve --app "$APP" --host 127.0.0.1 --port $((PORT + i)) >"$LOGS/server-$i.log" 2>&1 &
+  "$BIN/agentstream" serve --app "$APP" --host 127.0.0.1 --port $((PORT + i)) \
+    --durable-db "$AGENTSTREAM_DURABLE_DB" --stream-store "$REDIS" >"$LOGS/server-$i.log" 2>&1 &
   PIDS+=($!)
 done
 echo "cluster.sh: servers http://127.0.0.1:$PORT and http://127.0.0.1:$((PORT + 1)), two workers; logs in $LOGS; Ctrl-C stops"

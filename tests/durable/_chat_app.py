@@ -4,12 +4,47 @@ until the file named by ``AGENTSTREAM_TEST_GATE`` exists (the test decides, with
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from agentstream._abort import AbortSignal, until_aborted
 from agentstream._demo import demo_agent
 from agentstream._mastra import Mastra
 from agentstream.agent import Agent
-from tests.resumable._gated_app import FileGatedModel
+from tests.resumable._gated_app import FIRST, REST, USAGE
+
+
+class GatedModel:
+    """Streams ``FIRST``, waits for the gate file, streams ``REST``; an abort stops the wait, as a
+    provider's request stops."""
+
+    specification_version = "v2"
+    provider = "test"
+    model_id = "file-gated"
+
+    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+        return self._play(Path(os.environ["AGENTSTREAM_TEST_GATE"]), options.get("abort_signal"))
+
+    async def _play(self, gate: Path, signal: AbortSignal | None) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "text-start", "id": "t1"}
+        for delta in FIRST:
+            yield {"type": "text-delta", "id": "t1", "delta": delta}
+        await until_aborted(_exists(gate), signal)
+        for delta in REST:
+            yield {"type": "text-delta", "id": "t1", "delta": delta}
+        yield {"type": "text-end", "id": "t1"}
+        yield {"type": "finish", "finishReason": "stop", "usage": USAGE}
+
+
+async def _exists(path: Path) -> None:
+    while not path.exists():
+        await asyncio.sleep(0.02)
 
 
 def mastra() -> Mastra:
-    gated = Agent(id="gated", instructions="Be brief.", model=FileGatedModel())
+    gated = Agent(id="gated", instructions="Be brief.", model=GatedModel())
     return Mastra(agents={"demo": demo_agent(), "gated": gated})

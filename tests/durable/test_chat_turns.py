@@ -34,31 +34,47 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def server(workers: Workers, redis: str) -> Iterator[str]:
-    """An `agentstream serve` handing chat turns to the workers of ``workers``' database."""
-    port = _free_port()
-    command = [sys.executable, "-m", "agentstream", "serve", "--app", APP, "--port", str(port)]
-    command += ["--durable-db", workers.url, "--stream-store", redis]
+def servers(workers: Workers, redis: str, count: int = 1) -> Iterator[list[str]]:
+    """``count`` `agentstream serve` processes (started at once) handing chat turns to the workers
+    of ``workers``' database."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate")}
-    log = open(workers.tmp / f"server-{port}.log", "wb")
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
+    started: list[tuple[subprocess.Popen[bytes], str, Path]] = []
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base}/api/agents", timeout=5)
-                break
-            except httpx.TransportError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"agentstream serve did not start: {(workers.tmp / f'server-{port}.log').read_text()}"
-                    ) from None
-                time.sleep(0.1)
-        yield base
+        for _ in range(count):
+            port = _free_port()
+            command = [sys.executable, "-m", "agentstream", "serve", "--app", APP, "--port", str(port)]
+            command += ["--durable-db", workers.url, "--stream-store", redis]
+            log = workers.tmp / f"server-{port}.log"
+            process = subprocess.Popen(
+                command, cwd=ROOT, env=env, stdout=log.open("wb"), stderr=subprocess.STDOUT
+            )
+            started.append((process, f"http://127.0.0.1:{port}", log))
+        for process, base, log in started:
+            _wait_until_serving(process, base, log)
+        yield [base for _, base, _ in started]
     finally:
-        process.terminate()
-        process.wait(30)
+        for process, _, _ in started:
+            process.terminate()
+        for process, _, _ in started:
+            process.wait(30)
+
+
+def _wait_until_serving(process: subprocess.Popen[bytes], base: str, log: Path) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            httpx.get(f"{base}/api/agents", timeout=5)
+            return
+        except httpx.TransportError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"agentstream serve did not start: {log.read_text()}") from None
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def server(workers: Workers, redis: str) -> Iterator[str]:
+    with servers(workers, redis) as [base]:
+        yield base
 
 
 def chat_worker(workers: Workers, redis: str, *extra: str) -> subprocess.Popen[bytes]:
@@ -176,11 +192,7 @@ async def test_a_second_server_resumes_an_answer_a_worker_is_writing(
     gate = workers.tmp / "gate"
     chat_worker(workers, redis_url)
     request = body("Weather?")
-    with (
-        server(workers, redis_url) as one,
-        server(workers, redis_url) as two,
-        httpx.Client(timeout=60) as client,
-    ):
+    with servers(workers, redis_url, 2) as [one, two], httpx.Client(timeout=60) as client:
         with client.stream("POST", f"{one}/api/chat/gated", json=request) as answer:
             for payload in frames(answer.iter_lines()):
                 if FIRST[-1] in payload:
@@ -266,3 +278,25 @@ def test_command_line_mistakes(argv: list[str], message: str, tmp_path: Path) ->
     assert result.returncode == 2, result.stderr
     assert message in result.stderr
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+async def test_a_new_answer_for_the_chat_cancels_the_turn_running_on_a_worker(
+    workers: Workers, redis_url: str
+) -> None:
+    chat_worker(workers, redis_url)
+    first_request = body("Weather?")
+    with server(workers, redis_url) as base, httpx.Client(timeout=60) as client:
+        with client.stream("POST", f"{base}/api/chat/gated", json=first_request) as first:
+            payloads: list[str] = []
+            for payload in frames(first.iter_lines()):
+                payloads.append(payload)
+                if FIRST[-1] in payload:
+                    # The gate stays shut: only the cancellation can end this answer.
+                    second_request = body("What's the weather in Berlin?", first_request["id"])
+                    second = client.post(f"{base}/api/chat/demo", json=second_request)
+                    assert second.status_code == 200 and '"type":"finish"' in second.text
+    kinds = [json.loads(p)["type"] for p in payloads[:-1]]
+    assert payloads[-1] == "[DONE]" and "abort" in kinds
+    assert not any(REST[0] in p for p in payloads)
+    statuses = sorted(status for _, status, _, _ in workflow_rows(workers.url))
+    assert statuses == ["CANCELLED", "SUCCESS"]

@@ -194,7 +194,7 @@ async def test_positional_appends_skip_chunks_already_written(store: StreamStore
 async def test_a_positional_append_may_not_leave_a_gap(store: StreamStore) -> None:
     stream_id = await store.start("chat-a", owner=None)
     await store.append(stream_id, chunk(0), at=0)
-    with pytest.raises(ValueError, match="at=3 would leave a gap .* which has 1 chunks"):
+    with pytest.raises(ValueError, match=r"at=3 would leave a gap .* which has 1 chunks"):
         await store.append(stream_id, chunk(3), at=3)
     with pytest.raises(ValueError, match="at: expected a chunk number"):
         await store.append(stream_id, chunk(1), at=-1)

@@ -82,11 +82,10 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--durable-db",
-        default=os.environ.get("AGENTSTREAM_DURABLE_DB") or None,
         metavar="URL",
         help=(
             "run chat answers and workflow runs on `agentstream worker --app ...` processes sharing this database "
-            "(postgresql://… or sqlite:///file); needs --stream-store redis://… (default: $AGENTSTREAM_DURABLE_DB)"
+            "(postgresql://… or sqlite:///file); needs --stream-store redis://… (default: off)"
         ),
     )
     parser.set_defaults(func=run)

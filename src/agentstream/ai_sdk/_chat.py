@@ -294,6 +294,7 @@ async def handle_chat_stream(
     }
     agent, owners = checked.agent, checked.owners
     if checked.targets:
+        options.pop("run_id", None)  # a resumed run keeps its own id (a default one would clash)
         resumed = stream_resumed(agent, checked.targets, options, convert, frame=not checked.in_body)
         return _guarded(resumed, None, on_error, owners)
     if checked.run_id is not None:

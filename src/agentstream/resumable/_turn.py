@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol, TypedDict, runtime_checkable
 
@@ -21,6 +22,7 @@ from ._base import StreamExpiredError, StreamStore
 __all__ = ["ChatRunner", "ChatTurn", "ChatTurnOptions", "run_chat_turn", "write_chunks"]
 
 logger = logging.getLogger("agentstream.resumable")
+_RUN_IDS = uuid.UUID("5b0c6f9e-3f4e-4f7a-9a51-2f1d7c0e8a11")  # namespace of turn run ids
 
 
 class ChatTurnOptions(TypedDict):
@@ -65,9 +67,7 @@ class ChatRunner(Protocol):
         ...
 
 
-async def write_chunks(
-    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], *, at: int = 0
-) -> int:
+async def write_chunks(store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], *, at: int = 0) -> int:
     """Write the UI chunks as they come, chunk *i* at number ``at + i`` (numbers already written
     are skipped); those produced while a write is in flight go in the next one (one round trip to
     Redis per batch, not per chunk). Returns how many chunks were produced."""
@@ -126,6 +126,13 @@ async def run_chat_turn(
     from ..tracing import incoming_trace
 
     stream_id = turn["stream_id"]
+    options = dict(chat_options or {})
+    # A re-run after a crash names its run as the first attempt did: the run id travels in chunks
+    # already written (approvals, suspensions) and keys the run's snapshot.
+    defaults = {
+        "run_id": str(uuid.uuid5(_RUN_IDS, stream_id)),
+        **(options.pop("default_options", None) or {}),
+    }
     gone = False
     headers = {"traceparent": turn["traceparent"]} if turn["traceparent"] else {}
     try:
@@ -137,8 +144,9 @@ async def run_chat_turn(
                     params=turn["body"],
                     owner=turn["owner"],
                     abort_signal=abort_signal,
+                    default_options=defaults,
                     **_options(turn["options"]),
-                    **(chat_options or {}),
+                    **options,
                 )
         except ChatRequestError as exc:
             await store.append(stream_id, _encode({"type": "error", "errorText": str(exc)}), at=0)
