@@ -16,8 +16,8 @@ from starlette.requests import Request
 from agentstream._abort import AbortController
 from agentstream._demo import demo_agent
 from agentstream._mastra import Mastra
-from agentstream.ai_sdk import handle_chat_stream
-from agentstream.resumable import ChatRunner, ChatTurn, MemoryStreamStore, StreamStore, run_chat_turn
+from agentstream.ai_sdk import handle_chat_stream, run_chat_turn
+from agentstream.resumable import ChatRunner, ChatTurn, MemoryStreamStore, StreamStore
 from agentstream.server import RequestGuard, chat_route
 
 

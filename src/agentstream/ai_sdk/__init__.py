@@ -6,7 +6,7 @@
 * ``convert_ui_messages``: the UI messages a client sends → model messages;
 * ``handle_chat_stream``: one chat request against a ``Mastra`` agent;
 * ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts
-  (``check_workflow_request`` / ``run_workflow_spec``: the same, checked here and run elsewhere).
+  (``check_workflow_request`` / ``run_workflow_job``: the same, checked here and run elsewhere).
 """
 
 from __future__ import annotations
@@ -42,12 +42,14 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
+from ._turn import run_chat_turn, write_chunks
 from ._workflow import WorkflowUIChunkConverter, handle_workflow_stream
 from ._workflow_request import (
     WorkflowRegistry,
     WorkflowRunSpec,
     WorkflowStreamOptions,
     check_workflow_request,
+    run_workflow_job,
     run_workflow_spec,
     start_workflow_stream,
 )
@@ -90,11 +92,14 @@ __all__ = [
     "handle_workflow_stream",
     "parse_chat_request",
     "parse_json_body",
+    "run_chat_turn",
+    "run_workflow_job",
     "run_workflow_spec",
     "smooth_stream",
     "start_workflow_stream",
     "to_ai_sdk_stream",
     "validate_ui_messages",
+    "write_chunks",
 ]
 
 

@@ -3,25 +3,32 @@
 `check_workflow_request` does every check `handle_workflow_stream` answers before streaming
 (unknown workflow or run, bad input with its field path, not suspended, another user's run)
 without starting anything, so a server can hand the run to another process (a worker) that
-runs it with `run_workflow_spec` and gets the same UI message stream.
+runs it with `run_workflow_spec` (into a stream store: `run_workflow_job`) and gets the same UI
+message stream.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol, TypedDict
 
+from ..resumable import StreamExpiredError, StreamStore, WorkflowJob
 from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
 from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
+from ._turn import write_chunks
 
 __all__ = [
     "WorkflowRegistry",
     "WorkflowRunSpec",
     "WorkflowStreamOptions",
     "check_workflow_request",
+    "run_workflow_job",
     "run_workflow_spec",
     "start_workflow_stream",
 ]
+
+logger = logging.getLogger("agentstream.ai_sdk")
 
 _PARAM_KEYS = frozenset(
     {"runId", "resourceId", "inputData", "initialState", "resumeData", "step", "requestContext"}
@@ -196,3 +203,31 @@ async def run_workflow_spec(
         return
     async for part in stream:
         yield part
+
+
+async def run_workflow_job(
+    mastra: WorkflowRegistry,
+    store: StreamStore,
+    job: WorkflowJob,
+    *,
+    on_error: OnErrorFn | None = None,
+    **run_options: Any,
+) -> None:
+    """Run ``job``'s leg with ``mastra``'s workflow into ``store`` (from chunk 0, positionally, so a
+    re-run after a crash writes no chunk twice), then finish the stream. ``run_options`` go to
+    ``create_run`` (``checkpoint=`` on a durable worker). A stream that finished or expired
+    meanwhile stops the writing quietly."""
+    stream_id = job["stream_id"]
+    chunks = run_workflow_spec(mastra, job["spec"], on_error=on_error, **run_options)
+    gone = False
+    try:
+        try:
+            await write_chunks(store, stream_id, chunks)
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+    except* StreamExpiredError:
+        gone = True
+    if gone:
+        logger.info("stream %s finished or expired before this workflow leg did; stopped", stream_id)
+    else:
+        await store.finish(stream_id)

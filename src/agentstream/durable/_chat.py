@@ -21,7 +21,8 @@ from dbos import DBOS, DBOSClient, EnqueueOptions
 from dbos._serialization import WorkflowSerializationFormat
 
 from .._abort import AbortController
-from ..resumable import ChatTurn, StreamStore, run_chat_turn
+from ..ai_sdk import run_chat_turn
+from ..resumable import ChatTurn, StreamStore
 
 __all__ = ["CHAT_OPTIONS", "CHAT_QUEUE_NAME", "CHAT_WORKFLOW_NAME", "ChatSetup", "DurableChat", "chat_setup"]
 

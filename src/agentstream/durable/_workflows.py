@@ -20,7 +20,8 @@ from typing import Any
 from dbos import DBOS, DBOSClient, EnqueueOptions
 from dbos._serialization import WorkflowSerializationFormat
 
-from ..resumable import StreamStore, WorkflowJob, run_workflow_job
+from ..ai_sdk import run_workflow_job
+from ..resumable import StreamStore, WorkflowJob
 from ..workflows import Slot
 
 __all__ = [

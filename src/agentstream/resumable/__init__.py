@@ -7,7 +7,8 @@ process (the default); `RedisStreamStore` keeps them in Redis Streams, so a reco
 server process gets the rest. Chunks are stored as their JSON bytes (`encode_ui_chunk`).
 
 A `ChatRunner` runs chat turns in other processes (workers): the server dispatches a `ChatTurn`
-and follows its stream; the worker calls `run_chat_turn`, which writes the chunks positionally.
+and follows its stream; the worker calls ``agentstream.ai_sdk.run_chat_turn``, which writes the
+chunks positionally.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
 from ._memory import MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
-from ._turn import ChatRunner, ChatTurn, ChatTurnOptions, run_chat_turn, write_chunks
-from ._workflow_run import WorkflowJob, WorkflowRunner, run_workflow_job, workflow_stream_key
+from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
+from ._workflow_run import WorkflowJob, WorkflowRunner, workflow_stream_key
 
 __all__ = [
     "ActiveStream",
@@ -32,9 +33,6 @@ __all__ = [
     "WorkflowRunner",
     "check_at",
     "check_ttl",
-    "run_chat_turn",
-    "run_workflow_job",
     "stream_store_from_url",
     "workflow_stream_key",
-    "write_chunks",
 ]

@@ -23,8 +23,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .._abort import AbortController
-from ..ai_sdk import ChatRequestError, SSEStreamResponse, assert_valid_heartbeat_ms
-from ..resumable import StreamOwnerError, StreamStore, write_chunks
+from ..ai_sdk import ChatRequestError, SSEStreamResponse, assert_valid_heartbeat_ms, write_chunks
+from ..resumable import StreamOwnerError, StreamStore
 from ._guard import RequestGuard
 
 __all__ = ["record_response", "resume_route", "stream_owner"]
