@@ -129,6 +129,8 @@ def _app(args: argparse.Namespace) -> Any:
     try:
         target = load_app(args.app) if args.app else demo_mastra()
         if not isinstance(target, Mastra):
+            if args.durable_db is not None:
+                raise UsageError(f"--durable-db needs --app to name a Mastra; {args.app} is an ASGI app")
             return target  # an ASGI app of the user's: served as it is
         check_models(target)
         if args.agent is not None and args.agent not in target.get_agents():
