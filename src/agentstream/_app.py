@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ._mastra import Mastra
 
 if TYPE_CHECKING:
-    from .resumable import ChatRunner, StreamStore
+    from .resumable import ChatRunner, StreamStore, WorkflowRunner
     from .server import RequestGuard
 
 __all__ = [
@@ -192,6 +192,7 @@ def create_app(
     guard: RequestGuard | None = None,
     stream_store: StreamStore | bool | None = True,
     runner: ChatRunner | None = None,
+    workflow_runner: WorkflowRunner | None = None,
 ) -> Any:
     """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
     ``GET /api/workflows``, ``POST /api/workflows/{workflow_id}/stream`` (start, or resume with
@@ -206,6 +207,9 @@ def create_app(
     ``False`` turns resuming off (a client that goes away then stops its run).
     ``runner`` (a `ChatRunner` such as ``agentstream.durable.DurableChat``) runs the chat turns on
     worker processes that share ``stream_store`` (required then); smoothing is then the workers'.
+    Workflow runs are recorded in the same store (``GET /api/workflows/{workflow_id}/runs/{run_id}/stream``
+    serves a run's active stream again); ``workflow_runner`` (``agentstream.durable.DurableWorkflows``)
+    runs them on the workers.
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -215,7 +219,14 @@ def create_app(
 
     from .ai_sdk import ChatRequestError, smooth_stream
     from .resumable import MemoryStreamStore
-    from .server import InternalServerError, chat_route, error_response, resume_route, workflow_route
+    from .server import (
+        InternalServerError,
+        chat_route,
+        error_response,
+        resume_route,
+        workflow_route,
+        workflow_stream_route,
+    )
     from .server import RequestGuard as Guard
 
     mastra = mastra or demo_mastra()
@@ -259,6 +270,16 @@ def create_app(
     store = MemoryStreamStore() if stream_store is True else stream_store or None
     if runner is not None and store is None:
         raise ValueError("create_app(runner=...) needs the stream_store its workers write to")
+    if workflow_runner is not None and store is None:
+        raise ValueError("create_app(workflow_runner=...) needs the stream_store its workers write to")
+    workflow_options.update(stream_store=store, runner=workflow_runner)
+    workflow_routes = [
+        workflow_route(mastra, "/api/workflows/{workflow_id}/stream", **workflow_options),
+        workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, **workflow_options),
+    ]
+    if store is not None:
+        stream_options = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}
+        workflow_routes.append(workflow_stream_route(store, **stream_options))
     chat_routes = []
     if default is not None:
         chat_routes = [
@@ -285,7 +306,6 @@ def create_app(
             Route("/api/agents", list_agents),
             *chat_routes,
             Route("/api/workflows", list_workflows),
-            workflow_route(mastra, "/api/workflows/{workflow_id}/stream", **workflow_options),
-            workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, **workflow_options),
+            *workflow_routes,
         ],
     )

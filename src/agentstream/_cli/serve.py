@@ -84,7 +84,7 @@ def add_parser(subparsers: Any) -> None:
         "--durable-db",
         metavar="URL",
         help=(
-            "run chat answers on `agentstream worker --app ...` processes sharing this database "
+            "run chat answers and workflow runs on `agentstream worker --app ...` processes sharing this database "
             "(postgresql://… or sqlite:///file); needs --stream-store redis://… (default: off)"
         ),
     )
@@ -114,6 +114,13 @@ def _runner(args: argparse.Namespace) -> Any:
         ) from exc
 
 
+def _workflow_runner(url: str) -> Any:
+    """``--durable-db``: workflow runs go to the workers too (the URL was checked by `_runner`)."""
+    from agentstream.durable import DurableWorkflows
+
+    return DurableWorkflows(url)
+
+
 def _app(args: argparse.Namespace) -> Any:
     """The ASGI app to serve, every agent's model resolved (a missing key stops here)."""
     from agentstream._app import AppLoadError, check_models, create_app, demo_mastra, load_app
@@ -130,6 +137,7 @@ def _app(args: argparse.Namespace) -> Any:
             known = ", ".join(sorted(target.get_agents())) or "none"
             raise UsageError(f"--agent {args.agent!r} is not registered (agents: {known})")
         runner = _runner(args)
+        workflow_runner = None if runner is None else _workflow_runner(args.durable_db)
         return create_app(
             target,
             default_agent=args.agent,
@@ -139,6 +147,7 @@ def _app(args: argparse.Namespace) -> Any:
             guard=_guard(args),
             stream_store=_stream_store(args.stream_store),
             runner=runner,
+            workflow_runner=workflow_runner,
         )
     except AppLoadError as exc:
         raise (UsageError if exc.usage else CLIError)(str(exc)) from exc

@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--app",
         metavar="MODULE:ATTR",
-        help="a Mastra (or a zero-argument factory of one) whose agents answer chat turns",
+        help="a Mastra (or a zero-argument factory of one) whose agents answer chat turns and whose workflows run the workflow runs servers dispatch",
     )
     parser.add_argument(
         "--stream-store",
@@ -209,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         worker.launch()
     except Exception as exc:
         raise CLIError(f"cannot start on {_redacted(url)}: {type(exc).__name__}: {exc}") from exc
-    running = sorted(tools) + ([f"chat turns of {args.app}"] if mastra is not None else [])
+    running = sorted(tools) + ([f"chat turns and workflow runs of {args.app}"] if mastra is not None else [])
     print(
         f"agentstream worker {worker.executor_id}: running {', '.join(running)}",
         file=sys.stderr,

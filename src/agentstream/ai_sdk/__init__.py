@@ -5,7 +5,8 @@
   ``SSEStreamResponse``: the HTTP framing (the responses need the ``server`` extra, starlette);
 * ``convert_ui_messages``: the UI messages a client sends → model messages;
 * ``handle_chat_stream``: one chat request against a ``Mastra`` agent;
-* ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts.
+* ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts
+  (``check_workflow_request`` / ``run_workflow_job``: the same, checked here and run elsewhere).
 """
 
 from __future__ import annotations
@@ -42,7 +43,16 @@ from ._sse import (
     encode_ui_chunk,
 )
 from ._turn import run_chat_turn, write_chunks
-from ._workflow import WorkflowRegistry, WorkflowUIChunkConverter, handle_workflow_stream
+from ._workflow import WorkflowUIChunkConverter, handle_workflow_stream
+from ._workflow_request import (
+    WorkflowRegistry,
+    WorkflowRunSpec,
+    WorkflowStreamOptions,
+    check_workflow_request,
+    run_workflow_job,
+    run_workflow_spec,
+    start_workflow_stream,
+)
 
 if TYPE_CHECKING:
     from ._response import SSEStreamResponse
@@ -65,10 +75,13 @@ __all__ = [
     "UIMessageStreamError",
     "Version",
     "WorkflowRegistry",
+    "WorkflowRunSpec",
+    "WorkflowStreamOptions",
     "WorkflowUIChunkConverter",
     "assert_valid_heartbeat_ms",
     "check_chat_request",
     "check_transform_factories",
+    "check_workflow_request",
     "convert_ui_messages",
     "create_ui_message_stream_response",
     "default_error_text",
@@ -80,7 +93,10 @@ __all__ = [
     "parse_chat_request",
     "parse_json_body",
     "run_chat_turn",
+    "run_workflow_job",
+    "run_workflow_spec",
     "smooth_stream",
+    "start_workflow_stream",
     "to_ai_sdk_stream",
     "validate_ui_messages",
     "write_chunks",

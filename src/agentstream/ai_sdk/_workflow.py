@@ -8,7 +8,7 @@ pass through as for agents; ``data-*`` chunks pass through.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from agentstream.chunks import (
     UNSET,
@@ -25,8 +25,13 @@ from agentstream.chunks import (
     to_jsonable,
 )
 
-from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
-from ._convert import OnErrorFn, UIChunk, UIChunkConverter, Version, to_ai_sdk_stream
+from ._convert import OnErrorFn, UIChunk, UIChunkConverter, Version
+from ._workflow_request import (
+    WorkflowRegistry,
+    WorkflowStreamOptions,
+    check_workflow_request,
+    start_workflow_stream,
+)
 
 __all__ = ["WorkflowRegistry", "WorkflowUIChunkConverter", "handle_workflow_stream", "workflow_ui_stream"]
 
@@ -245,26 +250,6 @@ async def workflow_ui_stream(
         yield part
 
 
-class WorkflowRegistry(Protocol):
-    """What `handle_workflow_stream` needs of a ``Mastra``: workflows by id (``KeyError`` if unknown)."""
-
-    def get_workflow(self, key: str) -> Any:
-        """The workflow registered under ``key``; raises ``KeyError`` if none is."""
-        ...
-
-
-_PARAM_KEYS = frozenset(
-    {"runId", "resourceId", "inputData", "initialState", "resumeData", "step", "requestContext"}
-)
-
-
-def _issues_path(exc: BaseException) -> str | None:
-    issues = getattr(exc, "issues", None)
-    if issues:
-        return ".".join(str(p) for p in issues[0].path) or None
-    return None
-
-
 async def handle_workflow_stream(
     *,
     mastra: WorkflowRegistry,
@@ -288,66 +273,18 @@ async def handle_workflow_stream(
     the workflow's schema (``path`` names the field), 404 for an unknown workflow or run, 409 for a
     run that is not suspended at that step. Closing the returned stream cancels the run.
     """
-    if not isinstance(params, Mapping):
-        raise ChatRequestError(f"expected the request body to be a JSON object, got {type(params).__name__}")
-    unknown = sorted(set(params) - _PARAM_KEYS)
-    if unknown:
-        raise ChatRequestError(
-            f"unknown field(s) {unknown}; expected some of {sorted(_PARAM_KEYS)}", path=unknown[0]
-        )
-    try:
-        workflow = mastra.get_workflow(workflow_id)
-    except (KeyError, LookupError) as exc:
-        raise ChatRequestError(f"Workflow {_clip(workflow_id, 120)} not found", status_code=404) from exc
-    run_id = params.get("runId")
-    if run_id is not None and (not isinstance(run_id, str) or not run_id or len(run_id) > MAX_ID_LENGTH):
-        raise ChatRequestError(
-            f"runId: expected a non-empty string of at most {MAX_ID_LENGTH} characters", path="runId"
-        )
-    resuming = "resumeData" in params
-    if resume is True and not resuming:
-        raise ChatRequestError("resumeData is required to resume a run", path="resumeData")
-    if resume is False and resuming:
-        raise ChatRequestError(
-            "resumeData is not accepted here; resume at the resume endpoint", path="resumeData"
-        )
-    if resuming and run_id is None:
-        raise ChatRequestError("runId is required when resumeData is provided", path="runId")
-    step = params.get("step")
-    if step is not None and not (
-        isinstance(step, str) or (isinstance(step, list) and all(isinstance(s, str) for s in step))
-    ):
-        raise ChatRequestError("step: expected a step id or a list of step ids", path="step")
-    run = await workflow.create_run(run_id, resource_id=resource_id)
-    existing = run.status != "pending"
-    if existing and run.stored_resource_id != resource_id:
-        # Someone else's run: indistinguishable from one that does not exist.
-        raise ChatRequestError(f"run {_clip(str(run_id), 120)} not found", status_code=404, path="runId")
-    try:
-        if resuming:
-            if not existing:
-                raise ChatRequestError(
-                    f"run {_clip(str(run_id), 120)} not found", status_code=404, path="runId"
-                )
-            output = run.resume_stream(step=step, resume_data=params.get("resumeData"))
-        else:
-            if existing:
-                raise ChatRequestError(
-                    f"runId {_clip(str(run_id), 120)} is already used by a run", status_code=409, path="runId"
-                )
-            output = run.stream(input_data=params.get("inputData"), initial_state=params.get("initialState"))
-    except ValueError as exc:
-        if isinstance(exc, ChatRequestError):
-            raise
-        status = 409 if type(exc).__name__ == "WorkflowResumeError" and "resume data" not in str(exc) else 400
-        raise ChatRequestError(str(exc), status_code=status, path=_issues_path(exc)) from None
-    stream = to_ai_sdk_stream(
-        output,
-        from_="workflow",
+    options = WorkflowStreamOptions(
         version=version,
         include_text_stream_parts=include_text_stream_parts,
         send_reasoning=send_reasoning,
         send_sources=send_sources,
-        on_error=on_error,
     )
-    return _guarded(stream, output, on_error)
+    spec, run = await check_workflow_request(
+        mastra=mastra,
+        workflow_id=workflow_id,
+        params=params,
+        resource_id=resource_id,
+        resume=resume,
+        options=options,
+    )
+    return start_workflow_stream(run, spec, on_error=on_error)

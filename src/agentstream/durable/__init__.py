@@ -24,6 +24,10 @@ Chat turns on workers (the server streams them from a shared stream store):
     runner = DurableChat(url)  # server: create_app(mastra, stream_store=redis_store, runner=runner)
     DurableWorker(url, mastra=mastra, stream_store=redis_store).launch()  # worker
 
+Workflow runs on workers (the same worker; each workflow step is a DBOS step):
+
+    workflow_route(mastra, stream_store=redis_store, runner=DurableWorkflows(url))  # server
+
 Requires the ``durable`` extra (``pip install 'agentstream[durable]'``).
 """
 
@@ -33,15 +37,20 @@ from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, DurableChat
 from ._protocol import QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 from ._remote import DurableBackground, RemoteTaskError, attempt_id
 from ._worker import DurableWorker, step
+from ._workflows import WORKFLOW_QUEUE_NAME, WORKFLOW_RUN_NAME, DBOSCheckpoint, DurableWorkflows
 
 __all__ = [
     "CHAT_QUEUE_NAME",
     "CHAT_WORKFLOW_NAME",
     "QUEUE_NAME",
     "WORKFLOW_NAME",
+    "WORKFLOW_QUEUE_NAME",
+    "WORKFLOW_RUN_NAME",
+    "DBOSCheckpoint",
     "DurableBackground",
     "DurableChat",
     "DurableWorker",
+    "DurableWorkflows",
     "Outcome",
     "RemoteTaskError",
     "TaskSpec",

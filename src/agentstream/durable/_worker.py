@@ -21,6 +21,7 @@ from ..tools import Tool, ToolWriter
 from ._chat import CHAT_QUEUE_NAME, chat_setup
 from ._leases import ExecutorLeases
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
+from ._workflows import WORKFLOW_QUEUE_NAME, workflow_setup
 
 __all__ = ["DurableWorker", "step"]
 
@@ -128,7 +129,10 @@ class DurableWorker:
     takeover it runs again and the store skips the chunks already written. `chat_options` are
     `handle_chat_stream`'s callables for those turns (``experimental_transform``, ``on_error``,
     ``message_metadata``, ``default_options``); `chat_concurrency` bounds the turns running on all
-    workers, `chat_worker_concurrency` those on this one.
+    workers, `chat_worker_concurrency` those on this one. The same `mastra` and `stream_store`
+    run the workflow legs servers dispatch through `DurableWorkflows` (each workflow step a DBOS
+    step, so a takeover does not run completed steps again); `workflow_concurrency` bounds the
+    legs running on all workers.
     """
 
     database_url: str
@@ -143,6 +147,7 @@ class DurableWorker:
     chat_options: Mapping[str, Any] | None = None
     chat_concurrency: int | None = None
     chat_worker_concurrency: int | None = None
+    workflow_concurrency: int | None = None
     executor_id: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     )
@@ -169,6 +174,13 @@ class DurableWorker:
                     CHAT_QUEUE_NAME,
                     global_concurrency=self.chat_concurrency,
                     worker_concurrency=self.chat_worker_concurrency,
+                    polling_interval_sec=self.polling_interval_sec,
+                    on_conflict="always_update",
+                )
+            if WORKFLOW_QUEUE_NAME in queues:
+                DBOS.register_queue(
+                    WORKFLOW_QUEUE_NAME,
+                    global_concurrency=self.workflow_concurrency,
                     polling_interval_sec=self.polling_interval_sec,
                     on_conflict="always_update",
                 )
@@ -204,9 +216,11 @@ class DurableWorker:
                     "DurableWorker: chat turns (mastra=...) need the stream_store the servers follow"
                 )
             chat_setup(self.mastra, self.stream_store, self.chat_options)
+            workflow_setup(self.mastra, self.stream_store, (self.chat_options or {}).get("on_error"))
         elif self.chat_options:
             raise ValueError("DurableWorker: chat_options are for chat turns, which need a mastra")
-        queues = ([QUEUE_NAME] if self.tools else []) + ([CHAT_QUEUE_NAME] if self.mastra is not None else [])
+        with_mastra = [CHAT_QUEUE_NAME, WORKFLOW_QUEUE_NAME] if self.mastra is not None else []
+        queues = ([QUEUE_NAME] if self.tools else []) + with_mastra
         if not queues:
             raise ValueError("DurableWorker: nothing to run; give it tools, or a mastra and a stream_store")
         return queues

@@ -17,6 +17,7 @@ from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamSto
 from ._memory import MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
 from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
+from ._workflow_run import WorkflowJob, WorkflowRunner, workflow_stream_key
 
 __all__ = [
     "ActiveStream",
@@ -28,7 +29,10 @@ __all__ = [
     "StreamExpiredError",
     "StreamOwnerError",
     "StreamStore",
+    "WorkflowJob",
+    "WorkflowRunner",
     "check_at",
     "check_ttl",
     "stream_store_from_url",
+    "workflow_stream_key",
 ]

@@ -12,7 +12,7 @@ from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
 from ._resume import resume_route
 from ._route import InternalServerError, chat_route, error_response
-from ._workflow_route import workflow_route
+from ._workflow_route import workflow_route, workflow_stream_route
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -28,4 +28,5 @@ __all__ = [
     "error_response",
     "resume_route",
     "workflow_route",
+    "workflow_stream_route",
 ]

@@ -1,10 +1,18 @@
 """``workflow_route``: a Starlette ``Route`` that starts or resumes workflow runs as a UI message stream
-(``workflowRoute`` of ``@mastra/ai-sdk``), behind the same `RequestGuard` as `chat_route`."""
+(``workflowRoute`` of ``@mastra/ai-sdk``), behind the same `RequestGuard` as `chat_route`; and
+``workflow_stream_route``, which serves a run's active stream again (a reload, another server).
+
+With a ``stream_store`` each leg of a run (its start, each resume) is recorded under the run's key
+(`workflow_stream_key`) and the answer is a reader of that recording; with a ``runner`` as well
+(``agentstream.durable.DurableWorkflows``) the leg runs on a worker, and this server only checks,
+claims, dispatches and follows.
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
@@ -17,16 +25,55 @@ from ..ai_sdk import (
     SSEStreamResponse,
     Version,
     WorkflowRegistry,
+    WorkflowStreamOptions,
     assert_valid_heartbeat_ms,
-    handle_workflow_stream,
+    check_workflow_request,
     parse_json_body,
+    start_workflow_stream,
+)
+from ..resumable import (
+    StreamOwnerError,
+    StreamStore,
+    WorkflowJob,
+    WorkflowRunner,
+    workflow_stream_key,
 )
 from ._guard import RequestGuard
+from ._resume import _after, follow, record_response, stream_owner
 from ._route import InternalServerError, error_response
 
-__all__ = ["workflow_route"]
+__all__ = ["workflow_route", "workflow_stream_route"]
 
 logger = logging.getLogger("agentstream.server")
+
+
+def _resource_id(principal: object) -> str | None:
+    return None if principal is None else str(principal)
+
+
+def _check_runner(runner: object, store: StreamStore | None, on_error: object) -> None:
+    if not isinstance(runner, WorkflowRunner):
+        raise TypeError(f"workflow_route(runner=...): expected a WorkflowRunner, got {type(runner).__name__}")
+    if store is None:
+        raise ValueError("workflow_route(runner=...) needs the stream_store its workers write to")
+    if on_error is not None:
+        raise ValueError(
+            "workflow_route(runner=...): on_error cannot travel to a worker; configure it on the "
+            "workers (DurableWorker(chat_options={'on_error': ...}))"
+        )
+
+
+async def _claim_run(store: StreamStore, key: str, owner: str | None, run_id: str) -> str:
+    """The run's new stream; a leg of the run still streaming (a concurrent start or resume) is 409."""
+    conflict = ChatRequestError(
+        f"run {run_id[:120]!r} is streaming already; follow it at its stream URL", status_code=409, path="runId"
+    )
+    if await store.active(key) is not None:
+        raise conflict
+    try:
+        return await store.start(key, owner=owner)
+    except StreamOwnerError:
+        raise conflict from None
 
 
 def workflow_route(
@@ -43,6 +90,8 @@ def workflow_route(
     on_error: OnErrorFn | None = None,
     name: str | None = None,
     guard: RequestGuard | None = None,
+    stream_store: StreamStore | None = None,
+    runner: WorkflowRunner | None = None,
 ) -> Route:
     """A ``POST`` route streaming runs of workflow ``{workflow_id}`` (or the fixed ``workflow``).
 
@@ -51,11 +100,51 @@ def workflow_route(
     answer streams ``data-workflow`` / ``data-workflow-step`` parts as SSE. With an ``auth`` hook on
     the ``guard``, its principal owns the runs it starts; another principal's run is not found.
     Refusals are JSON ``{"error": {"name", "message", "path"?}}`` (400, 401, 403, 404, 409, 413, 415).
+
+    With a ``stream_store``, the run's stream is recorded there (a client that goes away no longer
+    cancels the run) and `workflow_stream_route` serves it again. With a ``runner`` (a
+    `WorkflowRunner` such as ``agentstream.durable.DurableWorkflows``; needs the ``stream_store``
+    its workers share) the run executes on a worker: the request is checked here (every refusal is
+    still answered by this server), the run's stream claimed, the leg dispatched as JSON, and the
+    answer is that stream, followed. ``on_error`` then belongs to the workers' configuration.
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     if workflow is None and "{workflow_id}" not in path:
         raise ValueError("workflow_route: the path needs a {workflow_id} parameter, or pass workflow=")
+    if runner is not None:
+        _check_runner(runner, stream_store, on_error)
     checks = guard or RequestGuard()
+    options = WorkflowStreamOptions(
+        version=version,
+        include_text_stream_parts=include_text_stream_parts,
+        send_reasoning=send_reasoning,
+        send_sources=send_sources,
+    )
+
+    async def answer(request: Request, body: Mapping[str, Any], principal: object) -> AsyncIterator[Any]:
+        resource_id = _resource_id(principal)
+        workflow_id = workflow or request.path_params["workflow_id"]
+        spec, run = await check_workflow_request(
+            mastra=mastra,
+            workflow_id=workflow_id,
+            params=body,
+            resource_id=resource_id,
+            resume=resume,
+            options=options,
+        )
+        if stream_store is None:
+            return start_workflow_stream(run, spec, on_error=on_error)
+        key = workflow_stream_key(workflow_id, spec["run_id"])
+        stream_id = await _claim_run(stream_store, key, stream_owner(resource_id), spec["run_id"])
+        try:
+            if runner is None:
+                chunks = start_workflow_stream(run, spec, on_error=on_error)
+                return record_response(stream_store, key, stream_id, chunks, AbortController())
+            await runner.dispatch(WorkflowJob(spec=spec, stream_id=stream_id))
+        except BaseException:
+            await stream_store.finish(stream_id)
+            raise
+        return follow(stream_store, stream_id)
 
     async def start(request: Request) -> Response:
         if request.method == "OPTIONS":
@@ -64,18 +153,7 @@ def workflow_route(
         body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
         if not isinstance(body, Mapping):
             raise ChatRequestError("expected the request body to be a JSON object")
-        stream = await handle_workflow_stream(
-            mastra=mastra,
-            workflow_id=workflow or request.path_params["workflow_id"],
-            params=body,
-            resource_id=None if principal is None else str(principal),
-            version=version,
-            include_text_stream_parts=include_text_stream_parts,
-            send_reasoning=send_reasoning,
-            send_sources=send_sources,
-            on_error=on_error,
-            resume=resume,
-        )
+        stream = await answer(request, body, principal)
         return SSEStreamResponse(
             stream,
             controller=AbortController(),
@@ -95,3 +173,51 @@ def workflow_route(
             return error_response(InternalServerError())
 
     return Route(path, endpoint, methods=["POST", "OPTIONS"], name=name)
+
+
+def workflow_stream_route(
+    store: StreamStore,
+    path: str = "/api/workflows/{workflow_id}/runs/{run_id}/stream",
+    *,
+    workflow: str | None = None,
+    guard: RequestGuard | None = None,
+    heartbeat_ms: float = 15_000,
+    name: str | None = None,
+) -> Route:
+    """``GET`` ``path``: the run's active leg as a UI message stream, replayed from its start
+    (``?after=N`` skips the first N chunks) and followed to its end; 204 when the run streams
+    nothing now, or when it belongs to another principal (who learns nothing, not even that the
+    run exists). ``store`` must be the one given to `workflow_route`.
+    """
+    assert_valid_heartbeat_ms(heartbeat_ms)
+    if "{run_id}" not in path or (workflow is None and "{workflow_id}" not in path):
+        raise ValueError(
+            "workflow_stream_route: the path needs a {run_id} parameter, and {workflow_id} or workflow="
+        )
+    checks = guard or RequestGuard()
+
+    async def start(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            preflight = checks.preflight(request)
+            preflight.headers["access-control-allow-methods"] = "GET, OPTIONS"
+            return preflight
+        principal = await checks.admit(request)
+        after = _after(request)
+        workflow_id = workflow or request.path_params["workflow_id"]
+        key = workflow_stream_key(workflow_id, request.path_params["run_id"])
+        active = await store.active(key)
+        headers = checks.cors_headers(request)
+        if active is None or active.owner != stream_owner(_resource_id(principal)):
+            return Response(status_code=204, headers=headers)
+        return SSEStreamResponse(follow(store, active.stream_id, after), heartbeat_ms=heartbeat_ms, headers=headers)
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await start(request)
+        except ChatRequestError as exc:
+            return error_response(exc, checks.cors_headers(request))
+        except Exception:
+            logger.exception("workflow stream request %s failed before streaming", request.url.path)
+            return error_response(InternalServerError())
+
+    return Route(path, endpoint, methods=["GET", "OPTIONS"], name=name)

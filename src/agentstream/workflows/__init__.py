@@ -4,6 +4,7 @@ and resume (also in another process, through storage snapshots), and can be canc
 
 from __future__ import annotations
 
+from ._checkpoint import Checkpoint, RecordedStepError, Slot, StepRecord
 from ._errors import (
     StepInputValidationError,
     StepOutputValidationError,
@@ -18,14 +19,18 @@ from ._step import Step, StepContext, StepExecute, StepWriter, create_step
 from ._workflow import Condition, RetryConfig, Workflow, create_workflow
 
 __all__ = [
+    "Checkpoint",
     "Condition",
+    "RecordedStepError",
     "RetryConfig",
     "Run",
+    "Slot",
     "Step",
     "StepContext",
     "StepExecute",
     "StepInputValidationError",
     "StepOutputValidationError",
+    "StepRecord",
     "StepWriter",
     "Workflow",
     "WorkflowDefinitionError",

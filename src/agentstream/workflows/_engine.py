@@ -4,9 +4,10 @@ run's state (step records, execution path, suspension points) as JSON-ready data
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -33,6 +34,7 @@ from ..chunks import (
 )
 from ..tools import validate_value
 from ..tracing import workflow_run_span, workflow_step_span
+from ._checkpoint import Checkpoint, Slot, record_outcome, replay_outcome
 from ._errors import StepInputValidationError, StepOutputValidationError, WorkflowError, _Bail, _Suspend
 from ._step import Step, StepContext, StepWriter, call
 from ._workflow import (
@@ -68,6 +70,52 @@ class RunEnd:
     result: Any = UNSET
     error: BaseException | None = None
     suspended: dict[str, list[int]] = field(default_factory=dict)
+
+
+# A durable run's concurrent steps (parallel, foreach items) send their chunks through an `_InOrder`
+# of their own: (the execution, the step's emit), per task.
+_ROUTE: contextvars.ContextVar[tuple[Any, Callable[[Chunk], None]] | None] = contextvars.ContextVar(
+    "agentstream_workflow_route", default=None
+)
+
+
+class _InOrder:
+    """Chunks of concurrent steps in step order: the first unfinished one streams live, the others'
+    wait until it finishes. A checkpointed run needs this: a re-run must emit the same chunk
+    sequence, and finishing order is timing (a replayed step finishes at once)."""
+
+    def __init__(self, emit: Callable[[Chunk], None], count: int) -> None:
+        self._emit = emit
+        self._buffers: list[list[Chunk]] = [[] for _ in range(count)]
+        self._done = [False] * count
+        self._head = 0
+
+    def emitter(self, index: int) -> Callable[[Chunk], None]:
+        def emit(chunk: Chunk) -> None:
+            if index == self._head:
+                self._emit(chunk)
+            else:
+                self._buffers[index].append(chunk)
+
+        return emit
+
+    def finish(self, index: int) -> None:
+        self._done[index] = True
+        while self._head < len(self._done) and self._done[self._head]:
+            self._head += 1
+            if self._head < len(self._done):
+                for chunk in self._buffers[self._head]:
+                    self._emit(chunk)
+                self._buffers[self._head].clear()
+
+    async def run(self, execution: Any, index: int, job: Awaitable[Any]) -> Any:
+        """Await ``job`` (in its own task) with its chunks routed through slot ``index``."""
+        token = _ROUTE.set((execution, self.emitter(index)))
+        try:
+            return await job
+        finally:
+            _ROUTE.reset(token)
+            self.finish(index)
 
 
 class _Outcome:
@@ -114,8 +162,10 @@ class Execution:
         signal: AbortSignal,
         clock: Callable[[], float] | None,
         sleep: Callable[[float], Any] | None,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
         self.workflow = workflow
+        self.checkpoint = checkpoint
         self.run_id = run_id
         self.emit = emit
         self.signal = signal
@@ -131,6 +181,13 @@ class Execution:
         self.interrupted = False
         """Set when a step that ignored the abort was interrupted after the grace period."""
         self._driver: asyncio.Task[Any] | None = None
+
+    def _emit(self, chunk: Chunk) -> None:
+        self._current_emit()(chunk)
+
+    def _current_emit(self) -> Callable[[Chunk], None]:
+        route = _ROUTE.get()
+        return route[1] if route is not None and route[0] is self else self.emit
 
     # ------------------------------------------------------------------------------ snapshots
 
@@ -190,7 +247,7 @@ class Execution:
         return RunEnd("success", result=prev)
 
     def _canceled(self) -> RunEnd:
-        self.emit(WorkflowCanceled(run_id=self.run_id, from_=ChunkFrom.WORKFLOW))
+        self._emit(WorkflowCanceled(run_id=self.run_id, from_=ChunkFrom.WORKFLOW))
         return RunEnd("canceled")
 
     def _entry_input(self, entry: Entry, resume: Resume) -> Any:
@@ -264,8 +321,16 @@ class Execution:
             step, started = jobs[0]
             done[step.id] = await self._finish(step, started)
         elif jobs:
+            order = None if self.checkpoint is None else _InOrder(self._current_emit(), len(jobs))
             try:
-                results = await asyncio.gather(*(self._finish(s, started) for s, started in jobs))
+                results = await asyncio.gather(
+                    *(
+                        self._finish(s, started)
+                        if order is None
+                        else order.run(self, i, self._finish(s, started))
+                        for i, (s, started) in enumerate(jobs)
+                    )
+                )
             except asyncio.CancelledError:
                 if not self._take_interruption():
                     raise
@@ -293,13 +358,15 @@ class Execution:
 
     # ------------------------------------------------------------------------------ one step
 
-    def _context(self, step: Step, input_data: Any, **extra: Any) -> StepContext:
+    def _context(
+        self, step: Step, input_data: Any, emit: Callable[[Chunk], None] | None = None, **extra: Any
+    ) -> StepContext:
         return StepContext(
             input_data=input_data,
             run_id=self.run_id,
             workflow_id=self.workflow.id,
             step_id=step.id,
-            writer=StepWriter(self.emit, run_id=self.run_id, step_name=step.id),
+            writer=StepWriter(emit or self._emit, run_id=self.run_id, step_name=step.id),
             abort_signal=self.signal,
             mastra=self.workflow.mastra,
             _init_data=self.input,
@@ -328,8 +395,9 @@ class Execution:
         *,
         resume: Resume | None = None,
         metadata: dict[str, Any] | None = None,
-    ) -> tuple[str, dict[str, Any], Any, Any]:
-        """Record and announce the step (`workflow-step-start`); returns what `_finish` needs."""
+    ) -> tuple[str, dict[str, Any], Any, Any, Slot | None]:
+        """Record and announce the step (`workflow-step-start`); returns what `_finish` needs (with
+        the step's checkpoint slot, taken here: steps are announced in the same order every time)."""
         call_id = str(uuid.uuid4())
         suspend_data = None
         if resume is not None:
@@ -347,7 +415,7 @@ class Execution:
                 record["metadata"] = metadata
         self.records[step.id] = record
         extra = {k: v for k, v in record.items() if k in ("startedAt", "metadata", "resumedAt")}
-        self.emit(
+        self._emit(
             WorkflowStepStart(
                 run_id=self.run_id,
                 from_=ChunkFrom.WORKFLOW,
@@ -362,15 +430,21 @@ class Execution:
                 ),
             )
         )
-        return call_id, record, (resume.data if resume is not None else None), suspend_data
+        slot = self._reserve(step)
+        return call_id, record, (resume.data if resume is not None else None), suspend_data, slot
 
-    async def _finish(self, step: Step, started: tuple[str, dict[str, Any], Any, Any]) -> _Outcome:
-        call_id, record, resume_data, suspend_data = started
+    def _reserve(self, step: Step) -> Slot | None:
+        return None if self.checkpoint is None else self.checkpoint.reserve(f"workflow-step {step.id}")
+
+    async def _finish(
+        self, step: Step, started: tuple[str, dict[str, Any], Any, Any, Slot | None]
+    ) -> _Outcome:
+        call_id, record, resume_data, suspend_data, slot = started
         try:
             with workflow_step_span(
                 step.id, workflow_id=self.workflow.id, run_id=self.run_id, control_flow=(_Suspend, _Bail)
             ):
-                output = await self._execute(step, record["payload"], resume_data, suspend_data)
+                output = await self._run_body(slot, step, record["payload"], resume_data, suspend_data)
         except _Suspend as suspension:
             return self._suspended(step, call_id, record, suspension.payload)
         except _Bail as bail:
@@ -383,7 +457,33 @@ class Execution:
         self._succeeded(step, call_id, record, output)
         return _Outcome("success", output)
 
-    async def _execute(self, step: Step, input_data: Any, resume_data: Any, suspend_data: Any) -> Any:
+    async def _run_body(
+        self, slot: Slot | None, step: Step, input_data: Any, resume_data: Any, suspend_data: Any
+    ) -> Any:
+        """`_execute` the step, through its checkpoint slot when the run is durable: a step recorded by
+        an earlier execution of this run is not run again (see `_checkpoint`)."""
+        if slot is None:
+            return await self._execute(step, input_data, resume_data, suspend_data, self._emit)
+        ran: list[Any] = []  # the body's live outcome: [output] or [exception]
+
+        async def body() -> Any:
+            return await record_outcome(
+                lambda emit: self._execute(step, input_data, resume_data, suspend_data, emit),
+                self._emit,
+                self.state,
+                ran,
+            )
+
+        recorded = await slot(body)
+        if not ran:
+            return replay_outcome(recorded, self._emit, self.state)
+        if isinstance(ran[0], BaseException):
+            raise ran[0]  # ran here: the real exception, not its record
+        return recorded["output"]
+
+    async def _execute(
+        self, step: Step, input_data: Any, resume_data: Any, suspend_data: Any, emit: Callable[[Chunk], None]
+    ) -> Any:
         parsed = input_data
         if step.input_schema is not None:
             outcome = validate_value(step.input_schema, input_data)
@@ -395,7 +495,7 @@ class Execution:
         attempt = 0
         while True:
             context = self._context(
-                step, parsed, resume_data=resume_data, suspend_data=suspend_data, retry_count=attempt
+                step, parsed, emit, resume_data=resume_data, suspend_data=suspend_data, retry_count=attempt
             )
             try:
                 value = await self._guarded(step, context)
@@ -472,14 +572,14 @@ class Execution:
         self._announce_result(step, call_id, record, "failed")
 
     def _announce_result(self, step: Step, call_id: str, record: dict[str, Any], status: str) -> None:
-        self.emit(
+        self._emit(
             WorkflowStepResult(
                 run_id=self.run_id,
                 from_=ChunkFrom.WORKFLOW,
                 payload=self._result_payload(step, call_id, record, status),
             )
         )
-        self.emit(
+        self._emit(
             WorkflowStepFinish(
                 run_id=self.run_id,
                 from_=ChunkFrom.WORKFLOW,
@@ -495,7 +595,7 @@ class Execution:
         record["suspendPayload"] = payload
         record["suspendedAt"] = int(self.clock())
         extra = {k: v for k, v in record.items() if k in ("startedAt", "metadata", "suspendedAt")}
-        self.emit(
+        self._emit(
             WorkflowStepSuspended(
                 run_id=self.run_id,
                 from_=ChunkFrom.WORKFLOW,
@@ -521,43 +621,51 @@ class Execution:
             started = self._begin(step, items)
             self._failed(step, started[0], started[1], error)
             raise _Stop(RunEnd("failed", error=error))
-        call_id, record, _, _ = self._begin(step, items)
+        call_id, record, _, _, _ = self._begin(step, items)
+        # Every item's slot up front: items start in completion order, which a re-run does not repeat.
+        slots = [self._reserve(step) for _ in items]
         results: list[Any] = [None] * len(items)
         completed = 0
         next_index = 0
         failure: list[BaseException] = []
 
+        order = None if self.checkpoint is None else _InOrder(self._current_emit(), len(items))
+
         async def worker() -> None:
-            nonlocal completed, next_index
+            nonlocal next_index
             while next_index < len(items) and not failure and not self.signal.aborted:
                 i = next_index
                 next_index += 1
-                try:
-                    results[i] = await self._execute(step, items[i], None, None)
-                except _Suspend:
-                    failure.append(
-                        WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported")
-                    )
-                except _Bail as bail:
-                    results[i] = to_jsonable(bail.result)
-                except Exception as exc:
-                    failure.append(exc)
-                completed += 1
-                status: Literal["success", "failed"] = "failed" if failure else "success"
-                self.emit(
-                    WorkflowStepProgress(
-                        run_id=self.run_id,
-                        from_=ChunkFrom.WORKFLOW,
-                        payload=WorkflowStepProgressPayload(
-                            id=step.id,
-                            completed_count=completed,
-                            total_count=len(items),
-                            current_index=i,
-                            iteration_status=status,
-                            iteration_output=results[i] if status == "success" else UNSET,
-                        ),
-                    )
+                await (item(i) if order is None else order.run(self, i, item(i)))
+
+        async def item(i: int) -> None:
+            nonlocal completed
+            try:
+                results[i] = await self._run_body(slots[i], step, items[i], None, None)
+            except _Suspend:
+                failure.append(
+                    WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported")
                 )
+            except _Bail as bail:
+                results[i] = to_jsonable(bail.result)
+            except Exception as exc:
+                failure.append(exc)
+            completed += 1
+            status: Literal["success", "failed"] = "failed" if failure else "success"
+            self._emit(
+                WorkflowStepProgress(
+                    run_id=self.run_id,
+                    from_=ChunkFrom.WORKFLOW,
+                    payload=WorkflowStepProgressPayload(
+                        id=step.id,
+                        completed_count=completed,
+                        total_count=len(items),
+                        current_index=i,
+                        iteration_status=status,
+                        iteration_output=results[i] if status == "success" else UNSET,
+                    ),
+                )
+            )
 
         try:
             async with asyncio.TaskGroup() as group:
@@ -576,7 +684,7 @@ class Execution:
 
     async def _sleep(self, entry: SleepEntry, prev: Any) -> Any:
         started = int(self.clock())
-        self.emit(
+        self._emit(
             WorkflowStepWaiting(
                 run_id=self.run_id,
                 from_=ChunkFrom.WORKFLOW,
@@ -599,9 +707,11 @@ class Execution:
             ms = (entry.until.timestamp() * 1000.0) - self.clock()
         else:
             ms = entry.ms or 0.0
-        if ms > 0:
+        # A durable run always takes its sleep slot: a re-run computes a shorter wait from the clock.
+        if ms > 0 or self.checkpoint is not None:
+            sleep = self.sleep if self.checkpoint is None else self.checkpoint.sleep
             try:
-                await until_aborted(self.sleep(ms / 1000.0), self.signal)
+                await until_aborted(sleep(max(ms, 0.0) / 1000.0), self.signal)
             except AbortError:
                 pass
         record = {
@@ -612,7 +722,7 @@ class Execution:
             "endedAt": int(self.clock()),
         }
         self.records[entry.id] = record
-        self.emit(
+        self._emit(
             WorkflowStepResult(
                 run_id=self.run_id,
                 from_=ChunkFrom.WORKFLOW,

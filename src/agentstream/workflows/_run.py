@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .._abort import AbortController
 from ..chunks import Chunk, error_to_dict, to_jsonable
 from ..tools import validate_value
+from ._checkpoint import Checkpoint
 from ._engine import Execution, Resume, RunEnd
 from ._errors import WorkflowError, WorkflowInputValidationError, WorkflowResumeError
 from ._output import WorkflowResult, WorkflowRunOutput
@@ -49,8 +50,10 @@ class Run:
         clock: Callable[[], float] | None,
         sleep: Callable[[float], Any] | None,
         cancel_grace_ms: float,
+        checkpoint: Checkpoint | None = None,
     ) -> None:
         self.workflow = workflow
+        self._checkpoint = checkpoint
         self.run_id = run_id
         self.workflow_id = workflow.id
         self.resource_id = resource_id
@@ -64,7 +67,13 @@ class Run:
         self.stored_resource_id: str | None = None
         """The resource (user) the stored run belongs to, when it was loaded from storage."""
         self._execution = Execution(
-            workflow, run_id, emit=lambda _c: None, signal=self._controller.signal, clock=clock, sleep=sleep
+            workflow,
+            run_id,
+            emit=lambda _c: None,
+            signal=self._controller.signal,
+            clock=clock,
+            sleep=sleep,
+            checkpoint=checkpoint,
         )
 
     @property
@@ -79,8 +88,18 @@ class Run:
 
     # ---------------------------------------------------------------------------- snapshots
 
+    async def _recorded(self, name: str, read: Callable[[], Any]) -> Any:
+        """A storage read of a durable run goes through its checkpoint: a re-run after a crash sees
+        what the first execution saw (the snapshot it has since overwritten, the claim it won)."""
+        if self._checkpoint is None:
+            return await read()
+        return await self._checkpoint.reserve(name)(read)
+
     async def _load(self) -> None:
-        snapshot = await self.workflow.storage.load_workflow_snapshot(self.workflow.id, self.run_id)
+        storage = self.workflow.storage
+        snapshot = await self._recorded(
+            "load snapshot", lambda: storage.load_workflow_snapshot(self.workflow.id, self.run_id)
+        )
         if isinstance(snapshot, dict):
             self._restore(snapshot)
 
@@ -165,12 +184,7 @@ class Run:
             raise WorkflowError(
                 f"run {self.run_id!r} of workflow {self.workflow_id!r} has already run ({self._status})"
             )
-        schema = self.workflow.input_schema
-        if schema is not None:
-            outcome = validate_value(schema, input_data)
-            if not outcome.ok:
-                raise WorkflowInputValidationError(self.workflow_id, outcome.issues)
-            input_data = to_jsonable(outcome.value)
+        input_data = self.check_input(input_data)
         self._execution.state[0] = initial_state
         output = self._open()
         execution = self._execution
@@ -183,6 +197,17 @@ class Run:
             self._drive(output, first_leg), name=f"workflow-{self.run_id}"
         )
         return output
+
+    def check_input(self, input_data: Any) -> Any:
+        """`input_data` checked against the workflow's `input_schema` (as JSON data), without starting
+        the run; raises `WorkflowInputValidationError` naming the field (what `stream` checks)."""
+        schema = self.workflow.input_schema
+        if schema is None:
+            return input_data
+        outcome = validate_value(schema, input_data)
+        if not outcome.ok:
+            raise WorkflowInputValidationError(self.workflow_id, outcome.issues)
+        return to_jsonable(outcome.value)
 
     async def start(self, *, input_data: Any = None, initial_state: Any = None) -> WorkflowResult:
         """Run to the end (or a suspension) and return the `WorkflowResult` (Mastra's ``run.start``)."""
@@ -225,16 +250,7 @@ class Run:
         the step's `resume_schema` (the message names the field). A run resumed by someone else in the
         meantime (another process) fails the returned stream with `WorkflowResumeError`.
         """
-        step_id = self._resume_target(step)
-        schema = self.workflow.steps[step_id].resume_schema if step_id in self.workflow.steps else None
-        if schema is not None:
-            outcome = validate_value(schema, resume_data)
-            if not outcome.ok:
-                from ..tools import format_issues
-
-                raise WorkflowResumeError(
-                    f"Invalid resume data for step {step_id!r}: \n{format_issues(outcome.issues)}"
-                )
+        step_id = self.check_resume(step=step, resume_data=resume_data)
         output = self._open()
         execution = self._execution
 
@@ -248,6 +264,21 @@ class Run:
         )
         return output
 
+    def check_resume(self, *, step: Step | str | list[str] | None = None, resume_data: Any = None) -> str:
+        """The suspended step `resume_stream` would resume, without resuming: raises
+        `WorkflowResumeError` as it does (not suspended there, resume data failing `resume_schema`)."""
+        step_id = self._resume_target(step)
+        schema = self.workflow.steps[step_id].resume_schema if step_id in self.workflow.steps else None
+        if schema is not None:
+            outcome = validate_value(schema, resume_data)
+            if not outcome.ok:
+                from ..tools import format_issues
+
+                raise WorkflowResumeError(
+                    f"Invalid resume data for step {step_id!r}: \n{format_issues(outcome.issues)}"
+                )
+        return step_id
+
     async def resume(
         self, *, step: Step | str | list[str] | None = None, resume_data: Any = None
     ) -> WorkflowResult:
@@ -258,14 +289,25 @@ class Run:
         """Take the suspended run: only one resumer (or canceller), in any process, wins — the one whose
         delete of this suspension's resume token succeeds (a row delete is atomic in every store)."""
         storage = self.workflow.storage
-        snapshot = await storage.load_workflow_snapshot(self.workflow_id, self.run_id)
+
+        async def take() -> dict[str, Any]:
+            snapshot = await storage.load_workflow_snapshot(self.workflow_id, self.run_id)
+            if not isinstance(snapshot, dict) or snapshot.get("status") != "suspended":
+                return {"snapshot": snapshot, "won": False}
+            generation = snapshot.get("suspendGeneration")
+            token = f"{self.run_id}#{generation if isinstance(generation, int) else 0}"
+            won = await storage.delete_workflow_snapshot(_tokens_name(self.workflow_id), token)
+            return {"snapshot": snapshot, "won": bool(won)}
+
+        claim = await self._recorded("claim suspended run", take)
+        snapshot = claim["snapshot"]
         if not isinstance(snapshot, dict) or snapshot.get("status") != "suspended":
             state = snapshot.get("status") if isinstance(snapshot, dict) else "gone"
             raise WorkflowResumeError(
                 f"run {self.run_id!r} of workflow {self.workflow_id!r} was resumed elsewhere ({state})"
             )
         self._restore(snapshot)
-        if not await storage.delete_workflow_snapshot(_tokens_name(self.workflow_id), self._token()):
+        if not claim["won"]:
             raise WorkflowResumeError(
                 f"run {self.run_id!r} of workflow {self.workflow_id!r} was resumed elsewhere"
             )

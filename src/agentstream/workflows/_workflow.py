@@ -17,6 +17,7 @@ from ._step import Step, StepContext, create_step
 
 if TYPE_CHECKING:
     from ..storage import Storage
+    from ._checkpoint import Checkpoint
     from ._run import Run
 
 __all__ = ["Condition", "RetryConfig", "Workflow", "create_workflow"]
@@ -316,13 +317,15 @@ class Workflow:
         clock: Callable[[], float] | None = None,
         sleep: Callable[[float], Any] | None = None,
         cancel_grace_ms: float = 2000,
+        checkpoint: Checkpoint | None = None,
     ) -> Run:
         """A run of this workflow (Mastra's ``createRun``). With the `run_id` of a run saved in storage
         (e.g. suspended in another process), the run continues from its snapshot.
 
         ``clock`` (``() -> ms``) and ``sleep`` (``async (seconds)``) are injectable for tests;
         ``cancel_grace_ms``: how long ``run.cancel()`` lets a running step react to the abort signal
-        before it is interrupted.
+        before it is interrupted. ``checkpoint``: record each step so a re-run of this run after a
+        crash does not run completed steps again (`agentstream.durable` gives one on DBOS).
         """
         from ._run import Run
 
@@ -337,6 +340,7 @@ class Workflow:
             clock=clock,
             sleep=sleep,
             cancel_grace_ms=cancel_grace_ms,
+            checkpoint=checkpoint,
         )
         await run._load()
         return run

@@ -1,0 +1,233 @@
+"""A workflow start or resume request, checked, as JSON (`WorkflowRunSpec`), and running one.
+
+`check_workflow_request` does every check `handle_workflow_stream` answers before streaming
+(unknown workflow or run, bad input with its field path, not suspended, another user's run)
+without starting anything, so a server can hand the run to another process (a worker) that
+runs it with `run_workflow_spec` (into a stream store: `run_workflow_job`) and gets the same UI
+message stream.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Protocol, TypedDict
+
+from ..resumable import StreamExpiredError, StreamStore, WorkflowJob
+from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
+from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
+from ._turn import write_chunks
+
+__all__ = [
+    "WorkflowRegistry",
+    "WorkflowRunSpec",
+    "WorkflowStreamOptions",
+    "check_workflow_request",
+    "run_workflow_job",
+    "run_workflow_spec",
+    "start_workflow_stream",
+]
+
+logger = logging.getLogger("agentstream.ai_sdk")
+
+_PARAM_KEYS = frozenset(
+    {"runId", "resourceId", "inputData", "initialState", "resumeData", "step", "requestContext"}
+)
+
+
+class WorkflowRegistry(Protocol):
+    """What `handle_workflow_stream` needs of a ``Mastra``: workflows by id (``KeyError`` if unknown)."""
+
+    def get_workflow(self, key: str) -> Any:
+        """The workflow registered under ``key``; raises ``KeyError`` if none is."""
+        ...
+
+
+class WorkflowStreamOptions(TypedDict):
+    """How the run's chunks become UI chunks (the JSON-able options of `handle_workflow_stream`)."""
+
+    version: Version
+    include_text_stream_parts: bool
+    send_reasoning: bool
+    send_sources: bool
+
+
+class WorkflowRunSpec(TypedDict):
+    """A checked start (``resume`` false) or resume of one run, as JSON: all a worker needs."""
+
+    workflow_id: str
+    run_id: str
+    resource_id: str | None
+    resume: bool
+    input_data: Any
+    initial_state: Any
+    resume_data: Any
+    step: str | list[str] | None
+    options: WorkflowStreamOptions
+
+
+def _issues_path(exc: BaseException) -> str | None:
+    issues = getattr(exc, "issues", None)
+    if issues:
+        return ".".join(str(p) for p in issues[0].path) or None
+    return None
+
+
+def _refusal(exc: ValueError) -> ChatRequestError:
+    if isinstance(exc, ChatRequestError):
+        return exc
+    status = 409 if type(exc).__name__ == "WorkflowResumeError" and "resume data" not in str(exc) else 400
+    return ChatRequestError(str(exc), status_code=status, path=_issues_path(exc))
+
+
+def _check_params(params: Mapping[str, Any], resume: bool | None) -> None:
+    if not isinstance(params, Mapping):
+        raise ChatRequestError(f"expected the request body to be a JSON object, got {type(params).__name__}")
+    unknown = sorted(set(params) - _PARAM_KEYS)
+    if unknown:
+        raise ChatRequestError(
+            f"unknown field(s) {unknown}; expected some of {sorted(_PARAM_KEYS)}", path=unknown[0]
+        )
+    run_id = params.get("runId")
+    if run_id is not None and (not isinstance(run_id, str) or not run_id or len(run_id) > MAX_ID_LENGTH):
+        raise ChatRequestError(
+            f"runId: expected a non-empty string of at most {MAX_ID_LENGTH} characters", path="runId"
+        )
+    resuming = "resumeData" in params
+    if resume is True and not resuming:
+        raise ChatRequestError("resumeData is required to resume a run", path="resumeData")
+    if resume is False and resuming:
+        raise ChatRequestError(
+            "resumeData is not accepted here; resume at the resume endpoint", path="resumeData"
+        )
+    if resuming and run_id is None:
+        raise ChatRequestError("runId is required when resumeData is provided", path="runId")
+    step = params.get("step")
+    if step is not None and not (
+        isinstance(step, str) or (isinstance(step, list) and all(isinstance(s, str) for s in step))
+    ):
+        raise ChatRequestError("step: expected a step id or a list of step ids", path="step")
+
+
+async def check_workflow_request(
+    *,
+    mastra: WorkflowRegistry,
+    workflow_id: str,
+    params: Mapping[str, Any],
+    resource_id: str | None,
+    resume: bool | None,
+    options: WorkflowStreamOptions,
+) -> tuple[WorkflowRunSpec, Any]:
+    """The request checked as `handle_workflow_stream` checks it, nothing started: its
+    `WorkflowRunSpec` (a new run gets its id here) and the ``Run`` it loaded. Raises
+    `ChatRequestError` (400 with the field ``path``, 404, 409) as `handle_workflow_stream` does."""
+    _check_params(params, resume)
+    try:
+        workflow = mastra.get_workflow(workflow_id)
+    except (KeyError, LookupError) as exc:
+        raise ChatRequestError(f"Workflow {_clip(workflow_id, 120)} not found", status_code=404) from exc
+    run_id = params.get("runId")
+    run = await workflow.create_run(run_id, resource_id=resource_id)
+    existing = run.status != "pending"
+    if existing and run.stored_resource_id != resource_id:
+        # Someone else's run: indistinguishable from one that does not exist.
+        raise ChatRequestError(f"run {_clip(str(run_id), 120)} not found", status_code=404, path="runId")
+    resuming = "resumeData" in params
+    spec = WorkflowRunSpec(
+        workflow_id=workflow_id,
+        run_id=run.run_id,
+        resource_id=resource_id,
+        resume=resuming,
+        input_data=params.get("inputData"),
+        initial_state=params.get("initialState"),
+        resume_data=params.get("resumeData"),
+        step=params.get("step"),
+        options=options,
+    )
+    if resuming and not existing:
+        raise ChatRequestError(f"run {_clip(str(run_id), 120)} not found", status_code=404, path="runId")
+    if not resuming and existing:
+        raise ChatRequestError(
+            f"runId {_clip(str(run_id), 120)} is already used by a run", status_code=409, path="runId"
+        )
+    try:
+        if resuming:
+            run.check_resume(step=spec["step"], resume_data=spec["resume_data"])
+        else:
+            run.check_input(spec["input_data"])
+    except ValueError as exc:
+        raise _refusal(exc) from None
+    return spec, run
+
+
+def start_workflow_stream(run: Any, spec: WorkflowRunSpec, *, on_error: OnErrorFn | None) -> AsyncIterator[UIChunk]:
+    """Start (or resume) ``run`` as ``spec`` says; its UI message stream. Closing it cancels the run.
+    Raises `ChatRequestError` if the run cannot start (as `check_workflow_request`)."""
+    try:
+        if spec["resume"]:
+            output = run.resume_stream(step=spec["step"], resume_data=spec["resume_data"])
+        else:
+            output = run.stream(input_data=spec["input_data"], initial_state=spec["initial_state"])
+    except ValueError as exc:
+        raise _refusal(exc) from None
+    options = spec["options"]
+    stream = to_ai_sdk_stream(
+        output,
+        from_="workflow",
+        version=options["version"],
+        include_text_stream_parts=options["include_text_stream_parts"],
+        send_reasoning=options["send_reasoning"],
+        send_sources=options["send_sources"],
+        on_error=on_error,
+    )
+    return _guarded(stream, output, on_error)
+
+
+async def run_workflow_spec(
+    mastra: WorkflowRegistry,
+    spec: WorkflowRunSpec,
+    *,
+    on_error: OnErrorFn | None = None,
+    **run_options: Any,
+) -> AsyncIterator[UIChunk]:
+    """Run a checked `WorkflowRunSpec` here (a worker): the UI message stream the server that checked
+    it would have sent. ``run_options`` go to ``create_run`` (e.g. ``checkpoint=``). A run that can
+    no longer start (resumed by someone else meanwhile) is one ``error`` chunk."""
+    try:
+        workflow = mastra.get_workflow(spec["workflow_id"])
+        run = await workflow.create_run(spec["run_id"], resource_id=spec["resource_id"], **run_options)
+        stream = start_workflow_stream(run, spec, on_error=on_error)
+    except Exception as exc:
+        message = str(exc) if isinstance(exc, ChatRequestError) else f"{type(exc).__name__}: {exc}"
+        yield {"type": "error", "errorText": message}
+        return
+    async for part in stream:
+        yield part
+
+
+async def run_workflow_job(
+    mastra: WorkflowRegistry,
+    store: StreamStore,
+    job: WorkflowJob,
+    *,
+    on_error: OnErrorFn | None = None,
+    **run_options: Any,
+) -> None:
+    """Run ``job``'s leg with ``mastra``'s workflow into ``store`` (from chunk 0, positionally, so a
+    re-run after a crash writes no chunk twice), then finish the stream. ``run_options`` go to
+    ``create_run`` (``checkpoint=`` on a durable worker). A stream that finished or expired
+    meanwhile stops the writing quietly."""
+    stream_id = job["stream_id"]
+    chunks = run_workflow_spec(mastra, job["spec"], on_error=on_error, **run_options)
+    gone = False
+    try:
+        try:
+            await write_chunks(store, stream_id, chunks)
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+    except* StreamExpiredError:
+        gone = True
+    if gone:
+        logger.info("stream %s finished or expired before this workflow leg did; stopped", stream_id)
+    else:
+        await store.finish(stream_id)

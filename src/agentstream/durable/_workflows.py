@@ -1,0 +1,125 @@
+"""Workflow runs on workers: `DurableWorkflows` (a server's `WorkflowRunner`), the worker's DBOS
+workflow, and `DBOSCheckpoint`, which makes every workflow step a DBOS step.
+
+One DBOS workflow per leg of a run (its start, each resume), its id the leg's stream id, on the
+``agentstream-workflows`` queue. The worker runs the leg with `run_workflow_job` and a
+`DBOSCheckpoint`: each step's outcome (output, suspension, bail or error, with the chunks it wrote
+and the state it left) is recorded as a DBOS step, and so are the run's snapshot load and resume
+claim. After a crash the lease takeover re-enqueues the leg; it runs again from the start on
+another worker, every recorded step returns its record instead of running, and the stream store
+skips the chunk numbers already written. Jobs and records are JSON (DBOS's portable format).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos._serialization import WorkflowSerializationFormat
+
+from ..ai_sdk import run_workflow_job
+from ..resumable import StreamStore, WorkflowJob
+from ..workflows import Slot
+
+__all__ = [
+    "WORKFLOW_QUEUE_NAME",
+    "WORKFLOW_RUN_NAME",
+    "DBOSCheckpoint",
+    "DurableWorkflows",
+    "WorkflowSetup",
+    "workflow_setup",
+]
+
+_log = logging.getLogger("agentstream.durable")
+
+WORKFLOW_RUN_NAME = "agentstream.workflow_run"
+WORKFLOW_QUEUE_NAME = "agentstream-workflows"
+_PORTABLE = WorkflowSerializationFormat.PORTABLE
+
+
+class DurableWorkflows:
+    """A `WorkflowRunner` running each workflow leg on an `agentstream worker` sharing ``database_url``.
+
+        runner = DurableWorkflows("postgresql://postgres@127.0.0.1:54329/postgres")
+        workflow_route(mastra, stream_store=RedisStreamStore.from_url("redis://…"), runner=runner)
+
+    ``dispatch`` enqueues the leg (idempotently: the workflow id is the stream id) and returns; the
+    workers write its UI chunks to the stream store the route follows.
+    """
+
+    def __init__(self, database_url: str) -> None:
+        # A server may start before any worker: create (or upgrade) DBOS's tables; idempotent.
+        DBOS.migrate(database_url)
+        self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
+
+    async def dispatch(self, job: WorkflowJob) -> None:
+        """Enqueue the leg on the workflow queue (a leg already enqueued is not enqueued again)."""
+        options: EnqueueOptions = {
+            "queue_name": WORKFLOW_QUEUE_NAME,
+            "workflow_name": WORKFLOW_RUN_NAME,
+            "workflow_id": job["stream_id"],
+            "serialization_type": _PORTABLE,
+        }
+        await self._client.enqueue_async(options, job)
+
+    def close(self) -> None:
+        """Close the engine client's connections (legs keep running on the workers)."""
+        self._client.destroy()
+
+
+class DBOSCheckpoint:
+    """A workflow `Checkpoint` on DBOS steps, for runs executed inside a DBOS workflow: slots are
+    DBOS step ids reserved in the walk's order, sleeps are DBOS's durable sleeps."""
+
+    def reserve(self, name: str) -> Slot:
+        """Reserve the next DBOS step id now; the slot runs its body as that step."""
+        reservation = DBOS.reserve_step()
+
+        async def run(body: Callable[[], Awaitable[Any]]) -> Any:
+            async def step() -> Any:  # a coroutine function, so DBOS awaits it on this loop
+                return await body()
+
+            return await reservation.run_async({"name": name}, step)
+
+        return run
+
+    async def sleep(self, seconds: float) -> None:
+        """Sleep durably: the wake-up time is recorded, so a re-run sleeps only what is left."""
+        # Always a step id, even for no wait: a re-run (later on the clock) must take the same ids.
+        await DBOS.sleep_async(max(seconds, 0.001))
+
+
+@dataclass
+class WorkflowSetup:
+    """What a worker runs workflow legs with: its workflows and the shared stream store."""
+
+    mastra: Any
+    store: StreamStore
+    on_error: Callable[[BaseException], str] | None = None
+
+
+_setup: list[WorkflowSetup] = []
+
+
+def workflow_setup(
+    mastra: Any, store: StreamStore, on_error: Callable[[BaseException], str] | None = None
+) -> WorkflowSetup:
+    """Make this process run workflow legs with ``mastra``'s workflows into ``store``."""
+    if not callable(getattr(mastra, "get_workflow", None)):
+        raise TypeError(f"mastra: expected a Mastra (with get_workflow), got {type(mastra).__name__}")
+    setup = WorkflowSetup(mastra, store, on_error)
+    _setup[:] = [setup]
+    return setup
+
+
+@DBOS.workflow(name=WORKFLOW_RUN_NAME, serialization_type=_PORTABLE)
+async def _workflow_run(job: WorkflowJob) -> None:
+    if not _setup:
+        raise RuntimeError("this worker was started without a Mastra and stream store for workflow runs")
+    setup = _setup[0]
+    await run_workflow_job(
+        setup.mastra, setup.store, job, on_error=setup.on_error, checkpoint=DBOSCheckpoint()
+    )

@@ -1,0 +1,41 @@
+"""Workflow runs elsewhere: the `WorkflowJob` a server hands to a `WorkflowRunner` (a worker runs
+it into the stream store with ``agentstream.ai_sdk.run_workflow_job``).
+
+The server checks the request (``check_workflow_request``), claims the run's stream
+(`workflow_stream_key`), dispatches the job and answers by following the stream; the worker
+writes the UI chunks positionally from chunk 0 (a re-run after a crash writes none twice), then
+finishes the stream. A job is JSON only; ``on_error`` is the worker's own configuration.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
+
+if TYPE_CHECKING:
+    from ..ai_sdk import WorkflowRunSpec
+
+__all__ = ["WorkflowJob", "WorkflowRunner", "workflow_stream_key"]
+
+
+def workflow_stream_key(workflow_id: str, run_id: str) -> str:
+    """The key a workflow run's active stream is claimed under in a `StreamStore` (the store's
+    ``chat_id``): prefixed, so a chat id can never name a run's stream."""
+    return f"workflow-run\x1f{workflow_id}\x1f{run_id}"
+
+
+class WorkflowJob(TypedDict):
+    """One leg of a workflow run (its start, or a resume) to run elsewhere, and the stream it
+    writes to."""
+
+    spec: WorkflowRunSpec
+    stream_id: str
+
+
+@runtime_checkable
+class WorkflowRunner(Protocol):
+    """Runs workflow legs somewhere else (`workflow_route(..., runner=...)`); their chunks arrive
+    through the shared stream store under ``job["stream_id"]``."""
+
+    async def dispatch(self, job: WorkflowJob) -> None:
+        """Have the leg run (it may start later); returns once it is durably handed over."""
+        ...
