@@ -31,7 +31,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     ),
     "processors": frozenset({"agent", "chunks", "stream", "models"}),
     "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),
-    "durable": frozenset({"background", "chunks", "tools", "_abort"}),
+    "durable": frozenset({"agent", "background", "chunks", "models", "tools", "_abort"}),
     "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "stream", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "resumable", "tracing", "_abort"}),

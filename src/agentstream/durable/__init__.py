@@ -19,14 +19,23 @@ Worker (``agentstream worker app:tools --database-url ...``, or in code):
 
     DurableWorker(url, {"research": research}, global_concurrency=8, per_agent_concurrency=2).launch()
 
+Agent runs started inside DBOS workflow code (a worker's tool running an agent) are checkpointed:
+each model call and each tool call is a step, replayed from its record after a crash.
+
 Requires the ``durable`` extra (``pip install 'agentstream[durable]'``).
 """
 
 from __future__ import annotations
 
+from ..agent import set_checkpoint_seam
+from ._checkpoint import DBOSCheckpoints
 from ._protocol import QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 from ._remote import DurableBackground, RemoteTaskError, attempt_id
 from ._worker import DurableWorker, step
+
+# Agent runs inside DBOS workflow code are checkpointed from now on (docs/decisions.md, "Checkpointed
+# agent runs"); outside a workflow this costs a run one context lookup.
+set_checkpoint_seam(DBOSCheckpoints())
 
 __all__ = [
     "QUEUE_NAME",
