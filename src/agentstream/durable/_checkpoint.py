@@ -13,8 +13,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from datetime import UTC, datetime
 from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from dbos import DBOS, StepReservation
@@ -112,9 +112,9 @@ class ModelStep:
 
     __slots__ = (
         "_closing",
-        "_live",
         "_error",
         "_inner",
+        "_live",
         "_model",
         "_options",
         "_queue",
