@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, cast
@@ -77,6 +78,32 @@ class RunSteps:
         return self.tool_steps.pop(call_id, None) or DBOS.reserve_step()
 
 
+class _Handoff:
+    """The parts from the step's task to the loop: a deque and at most one waiting reader (an
+    ``asyncio.Queue`` costs twice as much per part)."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        self._items.append(item)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def get(self) -> Any:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+
 class CheckpointedModel:
     """A `LanguageModel` whose every ``do_stream`` call is one step of the current workflow."""
 
@@ -131,7 +158,7 @@ class ModelStep:
         self._options = options
         self._step = step
         self._run = run
-        self._queue: asyncio.Queue[Any] = asyncio.Queue()
+        self._queue = _Handoff()
         self._task: asyncio.Task[None] | None = None
         self._inner: AsyncIterator[StreamPart] | None = None
         """The provider's stream, once the step runs it (live)."""

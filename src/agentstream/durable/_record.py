@@ -47,10 +47,15 @@ def _replayed_type(type_name: str) -> type[ReplayedError]:
     return made
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def encode(value: Any) -> Any:
     """``value`` (a provider part, a tool's result) as JSON; dates, bytes and errors are tagged."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
+    if type(value) is dict and len(value) > 1 and all(type(v) in _SCALARS for v in value.values()):
+        return value  # most parts (every text delta): already JSON, and not a tag
     if isinstance(value, Mapping):
         out = {str(k): encode(v) for k, v in value.items()}
         return {"$literal": out} if len(out) == 1 and next(iter(out)) in _TAGS else out
