@@ -206,7 +206,7 @@ class ModelStep:
         self._run.reserve_tool_steps(record["parts"])
         error = self._error
         if not self._live:  # replayed: the provider is not called
-            self._record = record
+            self._record = {"request": decode(record["request"]), "response": decode(record["response"])}
             for part in record["parts"]:
                 self._queue.put_nowait(decode(part))
             error = decode_error(record["error"]) if record["error"] is not None else None
