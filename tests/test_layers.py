@@ -31,7 +31,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     ),
     "processors": frozenset({"agent", "chunks", "stream", "models"}),
     "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),
-    "durable": frozenset({"ai_sdk", "background", "chunks", "resumable", "tools", "workflows", "_abort"}),
+    "durable": frozenset(
+        {"agent", "ai_sdk", "background", "chunks", "models", "resumable", "tools", "workflows", "_abort"}
+    ),
     "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "resumable", "stream", "tracing", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "resumable", "tracing", "_abort"}),

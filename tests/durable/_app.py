@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
+from agentstream.agent import Agent
 from agentstream.background import BackgroundTaskContext
 from agentstream.durable import step
+from agentstream.models import CallOptions, StreamPart
+from agentstream.tools import tool
 
 
 def _log(path: str, line: str) -> str:
@@ -75,7 +80,63 @@ async def approval(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
     return {"answer": context.resume_data, "pid": os.getpid()}
 
 
+class GatedModel:
+    """Answers by the prompt, as a real model would: a tool call first, then (once the prompt holds
+    the tool's result, and once the file ``release`` exists) the answer. Logs each real call."""
+
+    specification_version = "v2"
+    provider = "gated"
+    model_id = "gated-1"
+
+    def __init__(self, log: str, release: str) -> None:
+        self.log, self.release = log, release
+
+    def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        answered = any(m.get("role") == "tool" for m in options.get("prompt", []))
+        return self._answer() if answered else self._call_tool()
+
+    async def _call_tool(self) -> AsyncIterator[StreamPart]:
+        _log(self.log, "model-1")
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "response-metadata", "id": "resp-1", "timestamp": datetime(2024, 5, 1, tzinfo=UTC)}
+        yield {"type": "tool-call", "toolCallId": "call-1", "toolName": "lookup", "input": '{"city": "Oslo"}'}
+        yield {"type": "finish", "finishReason": "tool-calls", "usage": _USAGE}
+
+    async def _answer(self) -> AsyncIterator[StreamPart]:
+        _log(self.log, "model-2-started")
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "response-metadata", "id": "resp-2", "timestamp": datetime(2024, 5, 1, tzinfo=UTC)}
+        yield {"type": "text-start", "id": "t"}
+        yield {"type": "text-delta", "id": "t", "delta": "It is "}
+        await _wait_for(self.release)  # the test kills the worker here, mid-answer
+        yield {"type": "text-delta", "id": "t", "delta": "sunny in Oslo."}
+        yield {"type": "text-end", "id": "t"}
+        _log(self.log, "model-2")
+        yield {"type": "finish", "finishReason": "stop", "usage": _USAGE}
+
+
+_USAGE = {"inputTokens": 3, "outputTokens": 4, "totalTokens": 7}
+
+
+async def agent_task(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
+    """Runs an agent (a tool call, then an answer) and relays its chunks as the task's output."""
+    log = args["log"]
+
+    @tool
+    async def lookup(city: str) -> dict[str, str]:
+        """The weather in a city."""
+        _log(log, "tool")
+        return {"city": city, "weather": "sunny"}
+
+    agent = Agent(id="weather", model=GatedModel(log, args["release"]), tools=[lookup])
+    output = agent.stream("Weather in Oslo?", clock=lambda: 0.0)
+    async for chunk in output.full_stream:
+        context.writer.write(chunk)
+    return {"text": await output.text}
+
+
 tools = {
+    "agent_task": agent_task,
     "approval": approval,
     "echo": echo,
     "three_steps": three_steps,

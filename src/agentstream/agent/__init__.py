@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._agent import Agent, has_tool_call, step_count_is
+from ._checkpoints import CheckpointSeam, RunCheckpoint, set_checkpoint_seam
 from ._delegation import SubAgentError, WorkflowToolError, usage_with_sub_runs
 from ._goal import DEFAULT_GOAL_MAX_RUNS, GoalConfig
 from ._goal_judge import DEFAULT_GOAL_JUDGE_PROMPT, GoalScoreContext, GoalScorer
@@ -38,6 +39,7 @@ __all__ = [
     "ApprovalPolicy",
     "BackgroundSeam",
     "ChainedHooks",
+    "CheckpointSeam",
     "CompletionContext",
     "CompletionScorer",
     "GoalConfig",
@@ -53,6 +55,7 @@ __all__ = [
     "ProcessorHooks",
     "ProcessorWriter",
     "ResumeError",
+    "RunCheckpoint",
     "RunSetup",
     "StepDecision",
     "StepInfo",
@@ -68,6 +71,7 @@ __all__ = [
     "UntilIdleOptions",
     "WorkflowToolError",
     "has_tool_call",
+    "set_checkpoint_seam",
     "step_count_is",
     "usage_with_sub_runs",
 ]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +14,7 @@ from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
 from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
+from ._checkpoints import begin_checkpointed_run, new_id
 from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
 from ._goal import GoalConfig, judged_hooks
 from ._goal_record import GoalObjective, GoalStatus
@@ -459,8 +459,9 @@ class Agent:
             instructions = str(opts["instructions"]) + tail
         if self.agents or self.workflows:
             tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
-        run_id = str(opts.get("run_id") or uuid.uuid4())
-        message_id = message_id or str(uuid.uuid4())
+        checkpoint = begin_checkpointed_run()  # inside a durable workflow: model and tool calls are steps
+        run_id = str(opts.get("run_id") or new_id(checkpoint))
+        message_id = message_id or new_id(checkpoint)
         prompt: list[dict[str, Any]] = []
         if instructions:
             prompt.append({"role": "system", "content": instructions})
@@ -483,6 +484,8 @@ class Agent:
             agent_id=self.id, scope=scope, run_id=run_id, max_steps=opts.get("max_steps"), now_ms=now_ms,
             signal=AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal,
         )
+        if checkpoint is not None:
+            hooks, model = checkpoint.hooks(hooks), checkpoint.model(model)
         if traced is not None:  # outermost in the hooks chain (docs/decisions.md, "Phase 2 seams")
             hooks, model = TracingHooks(hooks, traced), traced.model(model)
         config = self._run_config(opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep, model)
@@ -681,7 +684,8 @@ class Agent:
         opts.pop("until_idle", None)
         cancel = AbortController()
         recorder = SuspendRecorder(self._run_snapshots(), run_id=run_id, options={})
-        message_id = str(uuid.uuid4())
+        checkpoint = begin_checkpointed_run()
+        message_id = new_id(checkpoint)
         holder: list[ModelOutput] = []
         source = self._leg_source(decision, dict(options), cancel, recorder, message_id, lambda: holder[0])
         output = self._output(source, opts, cancel, recorder, run_id, message_id)
@@ -721,7 +725,10 @@ class Agent:
             if self.agents or self.workflows:
                 tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
             run_id = recorder.run_id
-            config = self._run_config(merged, run_id, message_id, [], tools, hooks, cancel, now_ms, sleep)
+            model, checkpoint = self.model, begin_checkpointed_run()
+            if checkpoint is not None:
+                hooks, model = checkpoint.hooks(hooks), checkpoint.model(model)
+            config = self._run_config(merged, run_id, message_id, [], tools, hooks, cancel, now_ms, sleep, model)
             recorder.start(run_id, stored_options(merged), scope)
             config.on_suspend = recorder.on_loop_suspend
             return config, scope

@@ -28,16 +28,25 @@ Workflow runs on workers (the same worker; each workflow step is a DBOS step):
 
     workflow_route(mastra, stream_store=redis_store, runner=DurableWorkflows(url))  # server
 
+Agent runs started inside DBOS workflow code (a worker's tool running an agent) are checkpointed:
+each model call and each tool call is a step, replayed from its record after a crash.
+
 Requires the ``durable`` extra (``pip install 'agentstream[durable]'``).
 """
 
 from __future__ import annotations
 
+from ..agent import set_checkpoint_seam
 from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, DurableChat
+from ._checkpoint import DBOSCheckpoints
 from ._protocol import QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 from ._remote import DurableBackground, RemoteTaskError, attempt_id
 from ._worker import DurableWorker, step
 from ._workflows import WORKFLOW_QUEUE_NAME, WORKFLOW_RUN_NAME, DBOSCheckpoint, DurableWorkflows
+
+# Agent runs inside DBOS workflow code are checkpointed from now on (docs/decisions.md, "Checkpointed
+# agent runs"); outside a workflow this costs a run one context lookup.
+set_checkpoint_seam(DBOSCheckpoints())
 
 __all__ = [
     "CHAT_QUEUE_NAME",
