@@ -55,7 +55,9 @@ async def main(url: str, db: str, redis_url: str, prefix: str, markers: str, log
         execute=not_here,
         background=True,
     )
-    agent = Agent(id="researcher", model=ScriptedModel(script({"log": log, "release": release})), tools=[tool])
+    agent = Agent(
+        id="researcher", model=ScriptedModel(script({"log": log, "release": release})), tools=[tool]
+    )
     shared = RedisStreamStore.from_url(redis_url, prefix=prefix, block_ms=50)
     config = {**LEASE, "remote": DurableBackground(url), "stream_store": shared}
     mastra = Mastra(agents={"researcher": agent}, storage=SQLiteStore(db), background_tasks=config)

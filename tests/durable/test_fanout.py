@@ -53,18 +53,24 @@ def _summary(chunks: list[dict[str, Any]]) -> list[Any]:
 async def test_agent_task_on_a_worker_is_followed_by_another_server_which_finishes_it_after_a_kill(
     workers: Workers, tmp_path: Path, redis_url: str
 ) -> None:
-    log, release, markers, db = tmp_path / "steps.log", tmp_path / "release", tmp_path / "m", tmp_path / "tasks.db"
+    log, release, markers, db = (
+        tmp_path / "steps.log",
+        tmp_path / "release",
+        tmp_path / "m",
+        tmp_path / "tasks.db",
+    )
     markers.mkdir()
     prefix = f"test-{uuid.uuid4().hex}"
     worker = workers.start()
     argv = [workers.url, str(db), redis_url, prefix, str(markers), str(log), str(release)]
-    server_a = subprocess.Popen(
-        [sys.executable, "-m", "tests.durable._server", *argv],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        stdout=open(tmp_path / "server-a.log", "wb"),  # noqa: SIM115 - closed with the process
-        stderr=subprocess.STDOUT,
-    )
+    with open(tmp_path / "server-a.log", "wb") as out:  # the child keeps its own copy of the file
+        server_a = subprocess.Popen(
+            [sys.executable, "-m", "tests.durable._server", *argv],
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     remote = DurableBackground(workers.url)
     shared = RedisStreamStore.from_url(redis_url, prefix=prefix, block_ms=50)
     server_b = BackgroundTaskManager(SQLiteStore(db), LEASE, remote=remote, stream_store=shared)
@@ -96,7 +102,9 @@ async def test_agent_task_on_a_worker_is_followed_by_another_server_which_finish
             await asyncio.sleep(0.05)
         release.touch()
         done = await asyncio.wait_for(server_b.wait_for_completion(task_id), 90)
-        await _until(lambda: any(c["type"] == "background-task-completed" for c in seen), "B delivers the end")
+        await _until(
+            lambda: any(c["type"] == "background-task-completed" for c in seen), "B delivers the end"
+        )
     finally:
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -129,7 +137,9 @@ async def test_remote_setting_runs_every_tool_on_a_worker_except_local_ones(
         return {"echo": args["text"], "pid": os.getpid()}
 
     remote = DurableBackground(workers.url, local=["agent-local:echo"])
-    manager = BackgroundTaskManager(SQLiteStore(tmp_path / "tasks.db"), {}, tools={"echo": echo}, remote=remote)
+    manager = BackgroundTaskManager(
+        SQLiteStore(tmp_path / "tasks.db"), {}, tools={"echo": echo}, remote=remote
+    )
     try:
         far = await manager.dispatch("echo", {"text": "a"}, tool_call_id="c1", agent_id="a", run_id="r1")
         near = await manager.dispatch(
