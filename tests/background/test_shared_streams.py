@@ -12,16 +12,18 @@ from typing import Any
 
 import pytest
 
-from agentstream import Mastra
+from agentstream import Agent, Mastra
 from agentstream.background import (
     STALE_TASK_MESSAGE,
     BackgroundTaskContext,
     BackgroundTaskManager,
     TaskReleased,
+    stream_until_idle,
 )
 from agentstream.chunks import chunk_to_dict
 from agentstream.resumable import MemoryStreamStore
 from agentstream.storage import BaseStore, InMemoryStore, utc_now
+from agentstream.testing import ScriptedModel
 
 IDS = {"tool_call_id": "call-1", "agent_id": "agent-a", "run_id": "run-1"}
 T0 = utc_now().replace(microsecond=0)
@@ -329,3 +331,76 @@ def test_mastra_config_carries_remote_and_stream_store_and_refuses_wrong_types()
         BackgroundTaskManager(InMemoryStore(), {}, stream_store=object())  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="follow_interval_ms must be an int >= 1"):
         Mastra(background_tasks={"follow_interval_ms": 0})
+
+
+class _GatedModel(ScriptedModel):
+    """A `ScriptedModel` whose first call holds its finish until `gate` is set."""
+
+    def __init__(self, steps: Any, gate: asyncio.Event) -> None:
+        super().__init__(steps)
+        self.gate = gate
+
+    def do_stream(self, options: Any) -> AsyncIterator[Any]:
+        parts = super().do_stream(options)
+        first = len(self.calls) == 1
+
+        async def play() -> AsyncIterator[Any]:
+            async for part in parts:
+                if first and part["type"] == "finish":
+                    await self.gate.wait()
+                yield part
+
+        return play()
+
+
+def _text(delta: str) -> list[dict[str, Any]]:
+    usage = {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}
+    return [
+        {"type": "stream-start", "warnings": []},
+        {"type": "text-start", "id": "t"},
+        {"type": "text-delta", "id": "t", "delta": delta},
+        {"type": "text-end", "id": "t"},
+        {"type": "finish", "finishReason": "stop", "usage": usage},
+    ]
+
+
+async def test_until_idle_on_another_manager_waits_for_a_followed_task_and_continues_with_its_result(
+    store: BaseStore,
+) -> None:
+    task_gate, turn_gate = asyncio.Event(), asyncio.Event()
+
+    async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await task_gate.wait()
+        return {"answer": 42}
+
+    shared = MemoryStreamStore()
+    config = {**LEASED, "stream_store": shared}
+    a = BackgroundTaskManager(store, config, tools={"slow": slow}, sleep=never, owner_id="a")
+    b = BackgroundTaskManager(store, config, sleep=never, owner_id="b")
+    await a.start()
+    await b.start()
+    ids = {"tool_call_id": "call-9", "agent_id": "helper", "run_id": "run-on-a", "thread_id": "t1"}
+    task = await a.dispatch("slow", {}, **ids)
+    await a.wait_until_started(task.id)
+    model = _GatedModel([_text("Working on it."), _text("The answer is 42.")], turn_gate)
+    agent = Agent(id="helper", instructions="sys", model=model)
+    out = stream_until_idle(agent, "what is it?", manager=b, thread_id="t1")
+    seen: list[str] = []
+
+    async def read() -> None:
+        async for chunk in out.full_stream:
+            seen.append(chunk.type)
+
+    reader = asyncio.create_task(read())
+    await _until(lambda: "text-delta" in seen, "b's first turn streams")
+    await b.follow_tasks()  # b finds a's running task of this thread while the turn is open
+    await _until(lambda: "background-task-running" in seen, "b's stream announces a's task")
+    turn_gate.set()
+    task_gate.set()
+    assert await out.text == "Working on it.\n\nThe answer is 42."
+    await reader
+    assert seen.count("background-task-completed") == 1 and seen.count("start") == 2
+    directive = model.calls[1].prompt[1]["content"]
+    assert "call-9 (slow)" in directive
+    await a.shutdown()
+    await b.shutdown()

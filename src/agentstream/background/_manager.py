@@ -804,9 +804,6 @@ class BackgroundTaskManager:
 
         def offer(chunk: BackgroundTaskChunk) -> None:
             nonlocal dropped
-            if isinstance(chunk, BackgroundTaskRunning) and chunk.payload.task_id in announced:
-                announced.discard(chunk.payload.task_id)
-                return
             if isinstance(chunk, BackgroundTaskOutput) and queue.qsize() >= max_buffered_output:
                 dropped += 1
                 if dropped == 1:
@@ -841,6 +838,9 @@ class BackgroundTaskManager:
             if abort_signal is not None and abort_signal.aborted:
                 return
             async for chunk in queue:
+                if isinstance(chunk, BackgroundTaskRunning) and chunk.payload.task_id in announced:
+                    announced.discard(chunk.payload.task_id)
+                    continue
                 yield chunk
         finally:
             unsubscribe()
