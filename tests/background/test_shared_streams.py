@@ -21,7 +21,7 @@ from agentstream.background import (
     stream_until_idle,
 )
 from agentstream.chunks import chunk_to_dict
-from agentstream.resumable import MemoryStreamStore
+from agentstream.resumable import MemoryStreamStore, StreamOwnerError
 from agentstream.storage import BaseStore, InMemoryStore, utc_now
 from agentstream.testing import ScriptedModel
 
@@ -404,3 +404,22 @@ async def test_until_idle_on_another_manager_waits_for_a_followed_task_and_conti
     assert "call-9 (slow)" in directive
     await a.shutdown()
     await b.shutdown()
+
+
+async def test_a_chat_cannot_claim_or_read_a_tasks_stream(store: BaseStore) -> None:
+    gate = asyncio.Event()
+
+    async def waits(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
+        await gate.wait()
+
+    shared = MemoryStreamStore()
+    async with BackgroundTaskManager(store, {"stream_store": shared}, tools={"waits": waits}) as manager:
+        task = await manager.dispatch("waits", {}, **IDS)
+        await manager.wait_until_started(task.id)
+        # What the chat route does for a request with chat id "task:<id>" (no auth: owner None).
+        with pytest.raises(StreamOwnerError):
+            await shared.start(f"task:{task.id}", owner=None)
+        active = await shared.active(f"task:{task.id}")
+        assert active is not None and active.owner not in (None, "")  # the resume route answers 204
+        gate.set()
+        await manager.wait_for_completion(task.id, timeout_ms=10_000)

@@ -899,14 +899,17 @@ class BackgroundTaskManager:
                     self._notify_terminal()
 
         assert self._shared is not None
+        ended = False
         try:
-            await self._shared.follow(task.id, deliver, lambda: task.id in self._owned)
+            ended = await self._shared.follow(task.id, deliver, lambda: task.id in self._owned)
         except Exception as exc:
             log.warning("background task %s: following its stream failed (%s)", task.id, exc)
         finally:
-            if self._followers.get(task.id) is asyncio.current_task():
+            # Without its ending chunk (its stream expired or failed), the entry stays: the next
+            # polls tell the end from the record (`_end_following`).
+            if (ended or task.id in self._owned) and self._followers.get(task.id) is asyncio.current_task():
                 del self._followers[task.id]
-            self._stale_followers.discard(task.id)
+                self._stale_followers.discard(task.id)
 
     async def _end_following(self, task_id: str) -> None:
         """The task ended but its manager died before its stream said so: tell from the record."""
@@ -1391,6 +1394,8 @@ class BackgroundTaskManager:
         clock (tests).
         """
         await self.renew_leases()
+        if self._shared is not None:
+            self._shared.keep_alive()
         if self.config.recover_stale_tasks_on_start:
             await self.reclaim_expired()
 

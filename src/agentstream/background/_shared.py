@@ -42,6 +42,11 @@ _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 
 
+STREAM_OWNER = "agentstream:background-task"
+"""The owner of every task stream: no chat's owner (``None`` or a principal's hex digest) is this, so a
+chat request naming a chat ``task:<id>`` can neither take a task's stream over nor resume it."""
+
+
 def task_stream_key(task_id: str) -> str:
     """The stream store's "chat id" under which a task's segments are recorded."""
     return f"task:{task_id}"
@@ -53,6 +58,8 @@ class _Segment:
     pending: list[bytes] = field(default_factory=list)
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     closing: bool = False
+    touch: bool = False
+    """Refresh the stream's expiry (a task may be silent for longer than the store's TTL)."""
     finish: bool = True
     """At close: end the stream (``False``: leave it open for the successor to copy)."""
     writer: asyncio.Task[None] | None = None
@@ -78,9 +85,11 @@ class TaskStreams:
                 await asyncio.gather(previous.writer, return_exceptions=True)
         key = task_stream_key(task_id)
         old = await self.store.active(key)
+        if old is not None and old.owner != STREAM_OWNER:
+            old = None  # not a task stream: start() refuses it
         # The new segment is the task's active stream before the old one ends: a reader of the
         # old one that reaches its end finds the new one at once.
-        stream_id = await self.store.start(key, owner=None)
+        stream_id = await self.store.start(key, owner=STREAM_OWNER)
         prefix: list[bytes] = []
         if old is not None:
             await self.store.finish(old.stream_id)
@@ -116,6 +125,12 @@ class TaskStreams:
             segment.closing, segment.finish = True, False
             segment.wake.set()
 
+    def keep_alive(self) -> None:
+        """Refresh every open segment's expiry (called at each lease heartbeat)."""
+        for segment in self._segments.values():
+            segment.touch = True
+            segment.wake.set()
+
     def has_segment(self, task_id: str) -> bool:
         """Whether this process writes the task's shared stream now."""
         return task_id in self._segments
@@ -131,6 +146,11 @@ class TaskStreams:
                     self._failed_writes += 1
                     if self._failed_writes == 1 or self._failed_writes % 1000 == 0:
                         log.warning("task stream %s: write failed (%s)", segment.stream_id, exc)
+                continue
+            if segment.touch:
+                segment.touch = False
+                with contextlib.suppress(Exception):
+                    await self.store.append(segment.stream_id)
                 continue
             if segment.closing:
                 if segment.finish:
@@ -164,6 +184,8 @@ class TaskStreams:
         was delivered."""
         key = task_stream_key(task_id)
         active = await self.store.active(key)
+        if active is not None and active.owner != STREAM_OWNER:
+            return False
         delivered = 0
         while active is not None:
             async for raw in self.store.read(active.stream_id, after=delivered):
@@ -176,7 +198,11 @@ class TaskStreams:
             if owned_here():
                 return False
             following = await self.store.active(key)
-            if following is None or following.stream_id == active.stream_id:
+            if (
+                following is None
+                or following.stream_id == active.stream_id
+                or following.owner != STREAM_OWNER
+            ):
                 return False
             active = following
         return False
