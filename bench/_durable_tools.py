@@ -11,3 +11,18 @@ async def started_at(args: dict[str, Any], context: Any) -> float:
 
 
 tools = {"started_at": started_at}
+
+
+async def ticks(args: dict[str, Any], context: Any) -> int:
+    """Writes `count` progress chunks stamped with the wall clock, each flushed by a short step."""
+    import asyncio
+
+    from agentstream.durable import step
+
+    for _ in range(args["count"]):
+        context.writer.write({"t": time.time()})
+        await step(asyncio.sleep, args["gap_sec"])
+    return int(args["count"])
+
+
+tools["ticks"] = ticks

@@ -81,8 +81,12 @@ async def wrappers(n: int, settings: InstrumentationSettings, rounds: int) -> No
     def traced() -> RunTrace:
         return RunTrace(settings, agent_id="a", agent_name="a", run_id="r", model=model, prompt=[])
 
-    best = {"model bare": float("inf"), "model traced": float("inf"),
-            "run bare": float("inf"), "run traced": float("inf")}
+    best = {
+        "model bare": float("inf"),
+        "model traced": float("inf"),
+        "run bare": float("inf"),
+        "run traced": float("inf"),
+    }
     for _ in range(rounds):
         best["model bare"] = min(best["model bare"], await drain(model.do_stream({})))
         best["model traced"] = min(best["model traced"], await drain(traced().model(model).do_stream({})))

@@ -50,7 +50,11 @@ def sequential() -> Workflow:
 
 
 def fan_out() -> Workflow:
-    return create_workflow(id="each").foreach(create_step(id="double", execute=double), concurrency=CONCURRENCY).commit()
+    return (
+        create_workflow(id="each")
+        .foreach(create_step(id="double", execute=double), concurrency=CONCURRENCY)
+        .commit()
+    )
 
 
 async def plain_loop() -> float:

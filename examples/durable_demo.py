@@ -2,24 +2,30 @@
 server through Redis), and so does its background `research` tool.
 
     export AGENTSTREAM_DURABLE_DB=postgresql://postgres@127.0.0.1:54329/postgres
-    REDIS=redis://127.0.0.1:56379/0
+    export AGENTSTREAM_STREAM_STORE=redis://127.0.0.1:56379/0
     # one or more workers: chat turns (--app) and the research tool (TOOLS)
-    agentstream worker examples.durable_demo:tools --app examples.durable_demo:mastra --stream-store $REDIS
+    agentstream worker examples.durable_demo:tools --app examples.durable_demo:mastra \
+        --stream-store $AGENTSTREAM_STREAM_STORE
     # one or more servers: check each request, enqueue it, stream what a worker writes
-    agentstream serve --app examples.durable_demo:mastra --durable-db $AGENTSTREAM_DURABLE_DB --stream-store $REDIS
+    agentstream serve --app examples.durable_demo:mastra --durable-db $AGENTSTREAM_DURABLE_DB \
+        --stream-store $AGENTSTREAM_STREAM_STORE
 
 `agentstream cluster` starts PostgreSQL, Redis, two workers and two servers this way. The servers
 load the same Mastra to check requests (unknown agent, malformed messages) before enqueueing.
+The manager's ``remote`` setting sends every background task to the workers: no tool is wrapped.
+With the shared stream store (``AGENTSTREAM_STREAM_STORE``), task streams (and until-idle chats)
+follow tasks another process dispatched, and tasks of a process that died are taken over.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from agentstream import Mastra
 from agentstream._demo import demo_agent, research
-from agentstream.background import BackgroundTaskManager
 from agentstream.durable import DurableBackground
+from agentstream.resumable import stream_store_from_url
 from agentstream.storage import PostgresStore
 
 tools = {"research": research}
@@ -27,9 +33,10 @@ tools = {"research": research}
 
 def mastra() -> Mastra:
     url = os.environ["AGENTSTREAM_DURABLE_DB"]
-    remote = DurableBackground(url)
     agent = demo_agent("demo", default_options={"until_idle": {"max_idle_ms": 120_000}})
-    agent.tools["research"] = remote.tool(agent.tools["research"])
+    background: dict[str, Any] = {"remote": DurableBackground(url)}
+    shared = os.environ.get("AGENTSTREAM_STREAM_STORE")
+    if shared and shared != "none":
+        background["stream_store"] = stream_store_from_url(shared)
     store = PostgresStore(url, schema="agentstream_cluster")
-    manager = BackgroundTaskManager(store, {"enabled": True}, tools={"demo:research": agent.tools["research"]})
-    return Mastra(agents={"demo": agent}, storage=store, background_tasks=manager)
+    return Mastra(agents={"demo": agent}, storage=store, background_tasks=background)

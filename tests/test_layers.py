@@ -27,7 +27,18 @@ ALLOWED: dict[str, frozenset[str]] = {
     "agent": frozenset({"chunks", "stream", "models", "tools", "memory", "tracing", "_abort"}),
     "tracing": frozenset({"_abort", "_secrets"}),
     "background": frozenset(
-        {"agent", "chunks", "stream", "tools", "memory", "storage", "tracing", "_abort", "_secrets", "_validate"}
+        {
+            "agent",
+            "chunks",
+            "stream",
+            "tools",
+            "memory",
+            "storage",
+            "tracing",
+            "_abort",
+            "_secrets",
+            "_validate",
+        }
     ),
     "processors": frozenset({"agent", "chunks", "stream", "models"}),
     "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),

@@ -74,7 +74,10 @@ def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
         ["node", str(script), str(PLAYWRIGHT), base_url, str(SCREENSHOT)],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "CHROMIUM": str(CHROMIUM)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CHROMIUM": str(CHROMIUM)},
     )
     assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
     out: dict[str, Any] = json.loads(result.stdout)
@@ -85,12 +88,15 @@ def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
     suspended = {s["step"]: s for s in out["suspended"]}
     assert list(suspended) == ["gather", "brief", "writer", "approve"]
     assert [s["status"] for s in out["suspended"]] == ["success", "success", "success", "suspended"]
-    assert any(p.startswith("output: {\"topic\":\"tides\",\"notes\"") for p in suspended["gather"]["pres"])
+    assert any(p.startswith('output: {"topic":"tides","notes"') for p in suspended["gather"]["pres"])
     assert any('"question":"Publish this draft?"' in p for p in suspended["approve"]["pres"])
     assert suspended["approve"]["form"] and not suspended["writer"]["form"]
     assert "Explain tides for a short article" in out["text"]  # the agent step's text streamed
 
-    assert [(s["step"], s["status"]) for s in out["resumed"]] == [("approve", "success"), ("publish", "success")]
+    assert [(s["step"], s["status"]) for s in out["resumed"]] == [
+        ("approve", "success"),
+        ("publish", "success"),
+    ]
     assert any('"published":true' in p for p in out["resumed"][1]["pres"])
     assert out["finalStatus"] == ["suspended", "success"] and out["formsLeft"] == 0
     assert "POST /api/workflows/publish-article/stream 200" in out["requests"]

@@ -33,7 +33,9 @@ class Mastra:
       ``enabled`` counts as enabled (giving a config is opting in; Mastra requires ``enabled``).
       A ready ``BackgroundTaskManager`` over the same storage is accepted too (e.g. with a
       ``clock``). Then ``background_task_manager`` exists (started lazily on first use) and the agents'
-      tools with ``background={"enabled": True}`` run as background tasks.
+      tools with ``background={"enabled": True}`` run as background tasks. Several processes:
+      ``"remote": DurableBackground(url)`` runs every task on ``agentstream worker`` processes, and
+      ``"stream_store": RedisStreamStore...`` lets every server follow every task.
 
     Close with ``await mastra.aclose()`` or ``async with Mastra(...) as mastra``: stops the manager
     and closes the storage if this ``Mastra`` created it.

@@ -141,7 +141,9 @@ def _sub_agents(vector: dict[str, Any]) -> tuple[dict[str, Agent], list[Scripted
     """``agent.subAgents``: each with its own scripted model answering ``subAgentSteps``."""
     agents, models = {}, []
     for spec in vector["agent"].get("subAgents", []):
-        model = ScriptedModel(vector["subAgentSteps"], model_id=spec["model"].split('modelId: "')[1].split('"')[0])
+        model = ScriptedModel(
+            vector["subAgentSteps"], model_id=spec["model"].split('modelId: "')[1].split('"')[0]
+        )
         agents[spec["registeredAs"]] = Agent(
             id=spec["id"],
             name=spec["name"],
@@ -419,7 +421,11 @@ async def _check_goal(vector: dict[str, Any], goal: _Goal, agent: Agent) -> None
     assert len(calls) == len(vector["judgeCalls"])
     _matches(to_wire(vector["judgeCalls"][0]["prompt"]), to_jsonable(calls[0].prompt), "judgeCalls[0].prompt")
     for call, exp_call in zip(calls[1:], vector["judgeCalls"][1:], strict=True):
-        _matches(_judge_prompt_in_time(to_wire(exp_call["prompt"])), _texts(call.prompt), f"judgeCalls[{call.index}]")
+        _matches(
+            _judge_prompt_in_time(to_wire(exp_call["prompt"])),
+            _texts(call.prompt),
+            f"judgeCalls[{call.index}]",
+        )
     thread = vector["agent"]["options"]["memory"]["thread"]
     after = await agent.get_objective(thread_id=thread)
     assert after is not None and after.to_json() == vector["goal"]["objectiveAfter"]

@@ -17,7 +17,9 @@ from agentstream.tools import Tool, ToolContext
 from tests.conformance import load, vector_files
 
 
-def _call(args: dict[str, Any], name: str = "agent-researcher", call_id: str = "call-1") -> list[dict[str, Any]]:
+def _call(
+    args: dict[str, Any], name: str = "agent-researcher", call_id: str = "call-1"
+) -> list[dict[str, Any]]:
     return [
         {"type": "stream-start", "warnings": []},
         {"type": "tool-call", "toolCallId": call_id, "toolName": name, "input": json.dumps(args)},
@@ -31,7 +33,11 @@ def _text(text: str, usage: tuple[int, int] = (7, 6)) -> list[dict[str, Any]]:
         {"type": "text-start", "id": "t"},
         {"type": "text-delta", "id": "t", "delta": text},
         {"type": "text-end", "id": "t"},
-        {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": usage[0], "outputTokens": usage[1]}},
+        {
+            "type": "finish",
+            "finishReason": "stop",
+            "usage": {"inputTokens": usage[0], "outputTokens": usage[1]},
+        },
     ]
 
 
@@ -76,7 +82,10 @@ async def test_tool_definition_and_default_description() -> None:
 async def test_nested_chunks_result_and_what_the_model_sees() -> None:
     parent, parent_model, sub_model = _pair(
         [_text("Paris is the capital.")],
-        [_call({"prompt": "Find facts", "instructions": "Be short.", "maxSteps": "4"}), _text("Done.", (40, 7))],
+        [
+            _call({"prompt": "Find facts", "instructions": "Be short.", "maxSteps": "4"}),
+            _text("Done.", (40, 7)),
+        ],
     )
     output = parent.stream("Tell me about Paris", run_id="run-1")
     chunks = [c async for c in output.full_stream]
@@ -207,7 +216,10 @@ def test_strip_parent_tool_parts() -> None:
     messages = [
         {"role": "system", "content": "s"},
         {"role": "user", "content": [{"type": "text", "text": "u"}]},
-        {"role": "assistant", "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {}}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool-call", "toolCallId": "c", "toolName": "t", "input": {}}],
+        },
         {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c", "toolName": "t"}]},
         {
             "role": "assistant",
@@ -225,7 +237,9 @@ def test_strip_parent_tool_parts() -> None:
 
 
 async def test_thread_and_resource_ids() -> None:
-    parent, _, _ = _pair([_text("a")], [_call({"prompt": "go", "threadId": "t1", "resourceId": "u1"}), _text("ok")])
+    parent, _, _ = _pair(
+        [_text("a")], [_call({"prompt": "go", "threadId": "t1", "resourceId": "u1"}), _text("ok")]
+    )
     (result,) = [c async for c in parent.stream("x").full_stream if isinstance(c, ToolResult)]
     assert result.payload.result["subAgentThreadId"].startswith("t1-")
     assert result.payload.result["subAgentResourceId"] == "u1-researcher"
@@ -256,7 +270,10 @@ async def test_chat_stream_shows_sub_agent_progress_only_when_asked(include: boo
     parent, _, _ = _pair([_text("Facts.")], [_call({"prompt": "go"}), _text("ok")])
     body = {"messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
     stream = await handle_chat_stream(
-        mastra=Mastra(agents={"boss": parent}), agent_id="boss", params=body, include_sub_agent_metadata=include
+        mastra=Mastra(agents={"boss": parent}),
+        agent_id="boss",
+        params=body,
+        include_sub_agent_metadata=include,
     )
     types = [p["type"] async for p in stream]
     agent_parts = [t for t in types if t.startswith("data-tool-agent")]

@@ -47,7 +47,11 @@ def _greet(fail: bool = False) -> Workflow:
         return {"greeting": f"Hello, {ctx.input_data['name']}!"}
 
     step = create_step(id="hello", input_schema=NAME_SCHEMA, execute=hello)
-    return create_workflow(id="greet-wf", description="Greets someone", input_schema=NAME_SCHEMA).then(step).commit()
+    return (
+        create_workflow(id="greet-wf", description="Greets someone", input_schema=NAME_SCHEMA)
+        .then(step)
+        .commit()
+    )
 
 
 def _parent(workflow: Workflow, steps: list[Any]) -> tuple[Agent, ScriptedModel]:
@@ -123,7 +127,9 @@ async def test_agent_step_usage_nests_inside_the_workflow() -> None:
     assert inner[-1]["payload"]["output"]["usage"]["inputTokens"] == 4
     (result,) = [c for c in chunks if isinstance(c, ToolResult)]
     assert result.payload.result["result"] == {"text": "A poem."}
-    assert (await usage_with_sub_runs(output))["inputTokens"] == (3 + 4) + 4  # the parent's two calls + the step's
+    assert (await usage_with_sub_runs(output))["inputTokens"] == (
+        3 + 4
+    ) + 4  # the parent's two calls + the step's
 
 
 async def test_ui_parts_only_with_sub_run_metadata() -> None:

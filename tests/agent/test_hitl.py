@@ -505,7 +505,9 @@ async def test_closing_a_resumed_leg_mid_tool_ends_the_run_without_hanging() -> 
 
     tool = Tool("slow", "s", {"type": "object"}, slow, require_approval=True)
     store = InMemoryStore()
-    agent = Agent(id="a", model=ScriptedModel([calls_step(("c1", "slow", "{}"))]), tools=[tool], memory=Memory(store))
+    agent = Agent(
+        id="a", model=ScriptedModel([calls_step(("c1", "slow", "{}"))]), tools=[tool], memory=Memory(store)
+    )
     await read(agent.stream("go", run_id="r1"))
     leg = agent.approve_tool_call(run_id="r1")
     reader = asyncio.create_task(read(leg))

@@ -113,7 +113,9 @@ async def test_input_step_and_llm_request_rewrite_each_call_llm_request_only_for
     class StepTagger:
         id = "tagger"
 
-        async def process_input_step(self, *, messages: list[dict[str, Any]], step_number: int, **_: Any) -> Any:
+        async def process_input_step(
+            self, *, messages: list[dict[str, Any]], step_number: int, **_: Any
+        ) -> Any:
             return [*messages, {"role": "user", "content": [{"type": "text", "text": f"step {step_number}"}]}]
 
         async def process_llm_request(self, *, prompt: list[dict[str, Any]], **_: Any) -> Any:
@@ -174,7 +176,9 @@ async def test_stream_processors_chain_in_order_and_drop_ends_the_chain() -> Non
     class Spy:
         id = "spy"
 
-        async def process_output_stream(self, *, part: Chunk, stream_parts: list[Chunk], state: dict[str, Any], **_: Any) -> Chunk:
+        async def process_output_stream(
+            self, *, part: Chunk, stream_parts: list[Chunk], state: dict[str, Any], **_: Any
+        ) -> Chunk:
             state["n"] = state.get("n", 0) + 1
             if isinstance(part, TextDelta):
                 seen.append(f"{part.payload.text}:{len(stream_parts)}:{state['n']}")
@@ -189,7 +193,9 @@ async def test_stream_processors_chain_in_order_and_drop_ends_the_chain() -> Non
     assert model.calls and (await output.finish_reason) == "stop"
 
 
-async def test_a_failing_stream_processor_is_logged_and_the_part_kept(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_failing_stream_processor_is_logged_and_the_part_kept(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     class Broken:
         id = "broken"
 
@@ -310,7 +316,9 @@ async def test_output_step_sees_the_step_number_tool_calls_and_finish_reason() -
     class Watch:
         id = "w"
 
-        async def process_output_step(self, *, step_number: int, finish_reason: str, tool_calls: Any, **_: Any) -> None:
+        async def process_output_step(
+            self, *, step_number: int, finish_reason: str, tool_calls: Any, **_: Any
+        ) -> None:
             seen.append((step_number, finish_reason, [c["toolName"] for c in tool_calls]))
 
     await agent(ScriptedModel([tool_step(), text_step("ok")]), output_processors=[Watch()]).generate("x")
@@ -330,7 +338,12 @@ async def test_tool_result_processor_replaces_what_is_committed() -> None:
     model = ScriptedModel([tool_step(), text_step("ok")])
     output = agent(model, output_processors=[Round()]).stream("x")
     (result,) = await output.tool_results
-    assert result.payload.result == {"city": "Paris", "temperatureC": "about 20", "tool": "weather", "asked": "Paris"}
+    assert result.payload.result == {
+        "city": "Paris",
+        "temperatureC": "about 20",
+        "tool": "weather",
+        "asked": "Paris",
+    }
     tool_message = model.calls[1].prompt[-1]
     assert tool_message["content"][0]["output"]["value"]["temperatureC"] == "about 20"
 
@@ -364,7 +377,9 @@ async def test_output_result_tripwire_empties_the_result_but_not_the_stream() ->
     assert await output.text == "" and await output.finish_reason == "other"
     assert output.tripwire is not None and output.tripwire.reason == "blocked by final"
     assert finished[0].text == "answer"
-    assert guard.calls[0]["result"]["text"] == "answer" and guard.calls[0]["result"]["finish_reason"] == "stop"
+    assert (
+        guard.calls[0]["result"]["text"] == "answer" and guard.calls[0]["result"]["finish_reason"] == "stop"
+    )
 
 
 # ---------------------------------------------------------------------------------------- API errors
@@ -382,7 +397,9 @@ class Retry:
 
 
 async def test_api_error_processor_retries_the_call_and_the_error_is_never_streamed() -> None:
-    model = ScriptedModel([{"throws": {"name": "APICallError", "message": "context too long"}}, text_step("ok")])
+    model = ScriptedModel(
+        [{"throws": {"name": "APICallError", "message": "context too long"}}, text_step("ok")]
+    )
     processor = Retry()
     output = agent(model, error_processors=[processor]).stream("x")
     chunks = await chunks_of(output)
@@ -429,7 +446,10 @@ async def test_call_options_replace_the_agent_processors() -> None:
     [
         ({"input_processors": "guard"}, "input_processors must be a list of processors, got str"),
         ({"output_processors": [object()]}, r"output_processors\[0\]: a processor needs a non-empty str id"),
-        ({"input_processors": [Blocker("b", "process_output_stream")]}, r"input_processors\[0\] \('b'\) has none of"),
+        (
+            {"input_processors": [Blocker("b", "process_output_stream")]},
+            r"input_processors\[0\] \('b'\) has none of",
+        ),
         ({"max_processor_retries": -1}, "max_processor_retries must be an int >= 0 or None, got -1"),
     ],
 )
@@ -490,7 +510,12 @@ async def test_chunks_written_in_other_phases_are_streamed() -> None:
         async def process_output_result(self, *, writer: Any, result: dict[str, Any], **_: Any) -> None:
             writer.custom({"type": "data-note", "data": f"result has {len(result['text'])} characters"})
 
-    a = Agent(id="a", model=ScriptedModel([text_step("hello")]), input_processors=[Notes()], output_processors=[Notes()])
+    a = Agent(
+        id="a",
+        model=ScriptedModel([text_step("hello")]),
+        input_processors=[Notes()],
+        output_processors=[Notes()],
+    )
     chunks = await chunks_of(a.stream("x"))
     notes = [(i, c.data) for i, c in enumerate(chunks) if isinstance(c, DataChunk)]
     kinds = [c.type for c in chunks]

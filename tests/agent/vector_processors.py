@@ -20,7 +20,9 @@ class InputRewriter:
         for message in messages:
             if message["role"] == "user" and isinstance(message["content"], list):
                 content = [
-                    {**part, "text": part["text"].replace("hunter2", "[password]")} if part.get("type") == "text" else part
+                    {**part, "text": part["text"].replace("hunter2", "[password]")}
+                    if part.get("type") == "text"
+                    else part
                     for part in message["content"]
                 ]
                 message = {**message, "content": content}
@@ -35,7 +37,9 @@ class Redactor:
 
     async def process_output_stream(self, *, part: Chunk, **_: Any) -> Chunk:
         if isinstance(part, TextDelta):
-            payload = msgspec.structs.replace(part.payload, text=part.payload.text.replace("secret", "[REDACTED]"))
+            payload = msgspec.structs.replace(
+                part.payload, text=part.payload.text.replace("secret", "[REDACTED]")
+            )
             return msgspec.structs.replace(part, payload=payload)
         return part
 
@@ -54,7 +58,13 @@ class NoHedgingStep(Traced):
         self, *, messages: Any, text: str, abort: Any, retry_count: int, step_number: int, **_: Any
     ) -> Any:
         self.trace.append(
-            {"processor": self.id, "method": "processOutputStep", "stepNumber": step_number, "retryCount": retry_count, "text": text}
+            {
+                "processor": self.id,
+                "method": "processOutputStep",
+                "stepNumber": step_number,
+                "retryCount": retry_count,
+                "text": text,
+            }
         )
         if retry_count == 0 and "maybe" in text:
             abort('Do not hedge: remove the word "maybe".', retry=True, metadata={"word": "maybe"})
@@ -64,9 +74,16 @@ class NoHedgingStep(Traced):
 class NoHedgingResult(Traced):
     id = "no-hedging"
 
-    async def process_output_result(self, *, messages: Any, result: dict[str, Any], abort: Any, retry_count: int, **_: Any) -> Any:
+    async def process_output_result(
+        self, *, messages: Any, result: dict[str, Any], abort: Any, retry_count: int, **_: Any
+    ) -> Any:
         self.trace.append(
-            {"processor": self.id, "method": "processOutputResult", "retryCount": retry_count, "text": result["text"]}
+            {
+                "processor": self.id,
+                "method": "processOutputResult",
+                "retryCount": retry_count,
+                "text": result["text"],
+            }
         )
         if retry_count == 0 and "maybe" in result["text"]:
             abort('Do not hedge: remove the word "maybe".', retry=True, metadata={"word": "maybe"})
@@ -80,7 +97,13 @@ class StepGuard(Traced):
         self, *, messages: Any, text: str, abort: Any, retry_count: int, step_number: int, **_: Any
     ) -> Any:
         self.trace.append(
-            {"processor": self.id, "method": "processOutputStep", "stepNumber": step_number, "retryCount": retry_count, "text": text}
+            {
+                "processor": self.id,
+                "method": "processOutputStep",
+                "stepNumber": step_number,
+                "retryCount": retry_count,
+                "text": text,
+            }
         )
         if "forbidden" in text:
             abort("Forbidden content in step", metadata={"word": "forbidden"})
@@ -124,4 +147,6 @@ def _make(label: str) -> Any:
     try:
         return _LABELS[label]()
     except KeyError:
-        raise KeyError(f"no Python processor for the recorded {label!r}: add it to tests/agent/vector_processors.py") from None
+        raise KeyError(
+            f"no Python processor for the recorded {label!r}: add it to tests/agent/vector_processors.py"
+        ) from None

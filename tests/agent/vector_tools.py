@@ -31,7 +31,13 @@ async def _transfer(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return {"transferred": True, "amount": args["amount"], "to": args["to"]}
 
 
-IMPLEMENTATIONS = {"weather": _weather, "time": _time, "book": _book, "research": _research, "transfer": _transfer}
+IMPLEMENTATIONS = {
+    "weather": _weather,
+    "time": _time,
+    "book": _book,
+    "research": _research,
+    "transfer": _transfer,
+}
 
 _DRAFT7 = "http://json-schema.org/draft-07/schema#"
 

@@ -22,7 +22,9 @@ from agentstream.background import (
 )
 from agentstream.background._config import placeholder_result_text
 
-CASE = Path(__file__).resolve().parents[1] / "data" / "conformance" / "agent" / "background-task-until-idle.json"
+CASE = (
+    Path(__file__).resolve().parents[1] / "data" / "conformance" / "agent" / "background-task-until-idle.json"
+)
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +67,20 @@ def test_retention_lease_and_queue_settings() -> None:
     assert off.cleanup is None and off.cleanup_ttls == CleanupConfig()
     assert BackgroundTaskManagerConfig.from_value({"cleanup": None}).cleanup is None
     short = BackgroundTaskManagerConfig.from_value(
-        {"cleanup": {"completed_ttl_ms": 60_000}, "lease_ms": 900, "heartbeat_interval_ms": 100, "max_queued": 5}
+        {
+            "cleanup": {"completed_ttl_ms": 60_000},
+            "lease_ms": 900,
+            "heartbeat_interval_ms": 100,
+            "max_queued": 5,
+        }
     )
     assert short.cleanup == CleanupConfig(completed_ttl_ms=60_000)
     assert (short.lease_ms, short.heartbeat_ms, short.max_queued) == (900, 100, 5)
     assert BackgroundTaskManagerConfig(lease_ms=2).heartbeat_ms == 1
     assert BackgroundTaskManagerConfig(max_queued=None).max_queued is None
-    with pytest.raises(ValueError, match=r"heartbeat_interval_ms \(1000\) must be shorter than lease_ms \(1000\)"):
+    with pytest.raises(
+        ValueError, match=r"heartbeat_interval_ms \(1000\) must be shorter than lease_ms \(1000\)"
+    ):
         BackgroundTaskManagerConfig(lease_ms=1000, heartbeat_interval_ms=1000)
     with pytest.raises(ValueError, match="lease_ms must be an int >= 1, got 0"):
         BackgroundTaskManagerConfig(lease_ms=0)

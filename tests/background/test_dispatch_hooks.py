@@ -117,11 +117,21 @@ async def test_processors_and_background_dispatch_compose(store: BaseStore) -> N
 
         async def process_output_stream(self, *, part: Chunk, **_: Any) -> Chunk:
             if part.type == "tool-result":
-                seen.append(("stream", chunk_to_dict(part)["payload"]["providerMetadata"]["mastra"]["backgroundTask"]["status"]))
+                seen.append(
+                    (
+                        "stream",
+                        chunk_to_dict(part)["payload"]["providerMetadata"]["mastra"]["backgroundTask"][
+                            "status"
+                        ],
+                    )
+                )
             return part
 
     model = ScriptedModel(
-        _steps(("c1", "lookup", {"q": "mail bob@example.com", "_background": {"disposition": "awaited"}}), "Done.")
+        _steps(
+            ("c1", "lookup", {"q": "mail bob@example.com", "_background": {"disposition": "awaited"}}),
+            "Done.",
+        )
     )
     agent = Agent(
         id="a", model=model, tools=[tool], hooks=hooks, output_processors=[Watch(), SecretRedactor()]
@@ -136,9 +146,16 @@ async def test_processors_and_background_dispatch_compose(store: BaseStore) -> N
     assert any(c.type == "background-task-started" for c in chunks)
 
 
-async def test_a_background_tool_that_needs_approval_is_dispatched_only_once_approved(store: BaseStore) -> None:
+async def test_a_background_tool_that_needs_approval_is_dispatched_only_once_approved(
+    store: BaseStore,
+) -> None:
     tool = Tool(
-        id="lookup", description="d", input_schema=SCHEMA, execute=_answer, background=True, require_approval=True
+        id="lookup",
+        description="d",
+        input_schema=SCHEMA,
+        execute=_answer,
+        background=True,
+        require_approval=True,
     )
     model = ScriptedModel(
         _steps(("c1", "lookup", {"q": "x", "_background": {"disposition": "awaited"}}), "Done.")

@@ -558,7 +558,9 @@ async def never(_seconds: float) -> None:
     await asyncio.Event().wait()
 
 
-def managers(store: BaseStore, clock: Clock, tools: dict[str, Any], **config: Any) -> list[BackgroundTaskManager]:
+def managers(
+    store: BaseStore, clock: Clock, tools: dict[str, Any], **config: Any
+) -> list[BackgroundTaskManager]:
     cfg = {**LEASED, **config}
     return [
         BackgroundTaskManager(store, cfg, tools=tools, clock=clock, sleep=never, owner_id=name)
@@ -588,7 +590,11 @@ async def test_live_lease_is_never_taken_and_an_expired_one_exactly_once(store: 
     while len(runs) < 3:
         await asyncio.sleep(0.01)
     held = await m1.get_task(retry.id)
-    assert (held.status, held.owner_id, held.lease_expires_at) == ("running", "p1", T0 + timedelta(seconds=10))
+    assert (held.status, held.owner_id, held.lease_expires_at) == (
+        "running",
+        "p1",
+        T0 + timedelta(seconds=10),
+    )
 
     await m2.start()  # a second process on the same store: the live process's tasks are untouched
     clock.advance(9_999)
@@ -628,7 +634,9 @@ async def test_cancel_from_another_process_stops_the_owner(store: BaseStore) -> 
     await m1.start()
     await m2.start()
     seen: list[dict[str, Any]] = []
-    task = await m1.dispatch("slow", {}, hooks=TaskHooks(on_chunk=lambda c: seen.append(chunk_to_dict(c))), **IDS)
+    task = await m1.dispatch(
+        "slow", {}, hooks=TaskHooks(on_chunk=lambda c: seen.append(chunk_to_dict(c))), **IDS
+    )
     rec = Recorder(m1)
     assert await m1.wait_until_started(task.id, timeout_ms=5000)
     cancelled = await m2.cancel(task.id)
@@ -687,7 +695,9 @@ async def test_sync_executor_timeout_records_that_its_thread_may_still_run(store
                 "stop: the thread may still be running"
             )
             names = [t.name for t in threading.enumerate()]
-            thread = next(t for t in threading.enumerate() if t.name == f"agentstream-background-task:{timed.id}")
+            thread = next(
+                t for t in threading.enumerate() if t.name == f"agentstream-background-task:{timed.id}"
+            )
             assert thread.daemon, names  # it never keeps the interpreter from exiting
 
             cancelled = await m.dispatch("blocking", {}, **{**IDS, "tool_call_id": "call-2"})
@@ -750,10 +760,19 @@ async def test_finished_records_are_cleaned_up_by_default(store: BaseStore) -> N
 
     fake = FakeClock()
     clock = Clock()
-    for tid, status, age_ms in [("old", "completed", 3_600_001), ("new", "completed", 10), ("bad", "failed", 3_600_001)]:
+    for tid, status, age_ms in [
+        ("old", "completed", 3_600_001),
+        ("new", "completed", 10),
+        ("bad", "failed", 3_600_001),
+    ]:
         await store.create_task(
             BackgroundTask(
-                id=tid, tool_name="x", tool_call_id="c", agent_id="a", run_id="r", status=status,
+                id=tid,
+                tool_name="x",
+                tool_call_id="c",
+                agent_id="a",
+                run_id="r",
+                status=status,
                 completed_at=T0 - timedelta(milliseconds=age_ms),
             )
         )

@@ -49,7 +49,9 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
 
 
 @asynccontextmanager
-async def worker(target: str, scenario: str, markers: Path, wait_for: list[str]) -> AsyncIterator[subprocess.Popen[bytes]]:
+async def worker(
+    target: str, scenario: str, markers: Path, wait_for: list[str]
+) -> AsyncIterator[subprocess.Popen[bytes]]:
     """Start the worker process, wait for its markers, and SIGKILL it on the way out (if still alive)."""
     markers.mkdir(exist_ok=True)
     proc = subprocess.Popen(
@@ -127,7 +129,11 @@ async def test_live_workers_tasks_are_never_touched(target: str, tmp_path: Path,
         store = reopen()
         before = await all_tasks(store)
         assert {c: t.status for c, t in before.items()} == {
-            "c0": "running", "c1": "running", "c2": "pending", "c3": "pending", "c4": "pending"
+            "c0": "running",
+            "c1": "running",
+            "c2": "pending",
+            "c3": "pending",
+            "c4": "pending",
         }
         assert {t.owner_id for t in before.values()} == {owner}
         first_lease = max(t.lease_expires_at for t in before.values() if t.lease_expires_at)
@@ -168,7 +174,9 @@ async def _gt(value: int, threshold: int) -> bool:
     return value > threshold
 
 
-async def test_killed_workers_tasks_are_taken_over_exactly_once(target: str, tmp_path: Path, reopen: Any) -> None:
+async def test_killed_workers_tasks_are_taken_over_exactly_once(
+    target: str, tmp_path: Path, reopen: Any
+) -> None:
     markers = tmp_path / "m"
     runs: list[tuple[str, str]] = []
 

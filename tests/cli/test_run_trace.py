@@ -30,13 +30,19 @@ def test_trace_shows_a_failed_model_call() -> None:
     proc = agentstream("run", "--trace", "--model", "openai/gpt-4o-mini", "hi", env=env)
     assert proc.returncode == 1
     tree = proc.stderr.split("[trace]\n", 1)[1].splitlines()
-    assert re.fullmatch(rf"invoke_agent Demo Agent  {DURATION}  model=gpt-4o-mini  .*ERROR openai: cannot connect.*",
-                        tree[0]), tree[0]
+    assert re.fullmatch(
+        rf"invoke_agent Demo Agent  {DURATION}  model=gpt-4o-mini  .*ERROR openai: cannot connect.*", tree[0]
+    ), tree[0]
     assert re.fullmatch(rf"└─ chat gpt-4o-mini  {DURATION}  ERROR openai: cannot connect.*", tree[1]), tree[1]
     assert tree[2].startswith("agentstream run: the run failed: openai: cannot connect")
 
 
 def test_trace_without_the_sdk_is_one_line() -> None:
-    proc = agentstream("run", "--trace", "hi", prelude="import sys; sys.modules['opentelemetry.sdk'] = None",
-                       env=clean_env(AGENTSTREAM_MODEL="demo"))
+    proc = agentstream(
+        "run",
+        "--trace",
+        "hi",
+        prelude="import sys; sys.modules['opentelemetry.sdk'] = None",
+        env=clean_env(AGENTSTREAM_MODEL="demo"),
+    )
     assert_one_line(proc, "run", 1, "--trace needs the OpenTelemetry SDK", "pip install")

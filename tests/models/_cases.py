@@ -25,7 +25,11 @@ CASES: dict[str, tuple[str, str, dict[str, Any], int | None]] = {
     "zai/glm-reasoning-content.json": (CHAT, "/api/paas/v4", {"provider": "zai"}, None),
     "huggingface/novita-llama-text.json": (CHAT, "/novita/v3/openai", {"provider": "huggingface"}, None),
     "huggingface/together-deepseek-r1-think-tags.json": (
-        CHAT, "/together/v1", {"provider": "huggingface", "parse_think_tags": True}, None),
+        CHAT,
+        "/together/v1",
+        {"provider": "huggingface", "parse_think_tags": True},
+        None,
+    ),
     "crusoe/llama-text-usage.json": (CHAT, "/v1", {"provider": "crusoe"}, None),
     "snowflake/reasoning-details.json": (CHAT, "/api/v2/cortex/v1", {"provider": "snowflake"}, None),
     "openai-responses/function-call-then-text.json": (RESPONSES, "/v1", {}, None),

@@ -15,14 +15,32 @@ def v2_tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     for tool in body.get("tools") or []:
         if "function" in tool:  # chat completions
             fn = tool["function"]
-            out.append({"type": "function", "name": fn["name"], "description": fn.get("description", ""),
-                        "inputSchema": fn.get("parameters")})
+            out.append(
+                {
+                    "type": "function",
+                    "name": fn["name"],
+                    "description": fn.get("description", ""),
+                    "inputSchema": fn.get("parameters"),
+                }
+            )
         elif tool.get("type") == "function":  # responses
-            out.append({"type": "function", "name": tool["name"], "description": tool.get("description", ""),
-                        "inputSchema": tool.get("parameters")})
+            out.append(
+                {
+                    "type": "function",
+                    "name": tool["name"],
+                    "description": tool.get("description", ""),
+                    "inputSchema": tool.get("parameters"),
+                }
+            )
         elif "input_schema" in tool:  # anthropic custom tool
-            out.append({"type": "function", "name": tool["name"], "description": tool.get("description", ""),
-                        "inputSchema": tool["input_schema"]})
+            out.append(
+                {
+                    "type": "function",
+                    "name": tool["name"],
+                    "description": tool.get("description", ""),
+                    "inputSchema": tool["input_schema"],
+                }
+            )
     return out
 
 
@@ -52,13 +70,29 @@ def prompt_from_chat_request(body: dict[str, Any]) -> list[dict[str, Any]]:
         elif m["role"] == "assistant":
             content: list[dict[str, Any]] = [{"type": "text", "text": m.get("content") or ""}]
             for tc in m.get("tool_calls") or []:
-                content.append({"type": "tool-call", "toolCallId": tc["id"], "toolName": tc["function"]["name"],
-                                "input": json.loads(tc["function"]["arguments"])})
+                content.append(
+                    {
+                        "type": "tool-call",
+                        "toolCallId": tc["id"],
+                        "toolName": tc["function"]["name"],
+                        "input": json.loads(tc["function"]["arguments"]),
+                    }
+                )
             prompt.append({"role": "assistant", "content": content})
         elif m["role"] == "tool":
-            prompt.append({"role": "tool", "content": [{"type": "tool-result", "toolCallId": m["tool_call_id"],
-                                                        "toolName": "", "output": {"type": "text",
-                                                                                   "value": m["content"]}}]})
+            prompt.append(
+                {
+                    "role": "tool",
+                    "content": [
+                        {
+                            "type": "tool-result",
+                            "toolCallId": m["tool_call_id"],
+                            "toolName": "",
+                            "output": {"type": "text", "value": m["content"]},
+                        }
+                    ],
+                }
+            )
     return prompt
 
 
@@ -91,19 +125,35 @@ def next_prompt(prompt: list[dict[str, Any]], parts: list[dict[str, Any]]) -> li
             for key, value in (part.get("providerMetadata") or {}).items():
                 entry.setdefault("providerOptions", {}).setdefault(key, {}).update(value)
         elif kind == "tool-call":
-            call = {"type": "tool-call", "toolCallId": part["toolCallId"], "toolName": part["toolName"],
-                    "input": json.loads(part["input"])}
+            call = {
+                "type": "tool-call",
+                "toolCallId": part["toolCallId"],
+                "toolName": part["toolName"],
+                "input": json.loads(part["input"]),
+            }
             if part.get("providerExecuted"):
                 call["providerExecuted"] = True
             else:
-                results.append({"type": "tool-result", "toolCallId": part["toolCallId"],
-                                "toolName": part["toolName"], "output": {"type": "text", "value": "ok"}})
+                results.append(
+                    {
+                        "type": "tool-result",
+                        "toolCallId": part["toolCallId"],
+                        "toolName": part["toolName"],
+                        "output": {"type": "text", "value": "ok"},
+                    }
+                )
             if part.get("providerMetadata"):
                 call["providerOptions"] = part["providerMetadata"]
             content.append(call)
         elif kind == "tool-result":
-            content.append({"type": "tool-result", "toolCallId": part["toolCallId"], "toolName": part["toolName"],
-                            "output": {"type": "json", "value": part["result"]}})
+            content.append(
+                {
+                    "type": "tool-result",
+                    "toolCallId": part["toolCallId"],
+                    "toolName": part["toolName"],
+                    "output": {"type": "json", "value": part["result"]},
+                }
+            )
     out = [*prompt, {"role": "assistant", "content": content}]
     if results:
         out.append({"role": "tool", "content": results})
@@ -111,8 +161,12 @@ def next_prompt(prompt: list[dict[str, Any]], parts: list[dict[str, Any]]) -> li
 
 
 async def drive(
-    server: ReplayServer, model: Any, recording: dict[str, Any], turns: int | None = None,
-    recorded_prompts: bool = False, **options: Any,
+    server: ReplayServer,
+    model: Any,
+    recording: dict[str, Any],
+    turns: int | None = None,
+    recorded_prompts: bool = False,
+    **options: Any,
 ) -> list[list[dict[str, Any]]]:
     """Run ``turns`` turns (default: all) and check each request against the recorded one."""
     interactions = recording["interactions"][: turns or len(recording["interactions"])]
@@ -137,7 +191,8 @@ async def drive(
         key = "messages" if "messages" in want["body"] else "input"
         assert len(got.body[key]) == len(want["body"][key]), (got.body[key], want["body"][key])
         assert [t.get("name") or t.get("function", {}).get("name") for t in got.body.get("tools", [])] == [
-            t.get("name") or t.get("function", {}).get("name") for t in want["body"].get("tools", [])
+            t.get("name") or t.get("function", {}).get("name")
+            for t in want["body"].get("tools", [])
             if "function" in t or t.get("type") == "function" or "input_schema" in t
         ]
         prompt = next_prompt(prompt, parts)

@@ -98,12 +98,18 @@ class ReplayServer:
         status_line = f"HTTP/1.1 {reply.status} {'OK' if reply.status < 400 else 'Error'}\r\n"
         extra = "".join(f"{k}: {v}\r\n" for k, v in reply.headers.items())
         writer.write(
-            (status_line + f"content-type: {reply.content_type}\r\n" + extra
-             + "transfer-encoding: chunked\r\nconnection: close\r\n\r\n").encode()
+            (
+                status_line
+                + f"content-type: {reply.content_type}\r\n"
+                + extra
+                + "transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+            ).encode()
         )
-        events = [e + "\n\n" for e in reply.body.split("\n\n") if e] if "event-stream" in reply.content_type else [
-            reply.body
-        ]
+        events = (
+            [e + "\n\n" for e in reply.body.split("\n\n") if e]
+            if "event-stream" in reply.content_type
+            else [reply.body]
+        )
         try:
             for n, event in enumerate(events):
                 if reply.cut_after_events is not None and n == reply.cut_after_events:
@@ -147,8 +153,13 @@ def collapse(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         kind = part["type"]
         if kind.endswith("-delta"):
             last = out[-1] if out else None
-            if (last is not None and last["type"] == kind and last.get("id") == part["id"] and "n" in last
-                    and last.get("providerMetadata") == part.get("providerMetadata")):
+            if (
+                last is not None
+                and last["type"] == kind
+                and last.get("id") == part["id"]
+                and "n" in last
+                and last.get("providerMetadata") == part.get("providerMetadata")
+            ):
                 last["delta"] += part["delta"]
                 last["n"] += 1
                 continue

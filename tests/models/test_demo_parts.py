@@ -11,8 +11,12 @@ from agentstream.models._demo import DemoModel
 
 from ._typed_parts import assert_typed_parts
 
-WEATHER_TOOL = {"type": "function", "name": "weather", "description": "Weather in a city",
-                "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}}}
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "weather",
+    "description": "Weather in a city",
+    "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
 
 
 async def _parts(options: CallOptions) -> list[dict[str, Any]]:

@@ -37,14 +37,34 @@ async def collect(model: Any, **options: Any) -> list[dict[str, Any]]:
 @pytest.mark.parametrize(
     ("name", "cls", "base", "status", "message"),
     [
-        ("openai-chat/error-404-model-not-found.json", OpenAIChatModel, "/v1", 404,
-         "The model `gpt-5.2-proo` does not exist or you do not have access to it."),
-        ("openai-chat/error-400-unsupported-value.json", OpenAIChatModel, "/v1", 400,
-         "Unsupported value: 'messages[0].role' does not support 'system' with this model."),
-        ("groq/error-404-model-not-found.json", OpenAIChatModel, "/openai/v1", 404,
-         "The model `non-existent` does not exist or you do not have access to it."),
-        ("openai-responses/error-400-stream-request.json", OpenAIResponsesModel, "/v1", 400,
-         "Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got -1 instead."),
+        (
+            "openai-chat/error-404-model-not-found.json",
+            OpenAIChatModel,
+            "/v1",
+            404,
+            "The model `gpt-5.2-proo` does not exist or you do not have access to it.",
+        ),
+        (
+            "openai-chat/error-400-unsupported-value.json",
+            OpenAIChatModel,
+            "/v1",
+            400,
+            "Unsupported value: 'messages[0].role' does not support 'system' with this model.",
+        ),
+        (
+            "groq/error-404-model-not-found.json",
+            OpenAIChatModel,
+            "/openai/v1",
+            404,
+            "The model `non-existent` does not exist or you do not have access to it.",
+        ),
+        (
+            "openai-responses/error-400-stream-request.json",
+            OpenAIResponsesModel,
+            "/v1",
+            400,
+            "Invalid 'temperature': decimal below minimum value. Expected a value >= 0, but got -1 instead.",
+        ),
         ("anthropic/error-404-not-found.json", AnthropicModel, "/v1", 404, "model: claude-sonet-4-5"),
         ("anthropic/error-400-invalid-request.json", AnthropicModel, "/v1", 400, None),
     ],
@@ -65,16 +85,26 @@ async def test_recorded_http_errors(
     expected = message or json.loads(recording["interactions"][0]["response"]["body"])["error"]["message"]
     assert error.message == expected
     assert str(error) == f"{model.provider} (status {status}): {expected}"
-    assert API_KEY not in str(error) and API_KEY not in repr(error) and API_KEY not in (error.response_body or "")
+    assert (
+        API_KEY not in str(error)
+        and API_KEY not in repr(error)
+        and API_KEY not in (error.response_body or "")
+    )
     assert sleep.delays == []  # 4xx is not retried
     assert server.received[0].path == recording["interactions"][0]["request"]["path"]
-    assert API_KEY in (server.received[0].headers.get("authorization", "") + server.received[0].headers.get(
-        "x-api-key", ""))
+    assert API_KEY in (
+        server.received[0].headers.get("authorization", "") + server.received[0].headers.get("x-api-key", "")
+    )
 
 
 async def test_401_error_never_contains_the_key_even_if_echoed(server: ReplayServer) -> None:
-    echoed = {"error": {"message": f"Incorrect API key provided: {API_KEY}.", "type": "invalid_request_error",
-                        "code": "invalid_api_key"}}
+    echoed = {
+        "error": {
+            "message": f"Incorrect API key provided: {API_KEY}.",
+            "type": "invalid_request_error",
+            "code": "invalid_api_key",
+        }
+    }
     server.replies.append(Reply(status=401, content_type="application/json", body=json.dumps(echoed)))
     [part] = await collect(chat(server))
     error = part["error"]
@@ -87,21 +117,26 @@ async def test_401_error_never_contains_the_key_even_if_echoed(server: ReplaySer
 async def test_429_then_200_is_retried_with_backoff_and_retry_after(server: ReplayServer) -> None:
     rate_limited = json.dumps({"error": {"message": "Rate limit reached", "type": "requests"}})
     server.replies.append(Reply(status=429, content_type="application/json", body=rate_limited))
-    server.replies.append(Reply(status=503, content_type="application/json", body="{}",
-                                headers={"retry-after": "3"}))
+    server.replies.append(
+        Reply(status=503, content_type="application/json", body="{}", headers={"retry-after": "3"})
+    )
     server.queue_recording(load("openai-chat/text-stream-usage.json"))
     sleep = SleepRecorder()
     parts = await collect(chat(server, sleep=sleep))
     assert sleep.delays == [0.5, 3.0]  # 0.5·2^0, then the server's retry-after
     assert len(server.received) == 3
     assert parts[0]["type"] == "stream-start" and parts[-1]["finishReason"] == "stop"
-    assert "".join(p["delta"] for p in parts if p["type"] == "text-delta") == "The capital of Mexico is Mexico City."
+    assert (
+        "".join(p["delta"] for p in parts if p["type"] == "text-delta")
+        == "The capital of Mexico is Mexico City."
+    )
 
 
 async def test_retries_exhausted_gives_the_last_error(server: ReplayServer) -> None:
     for _ in range(3):
-        server.replies.append(Reply(status=500, content_type="application/json",
-                                    body='{"error": {"message": "boom"}}'))
+        server.replies.append(
+            Reply(status=500, content_type="application/json", body='{"error": {"message": "boom"}}')
+        )
     sleep = SleepRecorder()
     [part] = await collect(chat(server, sleep=sleep))
     assert sleep.delays == [0.5, 1.0]
@@ -126,19 +161,36 @@ async def test_connection_cut_mid_stream_yields_error_not_hang(server: ReplaySer
     sleep = SleepRecorder()
     parts = await asyncio.wait_for(collect(chat(server, sleep=sleep)), timeout=30)
     types = [p["type"] for p in parts]
-    assert types == ["stream-start", "response-metadata", "text-start", "text-delta", "text-delta", "text-delta",
-                     "error"]
+    assert types == [
+        "stream-start",
+        "response-metadata",
+        "text-start",
+        "text-delta",
+        "text-delta",
+        "text-delta",
+        "error",
+    ]
     error = parts[-1]["error"]
     assert isinstance(error, APICallError) and "connection lost mid-stream" in error.message
     assert sleep.delays == []  # never retried once parts were yielded
 
 
 async def test_malformed_json_event_is_an_error_part(server: ReplayServer) -> None:
-    body = "\n\n".join([CHUNK % "Hel", 'data: {"id": "c1", "choices": [', CHUNK % "lo", "data: [DONE]"]) + "\n\n"
+    body = (
+        "\n\n".join([CHUNK % "Hel", 'data: {"id": "c1", "choices": [', CHUNK % "lo", "data: [DONE]"]) + "\n\n"
+    )
     server.replies.append(Reply(body=body))
     parts = await collect(chat(server))
-    assert [p["type"] for p in parts] == ["stream-start", "response-metadata", "text-start", "text-delta", "error",
-                                          "text-delta", "text-end", "finish"]
+    assert [p["type"] for p in parts] == [
+        "stream-start",
+        "response-metadata",
+        "text-start",
+        "text-delta",
+        "error",
+        "text-delta",
+        "text-end",
+        "finish",
+    ]
     error = parts[4]["error"]
     assert "Invalid JSON in SSE event data" in error.message and '{"id": "c1", "choices": [' in error.message
     assert parts[-1]["finishReason"] == "error"
@@ -207,8 +259,14 @@ async def test_stream_ending_without_done_is_one_error_part_and_no_retry(server:
     server.replies += [Reply(body=TEXT), Reply(body=TEXT)]
     sleep = SleepRecorder()
     parts = await collect(chat(server, sleep=sleep))
-    assert [p["type"] for p in parts] == ["stream-start", "response-metadata", "text-start", "text-delta",
-                                          "text-delta", "error"]
+    assert [p["type"] for p in parts] == [
+        "stream-start",
+        "response-metadata",
+        "text-start",
+        "text-delta",
+        "text-delta",
+        "error",
+    ]
     error = parts[-1]["error"]
     assert error.message == "the response stream ended before [DONE]" and not error.is_retryable
     assert len(server.received) == 1 and sleep.delays == []
@@ -240,8 +298,12 @@ async def test_every_provider_reports_a_missing_end_marker(
     recording = load(name)
     events = [e for e in recording["interactions"][0]["response"]["body"].split("\n\n") if e.strip()]
     server.replies.append(Reply(body="\n\n".join(events[:-drop]) + "\n\n"))
-    model = cls(recording["interactions"][0]["request"]["body"]["model"], base_url=server.url + "/v1",
-                api_key=API_KEY, sleep=SleepRecorder())
+    model = cls(
+        recording["interactions"][0]["request"]["body"]["model"],
+        base_url=server.url + "/v1",
+        api_key=API_KEY,
+        sleep=SleepRecorder(),
+    )
     parts = await collect(model)
     assert parts[-1]["type"] == "error" and "finish" not in [p["type"] for p in parts]
     assert parts[-1]["error"].message == f"the response stream ended before {marker}"
@@ -256,7 +318,10 @@ async def test_cut_before_the_first_event_is_retried(server: ReplayServer) -> No
     parts = await collect(chat(server, sleep=sleep))
     assert len(server.received) == 3 and sleep.delays == [0.5, 1.0]
     assert [p["type"] for p in parts].count("stream-start") == 1 and parts[-1]["finishReason"] == "stop"
-    assert "".join(p["delta"] for p in parts if p["type"] == "text-delta") == "The capital of Mexico is Mexico City."
+    assert (
+        "".join(p["delta"] for p in parts if p["type"] == "text-delta")
+        == "The capital of Mexico is Mexico City."
+    )
 
 
 async def test_cut_before_the_first_event_every_time_is_one_error(server: ReplayServer) -> None:
@@ -275,8 +340,13 @@ async def test_connection_error_names_the_url_without_secrets() -> None:
     await srv.start()
     url = srv.url
     await srv.stop()
-    model = OpenAIChatModel("m", base_url=f"http://user:{API_KEY}@{url[7:]}/v1", api_key=API_KEY,
-                            sleep=SleepRecorder(), max_retries=0)
+    model = OpenAIChatModel(
+        "m",
+        base_url=f"http://user:{API_KEY}@{url[7:]}/v1",
+        api_key=API_KEY,
+        sleep=SleepRecorder(),
+        max_retries=0,
+    )
     [part] = await collect(model)
     error = part["error"]
     assert str(error).startswith("openai: cannot connect: ")
@@ -288,8 +358,14 @@ async def test_connection_error_names_the_url_without_secrets() -> None:
 async def test_error_keeps_response_headers_and_redacts_every_spelling(server: ReplayServer) -> None:
     key = "sk-a/b+c=d&e0123456789"
     body = json.dumps({"error": {"message": f"bad key {key}"}, "url": f"?k={quote(key, safe='')}"})
-    server.replies.append(Reply(status=401, content_type="application/json", body=body.replace("/", "\\/"),
-                                headers={"x-request-id": "req-1"}))
+    server.replies.append(
+        Reply(
+            status=401,
+            content_type="application/json",
+            body=body.replace("/", "\\/"),
+            headers={"x-request-id": "req-1"},
+        )
+    )
     model = OpenAIChatModel("m", base_url=server.url + "/v1", api_key=key, sleep=SleepRecorder())
     [part] = await collect(model)
     error = part["error"]

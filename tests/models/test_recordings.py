@@ -24,13 +24,18 @@ from .conftest import (
     snapshot,
 )
 
-CLASSES: dict[str, Any] = {"chat": OpenAIChatModel, "responses": OpenAIResponsesModel, "anthropic": AnthropicModel}
+CLASSES: dict[str, Any] = {
+    "chat": OpenAIChatModel,
+    "responses": OpenAIResponsesModel,
+    "anthropic": AnthropicModel,
+}
 
 
 def make(api: str, server: ReplayServer, recording: dict[str, Any], base: str, **kw: Any) -> Any:
     model_id = recording["interactions"][0]["request"]["body"]["model"]
-    return CLASSES[api](model_id, base_url=server.url + base, api_key=API_KEY, generate_id=counter_ids(),
-                        max_retries=0, **kw)
+    return CLASSES[api](
+        model_id, base_url=server.url + base, api_key=API_KEY, generate_id=counter_ids(), max_retries=0, **kw
+    )
 
 
 def test_every_streaming_recording_has_a_case() -> None:
@@ -64,8 +69,13 @@ def _joined(parts: list[dict[str, Any]], kind: str) -> str:
 
 @pytest.mark.parametrize(
     "name",
-    ["openai-chat/text-stream-usage.json", "crusoe/llama-text-usage.json", "zai/glm-reasoning-content.json",
-     "deepseek/reasoning-content-stream.json", "openrouter/web-search-annotations.json"],
+    [
+        "openai-chat/text-stream-usage.json",
+        "crusoe/llama-text-usage.json",
+        "zai/glm-reasoning-content.json",
+        "deepseek/reasoning-content-stream.json",
+        "openrouter/web-search-annotations.json",
+    ],
 )
 async def test_chat_text_matches_recorded_deltas(server: ReplayServer, name: str) -> None:
     """Oracle independent of the client: the recorded `delta.content` / reasoning strings, joined."""
@@ -83,7 +93,9 @@ async def test_think_tags_split_matches_recorded_content(server: ReplayServer) -
     api, base, kw, _ = CASES[name]
     recording = load(name)
     [parts] = await drive(server, make(api, server, recording, base, **kw), recording)
-    content = "".join(c["delta"].get("content") or "" for e in recorded_events(recording) for c in e["choices"])
+    content = "".join(
+        c["delta"].get("content") or "" for e in recorded_events(recording) for c in e["choices"]
+    )
     reasoning, _, text = content.removeprefix("<think>").partition("</think>")
     assert _joined(parts, "reasoning-delta") == reasoning
     assert _joined(parts, "text-delta") == text
@@ -91,8 +103,12 @@ async def test_think_tags_split_matches_recorded_content(server: ReplayServer) -
 
 @pytest.mark.parametrize(
     "name",
-    ["openai-responses/reasoning-summary-deltas.json", "openai-responses/web-search-builtin-tool.json",
-     "openai-responses/text-with-logprobs.json", "openrouter/responses-raw-reasoning-text.json"],
+    [
+        "openai-responses/reasoning-summary-deltas.json",
+        "openai-responses/web-search-builtin-tool.json",
+        "openai-responses/text-with-logprobs.json",
+        "openrouter/responses-raw-reasoning-text.json",
+    ],
 )
 async def test_responses_text_matches_completed_output(server: ReplayServer, name: str) -> None:
     """`response.completed` holds the full output: the streamed deltas must reassemble to it."""
@@ -100,12 +116,22 @@ async def test_responses_text_matches_completed_output(server: ReplayServer, nam
     recording = load(name)
     [parts] = await drive(server, make(api, server, recording, base, **kw), recording)
     completed = next(e for e in recorded_events(recording) if e["type"] == "response.completed")["response"]
-    text = "".join(c["text"] for item in completed["output"] if item["type"] == "message" for c in item["content"])
+    text = "".join(
+        c["text"] for item in completed["output"] if item["type"] == "message" for c in item["content"]
+    )
     assert _joined(parts, "text-delta") == text
-    summary = "".join(s["text"] for item in completed["output"] if item["type"] == "reasoning"
-                      for s in item.get("summary") or [])
-    raw = "".join(c["text"] for item in completed["output"] if item["type"] == "reasoning"
-                  for c in item.get("content") or [])
+    summary = "".join(
+        s["text"]
+        for item in completed["output"]
+        if item["type"] == "reasoning"
+        for s in item.get("summary") or []
+    )
+    raw = "".join(
+        c["text"]
+        for item in completed["output"]
+        if item["type"] == "reasoning"
+        for c in item.get("content") or []
+    )
     assert _joined(parts, "reasoning-delta") == (summary or raw)
 
 
@@ -113,7 +139,9 @@ async def test_responses_logprobs_in_provider_metadata(server: ReplayServer) -> 
     name = "openai-responses/text-with-logprobs.json"
     recording = load(name)
     [parts] = await drive(server, make("responses", server, recording, "/v1"), recording)
-    expected = [e["logprobs"] for e in recorded_events(recording) if e["type"] == "response.output_text.delta"]
+    expected = [
+        e["logprobs"] for e in recorded_events(recording) if e["type"] == "response.output_text.delta"
+    ]
     assert parts[-1]["providerMetadata"]["openai"]["logprobs"] == expected
 
 
@@ -121,25 +149,39 @@ async def test_anthropic_citations_and_usage(server: ReplayServer) -> None:
     name = "anthropic/web-search-citations.json"
     recording = load(name)
     [parts] = await drive(server, make("anthropic", server, recording, "/v1"), recording)
-    citations = [e["delta"]["citation"] for e in recorded_events(recording)
-                 if e["type"] == "content_block_delta" and e["delta"]["type"] == "citations_delta"]
+    citations = [
+        e["delta"]["citation"]
+        for e in recorded_events(recording)
+        if e["type"] == "content_block_delta" and e["delta"]["type"] == "citations_delta"
+    ]
     cited = [p for p in parts if p["type"] == "source" and "citedText" in p["providerMetadata"]["anthropic"]]
     assert [(p["url"], p["providerMetadata"]["anthropic"]["citedText"]) for p in cited] == [
         (c["url"], c["cited_text"]) for c in citations
     ]
     assert len(cited) == 7
     finish = parts[-1]
-    assert finish["usage"] == {"inputTokens": 22397, "outputTokens": 637, "totalTokens": 23034,
-                               "cachedInputTokens": 0}
+    assert finish["usage"] == {
+        "inputTokens": 22397,
+        "outputTokens": 637,
+        "totalTokens": 23034,
+        "cachedInputTokens": 0,
+    }
     assert finish["providerMetadata"]["anthropic"]["usage"]["server_tool_use"] == {
-        "web_search_requests": 2, "web_fetch_requests": 0}
+        "web_search_requests": 2,
+        "web_fetch_requests": 0,
+    }
 
 
 async def test_groq_error_event_is_an_error_part_then_finish_error(server: ReplayServer) -> None:
     name = "groq/tool-use-failed-error-event.json"
     recording = load(name)
-    [parts] = await drive(server, make("chat", server, recording, "/openai/v1", provider="groq"), recording, 1,
-                          recorded_prompts=True)
+    [parts] = await drive(
+        server,
+        make("chat", server, recording, "/openai/v1", provider="groq"),
+        recording,
+        1,
+        recorded_prompts=True,
+    )
     [err] = [p["error"] for p in parts if p["type"] == "error"]
     assert isinstance(err, APICallError)
     assert err.status_code == 400 and err.provider == "groq" and not err.is_retryable
@@ -151,9 +193,16 @@ async def test_groq_error_event_is_an_error_part_then_finish_error(server: Repla
 async def test_include_raw_chunks(server: ReplayServer) -> None:
     name = "anthropic/text-minimal.json"
     recording = load(name)
-    [parts] = await drive(server, make("anthropic", server, recording, "/v1"), recording, include_raw_chunks=True)
+    [parts] = await drive(
+        server, make("anthropic", server, recording, "/v1"), recording, include_raw_chunks=True
+    )
     raws = [p["rawValue"] for p in parts if p["type"] == "raw"]
     assert raws == recorded_events(recording)
     # a raw part precedes the parts made from its event
-    assert [p["type"] for p in collapse(parts)][:5] == ["stream-start", "raw", "response-metadata", "raw",
-                                                        "text-start"]
+    assert [p["type"] for p in collapse(parts)][:5] == [
+        "stream-start",
+        "raw",
+        "response-metadata",
+        "raw",
+        "text-start",
+    ]

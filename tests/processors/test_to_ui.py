@@ -13,7 +13,9 @@ from tests.agent.test_conformance import _matches, _run
 from tests.conformance import CONFORMANCE, load, to_wire, vector_files
 
 CASES = [
-    p for p in vector_files("aisdk") if "processor" in p.stem and "agent/" in str(load(p).get("inputFrom", ""))
+    p
+    for p in vector_files("aisdk")
+    if "processor" in p.stem and "agent/" in str(load(p).get("inputFrom", ""))
 ]
 
 

@@ -34,7 +34,9 @@ async def test_concurrent_users_only_see_their_own_background_tasks() -> None:
     try:
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
             alice, bob = await asyncio.gather(
-                client.post("/api/chat/demo", json=_body("alice", "research ALICE"), headers=headers, timeout=60),
+                client.post(
+                    "/api/chat/demo", json=_body("alice", "research ALICE"), headers=headers, timeout=60
+                ),
                 client.post("/api/chat/demo", json=_body("bob", "research bob"), headers=headers, timeout=60),
             )
     finally:

@@ -75,7 +75,9 @@ async def provider() -> AsyncIterator[ReplayServer]:
 
 async def chat(agent: Agent, **route: Any) -> tuple[int, bytes]:
     app = Starlette(routes=[chat_route(Mastra(agents={agent.id: agent}), **route)])
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver") as client:
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://testserver"
+    ) as client:
         response = await client.post(
             f"/chat/{agent.id}",
             json={"id": "chat-1", "messages": [USER], "trigger": "submit-message", "runId": RUN_ID},
@@ -84,7 +86,9 @@ async def chat(agent: Agent, **route: Any) -> tuple[int, bytes]:
 
 
 def sse_parts(raw: bytes) -> list[dict[str, Any]]:
-    events = [block.removeprefix("data: ") for block in raw.decode().split("\n\n") if block.startswith("data: ")]
+    events = [
+        block.removeprefix("data: ") for block in raw.decode().split("\n\n") if block.startswith("data: ")
+    ]
     return [json.loads(e) for e in events if e != "[DONE]"]
 
 
@@ -102,8 +106,13 @@ async def test_401_echoing_the_key_in_every_spelling(
 ) -> None:
     escaped = json.dumps(KEY)[1:-1].replace("/", "\\/")  # as PHP and some proxies write JSON
     body = (
-        '{"error": {"message": "Incorrect API key provided: ' + escaped + '. Retry with ?key='
-        + quote(KEY, safe="") + '", "type": "invalid_request_error", "param": "' + escaped + '",'
+        '{"error": {"message": "Incorrect API key provided: '
+        + escaped
+        + ". Retry with ?key="
+        + quote(KEY, safe="")
+        + '", "type": "invalid_request_error", "param": "'
+        + escaped
+        + '",'
         ' "code": "invalid_api_key"}, "echo": "' + KEY + '"}'
     )
     provider.replies.append(
@@ -118,7 +127,13 @@ async def test_401_echoing_the_key_in_every_spelling(
     [error] = [p for p in sse_parts(raw) if p["type"] == "error"]
     assert error["errorText"] == "openai (status 401): Incorrect API key provided: ***. Retry with ?key=***"
     text = raw.decode()
-    for upstream in (provider.url, "/v1/chat/completions", "req-7f3a", "invalid_request_error", "responseBody"):
+    for upstream in (
+        provider.url,
+        "/v1/chat/completions",
+        "req-7f3a",
+        "invalid_request_error",
+        "responseBody",
+    ):
         assert upstream not in text  # no URL, no headers, no body
     assert KEY in provider.received[0].headers["authorization"]  # the key itself was really sent
 
@@ -171,7 +186,7 @@ async def test_a_tool_raising_with_secrets_reaches_neither_client_nor_model(
         assert_absent(secret, "\n".join(r.getMessage() for r in caplog.records), "the server log")
     [tool_error] = [p for p in sse_parts(raw) if p["type"] == "tool-output-error"]
     assert tool_error["errorText"] == (
-        "RuntimeError: GET https://wx.example/v1?city=Berlin&appid=*** failed; fallback provider rejected \"***\""
+        'RuntimeError: GET https://wx.example/v1?city=Berlin&appid=*** failed; fallback provider rejected "***"'
     )
     [result] = [m for m in provider.received[1].body["messages"] if m["role"] == "tool"]
     assert result["content"] == tool_error["errorText"].removeprefix("RuntimeError: ")
@@ -265,16 +280,31 @@ async def test_serve_logs_the_upstream_error_and_sends_the_client_one_line(
     import sys
 
     escaped = json.dumps(KEY)[1:-1].replace("/", "\\/")
-    provider.replies.append(Reply(status=401, content_type="application/json",
-                                  body='{"error": {"message": "Incorrect API key provided: ' + escaped + '"}}'))
+    provider.replies.append(
+        Reply(
+            status=401,
+            content_type="application/json",
+            body='{"error": {"message": "Incorrect API key provided: ' + escaped + '"}}',
+        )
+    )
     (tmp_path / "leaky_app.py").write_text(APP_MODULE, encoding="utf-8")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "PROVIDER_URL": provider.url, "LEAKY_KEY": KEY}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "agentstream", "serve", "--app", "leaky_app:mastra", "--port", str(port),
-        "--no-smooth", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+        sys.executable,
+        "-m",
+        "agentstream",
+        "serve",
+        "--app",
+        "leaky_app:mastra",
+        "--port",
+        str(port),
+        "--no-smooth",
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
     )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as client:

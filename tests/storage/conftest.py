@@ -45,7 +45,9 @@ def pg_dsn() -> str:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     if _pg_skip_reason:
-        terminalreporter.write_line(f"storage: postgres contract tests SKIPPED: {_pg_skip_reason[0]}", yellow=True)
+        terminalreporter.write_line(
+            f"storage: postgres contract tests SKIPPED: {_pg_skip_reason[0]}", yellow=True
+        )
 
 
 StoreFactory = Callable[[], BaseStore]

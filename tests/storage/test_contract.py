@@ -38,12 +38,20 @@ def content(text: str, **extra: Any) -> dict[str, Any]:
 
 
 def thread(tid: str = "th1", resource: str = "res1", **kw: Any) -> ThreadRecord:
-    return ThreadRecord(id=tid, resource_id=resource, created_at=kw.pop("created_at", T0), updated_at=T0, **kw)
+    return ThreadRecord(
+        id=tid, resource_id=resource, created_at=kw.pop("created_at", T0), updated_at=T0, **kw
+    )
 
 
 def message(mid: str, text: str, *, tid: str = "th1", created_at: datetime = T0, **kw: Any) -> MessageRecord:
     return MessageRecord(
-        id=mid, thread_id=tid, resource_id="res1", role="user", content=content(text), created_at=created_at, **kw
+        id=mid,
+        thread_id=tid,
+        resource_id="res1",
+        role="user",
+        content=content(text),
+        created_at=created_at,
+        **kw,
     )
 
 
@@ -114,9 +122,13 @@ async def test_datetimes_normalised_to_utc(store: BaseStore) -> None:
 
 async def test_messages_ordered_by_created_at_then_insertion(store: BaseStore) -> None:
     await store.save_thread(thread())
-    await store.save_messages([message("m3", "third", created_at=at(2)), message("m1", "first", created_at=at(0))])
+    await store.save_messages(
+        [message("m3", "third", created_at=at(2)), message("m1", "first", created_at=at(0))]
+    )
     # same timestamp: insertion order breaks the tie
-    await store.save_messages([message("m2a", "second-a", created_at=at(1)), message("m2b", "second-b", created_at=at(1))])
+    await store.save_messages(
+        [message("m2a", "second-a", created_at=at(1)), message("m2b", "second-b", created_at=at(1))]
+    )
     page = await store.list_messages("th1")
     assert texts(page.messages) == ["first", "second-a", "second-b", "third"]
     assert page.total == 4 and not page.has_more
@@ -128,12 +140,22 @@ async def test_message_content_roundtrip(store: BaseStore) -> None:
         "format": 2,
         "parts": [
             {"type": "text", "text": "héllo ✓"},
-            {"type": "tool-invocation", "toolInvocation": {"state": "result", "toolCallId": "c1", "args": {"a": 1}, "result": [1.5, None, True]}},
+            {
+                "type": "tool-invocation",
+                "toolInvocation": {
+                    "state": "result",
+                    "toolCallId": "c1",
+                    "args": {"a": 1},
+                    "result": [1.5, None, True],
+                },
+            },
             {"type": "data-weather", "data": {"temp": 21}},
         ],
         "metadata": {"backgroundTasks": {"c1": {"taskId": "t1"}}},
     }
-    m = MessageRecord(id="m1", thread_id="th1", resource_id="res1", role="assistant", content=rich, type="v2", created_at=T0)
+    m = MessageRecord(
+        id="m1", thread_id="th1", resource_id="res1", role="assistant", content=rich, type="v2", created_at=T0
+    )
     await store.save_messages([m])
     [got] = (await store.list_messages("th1")).messages
     assert got == m
@@ -142,7 +164,9 @@ async def test_message_content_roundtrip(store: BaseStore) -> None:
 
 async def test_message_upsert_keeps_position_and_bumps_thread(store: BaseStore) -> None:
     await store.save_thread(thread())
-    await store.save_messages([message("m1", "one", created_at=at(0)), message("m2", "two", created_at=at(1))])
+    await store.save_messages(
+        [message("m1", "one", created_at=at(0)), message("m2", "two", created_at=at(1))]
+    )
     await store.save_messages([message("m1", "one-edited", created_at=at(0))])
     assert texts((await store.list_messages("th1")).messages) == ["one-edited", "two"]
     assert (await store.get_thread("th1")).updated_at > T0
@@ -202,7 +226,9 @@ def test_message_validation() -> None:
         MessageRecord(id="m", thread_id="t", role="user", content={"parts": []})
     with pytest.raises(ValueError, match="parts must be a list"):
         MessageRecord(id="m", thread_id="t", role="user", content={"format": 2})
-    with pytest.raises(ValueError, match="invalid role 'robot': expected one of user, assistant, system, tool"):
+    with pytest.raises(
+        ValueError, match="invalid role 'robot': expected one of user, assistant, system, tool"
+    ):
         MessageRecord(id="m", thread_id="t", role="robot", content=content("x"))  # type: ignore[arg-type]
 
 
@@ -235,10 +261,18 @@ async def test_task_roundtrip_all_fields(store: BaseStore) -> None:
     assert got.created_at.utcoffset() == timedelta(0)
     assert got.error == TaskError(message="boom", stack="Traceback ...")
 
-    minimal = await store.create_task(BackgroundTask(id="t2", tool_name="x", tool_call_id="c", agent_id="a", run_id="r"))
+    minimal = await store.create_task(
+        BackgroundTask(id="t2", tool_name="x", tool_call_id="c", agent_id="a", run_id="r")
+    )
     got2 = await store.get_task("t2")
     assert got2 == minimal
-    assert (got2.status, got2.result, got2.error, got2.thread_id, got2.timeout_ms) == ("pending", None, None, None, 300_000)
+    assert (got2.status, got2.result, got2.error, got2.thread_id, got2.timeout_ms) == (
+        "pending",
+        None,
+        None,
+        None,
+        300_000,
+    )
     assert (got2.owner_id, got2.lease_expires_at, got2.abandoned_thread) == (None, None, False)
     assert got.lease_expires_at is not None and got.lease_expires_at.utcoffset() == timedelta(0)
 
@@ -259,10 +293,14 @@ async def test_task_duplicate_and_missing(store: BaseStore) -> None:
 
 async def test_update_compare_and_set(store: BaseStore) -> None:
     await store.create_task(task())
-    assert await store.update_task("task1", TaskUpdate(status="completed"), expected_status="running") is False
+    assert (
+        await store.update_task("task1", TaskUpdate(status="completed"), expected_status="running") is False
+    )
     assert (await store.get_task("task1")).status == "pending"
 
-    assert await store.update_task("task1", TaskUpdate(status="running", started_at=at(1)), expected_status="pending")
+    assert await store.update_task(
+        "task1", TaskUpdate(status="running", started_at=at(1)), expected_status="pending"
+    )
     assert await store.update_task("task1", TaskUpdate(status="running"), expected_status="pending") is False
 
     assert await store.update_task(
@@ -275,7 +313,12 @@ async def test_update_compare_and_set(store: BaseStore) -> None:
         expected_status="suspended",
     )
     got = await store.get_task("task1")
-    assert (got.status, got.suspend_payload, got.suspended_at, got.started_at) == ("running", None, None, at(3))
+    assert (got.status, got.suspend_payload, got.suspended_at, got.started_at) == (
+        "running",
+        None,
+        None,
+        at(3),
+    )
     assert got.args == {"q": "rainbows", "n": 3}
 
     assert await store.update_task(
@@ -283,7 +326,13 @@ async def test_update_compare_and_set(store: BaseStore) -> None:
         TaskUpdate(status="completed", result={"r": 1}, completed_at=at(4), retry_count=1, args={"q": "x"}),
     )
     got = await store.get_task("task1")
-    assert (got.status, got.result, got.completed_at, got.retry_count, got.args) == ("completed", {"r": 1}, at(4), 1, {"q": "x"})
+    assert (got.status, got.result, got.completed_at, got.retry_count, got.args) == (
+        "completed",
+        {"r": 1},
+        at(4),
+        1,
+        {"q": "x"},
+    )
     assert await store.update_task("task1", TaskUpdate(error=TaskError(message="late")))
     assert (await store.get_task("task1")).error == TaskError(message="late")
     assert await store.update_task("task1", TaskUpdate(), expected_status="completed") is True
@@ -362,7 +411,9 @@ async def test_concurrent_cas_exactly_one_wins(store: BaseStore) -> None:
         await store.create_task(task(f"t{n}"))
         results = await asyncio.gather(
             *(
-                store.update_task(f"t{n}", TaskUpdate(status="running", started_at=at(i)), expected_status="pending")
+                store.update_task(
+                    f"t{n}", TaskUpdate(status="running", started_at=at(i)), expected_status="pending"
+                )
                 for i in range(50)
             )
         )
@@ -475,8 +526,17 @@ async def _seed_tasks(store: BaseStore) -> None:
     ]
     for tid, status, agent, th, res, run, tool, sec in specs:
         await store.create_task(
-            task(tid, status=status, agent_id=agent, thread_id=th, resource_id=res, run_id=run, tool_name=tool, created_at=at(sec),
-                 completed_at=at(sec + 10) if status in ("completed", "failed") else None)
+            task(
+                tid,
+                status=status,
+                agent_id=agent,
+                thread_id=th,
+                resource_id=res,
+                run_id=run,
+                tool_name=tool,
+                created_at=at(sec),
+                completed_at=at(sec + 10) if status in ("completed", "failed") else None,
+            )
         )
 
 
@@ -512,7 +572,9 @@ async def test_list_tasks_pagination(store: BaseStore) -> None:
     p1 = await store.list_tasks(page=1, per_page=4)
     assert [t.id for t in p0.tasks] == ["a", "b", "c", "d"] and p0.total == 6 and p0.has_more
     assert [t.id for t in p1.tasks] == ["e", "f"] and p1.total == 6 and not p1.has_more
-    first = await store.list_tasks(per_page=2, status=["running", "failed", "suspended"], order_direction="desc")
+    first = await store.list_tasks(
+        per_page=2, status=["running", "failed", "suspended"], order_direction="desc"
+    )
     assert [t.id for t in first.tasks] == ["f", "e"] and first.total == 4 and first.page == 0
     beyond = await store.list_tasks(page=9, per_page=4)
     assert beyond.tasks == [] and beyond.total == 6
@@ -552,15 +614,22 @@ async def test_workflow_snapshots(store: BaseStore) -> None:
 
 async def test_workflow_snapshot_compare_and_set(store: BaseStore) -> None:
     w = "agentstream:agent-run"
-    assert await store.compare_and_set_workflow_snapshot(w, "r1", {"status": "x"}, expected_status="a") is False
+    assert (
+        await store.compare_and_set_workflow_snapshot(w, "r1", {"status": "x"}, expected_status="a") is False
+    )
     assert await store.load_workflow_snapshot(w, "r1") is None  # no insert when missing
     snap = {"status": "suspended", "loop": {"messages": [{"role": "user", "content": "hi"}]}, "n": 1.5}
     await store.persist_workflow_snapshot(w, "r1", snap, resource_id="res")
     # wrong expectation: nothing changes
-    assert await store.compare_and_set_workflow_snapshot(w, "r1", {"status": "x"}, expected_status="running") is False
+    assert (
+        await store.compare_and_set_workflow_snapshot(w, "r1", {"status": "x"}, expected_status="running")
+        is False
+    )
     assert await store.load_workflow_snapshot(w, "r1") == snap
     claimed = {**snap, "status": "running"}
-    assert await store.compare_and_set_workflow_snapshot(w, "r1", claimed, expected_status="suspended") is True
+    assert (
+        await store.compare_and_set_workflow_snapshot(w, "r1", claimed, expected_status="suspended") is True
+    )
     assert await store.load_workflow_snapshot(w, "r1") == claimed
     assert await store.compare_and_set_workflow_snapshot(w, "r1", snap, expected_status="suspended") is False
     # only the (workflow, run) key is touched; a snapshot that is not an object never matches
@@ -597,7 +666,9 @@ async def test_workflow_snapshot_claim_across_two_stores(backend: str, store_fac
     for n in range(5):
         await a.persist_workflow_snapshot("w", f"r{n}", {"status": "suspended"})
         attempts = [
-            s.compare_and_set_workflow_snapshot("w", f"r{n}", {"status": "running", "i": i}, expected_status="suspended")
+            s.compare_and_set_workflow_snapshot(
+                "w", f"r{n}", {"status": "running", "i": i}, expected_status="suspended"
+            )
             for i in range(25)
             for s in (a, b)
         ]

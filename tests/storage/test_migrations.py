@@ -34,13 +34,17 @@ def with_next(store: BaseStore, backend: str) -> None:
 
 
 def test_dialects_have_the_same_versions() -> None:
-    assert [(m.version, m.name) for m in SQLITE_MIGRATIONS] == [(m.version, m.name) for m in POSTGRES_MIGRATIONS]
+    assert [(m.version, m.name) for m in SQLITE_MIGRATIONS] == [
+        (m.version, m.name) for m in POSTGRES_MIGRATIONS
+    ]
     assert [m.version for m in SQLITE_MIGRATIONS] == list(range(1, len(SQLITE_MIGRATIONS) + 1))
 
 
 async def test_restart_is_idempotent_and_keeps_data(backend: str, store_factory: StoreFactory) -> None:
     first = store_factory()
-    await first.create_task(BackgroundTask(id="t1", tool_name="x", tool_call_id="c", agent_id="a", run_id="r"))
+    await first.create_task(
+        BackgroundTask(id="t1", tool_name="x", tool_call_id="c", agent_id="a", run_id="r")
+    )
     assert await first.applied_migrations() == LATEST  # type: ignore[attr-defined]
     await first.close()
     second = store_factory()
@@ -116,7 +120,12 @@ async def test_v1_database_with_running_task_upgrades(tmp_path: Path) -> None:
     async with SQLiteStore(tmp_path / "old.db") as store:
         assert await store.applied_migrations() == LATEST
         old = await store.get_task("old")
-    assert (old.status, old.owner_id, old.lease_expires_at, old.abandoned_thread) == ("running", None, None, False)
+    assert (old.status, old.owner_id, old.lease_expires_at, old.abandoned_thread) == (
+        "running",
+        None,
+        None,
+        False,
+    )
 
 
 async def test_sqlite_init_does_not_take_the_write_lock_when_migrated(tmp_path: Path) -> None:

@@ -296,11 +296,21 @@ async def test_restored_state_continues_the_accounting() -> None:
     async def keep(state: dict[str, Any]) -> None:
         states.append(state)
 
-    first = [text("a"), step_finish("tool-calls", {"inputTokens": 3, "outputTokens": 1}), text("b"), _suspended_chunk()]
+    first = [
+        text("a"),
+        step_finish("tool-calls", {"inputTokens": 3, "outputTokens": 1}),
+        text("b"),
+        _suspended_chunk(),
+    ]
     await collect(ModelOutput(source(first), run_id=R, on_suspended=keep))
     steps: list[Any] = []
     finishes: list[FinishEvent] = []
-    second = [step_finish("tool-calls", {"inputTokens": 5}), text("c"), step_finish("stop", {}), finish("stop")]
+    second = [
+        step_finish("tool-calls", {"inputTokens": 5}),
+        text("c"),
+        step_finish("stop", {}),
+        finish("stop"),
+    ]
     resumed = ModelOutput(source(second), run_id=R, on_step_finish=steps.append, on_finish=finishes.append)
     resumed.restore_state(states[0])
     await collect(resumed)

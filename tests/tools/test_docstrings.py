@@ -61,7 +61,9 @@ def test_parameter_descriptions_reach_the_schema(func: Any) -> None:
 
 def test_an_explicit_field_description_wins_and_undocumented_parameters_have_none() -> None:
     @tool
-    def search(query: Annotated[str, pydantic.Field(description="explicit", min_length=1)], limit: int = 5) -> str:
+    def search(
+        query: Annotated[str, pydantic.Field(description="explicit", min_length=1)], limit: int = 5
+    ) -> str:
         """Search.
 
         Args:

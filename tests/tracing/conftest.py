@@ -35,7 +35,9 @@ class Spans:
 
     def children(self, parent: ReadableSpan) -> list[ReadableSpan]:
         assert parent.context is not None
-        kids = [s for s in self.finished if s.parent is not None and s.parent.span_id == parent.context.span_id]
+        kids = [
+            s for s in self.finished if s.parent is not None and s.parent.span_id == parent.context.span_id
+        ]
         return sorted(kids, key=lambda s: s.start_time or 0)
 
     def tree(self, root: ReadableSpan | None = None) -> Any:

@@ -27,15 +27,29 @@ def research_step() -> list[dict[str, Any]]:
 
 
 async def run_with_background(spans: Spans, execute: Any, *, retries: int = 0) -> str:
-    tool = Tool(id="research", description="Research a topic.", input_schema=SCHEMA, execute=execute,
-                background={"enabled": True})
-    agent = Agent(id="helper", name="Helper", model=ScriptedModel([research_step(), text_step("Started.")]),
-                  tools=[tool], instrument=spans.settings())
-    manager = BackgroundTaskManager(InMemoryStore(), {"enabled": True,
-                                                      "default_retries": {"max_retries": retries}})
+    tool = Tool(
+        id="research",
+        description="Research a topic.",
+        input_schema=SCHEMA,
+        execute=execute,
+        background={"enabled": True},
+    )
+    agent = Agent(
+        id="helper",
+        name="Helper",
+        model=ScriptedModel([research_step(), text_step("Started.")]),
+        tools=[tool],
+        instrument=spans.settings(),
+    )
+    manager = BackgroundTaskManager(
+        InMemoryStore(), {"enabled": True, "default_retries": {"max_retries": retries}}
+    )
     Mastra(agents={"helper": agent}, storage=manager.storage, background_tasks=manager)
-    task_ids = [c.payload.task_id async for c in agent.stream("research tides").full_stream  # type: ignore[attr-defined]
-                if c.type == "background-task-started"]
+    task_ids = [
+        c.payload.task_id
+        async for c in agent.stream("research tides").full_stream  # type: ignore[attr-defined]
+        if c.type == "background-task-started"
+    ]
     assert len(task_ids) == 1
     await manager.wait_for_completion(task_ids[0], timeout_ms=30_000)
     await manager.shutdown()
@@ -53,9 +67,12 @@ async def test_task_span_is_a_child_of_the_dispatching_tool_call(spans: Spans) -
         "invoke_agent Helper",
         [
             ("chat mock-model-id", []),
-            ("execute_tool research", [
-                ("background_task research", [("invoke_agent summarizer", [("chat mock-model-id", [])])]),
-            ]),
+            (
+                "execute_tool research",
+                [
+                    ("background_task research", [("invoke_agent summarizer", [("chat mock-model-id", [])])]),
+                ],
+            ),
             ("chat mock-model-id", []),
         ],
     )
@@ -91,12 +108,17 @@ async def test_untraced_dispatch_makes_no_task_span(spans: Spans) -> None:
     async def research(args: dict[str, Any], ctx: ToolContext) -> str:
         return "done"
 
-    tool = Tool(id="research", description="r", input_schema=SCHEMA, execute=research, background={"enabled": True})
+    tool = Tool(
+        id="research", description="r", input_schema=SCHEMA, execute=research, background={"enabled": True}
+    )
     agent = Agent(id="helper", model=ScriptedModel([research_step(), text_step()]), tools=[tool])
     manager = BackgroundTaskManager(InMemoryStore(), {"enabled": True})
     Mastra(agents={"helper": agent}, storage=manager.storage, background_tasks=manager)
-    ids = [c.payload.task_id async for c in agent.stream("x").full_stream  # type: ignore[attr-defined]
-           if c.type == "background-task-started"]
+    ids = [
+        c.payload.task_id
+        async for c in agent.stream("x").full_stream  # type: ignore[attr-defined]
+        if c.type == "background-task-started"
+    ]
     await manager.wait_for_completion(ids[0], timeout_ms=30_000)
     await manager.shutdown()
     assert spans.finished == []
@@ -106,10 +128,16 @@ async def test_until_idle_continuation_nests_where_the_stream_was_made(spans: Sp
     async def research(args: dict[str, Any], ctx: ToolContext) -> str:
         return "tides follow the moon"
 
-    tool = Tool(id="research", description="r", input_schema=SCHEMA, execute=research,
-                background={"enabled": True})
-    agent = Agent(id="helper", name="Helper", tools=[tool], instrument=spans.settings(),
-                  model=ScriptedModel([research_step(), text_step("Started."), text_step("Tides: moon.")]))
+    tool = Tool(
+        id="research", description="r", input_schema=SCHEMA, execute=research, background={"enabled": True}
+    )
+    agent = Agent(
+        id="helper",
+        name="Helper",
+        tools=[tool],
+        instrument=spans.settings(),
+        model=ScriptedModel([research_step(), text_step("Started."), text_step("Tides: moon.")]),
+    )
     manager = BackgroundTaskManager(InMemoryStore(), {"enabled": True})
     Mastra(agents={"helper": agent}, storage=manager.storage, background_tasks=manager)
     with spans.provider.get_tracer("test").start_as_current_span("request"):
@@ -119,11 +147,14 @@ async def test_until_idle_continuation_nests_where_the_stream_was_made(spans: Sp
     assert spans.tree() == (
         "request",
         [
-            ("invoke_agent Helper", [
-                ("chat mock-model-id", []),
-                ("execute_tool research", [("background_task research", [])]),
-                ("chat mock-model-id", []),
-            ]),
+            (
+                "invoke_agent Helper",
+                [
+                    ("chat mock-model-id", []),
+                    ("execute_tool research", [("background_task research", [])]),
+                    ("chat mock-model-id", []),
+                ],
+            ),
             ("invoke_agent Helper", [("chat mock-model-id", [])]),
         ],
     )

@@ -20,15 +20,22 @@ USER = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Hi"}]}
 
 
 def app(spans: Spans) -> Starlette:
-    agent = Agent(id="helper", name="Helper", model=ScriptedModel([text_step("Hello.")] * 3),
-                  instrument=spans.settings())
+    agent = Agent(
+        id="helper",
+        name="Helper",
+        model=ScriptedModel([text_step("Hello.")] * 3),
+        instrument=spans.settings(),
+    )
     return Starlette(routes=[chat_route(Mastra(agents={"helper": agent}))])
 
 
 async def post(app: Starlette, headers: dict[str, str]) -> None:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
-        r = await client.post("/chat/helper", json={"id": "c1", "messages": [USER], "trigger": "submit-message"},
-                              headers=headers)
+        r = await client.post(
+            "/chat/helper",
+            json={"id": "c1", "messages": [USER], "trigger": "submit-message"},
+            headers=headers,
+        )
     assert r.status_code == 200 and '"delta":"Hello."' in r.text
 
 
@@ -53,11 +60,17 @@ async def test_without_or_with_a_malformed_traceparent_the_run_is_a_root(spans: 
 async def test_serve_app_continues_the_callers_trace(spans: Spans) -> None:
     instrument(spans.provider)  # what an app served with `agentstream serve --app` would do
     app = create_app(delay_in_ms=None, heartbeat_ms=0)
-    body = {"id": "c1", "trigger": "submit-message", "messages": [
-        {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "What is the weather in Paris?"}]}]}
+    body = {
+        "id": "c1",
+        "trigger": "submit-message",
+        "messages": [
+            {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "What is the weather in Paris?"}]}
+        ],
+    }
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as client:
-        response = await client.post("/api/chat/demo", json=body,
-                                     headers={"traceparent": f"00-{TRACE_ID}-{SPAN_ID}-01"})
+        response = await client.post(
+            "/api/chat/demo", json=body, headers={"traceparent": f"00-{TRACE_ID}-{SPAN_ID}-01"}
+        )
     assert response.status_code == 200
     assert spans.tree(spans.named("invoke_agent Demo Agent")) == (
         "invoke_agent Demo Agent",

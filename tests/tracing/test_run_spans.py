@@ -58,8 +58,14 @@ def weather(fail: bool = False) -> Tool:
 
 def agent(model: ScriptedModel, spans: Spans | None, *, content: bool = False, **kw: Any) -> Agent:
     instrument_opt: Any = spans.settings(content) if spans is not None else kw.pop("instrument", None)
-    return Agent(id="helper", name="Helper", model=model, tools=[weather(kw.pop("fail", False))],
-                 instrument=instrument_opt, **kw)
+    return Agent(
+        id="helper",
+        name="Helper",
+        model=model,
+        tools=[weather(kw.pop("fail", False))],
+        instrument=instrument_opt,
+        **kw,
+    )
 
 
 async def test_tool_using_run_span_tree_and_attributes(spans: Spans) -> None:
@@ -115,11 +121,17 @@ async def test_content_is_recorded_only_when_asked(spans: Spans) -> None:
     await agent(ScriptedModel([tool_step(), text_step()]), spans).stream("Weather in Oslo?").text
     for span in spans.finished:
         keys = set(span.attributes or {})
-        assert not keys & {"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments",
-                           "gen_ai.tool.call.result"}, span.name
+        assert not keys & {
+            "gen_ai.input.messages",
+            "gen_ai.output.messages",
+            "gen_ai.tool.call.arguments",
+            "gen_ai.tool.call.result",
+        }, span.name
     spans.exporter.clear()
 
-    await agent(ScriptedModel([tool_step(), text_step()]), spans, content=True).stream("Weather in Oslo?").text
+    await (
+        agent(ScriptedModel([tool_step(), text_step()]), spans, content=True).stream("Weather in Oslo?").text
+    )
     run = spans.named("invoke_agent Helper")
     assert run.attributes is not None
     prompt = json.loads(str(run.attributes["gen_ai.input.messages"]))
@@ -130,18 +142,27 @@ async def test_content_is_recorded_only_when_asked(spans: Spans) -> None:
     tool_span = spans.named("execute_tool weather")
     assert tool_span.attributes is not None
     assert json.loads(str(tool_span.attributes["gen_ai.tool.call.arguments"])) == {"city": "Oslo"}
-    assert json.loads(str(tool_span.attributes["gen_ai.tool.call.result"])) == {"city": "Oslo", "temperatureC": 21}
+    assert json.loads(str(tool_span.attributes["gen_ai.tool.call.result"])) == {
+        "city": "Oslo",
+        "temperatureC": 21,
+    }
     first, _, second = spans.children(run)
     assert json.loads(str((first.attributes or {})["gen_ai.output.messages"])) == [
-        {"role": "assistant", "parts": [
-            {"type": "tool_call", "id": "call-1", "name": "weather", "arguments": '{"city": "Oslo"}'}]}
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "call-1", "name": "weather", "arguments": '{"city": "Oslo"}'}
+            ],
+        }
     ]
     second_prompt = json.loads(str((second.attributes or {})["gen_ai.input.messages"]))
     assert [m["role"] for m in second_prompt][-2:] == ["assistant", "tool"]
 
 
 async def test_provider_error_is_recorded_on_the_model_and_run_spans(spans: Spans) -> None:
-    error = APICallError("Rate limit reached", url="https://api.example/v1", provider="openai", status_code=429)
+    error = APICallError(
+        "Rate limit reached", url="https://api.example/v1", provider="openai", status_code=429
+    )
     output = agent(ScriptedModel([{"throws": error}]), spans).stream("hi")
     assert "error" in [chunk.type async for chunk in output.full_stream]
 
@@ -159,8 +180,10 @@ async def test_provider_error_is_recorded_on_the_model_and_run_spans(spans: Span
 
 
 async def test_error_part_in_the_stream_fails_the_call_span(spans: Spans) -> None:
-    step = [{"type": "stream-start", "warnings": []},
-            {"type": "error", "error": {"name": "AI_APICallError", "message": "overloaded"}}]
+    step = [
+        {"type": "stream-start", "warnings": []},
+        {"type": "error", "error": {"name": "AI_APICallError", "message": "overloaded"}},
+    ]
     assert "error" in [c.type async for c in agent(ScriptedModel([step]), spans).stream("hi").full_stream]
     chat = spans.named("chat mock-model-id")
     assert chat.status.status_code is StatusCode.ERROR and chat.status.description == "overloaded"
@@ -210,8 +233,13 @@ async def test_abort_while_a_tool_runs_ends_its_span(spans: Spans) -> None:
         return "late"
 
     tool = Tool(id="weather", description="slow", input_schema=SCHEMA, execute=slow)
-    a = Agent(id="helper", name="Helper", model=ScriptedModel([tool_step(), text_step()]), tools=[tool],
-              instrument=spans.settings())
+    a = Agent(
+        id="helper",
+        name="Helper",
+        model=ScriptedModel([tool_step(), text_step()]),
+        tools=[tool],
+        instrument=spans.settings(),
+    )
     await a.stream("hi", abort_signal=controller.signal).get_full_output()
     assert spans.tree() == ("invoke_agent Helper", [("chat mock-model-id", []), ("execute_tool weather", [])])
     assert all(s.end_time is not None for s in spans.finished)
@@ -251,8 +279,13 @@ async def test_agent_run_inside_a_tool_nests_under_the_tool_span(spans: Spans) -
         return await inner.stream("sub-question").text
 
     tool = Tool(id="weather", description="asks", input_schema=SCHEMA, execute=ask)
-    a = Agent(id="helper", name="Helper", model=ScriptedModel([tool_step(), text_step()]), tools=[tool],
-              instrument=spans.settings())
+    a = Agent(
+        id="helper",
+        name="Helper",
+        model=ScriptedModel([tool_step(), text_step()]),
+        tools=[tool],
+        instrument=spans.settings(),
+    )
     await a.stream("hi").text
     assert spans.tree() == (
         "invoke_agent Helper",
@@ -265,8 +298,10 @@ async def test_agent_run_inside_a_tool_nests_under_the_tool_span(spans: Spans) -
 
 
 def test_bad_instrument_option_is_refused() -> None:
-    with pytest.raises(TypeError, match="agent 'a': instrument must be True, False, None or an "
-                       "InstrumentationSettings, got str"):
+    with pytest.raises(
+        TypeError,
+        match="agent 'a': instrument must be True, False, None or an InstrumentationSettings, got str",
+    ):
         Agent(id="a", model="demo", instrument="yes")  # type: ignore[arg-type]
 
 
@@ -306,8 +341,14 @@ async def test_the_agents_own_hooks_still_run_inside_the_traced_chain(spans: Spa
             seen.append("end")
             return []
 
-    a = Agent(id="helper", name="Helper", model=ScriptedModel([tool_step(), text_step()]), tools=[weather()],
-              hooks=Recording(), instrument=spans.settings())
+    a = Agent(
+        id="helper",
+        name="Helper",
+        model=ScriptedModel([tool_step(), text_step()]),
+        tools=[weather()],
+        hooks=Recording(),
+        instrument=spans.settings(),
+    )
     assert await a.stream("hi").text == "Sunny in Oslo."
     assert [s for s in seen if not s.startswith("chunk")] == ["prepare 1", "tool weather", "prepare 2", "end"]
     assert "chunk text-delta" in seen
@@ -322,8 +363,13 @@ async def test_a_tool_stopped_by_the_abort_is_aborted_not_failed(spans: Spans) -
         raise AbortError("aborted")
 
     tool = Tool(id="weather", description="stops", input_schema=SCHEMA, execute=stopped)
-    a = Agent(id="helper", name="Helper", model=ScriptedModel([tool_step(), text_step()]), tools=[tool],
-              instrument=spans.settings())
+    a = Agent(
+        id="helper",
+        name="Helper",
+        model=ScriptedModel([tool_step(), text_step()]),
+        tools=[tool],
+        instrument=spans.settings(),
+    )
     [c async for c in a.stream("hi", abort_signal=controller.signal).full_stream]
     tool_span = spans.named("execute_tool weather")
     assert (tool_span.attributes or {})["agentstream.aborted"] is True

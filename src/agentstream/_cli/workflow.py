@@ -237,7 +237,14 @@ def _resume_command(args: argparse.Namespace, run_id: str, step: str, workflow: 
 
 def _example(schema: Any) -> Any:
     kind = schema.get("type") if isinstance(schema, dict) else None
-    examples: dict[Any, Any] = {"boolean": True, "number": 0, "integer": 0, "string": "", "array": [], "object": {}}
+    examples: dict[Any, Any] = {
+        "boolean": True,
+        "number": 0,
+        "integer": 0,
+        "string": "",
+        "array": [],
+        "object": {},
+    }
     return examples.get(kind)
 
 

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "has_tool_call", "step_count_is"]
 
+
 def step_count_is(n: int) -> StopCondition:
     """Stop once ``n`` steps ran (``stepCountIs``)."""
     return lambda steps: len(steps) >= n
@@ -365,7 +366,9 @@ class Agent:
         spec: dict[str, Any] = {} if max_idle_ms is None else {"max_idle_ms": max_idle_ms}
         return self._until_idle(messages, spec or True, opts)
 
-    def _until_idle(self, messages: MessageInput, spec: Any, opts: dict[str, Any]) -> UntilIdleOutput | ModelOutput:
+    def _until_idle(
+        self, messages: MessageInput, spec: Any, opts: dict[str, Any]
+    ) -> UntilIdleOutput | ModelOutput:
         max_idle_ms: float | None = None
         if isinstance(spec, Mapping):
             unknown = set(spec) - {"max_idle_ms"}
@@ -451,11 +454,15 @@ class Agent:
         if background is not None and background.enabled:
             if background_scope is None:
                 background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
-            setup = background.prepare_run(self, thread_id=background_scope[0], resource_id=background_scope[1])
+            setup = background.prepare_run(
+                self, thread_id=background_scope[0], resource_id=background_scope[1]
+            )
             tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
         if opts.get("instructions") is not None:
             # Keep what the background seam appended to the agent's own instructions.
-            tail = instructions[len(self.instructions) :] if instructions.startswith(self.instructions) else ""
+            tail = (
+                instructions[len(self.instructions) :] if instructions.startswith(self.instructions) else ""
+            )
             instructions = str(opts["instructions"]) + tail
         if self.agents or self.workflows:
             tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
@@ -480,15 +487,26 @@ class Agent:
         )
         user_signal: AbortSignal | None = opts.get("abort_signal")
         hooks = judged_hooks(
-            hooks, opts.get("is_task_complete"), self.goal, self._goal_storage if memory else None,
-            agent_id=self.id, scope=scope, run_id=run_id, max_steps=opts.get("max_steps"), now_ms=now_ms,
-            signal=AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal,
+            hooks,
+            opts.get("is_task_complete"),
+            self.goal,
+            self._goal_storage if memory else None,
+            agent_id=self.id,
+            scope=scope,
+            run_id=run_id,
+            max_steps=opts.get("max_steps"),
+            now_ms=now_ms,
+            signal=AbortSignal.any([user_signal, cancel.signal])
+            if user_signal is not None
+            else cancel.signal,
         )
         if checkpoint is not None:
             hooks, model = checkpoint.hooks(hooks), checkpoint.model(model)
         if traced is not None:  # outermost in the hooks chain (docs/decisions.md, "Phase 2 seams")
             hooks, model = TracingHooks(hooks, traced), traced.model(model)
-        config = self._run_config(opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep, model)
+        config = self._run_config(
+            opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep, model
+        )
         recorder.start(run_id, stored_options(opts), scope)
         config.on_suspend = recorder.on_loop_suspend
         source: AsyncIterator[Chunk] = run_loop(config)
@@ -585,7 +603,9 @@ class Agent:
             result_tripwire=result_tripwire,
         )
 
-    def _with_processors(self, hooks: LoopHooks, opts: Mapping[str, Any], cancel: AbortController) -> LoopHooks:
+    def _with_processors(
+        self, hooks: LoopHooks, opts: Mapping[str, Any], cancel: AbortController
+    ) -> LoopHooks:
         """The run's hooks with its processors around them (the agent's, or the call's options)."""
         inputs = _option(opts, "input_processors", self.input_processors, INPUT_METHODS)
         outputs = _option(opts, "output_processors", self.output_processors, OUTPUT_METHODS)
@@ -646,9 +666,13 @@ class Agent:
         field, and the run keeps waiting). For a run waiting for approval, ``{"approved": bool,
         "reason"?: str}`` approves or declines. Returns at once, as `approve_tool_call`.
         """
-        return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "resume", resume_data=resume_data), options)
+        return self._resume_leg(
+            run_id, ResumeDecision(tool_call_id or "", "resume", resume_data=resume_data), options
+        )
 
-    async def suspended_run(self, *, run_id: str | None = None, thread_id: str | None = None) -> dict[str, Any] | None:
+    async def suspended_run(
+        self, *, run_id: str | None = None, thread_id: str | None = None
+    ) -> dict[str, Any] | None:
         """What a suspended run of this agent waits for, or ``None`` (no such run, or it is not
         waiting any more): ``{"runId", "kind": "approval" | "suspend", "toolCallId", "toolName",
         "args", "suspendPayload", "resumeSchema", "threadId", "resourceId"}`` (the last two: the

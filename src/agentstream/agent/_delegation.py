@@ -282,7 +282,12 @@ def workflow_input_schema(workflow: Any) -> dict[str, Any]:
     }
     if getattr(workflow, "state_schema", None) is not None:
         properties["initialState"] = _schema_part(workflow.state_schema)
-    return {"type": "object", "properties": properties, "required": ["inputData"], "additionalProperties": True}
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": ["inputData"],
+        "additionalProperties": True,
+    }
 
 
 class WorkflowToolError(Exception):

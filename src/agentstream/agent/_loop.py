@@ -210,7 +210,9 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
             if not await run.after_model(st):  # an output-step processor asked for another try
                 last_finish = run.retry_step(st, metadata)
                 yield StepFinish(
-                    run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
+                    run_id=cfg.run_id,
+                    from_=AGENT,
+                    payload=StepFinishPayload(**_step_finish_fields(last_finish)),
                 )
                 continue
             runner = run.tool_runner()
@@ -548,7 +550,9 @@ class _Run:
 
     def _step_info(self, st: StepState) -> StepInfo:
         tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
-        return StepInfo(st.number, st.text, _reason(st), False, tool_calls, [], st.usage, st.error is not UNSET)
+        return StepInfo(
+            st.number, st.text, _reason(st), False, tool_calls, [], st.usage, st.error is not UNSET
+        )
 
     async def after_model(self, st: StepState) -> bool:
         """The output-step seam; ``False``: a processor asked to retry the step (and may)."""
@@ -588,7 +592,9 @@ class _Run:
         self.records.append((st, new_messages, metadata))
 
     @staticmethod
-    def _step_record(st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> dict[str, Any]:
+    def _step_record(
+        st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]
+    ) -> dict[str, Any]:
         response = {k: metadata[k] for k in ("id", "timestamp", "modelId", "headers") if k in metadata}
         content = st.assistant_content()
         record: dict[str, Any] = {
@@ -632,7 +638,11 @@ class _Run:
         try:
             return await self.cfg.hooks.end_of_run(self.steps)
         except Tripwire as trip:
-            log.warning("output result processor tripwire triggered: %s (processor %s)", trip.reason, trip.processor_id)
+            log.warning(
+                "output result processor tripwire triggered: %s (processor %s)",
+                trip.reason,
+                trip.processor_id,
+            )
             if self.cfg.on_result_tripwire is not None:
                 self.cfg.on_result_tripwire(trip)
             return []

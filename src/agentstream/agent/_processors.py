@@ -205,7 +205,11 @@ class ProcessorHooks(ChainedHooks):
         for entry in self.outputs:
             fn = entry.method("process_output_stream")
             if fn is not None:
-                kw = {"stream_parts": entry.stream_parts, "state": entry.state, **self._ctx(entry, stream=True)}
+                kw = {
+                    "stream_parts": entry.stream_parts,
+                    "state": entry.state,
+                    **self._ctx(entry, stream=True),
+                }
                 self._streamers.append((entry, fn, kw, inspect.iscoroutinefunction(fn)))
         self._inner_process = inner.process_chunk
         if self._streamers or self.inputs or self.outputs or self.errors:
@@ -284,9 +288,15 @@ class ProcessorHooks(ChainedHooks):
                     raise
                 except Exception:
                     # Mastra: a processor that fails (other than by abort) is logged; the part goes on.
-                    log.exception("output processor %r failed on a %s part; the part is kept", entry.id, kind.__name__)
+                    log.exception(
+                        "output processor %r failed on a %s part; the part is kept", entry.id, kind.__name__
+                    )
                     out = part
-                if out is not None and type(out) is not type(part) and not isinstance(getattr(out, "type", None), str):
+                if (
+                    out is not None
+                    and type(out) is not type(part)
+                    and not isinstance(getattr(out, "type", None), str)
+                ):
                     raise TypeError(
                         f"{entry.id}.process_output_stream must return a chunk or None, got {type(out).__name__}"
                     )
@@ -352,7 +362,12 @@ class ProcessorHooks(ChainedHooks):
         """The conversation with this step's answer (its text and tool calls) at the end."""
         content: list[dict[str, Any]] = [{"type": "text", "text": step.text}] if step.text else []
         content += [
-            {"type": "tool-call", "toolCallId": c["toolCallId"], "toolName": c["toolName"], "input": c["args"]}
+            {
+                "type": "tool-call",
+                "toolCallId": c["toolCallId"],
+                "toolName": c["toolName"],
+                "input": c["args"],
+            }
             for c in step.tool_calls
         ]
         return [*self.messages, {"role": "assistant", "content": content}] if content else list(self.messages)

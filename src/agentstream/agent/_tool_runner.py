@@ -61,7 +61,9 @@ def _tool_not_found(name: str, tools: dict[str, Tool]) -> ToolNotFoundError:
     )
 
 
-def tool_error(error: Exception, *, run_id: str, call: PendingToolCall, mask: ToolErrorMask | None) -> BaseException:
+def tool_error(
+    error: Exception, *, run_id: str, call: PendingToolCall, mask: ToolErrorMask | None
+) -> BaseException:
     """A tool's exception as the client and the model see it (secrets redacted, ``on_tool_error``
     applied): the one place a raised exception becomes the tool's error."""
     return reported_tool_error(error, run_id=run_id, tool_name=call.name, mask=mask)
@@ -196,9 +198,7 @@ class ToolRunner:
             # cleanup before the step goes on, so no task outlives the run.
             await asyncio.gather(*tasks, return_exceptions=True)
         if self.suspended is not None:
-            self.completed = {
-                c.call_id: o for c, o in zip(calls, outcome, strict=True) if o is not _NOT_RUN
-            }
+            self.completed = {c.call_id: o for c, o in zip(calls, outcome, strict=True) if o is not _NOT_RUN}
             return
         for call, (failed, value) in zip(calls, outcome, strict=True):
             if isinstance(value, Tripwire):  # process_tool_result blocked it: not committed, the run ends

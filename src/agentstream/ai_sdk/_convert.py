@@ -639,7 +639,12 @@ class UIChunkConverter:
             return None
         out: list[UIChunk] = []
         for kind, body in parts:
-            part: UIChunk = {"type": kind, **body, "ancestry": [dict(a) for a in ancestry], "depth": len(ancestry)}
+            part: UIChunk = {
+                "type": kind,
+                **body,
+                "ancestry": [dict(a) for a in ancestry],
+                "depth": len(ancestry),
+            }
             if len(ancestry) > 1 and "agentId" in ancestry[-2]:
                 part["parentAgentId"] = ancestry[-2]["agentId"]
             out.append(part)

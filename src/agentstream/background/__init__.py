@@ -42,6 +42,7 @@ from ._errors import (
     ConcurrencyLimitError,
     InvalidTaskStateError,
     TaskNotFoundError,
+    TaskReleased,
     TaskSuspended,
     TaskWaitTimeoutError,
 )
@@ -53,6 +54,7 @@ from ._manager import (
     Executor,
     TaskHooks,
 )
+from ._remote import RemoteTasks
 
 __all__ = [
     "BACKGROUND_OVERRIDE_JSON_SCHEMA",
@@ -74,11 +76,13 @@ __all__ = [
     "EnqueueResult",
     "Executor",
     "InvalidTaskStateError",
+    "RemoteTasks",
     "ResolvedBackgroundConfig",
     "RetryConfig",
     "TaskHooks",
     "TaskNotFoundError",
     "TaskOutcome",
+    "TaskReleased",
     "TaskSuspended",
     "TaskWaitTimeoutError",
     "ToolBackgroundConfig",

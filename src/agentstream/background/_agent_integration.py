@@ -411,7 +411,10 @@ def stream_until_idle(
     continuation = {k: v for k, v in first_options.items() if k != "on_finish"}
     scope = _Scope(thread_id, resource_id, run_id)
     first = agent._stream_turn(
-        messages, first_options, background=AgentBackground(manager), background_scope=(thread_id, resource_id)
+        messages,
+        first_options,
+        background=AgentBackground(manager),
+        background_scope=(thread_id, resource_id),
     )
     return UntilIdleOutput(
         agent,

@@ -114,6 +114,12 @@ class BackgroundTaskManagerConfig:
     on_task_complete: TaskCallback | None = None
     on_task_failed: TaskCallback | None = None
     on_task_cancelled: TaskCallback | None = None
+    remote: Any = None
+    """A `RemoteTasks` engine (``agentstream.durable.DurableBackground(url)``): tasks run on workers."""
+    stream_store: Any = None
+    """A shared ``StreamStore``: every task's chunks go there, and managers follow each other's tasks."""
+    follow_interval_ms: int = 500
+    """With a ``stream_store``: how often the storage is polled for other managers' tasks to follow."""
 
     def __post_init__(self) -> None:
         check_count("global_concurrency", self.global_concurrency, minimum=1)
@@ -129,6 +135,7 @@ class BackgroundTaskManagerConfig:
         check_ms("wait_timeout_ms", self.wait_timeout_ms, allow_none=True)
         check_ms("shutdown_grace_ms", self.shutdown_grace_ms)
         check_count("lease_ms", self.lease_ms, minimum=1)
+        check_count("follow_interval_ms", self.follow_interval_ms, minimum=1)
         if self.heartbeat_interval_ms is not None:
             check_count("heartbeat_interval_ms", self.heartbeat_interval_ms, minimum=1)
             if self.heartbeat_interval_ms >= self.lease_ms:

@@ -169,7 +169,9 @@ class BackgroundHooks(ChainedHooks):
         self.resource_id = resource_id
         self.dispatched: dict[tuple[str, str], tuple[str, str]] = {}
         # an async inner (output processors) makes this one async too: the loop awaits only then
-        self.process_chunk = self._aprocess if inspect.iscoroutinefunction(inner.process_chunk) else self._process
+        self.process_chunk = (
+            self._aprocess if inspect.iscoroutinefunction(inner.process_chunk) else self._process
+        )
 
     async def _aprocess(self, chunk: Chunk) -> Any:
         return await self._process(chunk)
@@ -268,5 +270,3 @@ class BackgroundHooks(ChainedHooks):
             return final.result
         self.dispatched[key] = (task.id, "running")
         return placeholder_result_text(task.id, tool.id)
-
-

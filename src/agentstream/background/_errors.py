@@ -10,6 +10,7 @@ __all__ = [
     "ConcurrencyLimitError",
     "InvalidTaskStateError",
     "TaskNotFoundError",
+    "TaskReleased",
     "TaskSuspended",
     "TaskWaitTimeoutError",
 ]
@@ -21,7 +22,6 @@ class BackgroundTaskError(Exception):
 
 class BackgroundTasksDisabledError(BackgroundTaskError):
     """Background tasks were used but are not enabled (`Mastra(background_tasks=...)` is missing)."""
-
 
 
 class TaskNotFoundError(BackgroundTaskError, LookupError):
@@ -55,6 +55,15 @@ class TaskWaitTimeoutError(BackgroundTaskError, TimeoutError):
 
     def __init__(self) -> None:
         super().__init__("Timed out waiting for background task")
+
+
+class TaskReleased(RuntimeError):
+    """The abort reason when a manager stops running a task that goes on elsewhere.
+
+    Its shutdown, or a lease it lost to another manager: a remote engine must not cancel the
+    task's work on a worker for this reason (the new owner attaches to it); any other abort reason
+    (a cancel, a timeout) means the task is over.
+    """
 
 
 class TaskSuspended(BaseException):

@@ -29,7 +29,7 @@ from collections import Counter, deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Literal, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
 import msgspec
 
@@ -50,6 +50,7 @@ from ..chunks import (
     BackgroundTaskRunningPayload,
     BackgroundTaskSuspended,
     BackgroundTaskSuspendedPayload,
+    chunk_from_dict,
     chunk_to_dict,
     to_jsonable,
 )
@@ -71,10 +72,16 @@ from ._errors import (
     ConcurrencyLimitError,
     InvalidTaskStateError,
     TaskNotFoundError,
+    TaskReleased,
     TaskSuspended,
     TaskWaitTimeoutError,
 )
+from ._remote import RemoteTasks
+from ._shared import SEGMENT_END, TaskStreams
 from ._threads import run_in_daemon_thread
+
+if TYPE_CHECKING:
+    from ..resumable import StreamStore
 
 __all__ = [
     "BackgroundTaskChunk",
@@ -98,6 +105,8 @@ BackgroundTaskChunk: TypeAlias = (
     | BackgroundTaskResumed
     | BackgroundTaskCancelled
 )
+
+_TASK_CHUNKS: tuple[type[Any], ...] = get_args(BackgroundTaskChunk)
 
 WORKFLOW_NAME = "__background-task"
 STALE_TASK_MESSAGE = "Worker process terminated before task completed"
@@ -151,6 +160,10 @@ class _LocalRun:
     finished: bool = False
     last_output: float = float("-inf")
     resumed: bool = False
+    output_seq: int = 0
+    """``background-task-output`` chunks the current attempt produced (published or not)."""
+    skip_outputs: int = 0
+    """Outputs of this attempt a previous owner already published (a takeover re-relays them)."""
     in_thread: bool = False
     """The executor is synchronous and runs in a thread (which cannot be stopped)."""
 
@@ -207,6 +220,67 @@ def _runs_in_thread(executor: Any) -> bool:
     return not _is_async_callable(executor.execute if _is_tool(executor) else executor)
 
 
+def _record_chunk(task: BackgroundTask) -> BackgroundTaskChunk | None:
+    """The lifecycle chunk a finished task's record stands for (``None``: it has not finished)."""
+    done = task.completed_at or task.created_at
+    if task.status == "completed":
+        return BackgroundTaskCompleted(
+            payload=BackgroundTaskCompletedPayload(
+                task_id=task.id,
+                tool_name=task.tool_name,
+                tool_call_id=task.tool_call_id,
+                agent_id=task.agent_id,
+                run_id=task.run_id,
+                completed_at=done,
+                result=task.result,
+            )
+        )
+    if task.status in ("failed", "timed_out"):
+        return BackgroundTaskFailed(
+            payload=BackgroundTaskFailedPayload(
+                task_id=task.id,
+                tool_name=task.tool_name,
+                tool_call_id=task.tool_call_id,
+                run_id=task.run_id,
+                agent_id=task.agent_id,
+                error={"message": task.error.message if task.error is not None else task.status},
+                completed_at=done,
+            )
+        )
+    if task.status == "cancelled":
+        return BackgroundTaskCancelled(
+            payload=BackgroundTaskCancelledPayload(
+                task_id=task.id,
+                tool_name=task.tool_name,
+                tool_call_id=task.tool_call_id,
+                run_id=task.run_id,
+                agent_id=task.agent_id,
+                completed_at=done,
+            )
+        )
+    return None
+
+
+def _check_remote(remote: Any) -> RemoteTasks | None:
+    if remote is None or isinstance(remote, RemoteTasks):
+        return remote
+    raise TypeError(
+        f"remote must have runs_remotely(tool_name, agent_id) and run(tool_name, args, context) "
+        f"(e.g. agentstream.durable.DurableBackground(url)), got {type(remote).__name__}"
+    )
+
+
+def _check_stream_store(store: Any) -> StreamStore:
+    needed = ("start", "append", "finish", "active", "read")
+    missing = [name for name in needed if not callable(getattr(store, name, None))]
+    if missing:
+        raise TypeError(
+            f"stream_store must be a StreamStore (MemoryStreamStore, RedisStreamStore), got "
+            f"{type(store).__name__} without {', '.join(missing)}"
+        )
+    return cast("StreamStore", store)
+
+
 def new_owner_id() -> str:
     """``host:pid:random``: unique per manager, readable in the task record."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
@@ -231,6 +305,18 @@ class BackgroundTaskManager:
 
     ``clock`` (aware ``datetime``) and ``sleep`` are injectable so leases and cleanup run on fake time;
     ``owner_id`` defaults to ``host:pid:random``.
+
+    ``remote`` (or the config's ``remote``): an engine such as
+    ``agentstream.durable.DurableBackground(url)`` that executes every task whose tool it
+    ``runs_remotely`` (agent-dispatched or not) on worker processes; this manager keeps the records,
+    leases, retries and streams. A task it took over from a dead manager is attached to the work
+    already running, not started again.
+
+    ``stream_store`` (or the config's ``stream_store``): a `agentstream.resumable.StreamStore`
+    shared by every manager (Redis for several processes). The chunks of each task this manager
+    runs are written there under ``task:<task id>``, and `stream`, `subscribe` and until-idle
+    streams here also follow matching tasks that other managers run (found by polling the storage
+    every ``follow_interval_ms``).
     """
 
     def __init__(
@@ -242,12 +328,23 @@ class BackgroundTaskManager:
         clock: Callable[[], datetime] = utc_now,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
         owner_id: str | None = None,
+        remote: RemoteTasks | None = None,
+        stream_store: StreamStore | None = None,
     ) -> None:
         cfg = BackgroundTaskManagerConfig.from_value(config)
         if config is None:
             cfg = BackgroundTaskManagerConfig(enabled=True)
         self.storage = storage
         self.config = cfg
+        self.remote: RemoteTasks | None = _check_remote(remote if remote is not None else cfg.remote)
+        """Where tasks execute when not here (``None``: always in this process)."""
+        shared = stream_store if stream_store is not None else cfg.stream_store
+        self._shared = TaskStreams(_check_stream_store(shared)) if shared is not None else None
+        self._followers: dict[str, asyncio.Task[None]] = {}
+        self._followed: dict[str, datetime | None] = {}
+        """Task id -> ``started_at`` of the segment followed (not followed again once it ended)."""
+        self._stale_followers: set[str] = set()
+        self._follow_task: asyncio.Task[None] | None = None
         self._registry: dict[str, Any] = dict(tools or {})
         self._clock = clock
         self._sleep = sleep
@@ -292,6 +389,8 @@ class BackgroundTaskManager:
             if self.config.recover_stale_tasks_on_start:
                 await self.reclaim_expired()
             self._lease_task = asyncio.create_task(self._lease_loop(self.config.heartbeat_ms))
+            if self._shared is not None:
+                self._follow_task = asyncio.create_task(self._follow_loop(self.config.follow_interval_ms))
             if self.config.cleanup is not None:
                 self._cleanup_task = asyncio.create_task(
                     self._cleanup_loop(self.config.cleanup.cleanup_interval_ms)
@@ -304,12 +403,18 @@ class BackgroundTaskManager:
         are released: the next `start` (here or in another process) reclaims them.
         """
         self._closing = True
-        for background in (self._cleanup_task, self._lease_task):
+        for background in (
+            self._cleanup_task,
+            self._lease_task,
+            self._follow_task,
+            *self._followers.values(),
+        ):
             if background is not None:
                 background.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await background
-        self._cleanup_task = self._lease_task = None
+        self._cleanup_task = self._lease_task = self._follow_task = None
+        self._followers.clear()
         grace = self.config.shutdown_grace_ms if grace_ms is None else grace_ms
         workers = set(self._workers)
         if workers:
@@ -317,13 +422,15 @@ class BackgroundTaskManager:
             for run in list(self._runs.values()):
                 run.finished = True
                 if run.controller is not None:
-                    run.controller.abort(RuntimeError("Background task manager shutting down"))
+                    run.controller.abort(TaskReleased("Background task manager shutting down"))
                 if run.inner is not None:
                     run.inner.cancel()
             for worker in still:
                 worker.cancel()
             if still:
                 await asyncio.wait(still, timeout=1)
+        if self._shared is not None:
+            await self._shared.aclose()
         if self._started:
             await self._release_leases()
         self._pending.clear()
@@ -472,16 +579,16 @@ class BackgroundTaskManager:
         )
         run = self._runs.get(task_id)
         if run is not None:
-            self._stop_run(run, "Task cancelled")
+            self._stop_run(run, RuntimeError("Task cancelled"))
         await self._announce_cancelled(cancelled, now)
         if self.config.on_task_cancelled is not None:
             await self._call_hook(self.config.on_task_cancelled, cancelled)
         return cancelled
 
-    def _stop_run(self, run: _LocalRun, reason: str) -> None:
+    def _stop_run(self, run: _LocalRun, reason: Exception) -> None:
         run.cancelled = True
         if run.controller is not None:
-            run.controller.abort(RuntimeError(reason))
+            run.controller.abort(reason)
         if run.inner is not None:
             run.inner.cancel()
 
@@ -562,6 +669,7 @@ class BackgroundTaskManager:
         running = msgspec.structs.replace(
             task, status="running", suspend_payload=None, suspended_at=None, started_at=now
         )
+        await self._open_segment(running, None)
         self._publish(
             running,
             BackgroundTaskResumed(
@@ -690,6 +798,9 @@ class BackgroundTaskManager:
             raise ValueError(f"max_buffered_output must be >= 0, got {max_buffered_output}")
         queue: AbortableQueue[BackgroundTaskChunk] = AbortableQueue(abort_signal)
         dropped = 0
+        announced: set[str] = set()
+        """Tasks whose running chunk came from the listing: a second one (the task's own publish
+        racing the listing, or a followed stream's replay) is dropped."""
 
         def offer(chunk: BackgroundTaskChunk) -> None:
             nonlocal dropped
@@ -722,16 +833,96 @@ class BackgroundTaskManager:
                 )
                 for task in page.tasks:
                     if task_id is None or task.id == task_id:
+                        announced.add(task.id)
                         yield self._running_chunk(task)
             if abort_signal is not None and abort_signal.aborted:
                 return
             async for chunk in queue:
+                if isinstance(chunk, BackgroundTaskRunning) and chunk.payload.task_id in announced:
+                    announced.discard(chunk.payload.task_id)
+                    continue
                 yield chunk
         finally:
             unsubscribe()
             queue.close()
             if dropped:
                 log.warning("background task stream: dropped %d progress chunks for a slow consumer", dropped)
+
+    # ------------------------------------------------------------------------------ other managers' tasks
+
+    async def _follow_loop(self, interval_ms: int) -> None:
+        while True:
+            try:
+                await self.follow_tasks()
+            except Exception:  # pragma: no cover - logged, the loop keeps going (a store may be down)
+                log.exception("background task manager: following other managers' tasks failed")
+            await self._sleep(interval_ms / 1000)
+
+    async def follow_tasks(self) -> None:
+        """Start following the running tasks other managers hold that a subscriber here wants; end
+        the following of tasks that ended without their stream saying so (their manager died).
+
+        Runs every ``follow_interval_ms`` when a ``stream_store`` is set; call it directly in tests.
+        """
+        if self._shared is None or (not self._subscribers and not self._followers):
+            return
+        page = await self.storage.list_tasks(status=("running", "pending"))
+        alive = {task.id: task for task in page.tasks}
+        for task_id in list(self._followers):
+            if task_id in alive:
+                self._stale_followers.discard(task_id)
+            elif task_id in self._stale_followers:  # ended a poll ago and the stream never said so
+                await self._end_following(task_id)
+            else:
+                self._stale_followers.add(task_id)
+        for task_id in [t for t in self._followed if t not in alive and t not in self._followers]:
+            del self._followed[task_id]
+        for task in alive.values():
+            if (
+                task.status != "running"
+                or task.id in self._owned
+                or task.id in self._followers
+                or self._followed.get(task.id, False) == task.started_at
+                or not any(sub.wants(task) for sub in self._subscribers)
+            ):
+                continue
+            self._followed[task.id] = task.started_at
+            follower = asyncio.create_task(self._follow(task), name=f"background-task-follow:{task.id}")
+            self._followers[task.id] = follower
+
+    async def _follow(self, task: BackgroundTask) -> None:
+        def deliver(wire: dict[str, Any]) -> None:
+            chunk = chunk_from_dict(wire, unknown="keep")
+            if isinstance(chunk, _TASK_CHUNKS):
+                self._fan_out(task, chunk)
+                if wire.get("type") in SEGMENT_END:
+                    self._notify_terminal()
+
+        assert self._shared is not None
+        ended = False
+        try:
+            ended = await self._shared.follow(task.id, deliver, lambda: task.id in self._owned)
+        except Exception as exc:
+            log.warning("background task %s: following its stream failed (%s)", task.id, exc)
+        finally:
+            # Without its ending chunk (its stream expired or failed), the entry stays: the next
+            # polls tell the end from the record (`_end_following`).
+            if (ended or task.id in self._owned) and self._followers.get(task.id) is asyncio.current_task():
+                del self._followers[task.id]
+                self._stale_followers.discard(task.id)
+
+    async def _end_following(self, task_id: str) -> None:
+        """The task ended but its manager died before its stream said so: tell from the record."""
+        follower = self._followers.pop(task_id)
+        self._stale_followers.discard(task_id)
+        follower.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await follower
+        task = await self.storage.find_task(task_id)
+        chunk = None if task is None else _record_chunk(task)
+        if task is not None and chunk is not None:
+            self._fan_out(task, chunk)
+            self._notify_terminal()
 
     # ------------------------------------------------------------------------------ cleanup
 
@@ -800,7 +991,11 @@ class BackgroundTaskManager:
         self._pending = kept
 
     def _spawn(self, task: BackgroundTask, resume: _Resume | None) -> None:
-        run = _LocalRun(task.id, task.agent_id, resumed=resume is not None)
+        run = _LocalRun(
+            task.id,
+            task.agent_id,
+            resumed=resume is not None and (not resume.attach or resume.data is not None),
+        )
         self._start_worker(run, self._work(task, run, resume))
 
     def _spawn_id(self, task_id: str, agent_id: str) -> None:
@@ -848,11 +1043,15 @@ class BackgroundTaskManager:
                 if not won:
                     return
                 task = msgspec.structs.replace(task, status="running", started_at=now)
+                await self._open_segment(task, run)
                 self._publish(task, self._running_chunk(task))
+            elif resume.attach:
+                await self._open_segment(task, run)
             resume_data = resume.data if resume is not None else None
             while True:
                 outcome = await self._attempt(task, run, resume_data)
                 if outcome.kind == "retry":
+                    run.skip_outputs = 0
                     task = msgspec.structs.replace(task, retry_count=task.retry_count + 1)
                     won = await self.storage.update_task(
                         task.id,
@@ -885,12 +1084,16 @@ class BackgroundTaskManager:
             executor = self._registry.get(f"{task.agent_id}:{task.tool_name}") or self._registry.get(
                 task.tool_name
             )
-        if executor is None:
+        is_tool = _is_tool(executor)
+        if self.remote is not None and self.remote.runs_remotely(task.tool_name, task.agent_id):
+            executor = self._remote_executor(task.tool_name)
+        elif executor is None:
             return _Outcome(
                 "failed", error=TaskError(message=f'No executor registered for tool "{task.tool_name}"')
             )
         controller = AbortController()
         run.controller = controller
+        run.output_seq = 0
         if run.cancelled:
             return _Outcome("cancelled")
 
@@ -950,11 +1153,7 @@ class BackgroundTaskManager:
             value = inner.result()
             if isinstance(value, _Suspended):
                 return _Outcome("suspended", suspend_payload=value.payload)
-            is_error = (
-                True
-                if isinstance(value, dict) and value.get("error") is True and _is_tool(executor)
-                else None
-            )
+            is_error = True if isinstance(value, dict) and value.get("error") is True and is_tool else None
             return _Outcome("success", result=value, is_error=is_error)
         if controller.signal.aborted or isinstance(exc, TimeoutError):
             message = f"Task timed out after {task.timeout_ms}ms"
@@ -967,6 +1166,27 @@ class BackgroundTaskManager:
         if task.retry_count < task.max_retries:
             return _Outcome("retry", error=error)
         return _Outcome("failed", error=error)
+
+    def _remote_executor(self, tool_name: str) -> Executor:
+        remote = self.remote
+        assert remote is not None
+
+        async def run_remotely(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
+            return await remote.run(tool_name, args, context)
+
+        return run_remotely
+
+    async def _open_segment(self, task: BackgroundTask, run: _LocalRun | None) -> None:
+        """Start writing the task's chunks to the shared stream (when there is one)."""
+        if self._shared is None:
+            return
+        try:
+            skip = await self._shared.open(task.id, retry_count=task.retry_count)
+        except Exception as exc:  # the store is down: the task runs on, only other servers miss its chunks
+            log.warning("background task %s: cannot open its shared stream (%s)", task.id, exc)
+            return
+        if run is not None:
+            run.skip_outputs = skip
 
     @staticmethod
     async def _execute(
@@ -1082,6 +1302,10 @@ class BackgroundTaskManager:
             await self._call_hook(config_hook, final)
 
     def _on_output(self, task: BackgroundTask, run: _LocalRun, chunk: Any) -> None:
+        number = run.output_seq
+        run.output_seq += 1
+        if number < run.skip_outputs:
+            return  # published by the manager this task was taken over from
         if run.finished or run.cancelled or (run.controller is not None and run.controller.signal.aborted):
             return
         throttle = self.config.progress_throttle_ms
@@ -1102,6 +1326,7 @@ class BackgroundTaskManager:
                     payload=chunk_to_dict(chunk),
                 )
             ),
+            output=(task.retry_count, number),
         )
 
     @staticmethod
@@ -1118,7 +1343,15 @@ class BackgroundTaskManager:
             )
         )
 
-    def _publish(self, task: BackgroundTask, chunk: BackgroundTaskChunk) -> None:
+    def _publish(
+        self, task: BackgroundTask, chunk: BackgroundTaskChunk, *, output: tuple[int, int] | None = None
+    ) -> None:
+        """To this manager's subscribers and, for a task it runs, to the task's shared stream."""
+        if self._shared is not None:
+            self._shared.write(task.id, chunk_to_dict(chunk), output=output)
+        self._fan_out(task, chunk)
+
+    def _fan_out(self, task: BackgroundTask, chunk: BackgroundTaskChunk) -> None:
         for sub in list(self._subscribers):
             if sub.wants(task):
                 try:
@@ -1161,6 +1394,8 @@ class BackgroundTaskManager:
         clock (tests).
         """
         await self.renew_leases()
+        if self._shared is not None:
+            self._shared.keep_alive()
         if self.config.recover_stale_tasks_on_start:
             await self.reclaim_expired()
 
@@ -1192,8 +1427,11 @@ class BackgroundTaskManager:
         if task_id not in self._owned or (run is not None and (run.finishing or run.finished)):
             return  # settled locally while we looked
         abandoned = run is not None and run.thread_running()
+        cancelled = task is not None and task.status == "cancelled"
         if run is not None:
-            self._stop_run(run, "Task cancelled" if task and task.status == "cancelled" else "Lease lost")
+            self._stop_run(run, RuntimeError("Task cancelled") if cancelled else TaskReleased("Lease lost"))
+        if self._shared is not None and not cancelled:
+            self._shared.release(task_id)
         if task is not None and task.status == "cancelled":
             if abandoned:
                 await self.storage.update_task(
@@ -1227,11 +1465,41 @@ class BackgroundTaskManager:
             if task.id in self._owned:
                 continue  # ours and alive here: the next renewal extends it
             claimable: BackgroundTask | None = task
+            if task.status == "running" and self._runs_remotely(task):
+                await self._attach(task, now)
+                continue
             if task.status == "running":
                 claimable = await self._reclaim_running(task, now)
             if claimable is not None:
                 await self._claim_pending(claimable, now)
         self._drain()
+
+    def _runs_remotely(self, task: BackgroundTask) -> bool:
+        return self.remote is not None and self.remote.runs_remotely(task.tool_name, task.agent_id)
+
+    async def _attach(self, task: BackgroundTask, now: datetime) -> None:
+        """Take over an expired ``running`` task that executes remotely: its attempt may well be
+        running on a worker still, so this manager follows it (same attempt) instead of retrying."""
+        if not self._has_slot(task.agent_id):
+            return  # a later sweep, here or in another manager
+        self._owned.add(task.id)
+        claim = TaskUpdate(owner_id=self.owner_id, lease_expires_at=self._lease_until())
+        won = await self.storage.update_task(
+            task.id, claim, expected_status="running", expected_owner=task.owner_id, lease_expired_by=now
+        )
+        if not won:
+            self._owned.discard(task.id)
+            return
+        snapshot = await self.storage.load_workflow_snapshot(WORKFLOW_NAME, task.id)
+        data = snapshot["resumeData"] if isinstance(snapshot, dict) and "resumeData" in snapshot else None
+        log.warning(
+            "background task %s: the lease of %s expired; attached to its remote attempt",
+            task.id,
+            task.owner_id,
+        )
+        self._reserve(task.agent_id)
+        mine = msgspec.structs.replace(task, owner_id=self.owner_id)
+        self._spawn(mine, _Resume(data, already_running=True, attach=True))
 
     async def _reclaim_running(self, task: BackgroundTask, now: datetime) -> BackgroundTask | None:
         """Expired ``running`` -> ``pending`` (unowned) or ``failed``; the pending one if we won it."""
@@ -1289,3 +1557,5 @@ class BackgroundTaskManager:
 class _Resume:
     data: Any
     already_running: bool = field(default=False)
+    attach: bool = field(default=False)
+    """A remote task taken over from a dead manager: attach to its attempt, do not restart it."""

@@ -74,7 +74,6 @@ class WorkflowCanceledPayload(Payload, frozen=True):
     """Payload of the `workflow-canceled` chunk (`WorkflowCanceled`): empty."""
 
 
-
 class WorkflowCanceled(BaseChunk, tag="workflow-canceled", frozen=True):
     """`workflow-canceled` chunk: a workflow run was cancelled.
 
@@ -86,7 +85,6 @@ class WorkflowCanceled(BaseChunk, tag="workflow-canceled", frozen=True):
 
 class WorkflowPausedPayload(Payload, frozen=True):
     """Payload of the `workflow-paused` chunk (`WorkflowPaused`): empty."""
-
 
 
 class WorkflowPaused(BaseChunk, tag="workflow-paused", frozen=True):
@@ -144,7 +142,6 @@ class WorkflowStepSuspendedPayload(_StepStatePayload, frozen=True):
     """Payload of the `workflow-step-suspended` chunk (`WorkflowStepSuspended`): the step's id, status and
     suspend payload.
     """
-
 
 
 class WorkflowStepSuspended(BaseChunk, tag="workflow-step-suspended", frozen=True):

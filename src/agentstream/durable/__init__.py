@@ -6,7 +6,8 @@ Server (dispatches; the manager keeps records, leases and streams; chunks come b
     from agentstream.durable import DurableBackground
 
     remote = DurableBackground("postgresql://postgres@127.0.0.1:54329/postgres")
-    manager = BackgroundTaskManager(store, tools=remote.manager_tools(["research"]))
+    manager = BackgroundTaskManager(store, {"global_concurrency": 50}, remote=remote)
+    # or Mastra(..., background_tasks={"remote": remote}): every task, agent-dispatched or not
 
 Worker (``agentstream worker app:tools --database-url ...``, or in code):
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowHandleAsync
 
-from ..background import BackgroundTaskContext, Executor, TaskSuspended
+from ..background import BackgroundTaskContext, Executor, TaskReleased, TaskSuspended
 from ..chunks import chunk_from_dict, to_jsonable
 from ..tools import Tool
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
@@ -22,17 +23,30 @@ class RemoteTaskError(Exception):
 
 
 class DurableBackground:
-    """Dispatches background tasks to `agentstream worker` processes sharing `database_url`.
+    """Runs background tasks on `agentstream worker` processes sharing `database_url`.
 
-    `manager_tools(["research"])` gives the registry for a ``BackgroundTaskManager``: the manager
-    keeps its records, leases, retries, streams and until-idle continuations; only the tool's
-    execution moves to a worker, and its ``tool-output`` chunks come back through the engine.
+    Give it to the manager: ``BackgroundTaskManager(store, config, remote=DurableBackground(url))``
+    or ``Mastra(background_tasks={"remote": DurableBackground(url), ...})``. Every task then runs on
+    a worker, whether an agent dispatched it or ``manager.enqueue`` did; no tool needs wrapping.
+    The manager keeps its records, leases, retries, streams and until-idle continuations; only the
+    tool's execution moves, and its ``tool-output`` chunks come back through the engine.
+
+    ``local``: tool names (``"research"``, or ``"<agent id>:research"`` for one agent's) that stay
+    in the manager's process; every other tool must be registered on the workers.
     """
 
-    def __init__(self, database_url: str) -> None:
+    def __init__(self, database_url: str, *, local: Iterable[str] = ()) -> None:
+        if isinstance(local, str):
+            raise TypeError(f"local must be a collection of tool names, got the string {local!r}")
+        self.local = frozenset(local)
         # A server may start before any worker: create (or upgrade) DBOS's tables; idempotent.
         DBOS.migrate(database_url)
         self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
+
+    def runs_remotely(self, tool_name: str, agent_id: str) -> bool:
+        """Whether a task of ``tool_name`` (dispatched by ``agent_id``) runs on a worker: every tool
+        except those named in ``local``."""
+        return tool_name not in self.local and f"{agent_id}:{tool_name}" not in self.local
 
     def close(self) -> None:
         """Close the engine client's connections (tasks keep running on the workers)."""
@@ -49,8 +63,9 @@ class DurableBackground:
     def tool(self, tool: Tool) -> Tool:
         """`tool` with its ``execute`` running on a worker (which must register the real `tool`).
 
-        Give this to the server's agents: an agent hands its own tool to the manager for each
-        task, so the manager's ``tools=`` registry alone would not move agent-dispatched tasks.
+        For background tasks, prefer the manager setting (``remote=DurableBackground(url)``): it
+        moves every task without wrapping tools. A wrapped tool still runs on a worker when it is
+        called in the foreground (no manager, or a ``foreground`` disposition).
         """
 
         async def execute(input: Any, context: Any) -> Any:
@@ -89,7 +104,12 @@ class DurableBackground:
         }
         handle: WorkflowHandleAsync[Outcome] = await self._client.enqueue_async(options, spec)
         abort = context.abort_signal
-        remove = abort.add_listener(lambda _reason: self._client.cancel_workflow(workflow_id))
+
+        def on_abort(reason: Any) -> None:
+            if not isinstance(reason, TaskReleased):  # released: another manager attaches to it
+                self._client.cancel_workflow(workflow_id)
+
+        remove = abort.add_listener(on_abort)
         try:
             stream = self._client.read_stream_async(workflow_id, CHUNKS_STREAM, polling_interval_sec=0.05)
             async for item in stream:

@@ -74,7 +74,8 @@ async def _execute(executor: Any, spec: TaskSpec, context: BackgroundTaskContext
 async def _background_task(spec: TaskSpec) -> Outcome:
     pending: list[Chunk] = []
     _pending.set(pending)
-    executor = _tools.get(spec["tool_name"])
+    # One agent's tool ("<agent id>:<tool>") before the tool of that name for every agent.
+    executor = _tools.get(f"{spec['agent_id']}:{spec['tool_name']}") or _tools.get(spec["tool_name"])
     if executor is None:
         known = ", ".join(sorted(_tools)) or "none"
         error = f"tool {spec['tool_name']!r} is not registered on this worker (registered: {known})"

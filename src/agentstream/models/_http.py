@@ -175,7 +175,9 @@ class _HTTPStreamingModel:
         register_secret(api_key)
         for name, value in self._headers.items():
             if any(word in name.lower() for word in _CREDENTIAL_HEADER):
-                register_secret(value.partition(" ")[2] if value.lower().startswith(("bearer ", "basic ")) else value)
+                register_secret(
+                    value.partition(" ")[2] if value.lower().startswith(("bearer ", "basic ")) else value
+                )
                 register_secret(value)
 
     def __repr__(self) -> str:
@@ -261,7 +263,9 @@ class _HTTPStreamingModel:
             if not error.is_retryable or attempt >= self.max_retries:
                 return error
             delay = _retry_delay(response, attempt, self.retry_initial_delay)
-            log.info("%s: %s; retry %d of %d in %.1f s", self.provider, error, attempt + 1, self.max_retries, delay)
+            log.info(
+                "%s: %s; retry %d of %d in %.1f s", self.provider, error, attempt + 1, self.max_retries, delay
+            )
             await until_aborted(self._sleep(delay), signal)
             attempt += 1
 

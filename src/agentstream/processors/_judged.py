@@ -34,7 +34,10 @@ _SCORES_SCHEMA: dict[str, Any] = {
     "type": "array",
     "items": {
         "type": "object",
-        "properties": {"category": {"type": "string"}, "score": {"type": "number", "minimum": 0, "maximum": 1}},
+        "properties": {
+            "category": {"type": "string"},
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+        },
         "required": ["category", "score"],
     },
 }
@@ -56,7 +59,9 @@ class _Judged:
         instructions: str | None,
     ) -> None:
         if strategy not in _STRATEGIES:
-            raise ValueError(f"{type(self).__name__} strategy must be one of {', '.join(_STRATEGIES)}, got {strategy!r}")
+            raise ValueError(
+                f"{type(self).__name__} strategy must be one of {', '.join(_STRATEGIES)}, got {strategy!r}"
+            )
         if not 0 <= threshold <= 1:
             raise ValueError(f"{type(self).__name__} threshold must be between 0 and 1, got {threshold!r}")
         if not categories:
@@ -119,7 +124,9 @@ class _Judged:
         """The tripwire reason / warning."""
         reason = verdict.get("reason")
         names = ", ".join(name for name, _ in flagged)
-        return f"{self.kind.capitalize()} flagged. Categories: {names}" + (f". Reason: {reason}" if reason else "")
+        return f"{self.kind.capitalize()} flagged. Categories: {names}" + (
+            f". Reason: {reason}" if reason else ""
+        )
 
     async def check(self, text: str, abort: Any) -> str:
         """``text`` as the strategy leaves it (``block`` raises the tripwire instead)."""
@@ -148,7 +155,9 @@ class _Judged:
         return await self.check(text[: ends[-1]], abort), text[ends[-1] :]
 
     # the processor methods
-    async def process_input(self, *, messages: list[dict[str, Any]], abort: Any, **_: Any) -> list[dict[str, Any]]:
+    async def process_input(
+        self, *, messages: list[dict[str, Any]], abort: Any, **_: Any
+    ) -> list[dict[str, Any]]:
         """Each user message judged (system and assistant messages are trusted)."""
 
         async def check(text: str) -> str:

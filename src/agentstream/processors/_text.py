@@ -26,9 +26,7 @@ def message_text(message: dict[str, Any]) -> str:
     return ""
 
 
-async def map_message_text(
-    message: dict[str, Any], fn: Callable[[str], Awaitable[str]]
-) -> dict[str, Any]:
+async def map_message_text(message: dict[str, Any], fn: Callable[[str], Awaitable[str]]) -> dict[str, Any]:
     """``message`` with ``fn`` applied to every text (a new message; the original is left alone)."""
     content = message.get("content")
     if isinstance(content, str):
@@ -63,7 +61,9 @@ class HoldBack:
         if reasoning:
             self.kinds[ReasoningDelta] = ReasoningEnd
 
-    async def __call__(self, part: Chunk, state: dict[str, Any], writer: Any, abort: Any = None) -> Chunk | None:
+    async def __call__(
+        self, part: Chunk, state: dict[str, Any], writer: Any, abort: Any = None
+    ) -> Chunk | None:
         held: dict[tuple[type, str], tuple[str, Delta]] = state.setdefault("held", {})
         kind = type(part)
         if kind in self.kinds:

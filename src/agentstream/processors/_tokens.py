@@ -62,7 +62,9 @@ class TokenLimiter:
         state["tail"] = tail
         return int(state.get("counted", 0)) + self.counter(tail)
 
-    async def process_output_stream(self, *, part: Chunk, state: dict[str, Any], abort: Any, **_: Any) -> Chunk | None:
+    async def process_output_stream(
+        self, *, part: Chunk, state: dict[str, Any], abort: Any, **_: Any
+    ) -> Chunk | None:
         """The part, or ``None`` once the limit is crossed (``truncate``)."""
         if type(part) is not TextDelta:
             return part
@@ -74,5 +76,9 @@ class TokenLimiter:
         state["over"] = True
         if self.strategy == "abort":
             abort(f"Token limit of {self.max_tokens} exceeded ({tokens} tokens)", metadata={"tokens": tokens})
-        log.info("token limiter: %d tokens exceed the limit of %d; the rest of the text is dropped", tokens, self.max_tokens)
+        log.info(
+            "token limiter: %d tokens exceed the limit of %d; the rest of the text is dropped",
+            tokens,
+            self.max_tokens,
+        )
         return None

@@ -980,7 +980,11 @@ def _reasoning_to_json(details: dict[str, dict[str, Any]]) -> list[dict[str, Any
 
 def _reasoning_from_json(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {
-        str(e["id"]): {"id": e["id"], "text": [e.get("text", "")], "provider_metadata": e.get("providerMetadata")}
+        str(e["id"]): {
+            "id": e["id"],
+            "text": [e.get("text", "")],
+            "provider_metadata": e.get("providerMetadata"),
+        }
         for e in items
     }
 

@@ -53,6 +53,8 @@ class TripwireInfo:
         if self.processor_id is not None:
             out["processorId"] = self.processor_id
         return out
+
+
 """``LanguageModelUsage`` as on the wire: ``inputTokens``, ``outputTokens``, ``totalTokens``,
 ``reasoningTokens``, ``cachedInputTokens``, ... (absent when unknown) and ``raw``."""
 

@@ -57,7 +57,9 @@ def json_schema_of(schema: Schema | CompiledSchema) -> dict[str, Any]:
         return json_schema_of(schema.schema)
     if isinstance(schema, dict):
         return schema
-    generated = schema.json_schema() if isinstance(schema, pydantic.TypeAdapter) else schema.model_json_schema()
+    generated = (
+        schema.json_schema() if isinstance(schema, pydantic.TypeAdapter) else schema.model_json_schema()
+    )
     return {"$schema": _draft_of(generated), **generated}
 
 

@@ -143,7 +143,6 @@ class ToolInputValidationError(ValueError):
     """A tool was called with arguments that do not match its input schema; the message names the field."""
 
 
-
 @dataclass
 class Tool:
     """A tool the model may call.
@@ -295,7 +294,9 @@ def _compiled(tool_id: str, name: str, schema: Schema) -> CompiledSchema:
     try:
         return compile_schema(schema)
     except SchemaDefinitionError as exc:
-        raise SchemaDefinitionError(f"tool {tool_id!r}: {name}: {exc}", keyword=exc.keyword, path=exc.path) from None
+        raise SchemaDefinitionError(
+            f"tool {tool_id!r}: {name}: {exc}", keyword=exc.keyword, path=exc.path
+        ) from None
 
 
 def _described(annotation: Any, default: Any, description: str | None) -> Any:

@@ -34,12 +34,14 @@ if TYPE_CHECKING:
     from ..models import LanguageModel
     from ._run import RunTrace
 else:
+
     def __getattr__(name: str) -> Any:
         if name == "RunTrace":  # OpenTelemetry is imported only when a run is traced
             from ._run import RunTrace
 
             return RunTrace
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "InstrumentationSettings",

@@ -331,12 +331,19 @@ class TracedStream:
             self._text.append(part["delta"])
         elif part["type"] == "tool-call":
             self._calls.append(
-                {"type": "tool_call", "id": part["toolCallId"], "name": part["toolName"], "arguments": part["input"]}
+                {
+                    "type": "tool_call",
+                    "id": part["toolCallId"],
+                    "name": part["toolName"],
+                    "arguments": part["input"],
+                }
             )
 
     def _end(self) -> None:
         if self._run.content and (self._text or self._calls):
-            parts: list[dict[str, Any]] = [{"type": "text", "content": "".join(self._text)}] if self._text else []
+            parts: list[dict[str, Any]] = (
+                [{"type": "text", "content": "".join(self._text)}] if self._text else []
+            )
             message = {"role": "assistant", "parts": parts + self._calls}
             self._span.set_attribute("gen_ai.output.messages", to_json([message]))
         self._run.end(self._span)
