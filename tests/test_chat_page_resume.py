@@ -1,0 +1,199 @@
+"""The built-in chat page survives a reload, in headless Chromium: the chat id stays in the address
+(``?chat=<id>``), the conversation comes back from the tab's storage, and an answer still streaming
+when the page went away is picked up from the server (``GET api/chat/<agent>/<id>/stream``) and
+completes on the page. "New chat" starts another id; Back returns to the first. Stop stops the page
+reading, and a reload then does not pull the answer back. Screenshot: ``.cache/e2e/resume.png``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentstream._app import create_app
+from agentstream._mastra import Mastra
+from agentstream.agent import Agent
+from tests.server.test_resume_route import ANSWER, FIRST, GatedModel, OpeningStore
+from tests.test_chat_page import CHROMIUM, PLAYWRIGHT, SCREENSHOT, serving
+
+SHOTS = SCREENSHOT.parent
+
+COMMON = r"""
+const [playwrightPath, url, shots] = process.argv.slice(2);
+const { chromium } = require(playwrightPath);
+const view = (page) => page.evaluate(() => ({
+  chat: new URL(location.href).searchParams.get("chat"),
+  roles: [...document.querySelectorAll(".msg .role")].map((r) => r.textContent),
+  texts: [...document.querySelectorAll(".msg")].map((m) => [...m.querySelectorAll(".text")].map((t) => t.textContent).join("")),
+  errors: [...document.querySelectorAll(".msg .error")].map((e) => e.textContent),
+  button: document.getElementById("send").textContent,
+}));
+const answered = (t) => document.getElementById("log").getAttribute("aria-busy") === "false" &&
+  [...document.querySelectorAll(".msg.assistant .text")].some((e) => e.textContent.includes(t));
+const onScreen = (t) => [...document.querySelectorAll(".msg.assistant .text")].some((e) => e.textContent.includes(t));
+async function open(out) {
+  const browser = await chromium.launch({
+    executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"],
+  });
+  const page = await browser.newPage({ viewport: { width: 1000, height: 700 } });
+  page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+  page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
+  page.on("request", (r) => { if (r.method() === "POST") out.posted.push(JSON.parse(r.postData())); });
+  page.on("response", (r) => {
+    const path = new URL(r.url()).pathname;
+    if (path.startsWith("/api/chat")) out.requests.push(r.request().method() + " " + decodeURIComponent(path) + " " + r.status());
+  });
+  return { browser, page };
+}
+const ready = (page) => page.waitForSelector("#log[data-ready=true]");
+const finish = (out) => process.stdout.write(JSON.stringify(out));
+"""
+
+RELOAD = COMMON + r"""
+(async () => {
+  const out = { consoleErrors: [], requests: [], posted: [], steps: {} };
+  const { browser, page } = await open(out);
+  try {
+    await page.goto(url);
+    await ready(page);
+    await page.fill("#input", "Weather in Berlin?");
+    await page.click("#send");
+    await page.waitForFunction(onScreen, process.env.FIRST_WORDS);
+    out.steps.before = await view(page);
+    await page.reload();  // mid-answer
+    await page.waitForFunction(answered, process.env.LAST_WORDS, { timeout: 30000 });
+    out.steps.resumed = await view(page);
+    await page.screenshot({ path: shots + "/resume.png", fullPage: true });
+    await page.reload();  // at rest: the conversation comes back, nothing is running
+    await ready(page);
+    out.steps.reloaded = await view(page);
+    await page.fill("#input", "And tomorrow?");
+    await page.click("#send");
+    await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 &&
+      document.getElementById("log").getAttribute("aria-busy") === "false", null, { timeout: 30000 });
+    out.steps.second = await view(page);
+    await page.click("#new-chat");
+    await page.waitForFunction((id) => new URL(location.href).searchParams.get("chat") !== id, out.steps.second.chat);
+    await page.waitForFunction(() => document.getElementById("log").getAttribute("aria-busy") === "false");
+    out.steps.fresh = await view(page);
+    await page.goBack();
+    await page.waitForFunction(() => document.querySelectorAll(".msg").length === 4);
+    out.steps.back = await view(page);
+  } finally {
+    await browser.close();
+  }
+  finish(out);
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+
+STOP = COMMON + r"""
+(async () => {
+  const out = { consoleErrors: [], requests: [], posted: [], steps: {} };
+  const { browser, page } = await open(out);
+  try {
+    await page.goto(url);
+    await ready(page);
+    await page.fill("#input", "Weather in Berlin?");
+    await page.click("#send");
+    await page.waitForFunction(onScreen, process.env.FIRST_WORDS);
+    await page.click("#send");  // now the Stop button
+    await page.waitForFunction(() => document.getElementById("send").textContent === "Send");
+    out.steps.stopped = await view(page);
+    await page.reload();
+    await ready(page);
+    out.steps.reloaded = await view(page);
+  } finally {
+    await browser.close();
+  }
+  finish(out);
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+
+
+@pytest.fixture
+def gated() -> Iterator[tuple[str, GatedModel]]:
+    model = GatedModel()
+    store = OpeningStore(model.gate)  # the resume after the reload is the answer's second reader
+    mastra = Mastra(agents={"weather": Agent(id="weather", instructions="Be brief.", model=model)})
+    try:
+        with serving(create_app(mastra, smooth=False, stream_store=store)) as url:
+            yield url, model
+    finally:
+        model.gate.set()
+
+
+def drive(script: str, url: str, tmp_path: Path) -> dict[str, Any]:
+    path = tmp_path / "drive.cjs"
+    path.write_text(script, encoding="utf-8")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "CHROMIUM": str(CHROMIUM), "FIRST_WORDS": FIRST[0].strip(), "LAST_WORDS": ANSWER[-6:]}
+    result = subprocess.run(
+        ["node", str(path), str(PLAYWRIGHT), url, str(SHOTS)], capture_output=True, text=True, timeout=150, env=env
+    )
+    assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
+    out: dict[str, Any] = json.loads(result.stdout)
+    assert out["consoleErrors"] == [], out["requests"]
+    return out
+
+
+def test_a_reload_mid_answer_resumes_it_and_keeps_the_conversation(
+    gated: tuple[str, GatedModel], tmp_path: Path
+) -> None:
+    url, model = gated
+    out = drive(RELOAD, url, tmp_path)
+    steps = out["steps"]
+    chat = steps["before"]["chat"]
+    assert chat and chat.startswith("chat-")
+    assert steps["before"]["button"] == "Stop"
+    assert steps["before"]["texts"][1].startswith(FIRST[0])
+
+    # After the reload: same chat, the question from the tab's storage, the whole answer from the server.
+    assert steps["resumed"]["chat"] == chat
+    assert steps["resumed"]["roles"] == ["user", "assistant"]
+    assert steps["resumed"]["texts"] == ["Weather in Berlin?", ANSWER]
+    assert steps["resumed"]["errors"] == [] and steps["resumed"]["button"] == "Send"
+    assert not model.signals[0].aborted  # the reload did not stop the run
+    assert (SHOTS / "resume.png").stat().st_size > 10_000
+
+    # A reload at rest shows the same conversation, and the next question carries it.
+    assert steps["reloaded"] == steps["resumed"]
+    assert [m["role"] for m in out["posted"][1]["messages"]] == ["user", "assistant", "user"]
+    assert out["posted"][1]["messages"][1]["parts"][-1] == {"type": "text", "text": ANSWER}
+    assert {p["id"] for p in out["posted"]} == {chat}
+    assert steps["second"]["roles"] == ["user", "assistant", "user", "assistant"]
+
+    # New chat: another id, an empty page; Back: the first chat again.
+    fresh = steps["fresh"]["chat"]
+    assert fresh != chat and steps["fresh"]["roles"] == []
+    assert steps["back"]["chat"] == chat and steps["back"]["texts"] == steps["second"]["texts"]
+
+    stream = f"/api/chat/weather/{chat}/stream"
+    assert out["requests"] == [
+        f"GET {stream} 204",  # first load: nothing running
+        "POST /api/chat/weather 200",
+        f"GET {stream} 200",  # the reload picks the answer up
+        f"GET {stream} 204",  # the reload at rest
+        "POST /api/chat/weather 200",
+        f"GET /api/chat/weather/{fresh}/stream 204",
+        f"GET {stream} 204",
+    ]
+
+
+def test_stop_stops_reading_and_a_reload_does_not_pull_the_answer_back(
+    gated: tuple[str, GatedModel], tmp_path: Path
+) -> None:
+    url, model = gated
+    out = drive(STOP, url, tmp_path)
+    steps = out["steps"]
+    assert steps["stopped"]["texts"] == ["Weather in Berlin?", "".join(FIRST)]
+    assert steps["stopped"]["errors"] == ["stopped"]
+    assert steps["reloaded"] == steps["stopped"]
+    chat = steps["stopped"]["chat"]
+    assert out["requests"] == [f"GET /api/chat/weather/{chat}/stream 204", "POST /api/chat/weather 200"]
+    # Stop is a disconnect, as in the AI SDK's resumable pattern: the server finishes the answer.
+    assert not model.signals[0].aborted
