@@ -54,7 +54,9 @@ const ready = (page) => page.waitForSelector("#log[data-ready=true]");
 const finish = (out) => process.stdout.write(JSON.stringify(out));
 """
 
-RELOAD = COMMON + r"""
+RELOAD = (
+    COMMON
+    + r"""
 (async () => {
   const out = { consoleErrors: [], requests: [], posted: [], steps: {} };
   const { browser, page } = await open(out);
@@ -90,8 +92,11 @@ RELOAD = COMMON + r"""
   finish(out);
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 """
+)
 
-STOP = COMMON + r"""
+STOP = (
+    COMMON
+    + r"""
 (async () => {
   const out = { consoleErrors: [], requests: [], posted: [], steps: {} };
   const { browser, page } = await open(out);
@@ -113,6 +118,7 @@ STOP = COMMON + r"""
   finish(out);
 })().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
 """
+)
 
 
 @pytest.fixture
@@ -131,9 +137,18 @@ def drive(script: str, url: str, tmp_path: Path) -> dict[str, Any]:
     path = tmp_path / "drive.cjs"
     path.write_text(script, encoding="utf-8")
     SHOTS.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "CHROMIUM": str(CHROMIUM), "FIRST_WORDS": FIRST[0].strip(), "LAST_WORDS": ANSWER[-6:]}
+    env = {
+        **os.environ,
+        "CHROMIUM": str(CHROMIUM),
+        "FIRST_WORDS": FIRST[0].strip(),
+        "LAST_WORDS": ANSWER[-6:],
+    }
     result = subprocess.run(
-        ["node", str(path), str(PLAYWRIGHT), url, str(SHOTS)], capture_output=True, text=True, timeout=150, env=env
+        ["node", str(path), str(PLAYWRIGHT), url, str(SHOTS)],
+        capture_output=True,
+        text=True,
+        timeout=150,
+        env=env,
     )
     assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
     out: dict[str, Any] = json.loads(result.stdout)
