@@ -212,3 +212,81 @@ def test_stop_stops_reading_and_a_reload_does_not_pull_the_answer_back(
     assert out["requests"] == [f"GET /api/chat/weather/{chat}/stream 204", "POST /api/chat/weather 200"]
     # Stop is a disconnect, as in the AI SDK's resumable pattern: the server finishes the answer.
     assert not model.signals[0].aborted
+
+
+APPROVE = (
+    COMMON
+    + r"""
+(async () => {
+  const out = { consoleErrors: [], requests: [], posted: [], steps: {} };
+  const { browser, page } = await open(out);
+  const last = () => page.evaluate(() => {
+    const ms = [...document.querySelectorAll(".msg.assistant")];
+    const m = ms[ms.length - 1];
+    return { asks: [...m.querySelectorAll(".ask")].map((a) => a.textContent),
+             tools: [...m.querySelectorAll(".tool .state")].map((s) => s.textContent) };
+  });
+  try {
+    await page.goto(url);
+    await ready(page);
+    await page.fill("#input", "Book a table at Luigi for 4");
+    await page.click("#send");
+    await page.waitForSelector(".ask button.approve");
+    await page.waitForFunction(() => document.getElementById("log").getAttribute("aria-busy") === "false");
+    await page.click(".ask button.approve");
+    await page.waitForFunction(onScreen, process.env.FIRST_WORDS);
+    await page.reload();  // mid-continuation
+    await page.waitForFunction(answered, process.env.LAST_WORDS, { timeout: 30000 });
+    out.steps.resumed = { ...(await view(page)), ...(await last()) };
+  } finally {
+    await browser.close();
+  }
+  finish(out);
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+)
+
+
+class ApproveThenGated(GatedModel):
+    """Calls ``book_table`` (which needs approval); once approved, answers like `GatedModel`."""
+
+    def do_stream(self, options: Any) -> Any:
+        self.signals.append(options.get("abort_signal"))
+        return self._call() if len(self.signals) == 1 else self._play()
+
+    async def _call(self) -> Any:
+        yield {"type": "stream-start", "warnings": []}
+        call = {"restaurant": "Luigi", "people": 4}
+        yield {
+            "type": "tool-call",
+            "toolCallId": "call-1",
+            "toolName": "book_table",
+            "input": json.dumps(call),
+        }
+        yield {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 3, "outputTokens": 2}}
+
+
+def test_a_reload_mid_continuation_resumes_into_the_approved_message(tmp_path: Path) -> None:
+    from agentstream._demo import book_table
+
+    model = ApproveThenGated()
+    store = OpeningStore(model.gate, open_on=3)  # the ask, the approval, then the resume
+    agent = Agent(id="host", instructions="Book tables.", model=model, tools=[book_table])
+    try:
+        with serving(create_app(Mastra(agents={"host": agent}), smooth=False, stream_store=store)) as url:
+            out = drive(APPROVE, url, tmp_path)
+    finally:
+        model.gate.set()
+    resumed = out["steps"]["resumed"]
+    chat = resumed["chat"]
+    # One assistant message: the approved call, then the continuation's text, replayed into it.
+    assert resumed["roles"] == ["user", "assistant"]
+    assert resumed["texts"] == ["Book a table at Luigi for 4", ANSWER]
+    assert resumed["tools"] == ["output-available"]
+    assert resumed["asks"] == ['Approve book_table?{"restaurant":"Luigi","people":4}approved']
+    assert out["requests"] == [
+        f"GET /api/chat/host/{chat}/stream 204",
+        "POST /api/chat/host 200",
+        "POST /api/chat/host 200",
+        f"GET /api/chat/host/{chat}/stream 200",
+    ]
