@@ -230,6 +230,10 @@ def resume_route(
     (``?after=N`` skips the first N chunks) and followed to its end; 204 when the chat has none, or
     when it belongs to another principal. The route ``useChat({resume: true})`` calls
     (``<api>/<chat id>/stream``); ``store`` must be the one given to `chat_route`.
+
+    Each path parameter is one path segment, percent-decoded on its own, so a chat id may hold any
+    character: ``/`` arrives escaped (``%2F``, the AI SDK client's ``encodeURIComponent``) and
+    never makes the URL another route's. A chat id over 256 characters is a 400 (``chat_id``).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     if "{chat_id}" not in path:
