@@ -290,3 +290,14 @@ def test_a_reload_mid_continuation_resumes_into_the_approved_message(tmp_path: P
         "POST /api/chat/host 200",
         f"GET /api/chat/host/{chat}/stream 200",
     ]
+
+
+def test_without_a_stream_store_the_page_asks_for_nothing_to_resume(tmp_path: Path) -> None:
+    from tests.test_chat_page import drive as drive_turns
+
+    with serving(create_app(delay_in_ms=None, stream_store=None)) as url:
+        out = drive_turns(url, tmp_path, "What is the weather in Paris?")
+    assert out["consoleErrors"] == [], out["requests"]
+    chat = [r for r in out["requests"] if r.startswith(("GET /api/chat", "POST /api/chat"))]
+    assert chat == ["POST /api/chat/demo 200"]
+    assert "Paris" in out["turns"][0]["text"]
