@@ -46,7 +46,7 @@ async function open(out) {
   page.on("request", (r) => { if (r.method() === "POST") out.posted.push(JSON.parse(r.postData())); });
   page.on("response", (r) => {
     const path = new URL(r.url()).pathname;
-    if (path.startsWith("/api/chat")) out.requests.push(r.request().method() + " " + decodeURIComponent(path) + " " + r.status());
+    if (path.startsWith("/api/chat")) out.requests.push(r.request().method() + " " + path + " " + r.status());
   });
   return { browser, page };
 }
@@ -301,3 +301,42 @@ def test_without_a_stream_store_the_page_asks_for_nothing_to_resume(tmp_path: Pa
     chat = [r for r in out["requests"] if r.startswith(("GET /api/chat", "POST /api/chat"))]
     assert chat == ["POST /api/chat/demo 200"]
     assert "Paris" in out["turns"][0]["text"]
+
+
+SLASHED = (
+    COMMON
+    + r"""
+(async () => {
+  const out = { consoleErrors: [], requests: [], posted: [], steps: {} };
+  const { browser, page } = await open(out);
+  try {
+    await page.goto(url + "?chat=" + encodeURIComponent(process.env.CHAT_ID));
+    await ready(page);
+    await page.fill("#input", "Weather in Berlin?");
+    await page.click("#send");
+    await page.waitForFunction(onScreen, process.env.FIRST_WORDS);
+    await page.reload();
+    await page.waitForFunction(answered, process.env.LAST_WORDS, { timeout: 30000 });
+    out.steps.resumed = await view(page);
+  } finally {
+    await browser.close();
+  }
+  finish(out);
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+)
+
+
+def test_a_chat_id_with_a_slash_in_the_address_resumes(
+    gated: tuple[str, GatedModel], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = gated
+    chat_id = "team/alpha 1"
+    monkeypatch.setenv("CHAT_ID", chat_id)
+    out = drive(SLASHED, url, tmp_path)
+    resumed = out["steps"]["resumed"]
+    assert resumed["chat"] == chat_id
+    assert resumed["texts"] == ["Weather in Berlin?", ANSWER]
+    assert [p["id"] for p in out["posted"]] == [chat_id]
+    stream = "/api/chat/weather/team%2Falpha%201/stream"  # encodeURIComponent, as the AI SDK does
+    assert out["requests"] == [f"GET {stream} 204", "POST /api/chat/weather 200", f"GET {stream} 200"]
