@@ -26,7 +26,8 @@ async def test_page_and_agent_list() -> None:
     async with await _client() as client:
         page = await client.get("/")
         assert page.status_code == 200 and "<title>agentstream chat</title>" in page.text
-        assert (await client.get("/api/agents")).json() == {"agents": [{"id": "demo", "name": "Demo Agent"}]}
+        listed = (await client.get("/api/agents")).json()
+        assert listed == {"agents": [{"id": "demo", "name": "Demo Agent"}], "resumable": True}
 
 
 @pytest.mark.looptime  # the demo model paces its tokens with asyncio.sleep

@@ -46,7 +46,8 @@ const { chromium } = require(playwrightPath);
       if (path.startsWith("/api/") || r.status() >= 400) out.requests.push(r.request().method() + " " + path + " " + r.status());
     });
     await page.goto(url);
-    await page.waitForFunction(() => document.querySelectorAll("#agent option").length > 0);
+    await page.waitForSelector("#log[data-ready=true]");  // agents listed, nothing to resume
+    out.chat = new URL(page.url()).searchParams.get("chat");
     out.agents = await page.$$eval("#agent option", (os) => os.map((o) => o.value));
     for (const prompt of prompts) {
       const before = await page.$$eval(".msg.assistant", (ms) => ms.length);
@@ -155,7 +156,9 @@ def test_two_turns_with_a_tool_card(base_url: str, tmp_path: Path) -> None:
     assert out["consoleErrors"] == [], out["requests"]
     assert "GET /api/workflows 200" in out["requests"]  # the workflow picker (tests/test_workflow_page.py)
     chat_requests = [r for r in out["requests"] if r != "GET /api/workflows 200"]
-    assert chat_requests == ["GET /api/agents 200", "POST /api/chat/demo 200", "POST /api/chat/demo 200"]
+    # On load the page asks whether an answer for its chat (?chat=<id>) is running: 204, none.
+    resume = f"GET /api/chat/demo/{out['chat']}/stream 204"
+    assert chat_requests == ["GET /api/agents 200", resume, "POST /api/chat/demo 200", "POST /api/chat/demo 200"]
     first, second = out["turns"]
 
     assert first["roles"] == ["user", "assistant"]

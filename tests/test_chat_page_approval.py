@@ -42,7 +42,7 @@ const idle = () => document.getElementById("log").getAttribute("aria-busy") === 
     page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
     page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/chat")) out.requests.push(r.status()); });
     await page.goto(url);
-    await page.waitForFunction(() => document.querySelectorAll("#agent option").length > 0);
+    await page.waitForSelector("#log[data-ready=true]");
     const ask = async (prompt, selector) => {
       await page.fill("#input", prompt);
       await page.click("#send");
@@ -103,7 +103,7 @@ def test_approve_deny_and_resume_on_the_page(base_url: str, tmp_path: Path) -> N
     assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
     out: dict[str, Any] = json.loads(result.stdout)
     assert out["consoleErrors"] == []
-    assert out["requests"] == [200] * 6  # three questions, three answers
+    assert out["requests"] == [204] + [200] * 6  # nothing to resume on load; three questions, three answers
     steps = out["steps"]
 
     assert steps["waiting"]["asks"] == ['Approve book_table?{"restaurant":"Luigi","people":4}ApproveDeny']

@@ -256,7 +256,8 @@ def create_app(
             return error_response(exc)
         listed = [{"id": key, "name": agent.name} for key, agent in agents.items()]
         listed.sort(key=lambda a: a["id"] != default)
-        return JSONResponse({"agents": listed})
+        # "resumable": the page asks for a running answer on load only where there is a resume route.
+        return JSONResponse({"agents": listed, "resumable": resumable})
 
     async def list_workflows(request: Request) -> JSONResponse:
         try:
@@ -286,6 +287,7 @@ def create_app(
             chat_route(mastra, "/api/chat", agent=default, stream_store=store, runner=runner, **options),
             chat_route(mastra, "/api/chat/{agent_id}", stream_store=store, runner=runner, **options),
         ]
+    resumable = default is not None and store is not None
     if default is not None and store is not None:
         resume = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}
         chat_routes += [

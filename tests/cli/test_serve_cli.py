@@ -70,7 +70,8 @@ def test_serves_an_agent_or_an_asgi_app_from_the_current_directory(
     try:
         if check == "agents":
             assert httpx.get(f"{url}api/agents", timeout=30).json() == {
-                "agents": [{"id": "helper", "name": "Helper"}]
+                "agents": [{"id": "helper", "name": "Helper"}],
+                "resumable": True,
             }
         else:
             assert httpx.get(url, timeout=30).text == "raw asgi"

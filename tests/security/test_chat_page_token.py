@@ -25,11 +25,11 @@ def token_url() -> Iterator[str]:
 
 def test_page_sends_the_token_from_the_address(token_url: str, tmp_path: Path) -> None:
     out = drive(token_url, tmp_path, "What is the weather in Paris?")
-    # every API request carried the token (a 401 would show): the agents, the workflow picker, the chat
-    assert sorted(out["requests"]) == [
-        "GET /api/agents 200",
-        "GET /api/workflows 200",
-        "POST /api/chat/demo 200",
-    ]
+    # every API request carried the token (a 401 would show): the agents, the workflow picker, the
+    # probe for a running answer of the page's chat, the chat
+    resume = f"GET /api/chat/demo/{out['chat']}/stream 204"
+    assert sorted(out["requests"]) == sorted(
+        ["GET /api/agents 200", "GET /api/workflows 200", resume, "POST /api/chat/demo 200"]
+    )
     assert out["consoleErrors"] == []
     assert "Paris" in out["turns"][0]["text"]

@@ -16,14 +16,22 @@ import hashlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import unquote
 
 import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
+from starlette.types import Scope
 
 from .._abort import AbortController
-from ..ai_sdk import ChatRequestError, SSEStreamResponse, assert_valid_heartbeat_ms, write_chunks
+from ..ai_sdk import (
+    MAX_ID_LENGTH,
+    ChatRequestError,
+    SSEStreamResponse,
+    assert_valid_heartbeat_ms,
+    write_chunks,
+)
 from ..resumable import StreamOwnerError, StreamStore
 from ._guard import RequestGuard
 
@@ -116,6 +124,67 @@ def _after(request: Request) -> int:
     return int(value)
 
 
+def _chat_id(request: Request) -> str:
+    chat_id: str = request.path_params["chat_id"]
+    if len(chat_id) > MAX_ID_LENGTH:
+        raise ChatRequestError(
+            f"chat id: expected an id of at most {MAX_ID_LENGTH} characters, got {len(chat_id)}",
+            path="chat_id",
+        )
+    return chat_id
+
+
+def _segment_safe(segment: str) -> str:
+    """One raw path segment, decoded except for ``/`` and ``%`` (so it stays one segment)."""
+    return unquote(segment).replace("%", "%25").replace("/", "%2F")
+
+
+def _route_path(scope: Scope) -> str:
+    """The path below the app's root path (what Starlette's routes match)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and (len(path) == len(root) or path[len(root)] == "/"):
+        return path[len(root) :]
+    return path
+
+
+def segment_path(scope: Scope) -> str:
+    """The route path with each segment decoded on its own: ``%2F`` inside a segment stays
+    ``%2F``, so ``/api/chat/a%2Fb/stream`` is three segments (chat ``a/b``), not four (agent ``a``,
+    chat ``b``). Built from ``raw_path``, aligned on the (decoded) route path so a mount or a
+    proxy's root path is accounted for; the decoded route path when the server gives no raw path."""
+    route_path = _route_path(scope)
+    raw = scope.get("raw_path")
+    if not isinstance(raw, bytes) or not route_path:
+        return route_path
+    segments = raw.split(b"?", 1)[0].decode("utf-8", "replace").split("/")
+    for start in range(len(segments) - 1, 0, -1):  # the shortest raw tail that is the route path
+        tail = "/" + "/".join(_segment_safe(s) for s in segments[start:])
+        if unquote(tail) == route_path:
+            return tail
+    return route_path
+
+
+class SegmentRoute(Route):
+    """A `Route` whose parameters are whole path segments, each percent-decoded on its own: a chat
+    id may contain ``/`` (sent as ``%2F``, as the AI SDK client's ``encodeURIComponent`` does)
+    without being mistaken for another route's extra segment."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] != "http":
+            return Match.NONE, {}
+        found = self.path_regex.match(segment_path(scope))
+        if found is None:
+            return Match.NONE, {}
+        params = dict(scope.get("path_params", {}))
+        for key, value in found.groupdict().items():
+            params[key] = self.param_convertors[key].convert(unquote(value))
+        child = {"endpoint": self.endpoint, "path_params": params}
+        if self.methods and scope["method"] not in self.methods:
+            return Match.PARTIAL, child
+        return Match.FULL, child
+
+
 def resume_route(
     store: StreamStore,
     path: str = "/chat/{chat_id}/stream",
@@ -128,6 +197,10 @@ def resume_route(
     (``?after=N`` skips the first N chunks) and followed to its end; 204 when the chat has none, or
     when it belongs to another principal. The route ``useChat({resume: true})`` calls
     (``<api>/<chat id>/stream``); ``store`` must be the one given to `chat_route`.
+
+    Each path parameter is one path segment, percent-decoded on its own, so a chat id may hold any
+    character: ``/`` arrives escaped (``%2F``, the AI SDK client's ``encodeURIComponent``) and
+    never makes the URL another route's. A chat id over 256 characters is a 400 (``chat_id``).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     if "{chat_id}" not in path:
@@ -143,7 +216,7 @@ def resume_route(
             return answer
         principal = await checks.admit(request)
         after = _after(request)
-        active = await store.active(request.path_params["chat_id"])
+        active = await store.active(_chat_id(request))
         headers = checks.cors_headers(request)
         if active is None or active.owner != stream_owner(owner_key(principal)):
             return Response(status_code=204, headers=headers)
@@ -161,4 +234,4 @@ def resume_route(
             logger.exception("resume request %s failed before streaming", request.url.path)
             return error_response(InternalServerError())
 
-    return Route(path, endpoint, methods=["GET", "OPTIONS"], name=name)
+    return SegmentRoute(path, endpoint, methods=["GET", "OPTIONS"], name=name)
