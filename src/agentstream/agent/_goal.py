@@ -130,9 +130,11 @@ def judged_hooks(
     max_steps: int | None,
     now_ms: Callable[[], float],
     signal: AbortSignal,
+    resumed: Mapping[str, Any] | None = None,
 ) -> LoopHooks:
     """A run's hooks with is-task-complete and then the goal step around them, where configured
-    (goals need the run's memory thread; ``storage`` gives the memory's storage)."""
+    (goals need the run's memory thread; ``storage`` gives the memory's storage). ``resumed``: the
+    stored loop state (`ResumePoint.to_json`) of a leg resuming a suspended run."""
     if task_complete is not None:
         hooks = IsTaskCompleteHooks(
             hooks,
@@ -154,6 +156,7 @@ def judged_hooks(
             run_id=run_id,
             now_ms=now_ms,
             signal=signal,
+            resumed=resumed,
         )
     return hooks
 
@@ -202,6 +205,7 @@ class GoalHooks(LoopHooks):
         run_id: str,
         now_ms: Callable[[], float],
         signal: AbortSignal,
+        resumed: Mapping[str, Any] | None = None,
     ) -> None:
         self.inner = inner
         self.config = config
@@ -217,6 +221,9 @@ class GoalHooks(LoopHooks):
         self.active_since = 0.0
         self.user_text: str | None = None
         self.steps = 0
+        self.judging = False
+        """The objective was active when the run started: its answers are judged."""
+        self.resumed = resumed
 
     # -- chained seams
     async def prepare_step(self, step_number: int, options: Any) -> Any:
@@ -232,7 +239,25 @@ class GoalHooks(LoopHooks):
         return await self.inner.end_of_run(steps)
 
     async def start_of_run(self) -> list[Chunk]:
+        if self.resumed is not None:
+            await self._resume(self.resumed)
         return [*await self.inner.start_of_run(), *self.start]
+
+    async def _resume(self, loop: Mapping[str, Any]) -> None:
+        """A leg resuming a suspended run (no input seam: the model saw the objective in the first
+        leg, whose messages the snapshot kept): judged if the objective is still active. The time
+        the run waited for a human is not counted as worked."""
+        record = await load_objective(self.storage, self.thread_id)
+        if record is None or record.status != "active" or self._scorer(record) is None:
+            return
+        self.judging = True
+        self.active_since = self.now_ms()
+        self.steps = len(loop.get("steps") or [])
+        start = int(loop.get("firstNonSystem") or 0)
+        users = list(loop.get("messages") or [])[start : start + int(loop.get("userCount") or 0)]
+        texts = [_text_of(m) for m in users if m.get("role") == "user"]
+        mine = [t for t in texts if not t.startswith(("<current-objective", "<system-reminder"))]
+        self.user_text = mine[-1] if mine else None
 
     # -- the objective shown to the model
     async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -247,6 +272,7 @@ class GoalHooks(LoopHooks):
         if record is None or record.status != "active" or self._scorer(record) is None:
             return messages
         self.start.append(self._state_signal(record, now))
+        self.judging = True
         self.active_since = now
         self.clock.stamp(now)  # the signal, then the message the model is shown
         self.clock.stamp(now)
@@ -297,7 +323,7 @@ class GoalHooks(LoopHooks):
         inner = await self.inner.end_of_step(step)
         self.clock.stamp(self.now_ms())  # the step's response joins the message list
         self.steps += 1
-        if step.errored or not self.start:
+        if step.errored or not self.judging:
             return inner
         decision = StepDecision()
         if isinstance(inner, StepDecision):
