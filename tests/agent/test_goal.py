@@ -139,6 +139,8 @@ async def test_set_objective_rejects_bad_input(kwargs: dict[str, Any], message: 
         ({"prompt": 3}, "goal.prompt must be a string"),
         ({"scorer": object()}, "goal.scorer must have id, name"),
         ({"judge": 42}, "goal.judge must be a LanguageModel"),
+        ({"max_steps": 0}, "goal.max_steps must be a positive integer"),
+        ({"tools": {}}, r"goal.tools \(read-only tools for the judge\) is not supported"),
     ],
 )
 def test_goal_config_names_the_bad_field(goal: dict[str, Any], message: str) -> None:
@@ -487,3 +489,13 @@ async def test_a_resumed_leg_is_not_judged_once_the_goal_is_cleared() -> None:
     await agent.clear_objective(thread_id=THREAD)
     leg = agent.approve_tool_call(run_id="r1")
     assert _goals([c async for c in leg.full_stream]) == [] and judge.calls == []
+
+
+async def test_the_judge_answers_in_one_call_within_any_step_budget() -> None:
+    # Mastra's judge loops only to call its tools (not supported): one call, whatever max_steps
+    judge = ScriptedModel([_verdict("done", "Good.")])
+    agent = _agent(ScriptedModel([_text("poem")]), judge, max_steps=1)
+    assert agent.goal is not None and agent.goal.max_steps == 1
+    await agent.set_objective("Write", thread_id=THREAD)
+    final = _goals(await _chunks(agent))[-1]
+    assert final["status"] == "done" and len(judge.calls) == 1

@@ -58,7 +58,10 @@ class GoalConfig:
     - ``max_runs``: judged turns before the goal pauses (default 50; an objective may set its own);
     - ``prompt``: the judge's instructions (default: Mastra's, decisions done / continue / waiting);
     - ``scorer``: a `GoalScorer` used instead of the model judge;
-    - ``max_steps``: the judge's step budget (kept for parity: the built-in judge answers in one call).
+    - ``max_steps``: the judge's step budget (Mastra's ``maxSteps``). Mastra's judge takes more
+      than one step only to call its read-only ``tools``; those are not supported here (``tools``
+      is refused), so the judge answers in one model call, which any ``max_steps`` allows: the
+      behaviour is Mastra's for a judge without tools, and a Mastra config ports unchanged.
     """
 
     judge: JudgeSpec | None = None
@@ -75,6 +78,12 @@ class GoalConfig:
         if not isinstance(value, Mapping):
             raise TypeError(f"goal must be a dict or a GoalConfig, got {type(value).__name__}")
         known = {"judge", "max_runs", "prompt", "scorer", "max_steps"}
+        if "tools" in value:
+            raise TypeError(
+                "goal.tools (read-only tools for the judge) is not supported: the built-in judge "
+                "answers from the conversation in one model call; remove goal.tools, or give "
+                "goal.scorer a scorer that checks what it needs"
+            )
         unknown = set(value) - known
         if unknown:
             raise TypeError(
