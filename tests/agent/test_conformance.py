@@ -18,7 +18,7 @@ from agentstream.chunks import TextDelta, chunk_to_dict, to_jsonable
 from agentstream.memory import Memory
 from agentstream.storage import InMemoryStore
 from agentstream.testing import ScriptedModel
-from tests.conformance import load, params, to_wire, vector_files
+from tests.conformance import ABSENT, load, params, to_wire, vector_files
 
 from .vector_processors import processors_for
 from .vector_tools import tools_for
@@ -279,6 +279,8 @@ def _chunk_matches(exp: dict[str, Any], act: dict[str, Any], where: str) -> None
         if "messageId" in exp["payload"]["stepResult"]:  # the step a resumed leg closes
             assert act["payload"]["stepResult"]["messageId"] == act["payload"]["messageId"], where
         assert act["payload"]["output"]["usage"] == exp["payload"]["output"]["usage"], where
+        for key in ("processorRetryCount", "processorRetryFeedback"):  # absent on an aborted finish
+            assert act["payload"].get(key, ABSENT) == exp["payload"].get(key, ABSENT), f"{where}.{key}"
         assert act["payload"]["output"].get("text") == exp["payload"]["output"].get("text"), where
         assert act.get("runId") == exp.get("runId") or _ID.match(exp.get("runId", "")), where
     elif kind in ("start", "step-start"):

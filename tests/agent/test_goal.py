@@ -139,6 +139,8 @@ async def test_set_objective_rejects_bad_input(kwargs: dict[str, Any], message: 
         ({"prompt": 3}, "goal.prompt must be a string"),
         ({"scorer": object()}, "goal.scorer must have id, name"),
         ({"judge": 42}, "goal.judge must be a LanguageModel"),
+        ({"max_steps": 0}, "goal.max_steps must be a positive integer"),
+        ({"tools": {}}, r"goal.tools \(read-only tools for the judge\) is not supported"),
     ],
 )
 def test_goal_config_names_the_bad_field(goal: dict[str, Any], message: str) -> None:
@@ -419,3 +421,81 @@ async def test_active_duration_counts_the_time_worked() -> None:
     assert record is not None and record.status == "done"
     assert record.active_duration_ms is not None and record.active_duration_ms > 0
     assert record.active_duration_ms % 100 == 0
+
+
+# ------------------------------------------------------------------------- resumed legs
+
+
+def _approval_agent(judge: Any, model: ScriptedModel, executions: list[str]) -> Agent:
+    @tool(description="send it", require_approval=True)
+    def send(to: str) -> str:
+        executions.append(to)
+        return f"sent to {to}"
+
+    return Agent(
+        id="mailer",
+        model=model,
+        tools=[send],
+        memory=Memory(InMemoryStore()),
+        goal={"judge": judge},
+        default_options={"clock": lambda: NOW},
+    )
+
+
+def _send_step() -> list[StreamPart]:
+    return [
+        {"type": "stream-start", "warnings": []},
+        {"type": "tool-call", "toolCallId": "c1", "toolName": "send", "input": '{"to": "ann"}'},
+        {"type": "finish", "finishReason": "tool-calls", "usage": {"inputTokens": 1, "outputTokens": 1}},
+    ]
+
+
+async def test_a_resumed_leg_is_judged() -> None:
+    executions: list[str] = []
+    judge = ScriptedModel([_verdict("continue", "Say it was sent."), _verdict("done", "Sent.")])
+    model = ScriptedModel([_send_step(), _text("done"), _text("It was sent to ann.")])
+    agent = _approval_agent(judge, model, executions)
+    await agent.set_objective("Mail ann", thread_id=THREAD)
+    first = agent.stream("Mail ann please", memory=MEMORY, run_id="r1")
+    first_chunks = [c async for c in first.full_stream]
+    assert first.status == "suspended" and judge.calls == []  # a suspended step is not judged
+    assert [g for g in _goals(first_chunks) if "shouldContinue" in g] == []
+
+    leg = agent.approve_tool_call(run_id="r1")
+    chunks = [c async for c in leg.full_stream]
+    assert executions == ["ann"] and leg.status == "success"
+    finals = [g for g in _goals(chunks) if "shouldContinue" in g]
+    assert [(g["iteration"], g["status"], g["shouldContinue"]) for g in finals] == [
+        (1, "active", True),
+        (2, "done", False),
+    ]
+    assert all(chunk_to_dict(c)["runId"] == "r1" for c in chunks if isinstance(c, Goal))
+    assert await leg.text == "It was sent to ann."
+    record = await agent.get_objective(thread_id=THREAD)
+    assert record is not None and (record.status, record.runs_used) == ("done", 2)
+    # the judge saw the user's own message, not the objective the run showed the model
+    judged = judge.calls[0].prompt[-1]["content"][0]["text"]
+    assert "Mail ann please" in judged and "Latest assistant message:\ndone" in judged
+    # the attempt reminder went to the model in the resumed leg
+    assert "[Goal attempt 1/50]" in json.dumps(model.calls[2].prompt)
+
+
+async def test_a_resumed_leg_is_not_judged_once_the_goal_is_cleared() -> None:
+    judge = ScriptedModel([])
+    agent = _approval_agent(judge, ScriptedModel([_send_step(), _text("done")]), [])
+    await agent.set_objective("Mail ann", thread_id=THREAD)
+    first = agent.stream("Mail ann", memory=MEMORY, run_id="r1")
+    await first.consume_stream()
+    await agent.clear_objective(thread_id=THREAD)
+    leg = agent.approve_tool_call(run_id="r1")
+    assert _goals([c async for c in leg.full_stream]) == [] and judge.calls == []
+
+
+async def test_the_judge_answers_in_one_call_within_any_step_budget() -> None:
+    # Mastra's judge loops only to call its tools (not supported): one call, whatever max_steps
+    judge = ScriptedModel([_verdict("done", "Good.")])
+    agent = _agent(ScriptedModel([_text("poem")]), judge, max_steps=1)
+    assert agent.goal is not None and agent.goal.max_steps == 1
+    await agent.set_objective("Write", thread_id=THREAD)
+    final = _goals(await _chunks(agent))[-1]
+    assert final["status"] == "done" and len(judge.calls) == 1

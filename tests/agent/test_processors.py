@@ -300,6 +300,10 @@ async def test_retries_are_consecutive_and_bounded_with_one_feedback_message_eac
     assert "bad 1" not in " ".join(texts(model.calls[2].prompt))  # rejected answers are rolled back
     assert await output.finish_reason == "tripwire" and await output.text == ""
     assert [s.text for s in await output.steps] == ["", "", ""]
+    # Mastra's processorRetryCount / processorRetryFeedback on each step-finish and the finish
+    wire = [chunk_to_dict(c)["payload"] for c in chunks if c.type in ("step-finish", "finish")]
+    assert [w["processorRetryCount"] for w in wire] == [1, 2, 0, 0]
+    assert [w.get("processorRetryFeedback") for w in wire] == [feedback[0], feedback[1], None, None]
 
 
 async def test_retry_count_resets_after_a_step_that_passes() -> None:
@@ -308,6 +312,9 @@ async def test_retry_count_resets_after_a_step_that_passes() -> None:
     output = agent(model, output_processors=[guard], max_processor_retries=1).stream("x", max_steps=10)
     assert await output.text == "good"
     assert [c["retry_count"] for c in guard.calls] == [0, 1, 0, 1]
+    counts = [chunk_to_dict(c)["payload"]["processorRetryCount"] for c in await chunks_of(output)
+              if c.type == "step-finish"]
+    assert counts == [1, 0, 1, 0]
 
 
 async def test_output_step_sees_the_step_number_tool_calls_and_finish_reason() -> None:

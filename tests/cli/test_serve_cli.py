@@ -104,3 +104,36 @@ def test_a_busy_port(project: Path) -> None:
         port = taken.getsockname()[1]
         proc = serve(project, "--app", "myproject:helper", "--port", str(port))
     assert_one_line(proc, "serve", 1, f"port {port} on 127.0.0.1 is already in use", "--port")
+
+
+def test_trace_prints_each_runs_span_tree(project: Path) -> None:
+    proc, url = _serving(project, "--app", "myproject:helper", "--trace")
+    try:
+        for n in (1, 2):
+            body = {
+                "id": f"chat-{n}",
+                "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": f"hello {n}"}]}],
+                "trigger": "submit-message",
+            }
+            response = httpx.post(
+                f"{url}api/chat", json=body, timeout=60, headers={"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}
+            )
+            assert response.status_code == 200 and '"type":"finish"' in response.text
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err
+    trees = [block.splitlines() for block in err.split("[trace]\n")[1:]]
+    assert len(trees) == 2, err  # one per request, though both continue the caller's trace
+    for tree in trees:
+        assert tree[0].startswith("invoke_agent Helper  ") and "model=demo" in tree[0], tree
+        assert tree[1].startswith("└─ chat demo  ") and "finish=stop" in tree[1], tree
+
+
+def test_trace_without_the_sdk_is_one_line(project: Path) -> None:
+    from ._support import agentstream
+
+    proc = agentstream(
+        "serve", "--trace", "--port", "0", prelude="import sys; sys.modules['opentelemetry.sdk'] = None", cwd=project
+    )
+    assert_one_line(proc, "serve", 1, "--trace needs the OpenTelemetry SDK", "pip install")

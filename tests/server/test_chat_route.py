@@ -15,7 +15,6 @@ from typing import Any
 import httpx
 import pytest
 from starlette.applications import Starlette
-from starlette.testclient import TestClient
 
 from agentstream._abort import AbortController
 from agentstream.agent import Agent
@@ -106,23 +105,27 @@ async def test_request_errors() -> None:
         await handle_chat_stream(mastra=mastra, agent_id="weather", params={"messages": "hi"})
 
 
-def test_route_http_errors_are_400_json() -> None:
+def _over(app: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://testserver")
+
+
+async def test_route_http_errors_are_400_json() -> None:
     app = Starlette(routes=[chat_route(mastra_with(ScriptedModel([])))])
-    client = TestClient(app)
-    r = client.post("/chat/weather", content=b"{", headers={"content-type": "application/json"})
+    client = _over(app)
+    r = await client.post("/chat/weather", content=b"{", headers={"content-type": "application/json"})
     assert r.status_code == 400 and "not valid JSON" in r.json()["error"]["message"]
-    r = client.post("/chat/weather", json=body({"id": "u", "role": "robot", "parts": []}))
+    r = await client.post("/chat/weather", json=body({"id": "u", "role": "robot", "parts": []}))
     assert r.status_code == 400
     assert r.json()["error"]["path"] == "messages[0].role"
-    r = client.post("/chat/ghost", json=body(USER))
+    r = await client.post("/chat/ghost", json=body(USER))
     assert r.status_code == 404 and r.json() == {
         "error": {"name": "ChatRequestError", "message": "Agent ghost not found"}
     }
 
 
-def test_route_streams_sse() -> None:
+async def test_route_streams_sse() -> None:
     app = Starlette(routes=[chat_route(mastra_with(ScriptedModel([text_step("Hi")])))])
-    r = TestClient(app).post("/chat/weather", json=body(USER))
+    r = await _over(app).post("/chat/weather", json=body(USER))
     assert r.status_code == 200
     assert r.headers["content-type"] == "text/event-stream"
     assert r.headers["x-vercel-ai-ui-message-stream"] == "v1"
@@ -130,13 +133,13 @@ def test_route_streams_sse() -> None:
     assert '"delta":"Hi"' in r.text
 
 
-def test_fastapi_style_mount() -> None:
+async def test_fastapi_style_mount() -> None:
     fastapi = pytest.importorskip("fastapi")
     app = fastapi.FastAPI()
     app.router.routes.append(
         chat_route(mastra_with(ScriptedModel([text_step("Hi")])), "/api/chat", agent="weather")
     )
-    r = TestClient(app).post("/api/chat", json=body(USER))
+    r = await _over(app).post("/api/chat", json=body(USER))
     assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
 
 

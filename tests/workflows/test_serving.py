@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.testclient import TestClient
 
 from agentstream import Mastra
 from agentstream._app import create_app
@@ -51,10 +51,13 @@ def _by_user(request: Request) -> str | None:
     return {"alice-token": "alice", "bob-token": "bob"}.get(token)
 
 
-def _client(auth: bool = False) -> TestClient:
+def _client(auth: bool = False) -> httpx.AsyncClient:
     guard = RequestGuard(auth=_by_user) if auth else RequestGuard()
-    app = Starlette(routes=[workflow_route(_mastra(), guard=guard)])
-    return TestClient(app, base_url="http://127.0.0.1")
+    return _over(Starlette(routes=[workflow_route(_mastra(), guard=guard)]))
+
+
+def _over(app: Any) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1")
 
 
 async def test_handle_workflow_stream_refuses_before_streaming() -> None:
@@ -75,52 +78,52 @@ async def test_handle_workflow_stream_refuses_before_streaming() -> None:
     assert info.value.status_code == 404
 
 
-def test_route_streams_a_run_then_resumes_it() -> None:
+async def test_route_streams_a_run_then_resumes_it() -> None:
     client = _client()
-    response = client.post("/api/workflows/approval/stream", json={"inputData": {"n": 2}, "runId": "r1"})
+    response = await client.post("/api/workflows/approval/stream", json={"inputData": {"n": 2}, "runId": "r1"})
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     events = _events(response.text)
     assert events[0] == {"type": "start"} and events[-1] == {"type": "finish"}
     assert events[-2]["data"]["status"] == "suspended"
     assert events[-2]["data"]["steps"]["approve"]["suspendPayload"] == {"question": "approve 2?"}
 
-    bad = client.post("/api/workflows/approval/stream", json={"runId": "r1", "resumeData": {"approved": "y"}})
+    bad = await client.post("/api/workflows/approval/stream", json={"runId": "r1", "resumeData": {"approved": "y"}})
     assert (
         bad.status_code == 400
         and "approved: Invalid input: expected boolean" in bad.json()["error"]["message"]
     )
-    again = client.post("/api/workflows/approval/stream", json={"runId": "r1", "inputData": {"n": 2}})
+    again = await client.post("/api/workflows/approval/stream", json={"runId": "r1", "inputData": {"n": 2}})
     assert again.status_code == 409
-    resumed = client.post(
+    resumed = await client.post(
         "/api/workflows/approval/stream", json={"runId": "r1", "resumeData": {"approved": True}}
     )
     final = _events(resumed.text)[-2]
     assert final["data"]["status"] == "success"
     assert final["data"]["steps"]["approve"]["output"] == {"n": 2, "approved": True}
-    twice = client.post(
+    twice = await client.post(
         "/api/workflows/approval/stream", json={"runId": "r1", "resumeData": {"approved": True}}
     )
     assert twice.status_code == 409 and "not suspended" in twice.json()["error"]["message"]
 
 
-def test_one_user_cannot_see_or_resume_another_users_run() -> None:
+async def test_one_user_cannot_see_or_resume_another_users_run() -> None:
     client = _client(auth=True)
-    assert client.post("/api/workflows/approval/stream", json={"inputData": {"n": 1}}).status_code == 401
+    assert (await client.post("/api/workflows/approval/stream", json={"inputData": {"n": 1}})).status_code == 401
     alice = {"authorization": "Bearer alice-token"}
     bob = {"authorization": "Bearer bob-token"}
-    started = client.post(
+    started = await client.post(
         "/api/workflows/approval/stream", json={"inputData": {"n": 1}, "runId": "a1"}, headers=alice
     )
     assert _events(started.text)[-2]["data"]["status"] == "suspended"
-    stolen = client.post(
+    stolen = await client.post(
         "/api/workflows/approval/stream", json={"runId": "a1", "resumeData": {"approved": True}}, headers=bob
     )
     assert stolen.status_code == 404 and stolen.json()["error"]["message"] == "run a1 not found"
-    reuse = client.post(
+    reuse = await client.post(
         "/api/workflows/approval/stream", json={"runId": "a1", "inputData": {"n": 1}}, headers=bob
     )
     assert reuse.status_code == 404
-    mine = client.post(
+    mine = await client.post(
         "/api/workflows/approval/stream",
         json={"runId": "a1", "resumeData": {"approved": False}},
         headers=alice,
@@ -128,22 +131,20 @@ def test_one_user_cannot_see_or_resume_another_users_run() -> None:
     assert _events(mine.text)[-2]["data"]["status"] == "success"
 
 
-def test_route_checks_requests_like_the_chat_route() -> None:
+async def test_route_checks_requests_like_the_chat_route() -> None:
     client = _client()
-    assert (
-        client.post(
-            "/api/workflows/approval/stream", content=b"{}", headers={"content-type": "text/plain"}
-        ).status_code
-        == 415
+    plain = await client.post(
+        "/api/workflows/approval/stream", content=b"{}", headers={"content-type": "text/plain"}
     )
-    assert client.post("/api/workflows/approval/stream", json=[1]).status_code == 400
-    cross = client.post(
+    assert plain.status_code == 415
+    assert (await client.post("/api/workflows/approval/stream", json=[1])).status_code == 400
+    cross = await client.post(
         "/api/workflows/approval/stream",
         json={"inputData": {"n": 1}},
         headers={"origin": "http://evil.example"},
     )
     assert cross.status_code == 403
-    big = client.post(
+    big = await client.post(
         "/api/workflows/approval/stream",
         content=b'{"inputData": "' + b"x" * (2 << 20) + b'"}',
         headers={"content-type": "application/json"},
@@ -151,17 +152,17 @@ def test_route_checks_requests_like_the_chat_route() -> None:
     assert big.status_code == 413
 
 
-def test_serve_app_lists_streams_and_resumes_workflows() -> None:
-    client = TestClient(create_app(_mastra()), base_url="http://127.0.0.1")
-    listed = client.get("/api/workflows").json()["workflows"]
+async def test_serve_app_lists_streams_and_resumes_workflows() -> None:
+    client = _over(create_app(_mastra()))
+    listed = (await client.get("/api/workflows")).json()["workflows"]
     assert [w["id"] for w in listed] == ["approval"]
     assert listed[0]["steps"]["approve"]["resumeSchema"] == DECISION
-    started = client.post("/api/workflows/approval/stream", json={"inputData": {"n": 5}, "runId": "s1"})
+    started = await client.post("/api/workflows/approval/stream", json={"inputData": {"n": 5}, "runId": "s1"})
     assert _events(started.text)[-2]["data"]["status"] == "suspended"
-    missing = client.post("/api/workflows/approval/resume", json={"runId": "s1"})
+    missing = await client.post("/api/workflows/approval/resume", json={"runId": "s1"})
     assert missing.status_code == 400 and missing.json()["error"]["path"] == "resumeData"
-    resumed = client.post(
+    resumed = await client.post(
         "/api/workflows/approval/resume", json={"runId": "s1", "resumeData": {"approved": True}}
     )
     assert _events(resumed.text)[-2]["data"]["status"] == "success"
-    assert client.get("/api/workflows", headers={"host": "evil.example"}).status_code == 403
+    assert (await client.get("/api/workflows", headers={"host": "evil.example"})).status_code == 403

@@ -88,6 +88,11 @@ def add_parser(subparsers: Any) -> None:
             "(postgresql://… or sqlite:///file); needs --stream-store redis://… (default: off)"
         ),
     )
+    parser.add_argument(
+        "--trace",
+        action="store_true",
+        help="trace the agents with OpenTelemetry and print each run's span tree on stderr as it ends",
+    )
     parser.set_defaults(func=run)
 
 
@@ -231,6 +236,10 @@ def run(args: argparse.Namespace) -> int:
         import uvicorn
     except ImportError as exc:
         raise missing_extra(exc, "serving") or exc from exc
+    if args.trace:
+        from ._trace import trace_each_run
+
+        trace_each_run()
     app = _app(args)
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]

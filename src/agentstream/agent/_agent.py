@@ -34,6 +34,7 @@ from ._processors import (
     check_processors,
 )
 from ._resume import (
+    Leg,
     SuspendRecorder,
     approval_check,
     auto_resume_turn,
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from ..background import BackgroundTaskManager, UntilIdleOutput
-    from ..memory import MemoryScope
     from ..storage import Storage
 
 __all__ = ["Agent", "has_tool_call", "step_count_is"]
@@ -508,6 +508,7 @@ class Agent:
             opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep, model
         )
         recorder.start(run_id, stored_options(opts), scope)
+        recorder.trace = traced
         config.on_suspend = recorder.on_loop_suspend
         source: AsyncIterator[Chunk] = run_loop(config)
         if scope is not None and memory is not None:
@@ -730,7 +731,13 @@ class Agent:
         are the stored run's, overridden by ``explicit``. ``inputs``: user messages this leg answers
         (auto-resume), stored with its response."""
 
-        def leg_config(stored: Mapping[str, Any]) -> tuple[RunConfig, MemoryScope | None]:
+        # made now, not when the leg starts streaming: its span's parent is the caller's context
+        traced = trace_run(
+            self.instrument, agent_id=self.id, agent_name=self.name, run_id=recorder.run_id, model=self.model, prompt=[]
+        )
+
+        def leg_config(snapshot: Mapping[str, Any]) -> Leg:
+            stored: Mapping[str, Any] = snapshot.get("options") or {}
             _same_thread(recorder.run_id, stored.get("memory"), explicit.get("memory"))
             merged = {**self.default_options, **stored, **explicit}
             merged.pop("until_idle", None)
@@ -749,13 +756,25 @@ class Agent:
             if self.agents or self.workflows:
                 tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
             run_id = recorder.run_id
+            loop: Mapping[str, Any] = snapshot.get("loop") or {}
+            user_signal: AbortSignal | None = merged.get("abort_signal")
+            hooks = judged_hooks(
+                hooks, None, self.goal, self._goal_storage if scope is not None else None,
+                agent_id=self.id, scope=scope, run_id=run_id, max_steps=merged.get("max_steps"), now_ms=now_ms,
+                signal=AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal,
+                resumed=loop,
+            )
             model, checkpoint = self.model, begin_checkpointed_run()
             if checkpoint is not None:
                 hooks, model = checkpoint.hooks(hooks), checkpoint.model(model)
+            if traced is not None:  # outermost, as in a first leg
+                traced.continues(snapshot.get("trace"), decision.action, list(loop.get("messages") or []))
+                hooks, model = TracingHooks(hooks, traced), traced.model(model)
             config = self._run_config(merged, run_id, message_id, [], tools, hooks, cancel, now_ms, sleep, model)
             recorder.start(run_id, stored_options(merged), scope)
+            recorder.trace = traced
             config.on_suspend = recorder.on_loop_suspend
-            return config, scope
+            return config, scope, traced.wrap if traced is not None else None
 
         return resumed_source(
             decision,

@@ -58,7 +58,10 @@ class GoalConfig:
     - ``max_runs``: judged turns before the goal pauses (default 50; an objective may set its own);
     - ``prompt``: the judge's instructions (default: Mastra's, decisions done / continue / waiting);
     - ``scorer``: a `GoalScorer` used instead of the model judge;
-    - ``max_steps``: the judge's step budget (kept for parity: the built-in judge answers in one call).
+    - ``max_steps``: the judge's step budget (Mastra's ``maxSteps``). Mastra's judge takes more
+      than one step only to call its read-only ``tools``; those are not supported here (``tools``
+      is refused), so the judge answers in one model call, which any ``max_steps`` allows: the
+      behaviour is Mastra's for a judge without tools, and a Mastra config ports unchanged.
     """
 
     judge: JudgeSpec | None = None
@@ -75,6 +78,12 @@ class GoalConfig:
         if not isinstance(value, Mapping):
             raise TypeError(f"goal must be a dict or a GoalConfig, got {type(value).__name__}")
         known = {"judge", "max_runs", "prompt", "scorer", "max_steps"}
+        if "tools" in value:
+            raise TypeError(
+                "goal.tools (read-only tools for the judge) is not supported: the built-in judge "
+                "answers from the conversation in one model call; remove goal.tools, or give "
+                "goal.scorer a scorer that checks what it needs"
+            )
         unknown = set(value) - known
         if unknown:
             raise TypeError(
@@ -130,9 +139,11 @@ def judged_hooks(
     max_steps: int | None,
     now_ms: Callable[[], float],
     signal: AbortSignal,
+    resumed: Mapping[str, Any] | None = None,
 ) -> LoopHooks:
     """A run's hooks with is-task-complete and then the goal step around them, where configured
-    (goals need the run's memory thread; ``storage`` gives the memory's storage)."""
+    (goals need the run's memory thread; ``storage`` gives the memory's storage). ``resumed``: the
+    stored loop state (`ResumePoint.to_json`) of a leg resuming a suspended run."""
     if task_complete is not None:
         hooks = IsTaskCompleteHooks(
             hooks,
@@ -154,6 +165,7 @@ def judged_hooks(
             run_id=run_id,
             now_ms=now_ms,
             signal=signal,
+            resumed=resumed,
         )
     return hooks
 
@@ -202,6 +214,7 @@ class GoalHooks(LoopHooks):
         run_id: str,
         now_ms: Callable[[], float],
         signal: AbortSignal,
+        resumed: Mapping[str, Any] | None = None,
     ) -> None:
         self.inner = inner
         self.config = config
@@ -217,6 +230,9 @@ class GoalHooks(LoopHooks):
         self.active_since = 0.0
         self.user_text: str | None = None
         self.steps = 0
+        self.judging = False
+        """The objective was active when the run started: its answers are judged."""
+        self.resumed = resumed
 
     # -- chained seams
     async def prepare_step(self, step_number: int, options: Any) -> Any:
@@ -232,7 +248,25 @@ class GoalHooks(LoopHooks):
         return await self.inner.end_of_run(steps)
 
     async def start_of_run(self) -> list[Chunk]:
+        if self.resumed is not None:
+            await self._resume(self.resumed)
         return [*await self.inner.start_of_run(), *self.start]
+
+    async def _resume(self, loop: Mapping[str, Any]) -> None:
+        """A leg resuming a suspended run (no input seam: the model saw the objective in the first
+        leg, whose messages the snapshot kept): judged if the objective is still active. The time
+        the run waited for a human is not counted as worked."""
+        record = await load_objective(self.storage, self.thread_id)
+        if record is None or record.status != "active" or self._scorer(record) is None:
+            return
+        self.judging = True
+        self.active_since = self.now_ms()
+        self.steps = len(loop.get("steps") or [])
+        start = int(loop.get("firstNonSystem") or 0)
+        users = list(loop.get("messages") or [])[start : start + int(loop.get("userCount") or 0)]
+        texts = [_text_of(m) for m in users if m.get("role") == "user"]
+        mine = [t for t in texts if not t.startswith(("<current-objective", "<system-reminder"))]
+        self.user_text = mine[-1] if mine else None
 
     # -- the objective shown to the model
     async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -247,6 +281,7 @@ class GoalHooks(LoopHooks):
         if record is None or record.status != "active" or self._scorer(record) is None:
             return messages
         self.start.append(self._state_signal(record, now))
+        self.judging = True
         self.active_since = now
         self.clock.stamp(now)  # the signal, then the message the model is shown
         self.clock.stamp(now)
@@ -297,7 +332,7 @@ class GoalHooks(LoopHooks):
         inner = await self.inner.end_of_step(step)
         self.clock.stamp(self.now_ms())  # the step's response joins the message list
         self.steps += 1
-        if step.errored or not self.start:
+        if step.errored or not self.judging:
             return inner
         decision = StepDecision()
         if isinstance(inner, StepDecision):

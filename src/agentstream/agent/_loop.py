@@ -585,7 +585,9 @@ class _Run:
             step_result["retryMetadata"] = trip.metadata
         if trip.processor_id is not None:
             step_result["retryProcessorId"] = trip.processor_id
-        return self._fields(st, step_result, metadata, tool_calls=[])
+        fields = self._fields(st, step_result, metadata, tool_calls=[])
+        fields.update(processorRetryCount=trip.retry_count, processorRetryFeedback=feedback["content"])
+        return fields
 
     def _record(self, st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
         # kept as is and turned into Mastra's ``output.steps`` entries only if a step trips
@@ -630,6 +632,7 @@ class _Run:
                 "user": self.user_messages,
                 "nonUser": all_messages[len(self.user_messages) :],
             },
+            "processorRetryCount": 0,  # a step that is not retried (Mastra counts consecutive retries)
         }
 
     async def end_of_run(self) -> list[Chunk]:
@@ -836,6 +839,9 @@ def _reason(st: StepState) -> str:
     return "error" if st.error is not UNSET else (st.finish_reason or "other")
 
 
+_RETRY_KEYS = ("processorRetryCount", "processorRetryFeedback")
+
+
 def _step_finish_fields(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "message_id": data["messageId"],
@@ -843,6 +849,7 @@ def _step_finish_fields(data: dict[str, Any]) -> dict[str, Any]:
         "metadata": data["metadata"],
         "output": data["output"],
         "messages": data["messages"],
+        "extra": {k: data[k] for k in _RETRY_KEYS if k in data},
     }
 
 
@@ -855,7 +862,7 @@ def _finish(run_id: str, data: dict[str, Any]) -> Finish:
             output=dict(data["output"]),
             metadata=data["metadata"],
             messages=data.get("messages"),
-            extra={"messageId": data["messageId"]},
+            extra={"messageId": data["messageId"], **{k: data[k] for k in _RETRY_KEYS if k in data}},
         ),
     )
 

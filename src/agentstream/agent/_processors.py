@@ -354,6 +354,7 @@ class ProcessorHooks(ChainedHooks):
                         trip.retry_denied = True
                     else:
                         self._set_retry_count(self.retry_count + 1)
+                        trip.retry_count = self.retry_count
                 raise
         self._set_retry_count(0)
         await self.inner.after_model(step)

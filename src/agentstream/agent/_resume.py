@@ -23,9 +23,11 @@ if TYPE_CHECKING:
     from .._abort import AbortController
     from ..memory import Memory, MemoryScope
     from ..stream import ModelOutput
+    from ..tracing import RunTrace
     from ._loop import RunConfig
 
 __all__ = [
+    "Leg",
     "SuspendRecorder",
     "approval_check",
     "auto_decision",
@@ -105,6 +107,8 @@ class SuspendRecorder:
         self.scope: MemoryScope | None = None
         self.loop_state: dict[str, Any] | None = None
         self.suspended = False
+        self.trace: RunTrace | None = None
+        """The leg's spans, when traced: the snapshot keeps its reference for the next leg's link."""
 
     def start(self, run_id: str, options: dict[str, Any], scope: MemoryScope | None) -> None:
         """The run (or leg) this recorder keeps: its id, stored options and memory thread."""
@@ -131,12 +135,22 @@ class SuspendRecorder:
             "output": output_state,
             "options": self.options,
         }
+        reference = self.trace.reference() if self.trace is not None else None
+        if reference is not None:
+            snapshot["trace"] = reference
         scope = self.scope
         resource_id = scope.resource_id if scope is not None else None
         await self.snapshots.save(self.run_id, snapshot, resource_id=resource_id)
         if scope is not None:
             await self.snapshots.mark_thread(scope.thread_id, self.run_id, pending)
         self.suspended = True
+
+
+Leg = tuple[
+    "RunConfig", "MemoryScope | None", "Callable[[AsyncIterator[Chunk]], AsyncIterator[Chunk]] | None"
+]
+"""A resumed leg as `resumed_source` runs it: the loop's configuration, the memory thread, and what
+wraps its chunks (its trace), if anything."""
 
 
 async def _close(source: AsyncIterator[Chunk]) -> None:
@@ -194,7 +208,7 @@ async def resumed_source(
     tools: Mapping[str, Tool],
     output: Callable[[], ModelOutput],
     recorder: SuspendRecorder,
-    leg_config: Callable[[Mapping[str, Any]], tuple[RunConfig, MemoryScope | None]],
+    leg_config: Callable[[Mapping[str, Any]], Leg],
     memory: Callable[[], Memory],
     run: Callable[[RunConfig], AsyncIterator[Chunk]],
     inputs: list[dict[str, Any]] | None = None,
@@ -202,15 +216,15 @@ async def resumed_source(
     """The chunks of a leg that resumes a suspended run (see the module docstring).
 
     Load the snapshot and check the answer (before claiming, so that a wrong answer leaves the run
-    waiting), build the leg's configuration from the stored options (`leg_config`), claim the run,
-    restore the output's accounting, then run the loop from the resume point. The run is marked
-    finished when the leg ends, unless it suspended again.
+    waiting), build the leg from the snapshot (`leg_config`: its stored options, trace reference,
+    loop state), claim the run, restore the output's accounting, then run the loop from the resume
+    point. The run is marked finished when the leg ends, unless it suspended again.
     """
     snapshots = recorder.snapshots
     run_id = recorder.run_id
     snapshot = await snapshots.load(run_id)
     checked = decision_for(snapshot, decision, tools)
-    config, scope = leg_config(snapshot.get("options") or {})
+    config, scope, wrap = leg_config(snapshot)
     await snapshots.claim(run_id, snapshot)
     status = "failed"
     try:
@@ -221,6 +235,8 @@ async def resumed_source(
             source = memory().remember(
                 source, scope, config.prompt, inputs or [], message_id=config.message_id, load=False
             )
+        if wrap is not None:
+            source = wrap(source)
         try:
             async for chunk in source:
                 if chunk.type == "finish":

@@ -36,6 +36,9 @@ class Tripwire(Exception):
         self.retry_denied = False
         """Set by the processor runner when ``retry`` was asked but the retry budget is spent (or was
         never configured): the loop then treats it as a plain abort."""
+        self.retry_count = 0
+        """Set by the processor runner when it allows the retry: the consecutive retries so far,
+        this one included (``processorRetryCount`` of the retried step's ``step-finish``)."""
 
     @property
     def will_retry(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._jsregex import JSRegexError, js_regex, parse_js_literal
+from ._log import ChunkLog
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
 from ._promise import Delayed
 from ._results import (
@@ -29,6 +30,7 @@ from ._types import ChunkStream, Transform, TransformFactory, apply_transforms
 
 __all__ = [
     "AbortEvent",
+    "ChunkLog",
     "ChunkStream",
     "Delayed",
     "ErrorEvent",

@@ -50,6 +50,7 @@ from ..chunks import (
     to_jsonable,
 )
 from ..chunks import Object as ObjectChunk
+from ._log import ChunkLog
 from ._promise import Delayed
 from ._results import (
     AbortEvent,
@@ -115,7 +116,7 @@ class _StepBuffers:
         self.tool_results: list[ToolResult] = []
 
 
-class ModelOutput:
+class ModelOutput(ChunkLog):
     """The streaming result of one agent run.
 
     **Streams** (each access is a new consumer that replays from the start): ``full_stream``,
@@ -177,12 +178,8 @@ class ModelOutput:
         check_transform_factories(experimental_transform, "experimental_transform")
         self._transforms = experimental_transform
 
-        self._log: list[Chunk] = []
-        self._replay_start = 0
-        """Where a new consumer starts replaying: moved forward when a goal restarts the run."""
+        super().__init__()  # the log; `_replay_start` moves forward when a goal restarts the run
         self._truncate_at_step_finish = False
-        self._done = False
-        self._changed: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
         self._finished = asyncio.Event()
 
@@ -278,24 +275,6 @@ class ModelOutput:
         async for chunk in self._follow():
             if type(chunk) is ObjectChunk:
                 yield chunk.object
-
-    async def _follow(self, start: int | None = None) -> AsyncIterator[Chunk]:
-        self._ensure_started()
-        log = self._log
-        index = self._replay_start if start is None else start
-        while True:
-            if index < len(log):
-                # Slice the new part: one C-level copy, then a tight loop over it.
-                batch = log[index:]
-                index += len(batch)
-                for chunk in batch:
-                    yield chunk
-                continue
-            if self._done:
-                return
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            await self._changed.wait()
 
     # ---------------------------------------------------------------- results
 
@@ -457,19 +436,10 @@ class ModelOutput:
         if self._changed is not None:
             self._wake()
 
-    def _wake(self) -> None:
-        changed = self._changed
-        if changed is not None:
-            self._changed = None
-            changed.set()
-
     def _close_log(self) -> None:
         self._done = True
         self._finished.set()
-        changed = self._changed
-        if changed is not None:
-            self._changed = None
-            changed.set()
+        self._wake()
 
     async def _produce(self) -> None:
         source = self._source

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Span, SpanKind
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, TraceFlags
 
 from ._settings import ACTIVE, InstrumentationSettings
 from ._spans import ABORTED, fail, provider_name, to_json, tokens
@@ -45,7 +45,8 @@ class RunTrace:
 
     The parent of the run span is the OpenTelemetry context current when the run was created
     (``agent.stream(...)``): a run streamed later, in another task, still nests under the request
-    or workflow step that started it.
+    or workflow step that started it. A leg resuming a suspended run (`continues`) links to the
+    span of the leg that suspended.
     """
 
     def __init__(
@@ -82,13 +83,48 @@ class RunTrace:
         if thread_id is not None:
             self._attributes["gen_ai.conversation.id"] = thread_id
         self._name = f"invoke_agent {agent_name}"
+        self._links: list[Link] = []
+
+    def reference(self) -> dict[str, Any] | None:
+        """The run span's trace and span ids (kept with a suspended run's snapshot, so that the leg
+        resuming it can link to this span), ``None`` before the span started or when unsampled."""
+        span = self.span
+        context = span.get_span_context() if span is not None else None
+        if context is None or not context.is_valid:
+            return None
+        return {
+            "traceId": format(context.trace_id, "032x"),
+            "spanId": format(context.span_id, "016x"),
+            "traceFlags": int(context.trace_flags),
+        }
+
+    def continues(self, reference: Any, action: str, prompt: list[dict[str, Any]]) -> None:
+        """This run is a leg resuming a suspended run (``action``: approve, decline or resume).
+
+        ``reference`` is the suspended leg's `reference` (``None`` when that leg was not traced).
+        The span links to it and, when the leg was started outside any span (no request or workflow
+        step around it), is its child: the whole run is then one trace however many legs it took.
+        """
+        self._attributes["agentstream.resumed"] = True
+        self._attributes["agentstream.resume.action"] = action
+        self._prompt = prompt
+        original = _span_context(reference)
+        if original is None:
+            return
+        self._links.append(Link(original, {"agentstream.link": "resumes"}))
+        if not trace.get_current_span(self.parent).get_span_context().is_valid:
+            self.parent = trace.set_span_in_context(NonRecordingSpan(original), self.parent)
 
     # ------------------------------------------------------------------------------ the run span
 
     def _run_span(self) -> Span:
         if self.span is None:
             self.span = self.settings.tracer.start_span(
-                self._name, context=self.parent, kind=SpanKind.INTERNAL, attributes=self._attributes
+                self._name,
+                context=self.parent,
+                kind=SpanKind.INTERNAL,
+                attributes=self._attributes,
+                links=self._links,
             )
             if self.content:
                 self.span.set_attribute("gen_ai.input.messages", to_json(self._prompt))
@@ -251,6 +287,23 @@ class TracedModel:
             self.run.end(span)
             raise
         return TracedStream(stream, span, self.run, signal)
+
+
+def _span_context(reference: Any) -> SpanContext | None:
+    """The span context a stored `RunTrace.reference` names (``None`` if it is absent or malformed:
+    the snapshot is data from storage, a bad reference must not fail the run)."""
+    if not isinstance(reference, dict):
+        return None
+    try:
+        context = SpanContext(
+            trace_id=int(reference["traceId"], 16),
+            span_id=int(reference["spanId"], 16),
+            is_remote=True,
+            trace_flags=TraceFlags(int(reference.get("traceFlags", TraceFlags.SAMPLED))),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+    return context if context.is_valid else None
 
 
 def _failed(span: Span, exc: BaseException, signal: AbortSignal | None) -> None:

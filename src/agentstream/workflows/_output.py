@@ -4,7 +4,7 @@ and `WorkflowResult`, what a run ends with."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,7 +25,7 @@ from ..chunks import (
     error_to_dict,
     to_jsonable,
 )
-from ..stream import ChunkStream, Delayed
+from ..stream import ChunkLog, ChunkStream, Delayed
 
 __all__ = ["WorkflowResult", "WorkflowRunOutput", "WorkflowRunStatus"]
 
@@ -96,7 +96,7 @@ def _int(value: Any) -> int:
     return 0
 
 
-class WorkflowRunOutput:
+class WorkflowRunOutput(ChunkLog):
     """The stream of one workflow run (``run.stream()`` / ``run.resume_stream()``).
 
     * ``full_stream`` — every chunk from ``workflow-start`` to ``workflow-finish``; each access replays
@@ -112,13 +112,13 @@ class WorkflowRunOutput:
     def __init__(self, *, run_id: str, workflow_id: str) -> None:
         self.run_id = run_id
         self.workflow_id = workflow_id
-        self._log: list[Chunk] = [
-            WorkflowStart(
-                run_id=run_id, from_=ChunkFrom.WORKFLOW, payload=WorkflowStartPayload(workflow_id=workflow_id)
-            )
-        ]
-        self._changed: asyncio.Event | None = None
-        self._done = False
+        super().__init__(
+            [
+                WorkflowStart(
+                    run_id=run_id, from_=ChunkFrom.WORKFLOW, payload=WorkflowStartPayload(workflow_id=workflow_id)
+                )
+            ]
+        )
         self._status: str = "running"
         self._usage = zero_usage()
         self._usage_seen = False
@@ -154,29 +154,7 @@ class WorkflowRunOutput:
         async for _ in self._follow():
             pass
 
-    async def _follow(self) -> AsyncIterator[Chunk]:
-        log = self._log
-        index = 0
-        while True:
-            if index < len(log):
-                batch = log[index:]
-                index += len(batch)
-                for chunk in batch:
-                    yield chunk
-                continue
-            if self._done:
-                return
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            await self._changed.wait()
-
     # ---------------------------------------------------------------------------- writing
-
-    def _wake(self) -> None:
-        changed = self._changed
-        if changed is not None:
-            self._changed = None
-            changed.set()
 
     def push(self, chunk: Chunk) -> None:
         """Add a chunk of the run (status and usage are tracked as Mastra's output does)."""
