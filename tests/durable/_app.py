@@ -54,6 +54,21 @@ async def failing(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
     raise ValueError(f"bad topic {args['topic']!r}")
 
 
+async def _until_seen_together(conn: psycopg.AsyncConnection[Any], total: int | None) -> None:
+    """Hold until ``total`` tasks have run at once (once), so a test of limits across workers does not
+    depend on how fast each worker polls; gives up after 30 s, and the test's assertion says why."""
+    if total is None:
+        return
+    for _ in range(600):
+        if (await (await conn.execute("SELECT count(*) FROM reached")).fetchone() or (0,))[0]:
+            return
+        row = await (await conn.execute("SELECT count(*) FROM running")).fetchone()
+        if row is not None and row[0] >= total:
+            await conn.execute("INSERT INTO reached VALUES (1)")
+            return
+        await asyncio.sleep(0.05)
+
+
 async def counted(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
     """Records how many tasks (in all, and of this agent) run at once, in a table every worker shares."""
 
@@ -67,6 +82,7 @@ async def counted(args: dict[str, Any], context: BackgroundTaskContext) -> Any:
                 "count(*) FILTER (WHERE agent = %s) FROM running",
                 (context.agent_id,),
             )
+            await _until_seen_together(conn, args.get("until_total"))
             await asyncio.sleep(args["hold_sec"])
             await conn.execute("DELETE FROM running WHERE task = %s", (context.task_id,))
 

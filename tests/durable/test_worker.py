@@ -127,7 +127,9 @@ async def test_concurrency_limits_hold_across_worker_processes(workers: Workers,
     with psycopg.connect(workers.url, autocommit=True) as conn:
         conn.execute("CREATE TABLE running (agent text, task text)")
         conn.execute("CREATE TABLE observed (total int, of_agent int)")
-    limits = ("--global-concurrency", "3", "--per-agent-concurrency", "2")
+        conn.execute("CREATE TABLE reached (flag int)")
+    # Two at most per worker: the third task running at once has to be on the other worker.
+    limits = ("--global-concurrency", "3", "--per-agent-concurrency", "2", "--worker-concurrency", "2")
     workers.start(*limits)
     workers.start(*limits)
     remote = DurableBackground(workers.url)
@@ -136,7 +138,7 @@ async def test_concurrency_limits_hold_across_worker_processes(workers: Workers,
         tasks = [
             await manager.dispatch(
                 "counted",
-                {"dsn": workers.url, "hold_sec": 0.3},
+                {"dsn": workers.url, "hold_sec": 0.3, "until_total": 3},
                 tool_call_id=f"c{i}",
                 agent_id=f"agent-{i % 2}",
                 run_id=f"r{i}",
@@ -156,7 +158,7 @@ async def test_concurrency_limits_hold_across_worker_processes(workers: Workers,
             "SELECT count(DISTINCT executor_id) FROM dbos.workflow_status WHERE status = 'SUCCESS'"
         ).fetchone()
     assert samples == 12
-    assert total <= 3 and of_agent <= 2
+    assert total == 3 and of_agent <= 2  # 3 at once: both workers ran tasks together, never more
     assert executors is not None and executors[0] == 2  # both workers took tasks
 
 

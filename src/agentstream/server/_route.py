@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -107,6 +107,41 @@ def _check_runner(
         )
 
 
+async def _dispatch_turn(
+    store: StreamStore,
+    runner: ChatRunner,
+    agent_id: str,
+    body: Mapping[str, Any],
+    owner: str | None,
+    traceparent: str | None,
+    options: ChatTurnOptions,
+) -> AsyncIterator[Any]:
+    """Claim the chat's stream, cancel its previous turn, hand the turn to ``runner``; the answer is
+    the stream, followed. The claim is released if the dispatch fails."""
+    chat_id = body.get("id")
+    if not isinstance(chat_id, str) or not chat_id:
+        chat_id = f"anonymous-{uuid.uuid4().hex}"  # answered, but not resumable: no chat id
+    previous = await store.active(chat_id)
+    stream_id = await claim(store, chat_id, stream_owner(owner))
+    turn = ChatTurn(
+        agent_id=agent_id,
+        body=dict(body),
+        chat_id=chat_id,
+        stream_id=stream_id,
+        owner=owner,
+        traceparent=traceparent,
+        options=options,
+    )
+    try:
+        if previous is not None and previous.stream_id != stream_id:
+            await runner.cancel(previous.stream_id)  # a chat streams one answer at a time
+        await runner.dispatch(turn)
+    except BaseException:
+        await store.finish(stream_id)
+        raise
+    return follow(store, stream_id)
+
+
 def chat_route(
     mastra: AgentRegistry,
     path: str = "/chat/{agent_id}",
@@ -163,6 +198,16 @@ def chat_route(
     if agent is None and "{agent_id}" not in path:
         raise ValueError("chat_route: the path needs an {agent_id} parameter, or pass agent=")
     checks = guard or RequestGuard()
+    turn_options = ChatTurnOptions(
+        version=version,
+        send_start=send_start,
+        send_finish=send_finish,
+        send_reasoning=send_reasoning,
+        send_sources=send_sources,
+        send_goals=send_goals,
+        include_sub_agent_metadata=include_sub_agent_metadata,
+        allow_system_messages=allow_system_messages,
+    )
 
     async def run(
         request: Request, body: Mapping[str, Any], controller: AbortController, principal: object
@@ -229,37 +274,8 @@ def chat_route(
             allow_system_messages=allow_system_messages,
             owner=owner,
         )
-        chat_id = body.get("id")
-        if not isinstance(chat_id, str) or not chat_id:
-            chat_id = f"anonymous-{uuid.uuid4().hex}"  # answered, but not resumable: no chat id
-        previous = await store.active(chat_id)
-        stream_id = await claim(store, chat_id, stream_owner(owner))
-        turn = ChatTurn(
-            agent_id=agent_id,
-            body=dict(body),
-            chat_id=chat_id,
-            stream_id=stream_id,
-            owner=owner,
-            traceparent=request.headers.get("traceparent"),
-            options=ChatTurnOptions(
-                version=version,
-                send_start=send_start,
-                send_finish=send_finish,
-                send_reasoning=send_reasoning,
-                send_sources=send_sources,
-                send_goals=send_goals,
-                include_sub_agent_metadata=include_sub_agent_metadata,
-                allow_system_messages=allow_system_messages,
-            ),
-        )
-        try:
-            if previous is not None and previous.stream_id != stream_id:
-                await runner.cancel(previous.stream_id)  # a chat streams one answer at a time
-            await runner.dispatch(turn)
-        except BaseException:
-            await store.finish(stream_id)
-            raise
-        return follow(store, stream_id)
+        traceparent = request.headers.get("traceparent")
+        return await _dispatch_turn(store, runner, agent_id, body, owner, traceparent, turn_options)
 
     async def endpoint(request: Request) -> Response:
         try:
