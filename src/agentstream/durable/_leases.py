@@ -27,6 +27,21 @@ _workers = sa.Table(
 )
 
 
+def _create_table(engine: sa.Engine) -> None:
+    """Create the lease table once, however many workers start together: PostgreSQL's ``CREATE
+    TABLE`` races ("duplicate key … pg_type_typname_nsp_index") after both workers saw no table,
+    so the check and the creation run under a transaction-scoped advisory lock there; elsewhere a
+    creation that lost the race is fine if the table now exists."""
+    try:
+        with engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext('agentstream_durable_workers'))"))
+            _metadata.create_all(conn)
+    except sa.exc.DBAPIError:
+        if not sa.inspect(engine).has_table(_workers.name):
+            raise
+
+
 class ExecutorLeases:
     """Renews this worker's lease every `lease_sec / 3` and sweeps for expired ones in a thread.
 
@@ -53,7 +68,7 @@ class ExecutorLeases:
         self._clock = clock
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        _metadata.create_all(self._engine)
+        _create_table(self._engine)
 
     def start(self) -> None:
         self.renew()
