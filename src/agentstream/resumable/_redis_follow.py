@@ -20,8 +20,8 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncGenerator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncGenerator, Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -29,13 +29,15 @@ if TYPE_CHECKING:
 __all__ = ["PULLS", "Follow"]
 
 PULLS = 16
-"""Concurrent non-blocking reads (replays, catch-ups) one `Follow` lets its followers run: they
-borrow pool connections, so this bounds the connections followers use however many there are."""
+"""Concurrent commands (replays, catch-ups, wake entries) one `Follow` lets its followers run: they
+borrow pool connections, so the followers of a store use at most this many plus the multiplexer's
+one, however many they are."""
 
 COUNT = 512
 """Entries per key per ``XREAD`` (a follower's replay, and the multiplexer's batch)."""
 
 Entry = tuple[bytes, dict[bytes, bytes]]
+T = TypeVar("T")
 
 # Which of KEYS exist, in one round trip (EXISTS k1 k2 only counts them).
 _EXISTING = """
@@ -43,6 +45,20 @@ local found = {}
 for i, key in ipairs(KEYS) do found[i] = redis.call('exists', key) end
 return found
 """
+
+
+async def _uncancelled(awaitable: Awaitable[T]) -> T:
+    """Await a redis-py call without losing a cancellation of the calling task.
+
+    redis-py sends through ``asyncio.wait_for`` when a ``socket_timeout`` is set (the default),
+    and Python 3.11's ``wait_for`` returns the result instead of raising when the cancellation
+    arrives as the send completes: the task would go on waiting, cancelled but never told."""
+    task = asyncio.current_task()
+    before = task.cancelling() if task is not None else 0
+    result = await awaitable
+    if task is not None and task.cancelling() > before:
+        raise asyncio.CancelledError
+    return result
 
 
 class _Watch:
@@ -76,6 +92,10 @@ class Follow:
         self._wake_key = f"{prefix}:wake:{uuid.uuid4().hex}"
         self._watches: dict[str, _Watch] = {}
         self._in_flight = False  # the multiplexer's XREAD is out with a snapshot of the keys
+        self._woken = False  # a wake entry was sent since that XREAD went out
+        # The client gives up on a read after socket_timeout (redis-py 8: 5 s): block for less.
+        timeout = redis.connection_pool.connection_kwargs.get("socket_timeout")
+        self._block_ms = min(block_ms, max(1, int(timeout * 500))) if timeout else block_ms
         self._pulls = asyncio.Semaphore(PULLS)
         self._existing = redis.register_script(_EXISTING)
 
@@ -87,6 +107,11 @@ class Follow:
     def watched(self) -> int:
         """How many keys the multiplexer follows (for tests and stats)."""
         return len(self._watches)
+
+    @property
+    def waiting(self) -> int:
+        """How many followers have caught up and are registered to be woken (for tests and stats)."""
+        return sum(len(watch.events) for watch in self._watches.values())
 
     async def read(self, key: str, last: bytes) -> AsyncGenerator[Entry, None]:
         """The entries of ``key`` after id ``last``, following it until the caller stops (at the
@@ -103,14 +128,14 @@ class Follow:
                 elif watch is not None and watch.cursor == last:
                     entries = []  # nothing newer exists than what the multiplexer has seen
                 else:
-                    entries = await self._pull(key, last)
+                    entries = await _uncancelled(self._pull(key, last))
                 for entry in entries:
                     last = entry[0]
                     yield entry
                 if entries:
                     continue
                 if watch is None:
-                    watch = await self._watch(key, last, event)
+                    watch = await _uncancelled(self._watch(key, last, event))
                     continue  # look once more: entries may have come before the watch began
                 if watch.gone:
                     return
@@ -133,9 +158,10 @@ class Follow:
         watch.events.add(event)
         if self.task is None:
             self.task = self.loop.create_task(self._run(), name=f"agentstream follow {self._wake_key}")
-        elif self._in_flight:
+        elif self._in_flight and not self._woken:
             # The running XREAD does not name this key: make it return now rather than at its timeout.
-            async with self.redis.pipeline(transaction=False) as pipe:
+            self._woken = True
+            async with self._pulls, self.redis.pipeline(transaction=False) as pipe:
                 pipe.xadd(self._wake_key, {"w": b""}, maxlen=1, approximate=False)
                 pipe.pexpire(self._wake_key, self._ttl_ms)
                 await pipe.execute()
@@ -187,8 +213,8 @@ class Follow:
             watches = dict(self._watches)
             streams: dict[Any, Any] = {self._wake_key: wake_cursor}
             streams.update((key, watch.cursor) for key, watch in watches.items())
-            self._in_flight = True
-            answer: Any = await client.xread(streams, count=COUNT, block=self.block_ms)
+            self._in_flight, self._woken = True, False
+            answer: Any = await _uncancelled(client.xread(streams, count=COUNT, block=self._block_ms))
             self._in_flight = False
             for raw_key, entries in answer or []:
                 key = raw_key.decode()
@@ -214,7 +240,7 @@ class Follow:
 
     async def _drop_expired(self, client: Redis) -> None:
         keys = list(self._watches)
-        found = await self._existing(keys=keys, client=client)
+        found = await _uncancelled(self._existing(keys=keys, client=client))
         for key, exists in zip(keys, found, strict=True):
             watch = self._watches.get(key)
             if not exists and watch is not None:
