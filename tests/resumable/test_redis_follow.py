@@ -197,6 +197,34 @@ async def test_closed_and_cancelled_readers_unwatch_their_streams_and_the_multip
         await store.aclose()
 
 
+async def test_followers_cancelled_while_replaying_all_end(redis_url: str) -> None:
+    # Cancelled in the middle of their own reads (redis-py on Python 3.11 can drop such a
+    # cancellation): every task still ends, and nothing stays watched.
+    store = make_store(redis_url)
+    try:
+        stream_id = await store.start("chat-a", owner=None)
+        for start in range(0, 3000, 500):
+            await store.append(stream_id, *[chunk(i) for i in range(start, start + 500)])
+        reading = asyncio.Event()
+        counts = [0] * 200
+
+        async def follow(f: int) -> None:
+            async for _ in store.read(stream_id):
+                counts[f] += 1
+                if counts[f] == 100:
+                    reading.set()
+
+        tasks = [asyncio.create_task(follow(f)) for f in range(200)]
+        await asyncio.wait_for(reading.wait(), HANG)
+        for task in tasks:
+            task.cancel()
+        done, pending = await asyncio.wait(tasks, timeout=HANG)
+        assert not pending and all(task.cancelled() for task in done)
+        assert store._follow is None or store._follow.waiting == 0
+    finally:
+        await store.aclose()
+
+
 async def test_an_expired_stream_ends_its_followers_and_only_them(redis_url: str) -> None:
     store = make_store(redis_url, block_ms=20)
     try:
