@@ -153,12 +153,13 @@ class Follow:
         if self.error is not None:  # failed while this follower was pulling
             raise self.error
         watch = self._watches.get(key)
+        new = watch is None
         if watch is None:
             watch = self._watches[key] = _Watch(last)
         watch.events.add(event)
         if self.task is None:
             self.task = self.loop.create_task(self._run(), name=f"agentstream follow {self._wake_key}")
-        elif self._in_flight and not self._woken:
+        elif new and self._in_flight and not self._woken:
             # The running XREAD does not name this key: make it return now rather than at its timeout.
             self._woken = True
             async with self._pulls, self.redis.pipeline(transaction=False) as pipe:
