@@ -5,19 +5,22 @@ Layout under ``prefix`` (``agentstream``): ``<prefix>:chat:<chat id>`` is a hash
 ``<prefix>:stream:<stream id>`` is a Redis Stream whose entry ``0-1`` opens it, entries
 ``0-2``, ``0-3``… hold the chunks (field ``c``) and a last entry with field ``end`` closes it.
 Explicit ids make "after the first N chunks" one ``XREAD`` from ``0-<N+1>``. Both keys expire
-``ttl_s`` after the last write. Readers block in ``XREAD`` (``block_ms`` at a time) rather than
-subscribe: a late reader replays the stream and follows it with the same call, and nothing is
-lost between the two (see docs/decisions.md).
+``ttl_s`` after the last write. Readers replay with ``XREAD`` and then follow rather than
+subscribe, so nothing is lost between the two; the followers of a store share one blocking
+``XREAD`` over all their streams (`._redis_follow`), so they hold no connection each (see
+docs/decisions.md).
 """
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
 from ._memory import MemoryStreamStore
+from ._redis_follow import Follow
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -25,8 +28,11 @@ if TYPE_CHECKING:
 __all__ = ["MAX_CONNECTIONS", "RedisStreamStore", "stream_store_from_url"]
 
 MAX_CONNECTIONS = 5000
-"""Connections one `RedisStreamStore.from_url` client may open (a server's concurrent readers, and
-then some); Redis itself accepts 10,000 clients by default."""
+"""Connections one `RedisStreamStore.from_url` client may open. Followers no longer hold one each (they
+share one blocking ``XREAD`` and at most `PULLS` short reads at a time), but every concurrent
+command still borrows one: the writers of the process's running answers, resume lookups, and
+bursts of them. redis-py's asyncio pool refuses (rather than waits) past its limit, so the ceiling
+stays far above any expected concurrency; Redis itself accepts 10,000 clients by default."""
 
 # Claim the chat for a new stream unless another owner's stream is active (atomic). The open
 # entry names the chat, so a process that did not start the stream (a worker) can refresh and
@@ -81,8 +87,9 @@ class RedisStreamStore:
     """A `StreamStore` in Redis (redis-py asyncio): every process sharing the server sees the streams.
 
     ``redis`` is a ``redis.asyncio.Redis`` client (or use `from_url`). Streams expire ``ttl_s``
-    (600) seconds after their last write; readers wait at most ``block_ms`` (1000) per ``XREAD``
-    before checking that the stream still exists. Needs the ``redis`` extra.
+    (600) seconds after their last write. The followers of a store share one blocking ``XREAD``
+    (``block_ms``, 1000, at a time), which checks every ``block_ms`` that their streams still
+    exist: a reader of an expired stream ends. Needs the ``redis`` extra.
     """
 
     def __init__(
@@ -100,13 +107,14 @@ class RedisStreamStore:
         self._append = redis.register_script(_APPEND)
         self._state = redis.register_script(_STATE)
         self._chats: dict[str, str] = {}  # stream id -> chat id, for the streams this process writes
+        self._follow: Follow | None = None  # the shared reader of the current event loop
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisStreamStore:
         """A store on a new client for ``redis://host:port/db`` (``rediss://`` for TLS).
 
-        Every reader following a stream holds a connection while it blocks in ``XREAD``: the pool
-        allows `MAX_CONNECTIONS` (redis-py's default, 100, refuses the 101st concurrent reader)."""
+        The pool allows `MAX_CONNECTIONS` (redis-py's default, 100, refuses the 101st concurrent
+        command rather than wait)."""
         try:
             from redis.asyncio import Redis
         except ImportError as exc:
@@ -170,25 +178,33 @@ class RedisStreamStore:
             return None
         return ActiveStream(stream_id.decode(), (owner.decode() or None) if owner is not None else None)
 
+    def _follower(self) -> Follow:
+        """The shared reader of the running event loop (a new one if it failed or the loop changed)."""
+        follow = self._follow
+        if follow is None or follow.dead or follow.loop is not asyncio.get_running_loop():
+            follow = self._follow = Follow(
+                self.redis, prefix=self.prefix, block_ms=self.block_ms, ttl_ms=self._ttl_ms
+            )
+        return follow
+
     async def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
         """The chunks after the first ``after``, following the stream until it finishes or expires."""
-        key = self._stream_key(stream_id)
-        last: Any = f"0-{max(after, 0) + 1}"
-        while True:
-            answer: Any = await self.redis.xread({key: last}, count=512, block=self.block_ms)
-            if not answer:
-                if not await self.redis.exists(key):
-                    return  # expired (its writer died without finishing): nothing more will come
-                continue
-            for entry_id, fields in answer[0][1]:
-                last = entry_id
+        entries = self._follower().read(self._stream_key(stream_id), f"0-{max(after, 0) + 1}".encode())
+        try:
+            async for _, fields in entries:
                 if b"end" in fields:
                     return
                 if b"c" in fields:
                     yield fields[b"c"]
+        finally:
+            await entries.aclose()  # unwatch the key now, not when the generator is collected
 
     async def aclose(self) -> None:
-        """Close the client's connections (the streams stay in Redis until they expire)."""
+        """Stop following (readers still waiting raise) and close the client's connections (the
+        streams stay in Redis until they expire)."""
+        follow, self._follow = self._follow, None
+        if follow is not None:
+            await follow.aclose()
         await self.redis.aclose()
 
 

@@ -1,0 +1,250 @@
+"""One blocking ``XREAD`` per store and event loop for every follower of a Redis stream.
+
+A follower that has caught up with its stream waits on its own `asyncio.Event`; a single
+multiplexer task (`_Follow`), on a dedicated connection, blocks in one ``XREAD`` over every
+followed stream key plus a private *wake key*, and on each answer hands the new entries of a key
+to that key's followers and sets their events. So the connections a process holds no longer grow
+with its followers (see docs/decisions.md, "One Redis reader per process").
+
+Followers stay pull readers: each keeps its own position, replays from Redis on its own (a late
+reader, or one that fell behind the multiplexer's last batch), and takes the multiplexer's batch
+directly only when the batch starts exactly where it stands. Every wait is preceded by clearing the
+follower's event and then looking at the state (batch, cursor, Redis), so a wake-up set in between
+is never lost. The multiplexer also checks, every ``block_ms``, that the followed keys still exist
+(a writer that died without finishing lets its stream expire; its followers then end).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncGenerator, Awaitable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+__all__ = ["PULLS", "Follow"]
+
+PULLS = 16
+"""Concurrent commands (replays, catch-ups, wake entries) one `Follow` lets its followers run: they
+borrow pool connections, so the followers of a store use at most this many plus the multiplexer's
+one, however many they are."""
+
+COUNT = 512
+"""Entries per key per ``XREAD`` (a follower's replay, and the multiplexer's batch)."""
+
+Entry = tuple[bytes, dict[bytes, bytes]]
+T = TypeVar("T")
+
+# Which of KEYS exist, in one round trip (EXISTS k1 k2 only counts them).
+_EXISTING = """
+local found = {}
+for i, key in ipairs(KEYS) do found[i] = redis.call('exists', key) end
+return found
+"""
+
+
+async def _uncancelled(awaitable: Awaitable[T]) -> T:
+    """Await a redis-py call without losing a cancellation of the calling task.
+
+    redis-py sends through ``asyncio.wait_for`` when a ``socket_timeout`` is set (the default),
+    and Python 3.11's ``wait_for`` returns the result instead of raising when the cancellation
+    arrives as the send completes: the task would go on waiting, cancelled but never told."""
+    task = asyncio.current_task()
+    before = task.cancelling() if task is not None else 0
+    result = await awaitable
+    if task is not None and task.cancelling() > before:
+        raise asyncio.CancelledError
+    return result
+
+
+class _Watch:
+    """One followed key: the multiplexer's cursor, its last batch, and the followers' events."""
+
+    __slots__ = ("batch", "batch_from", "cursor", "events", "gone")
+
+    def __init__(self, cursor: bytes) -> None:
+        self.cursor = cursor  # the last entry id the multiplexer has seen (or was told to start at)
+        self.batch_from = b""  # the batch holds the entries right after this id
+        self.batch: list[Entry] = []
+        self.events: set[asyncio.Event] = set()
+        self.gone = False  # the key no longer exists (expired): followers end
+
+
+class Follow:
+    """The shared reader of one `RedisStreamStore` in one event loop.
+
+    Started by the store on the first follower; the multiplexer task runs while anyone follows (it
+    exits ``block_ms`` after the last follower left) and stops on `aclose`. If it fails (Redis
+    unreachable), every follower raises the error and this `Follow` is `dead`: the store starts a
+    new one for the next follower."""
+
+    def __init__(self, redis: Redis, *, prefix: str, block_ms: int, ttl_ms: int) -> None:
+        self.redis = redis
+        self.block_ms = block_ms
+        self.loop = asyncio.get_running_loop()
+        self.error: BaseException | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._ttl_ms = ttl_ms
+        self._wake_key = f"{prefix}:wake:{uuid.uuid4().hex}"
+        self._watches: dict[str, _Watch] = {}
+        self._in_flight = False  # the multiplexer's XREAD is out with a snapshot of the keys
+        self._woken = False  # a wake entry was sent since that XREAD went out
+        # The client gives up on a read after socket_timeout (redis-py 8: 5 s): block for less.
+        timeout = redis.connection_pool.connection_kwargs.get("socket_timeout")
+        self._block_ms = min(block_ms, max(1, int(timeout * 500))) if timeout else block_ms
+        self._pulls = asyncio.Semaphore(PULLS)
+        self._existing = redis.register_script(_EXISTING)
+
+    @property
+    def dead(self) -> bool:
+        return self.error is not None
+
+    @property
+    def watched(self) -> int:
+        """How many keys the multiplexer follows (for tests and stats)."""
+        return len(self._watches)
+
+    @property
+    def waiting(self) -> int:
+        """How many followers have caught up and are registered to be woken (for tests and stats)."""
+        return sum(len(watch.events) for watch in self._watches.values())
+
+    async def read(self, key: str, last: bytes) -> AsyncGenerator[Entry, None]:
+        """The entries of ``key`` after id ``last``, following it until the caller stops (at the
+        end marker) or the key is gone; raises the multiplexer's error if it fails."""
+        event = asyncio.Event()
+        watch: _Watch | None = None
+        try:
+            while True:
+                event.clear()  # before looking, so a wake-up after the look is kept
+                if self.error is not None:
+                    raise self.error
+                if watch is not None and watch.batch_from == last and watch.batch:
+                    entries = watch.batch
+                elif watch is not None and watch.cursor == last:
+                    entries = []  # nothing newer exists than what the multiplexer has seen
+                else:
+                    entries = await _uncancelled(self._pull(key, last))
+                for entry in entries:
+                    last = entry[0]
+                    yield entry
+                if entries:
+                    continue
+                if watch is None:
+                    watch = await _uncancelled(self._watch(key, last, event))
+                    continue  # look once more: entries may have come before the watch began
+                if watch.gone:
+                    return
+                await event.wait()
+        finally:
+            if watch is not None:
+                self._unwatch(key, watch, event)
+
+    async def _pull(self, key: str, last: bytes) -> list[Entry]:
+        async with self._pulls:
+            answer: Any = await self.redis.xread({key: last}, count=COUNT)
+        return list(answer[0][1]) if answer else []
+
+    async def _watch(self, key: str, last: bytes, event: asyncio.Event) -> _Watch:
+        if self.error is not None:  # failed while this follower was pulling
+            raise self.error
+        watch = self._watches.get(key)
+        new = watch is None
+        if watch is None:
+            watch = self._watches[key] = _Watch(last)
+        watch.events.add(event)
+        if self.task is None:
+            self.task = self.loop.create_task(self._run(), name=f"agentstream follow {self._wake_key}")
+        elif new and self._in_flight and not self._woken:
+            # The running XREAD does not name this key: make it return now rather than at its timeout.
+            self._woken = True
+            async with self._pulls, self.redis.pipeline(transaction=False) as pipe:
+                pipe.xadd(self._wake_key, {"w": b""}, maxlen=1, approximate=False)
+                pipe.pexpire(self._wake_key, self._ttl_ms)
+                await pipe.execute()
+        return watch
+
+    def _unwatch(self, key: str, watch: _Watch, event: asyncio.Event) -> None:
+        watch.events.discard(event)
+        if not watch.events and self._watches.get(key) is watch:
+            del self._watches[key]  # the running XREAD may still name it: its answer is ignored
+
+    async def aclose(self) -> None:
+        """Stop the multiplexer; followers still waiting raise."""
+        task, self.task = self.task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._fail(RuntimeError("the RedisStreamStore was closed while its streams were followed"))
+
+    def _fail(self, error: BaseException) -> None:
+        if self.error is None:
+            self.error = error
+        for watch in self._watches.values():
+            for event in watch.events:
+                event.set()
+
+    async def _run(self) -> None:
+        client = self.redis.client()  # one connection of the pool, held while the task runs
+        try:
+            await self._multiplex(client)
+        except asyncio.CancelledError:
+            self._fail(RuntimeError("the RedisStreamStore was closed while its streams were followed"))
+            raise
+        except Exception as exc:
+            self._fail(exc)
+        finally:
+            self.task = None if self.task is asyncio.current_task() else self.task
+            self._in_flight = False
+            with contextlib.suppress(Exception):
+                await client.aclose(close_connection_pool=False)
+            if self.error is None:
+                with contextlib.suppress(Exception):
+                    await self.redis.delete(self._wake_key)
+
+    async def _multiplex(self, client: Redis) -> None:
+        wake_cursor = b"0-0"
+        checked = time.monotonic()
+        while True:
+            watches = dict(self._watches)
+            streams: dict[Any, Any] = {self._wake_key: wake_cursor}
+            streams.update((key, watch.cursor) for key, watch in watches.items())
+            self._in_flight, self._woken = True, False
+            answer: Any = await _uncancelled(client.xread(streams, count=COUNT, block=self._block_ms))
+            self._in_flight = False
+            for raw_key, entries in answer or []:
+                key = raw_key.decode()
+                if key == self._wake_key:
+                    wake_cursor = entries[-1][0]
+                    continue
+                watch = watches[key]
+                if self._watches.get(key) is watch and entries:
+                    self._hand_over(watch, list(entries))
+            if not self._watches:
+                if not watches:
+                    return  # a whole block_ms without followers: stop (the next one restarts us)
+                continue
+            if time.monotonic() - checked >= self.block_ms / 1000:
+                checked = time.monotonic()
+                await self._drop_expired(client)
+
+    @staticmethod
+    def _hand_over(watch: _Watch, entries: list[Entry]) -> None:
+        watch.batch_from, watch.batch, watch.cursor = watch.cursor, entries, entries[-1][0]
+        for event in watch.events:
+            event.set()
+
+    async def _drop_expired(self, client: Redis) -> None:
+        keys = list(self._watches)
+        found = await _uncancelled(self._existing(keys=keys, client=client))
+        for key, exists in zip(keys, found, strict=True):
+            watch = self._watches.get(key)
+            if not exists and watch is not None:
+                watch.gone = True
+                for event in watch.events:
+                    event.set()
