@@ -23,6 +23,7 @@ from dbos._serialization import WorkflowSerializationFormat
 from ..ai_sdk import run_workflow_job
 from ..resumable import StreamStore, WorkflowJob
 from ..workflows import Slot
+from ._cancel import cancel_workflow, watched
 
 __all__ = [
     "WORKFLOW_QUEUE_NAME",
@@ -47,7 +48,7 @@ class DurableWorkflows:
         workflow_route(mastra, stream_store=RedisStreamStore.from_url("redis://…"), runner=runner)
 
     ``dispatch`` enqueues the leg (idempotently: the workflow id is the stream id) and returns; the
-    workers write its UI chunks to the stream store the route follows.
+    workers write its UI chunks to the stream store the route follows. ``cancel`` stops a leg.
     """
 
     def __init__(self, database_url: str) -> None:
@@ -64,6 +65,12 @@ class DurableWorkflows:
             "serialization_type": _PORTABLE,
         }
         await self._client.enqueue_async(options, job)
+
+    async def cancel(self, stream_id: str) -> bool:
+        """Cancel the leg writing ``stream_id`` (a finished one is left as it is); whether it had
+        started. A started leg's worker cancels its run (within about half a second) and ends the
+        stream; a leg that had not never will start: the caller ends its stream."""
+        return await cancel_workflow(self._client, stream_id)
 
     def close(self) -> None:
         """Close the engine client's connections (legs keep running on the workers)."""
@@ -120,6 +127,12 @@ async def _workflow_run(job: WorkflowJob) -> None:
     if not _setup:
         raise RuntimeError("this worker was started without a Mastra and stream store for workflow runs")
     setup = _setup[0]
-    await run_workflow_job(
-        setup.mastra, setup.store, job, on_error=setup.on_error, checkpoint=DBOSCheckpoint()
-    )
+    async with watched(job["stream_id"]) as signal:
+        await run_workflow_job(
+            setup.mastra,
+            setup.store,
+            job,
+            on_error=setup.on_error,
+            abort_signal=signal,
+            checkpoint=DBOSCheckpoint(),
+        )

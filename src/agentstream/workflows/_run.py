@@ -361,7 +361,8 @@ class Run:
 
     async def cancel(self) -> None:
         """Cancel the run (Mastra's ``run.cancel()``): fires the steps' abort signal and waits for the
-        run to stop. A suspended run becomes `canceled` and can no longer be resumed."""
+        run to stop. A suspended run becomes `canceled` and can no longer be resumed; so does one
+        not started yet (saved as `canceled`: it will not start)."""
         self._controller.abort()
         task = self._task
         if task is not None and not task.done():
@@ -373,6 +374,9 @@ class Run:
                 handle.cancel()
         elif self._status == "suspended":
             await self._claim()
+            self._status = "canceled"
+            await self._persist("canceled")
+        elif self._status == "pending":
             self._status = "canceled"
             await self._persist("canceled")
 
