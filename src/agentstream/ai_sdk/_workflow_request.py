@@ -214,12 +214,18 @@ async def run_workflow_spec(
         message = str(exc) if isinstance(exc, ChatRequestError) else f"{type(exc).__name__}: {exc}"
         yield {"type": "error", "errorText": message}
         return
-    canceller = None if abort_signal is None else asyncio.ensure_future(_cancel_on(abort_signal, run))
+    canceller, unlisten = None, None
+    if abort_signal is not None:
+        # The signal reaches the steps at once (a checkpoint may fire it at a step boundary and
+        # fail the step: the run must see itself aborted then); the task waits for the run to stop.
+        unlisten = abort_signal.add_listener(lambda _reason: run.abort())
+        canceller = asyncio.ensure_future(_cancel_on(abort_signal, run))
     try:
         async for part in stream:
             yield part
     finally:
-        if canceller is not None:
+        if canceller is not None and unlisten is not None:
+            unlisten()
             canceller.cancel()
 
 

@@ -12,9 +12,9 @@ from collections.abc import AsyncIterator
 
 from dbos import DBOS, DBOSClient
 
-from .._abort import AbortController, AbortSignal
+from .._abort import AbortController
 
-__all__ = ["cancel_workflow", "cancellations", "watched"]
+__all__ = ["cancel_workflow", "cancellations", "is_cancelled", "watched"]
 
 _log = logging.getLogger("agentstream.durable")
 
@@ -33,6 +33,16 @@ async def cancel_workflow(client: DBOSClient, workflow_id: str) -> bool:
         workflow_ids=[workflow_id], load_input=False, load_output=False
     )
     return any((status.recovery_attempts or 0) > 0 for status in statuses)
+
+
+async def is_cancelled(workflow_id: str | None) -> bool:
+    """Whether DBOS workflow ``workflow_id`` is cancelled (asked outside the calling workflow, so
+    DBOS does not record the query as one of its steps)."""
+    if workflow_id is None:
+        return False
+    query = DBOS.list_workflows_async(workflow_ids=[workflow_id], status="CANCELLED", load_input=False, load_output=False)
+    found = await asyncio.get_running_loop().create_task(query, context=contextvars.Context())
+    return bool(found)
 
 
 class _Cancellations:
@@ -68,12 +78,12 @@ cancellations = _Cancellations()
 
 
 @contextlib.asynccontextmanager
-async def watched(fallback_id: str) -> AsyncIterator[AbortSignal]:
-    """Inside a DBOS workflow: a signal that fires once the workflow is cancelled."""
+async def watched(fallback_id: str) -> AsyncIterator[AbortController]:
+    """Inside a DBOS workflow: a controller whose signal fires once the workflow is cancelled."""
     workflow_id = DBOS.workflow_id or fallback_id
     controller = AbortController()
     cancellations.watch(workflow_id, controller)
     try:
-        yield controller.signal
+        yield controller
     finally:
         cancellations.running.pop(workflow_id, None)

@@ -100,5 +100,7 @@ async def _chat_turn(turn: ChatTurn) -> None:
     if not _setup:
         raise RuntimeError("this worker was started without a Mastra and stream store for chat turns")
     setup = _setup[0]
-    async with watched(turn["stream_id"]) as signal:
-        await run_chat_turn(setup.mastra, setup.store, turn, abort_signal=signal, chat_options=setup.options)
+    async with watched(turn["stream_id"]) as controller:
+        await run_chat_turn(
+            setup.mastra, setup.store, turn, abort_signal=controller.signal, chat_options=setup.options
+        )
