@@ -196,7 +196,8 @@ def create_app(
 ) -> Any:
     """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
     ``GET /api/workflows``, ``POST /api/workflows/{workflow_id}/stream`` (start, or resume with
-    ``runId`` + ``resumeData``) and ``POST /api/workflows/{workflow_id}/resume``.
+    ``runId`` + ``resumeData``), ``POST /api/workflows/{workflow_id}/resume`` and ``POST
+    /api/workflows/{workflow_id}/runs/{run_id}/cancel``.
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
     ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. ``send_goals``: goal
@@ -224,6 +225,7 @@ def create_app(
         chat_route,
         error_response,
         resume_route,
+        workflow_cancel_route,
         workflow_route,
         workflow_stream_route,
     )
@@ -277,6 +279,7 @@ def create_app(
     workflow_routes = [
         workflow_route(mastra, "/api/workflows/{workflow_id}/stream", **workflow_options),
         workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, **workflow_options),
+        workflow_cancel_route(mastra, guard=options["guard"], stream_store=store, runner=workflow_runner),
     ]
     if store is not None:
         stream_options = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}

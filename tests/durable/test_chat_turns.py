@@ -300,3 +300,29 @@ async def test_a_new_answer_for_the_chat_cancels_the_turn_running_on_a_worker(
     assert not any(REST[0] in p for p in payloads)
     statuses = sorted(status for _, status, _, _ in workflow_rows(workers.url))
     assert statuses == ["CANCELLED", "SUCCESS"]
+
+
+def test_a_turn_cancelled_before_any_worker_started_it_ends_its_stream(workers: Workers, redis_url: str) -> None:
+    """No worker runs while the first turn is queued, so it cannot start; a second answer for the
+    chat cancels it, and the server ends its stream (the POST and a resume of it both end)."""
+    first_request = body("Weather?")
+    chat = first_request["id"]
+    with server(workers, redis_url) as base, httpx.Client(timeout=60) as client:
+        with (
+            client.stream("POST", f"{base}/api/chat/gated", json=first_request) as first,
+            client.stream("GET", f"{base}/api/chat/{chat}/stream") as resumed,
+        ):
+            assert first.status_code == resumed.status_code == 200  # both follow the queued turn
+            with client.stream("POST", f"{base}/api/chat/demo", json=body("Berlin?", chat)) as second:
+                assert second.status_code == 200
+                first_payloads = list(frames(first.iter_lines()))
+                resumed_payloads = list(frames(resumed.iter_lines()))
+                chat_worker(workers, redis_url)  # only now: it takes the second turn alone
+                second_payloads = list(frames(second.iter_lines()))
+    expected = ['{"type":"start"}', '{"type":"abort"}', '{"type":"finish"}', "[DONE]"]
+    assert [p.replace(" ", "") for p in first_payloads] == expected
+    assert resumed_payloads == first_payloads
+    kinds = [json.loads(p)["type"] for p in second_payloads[:-1]]
+    assert kinds[0] == "start" and kinds[-1] == "finish" and "abort" not in kinds
+    statuses = sorted(status for _, status, _, _ in workflow_rows(workers.url))
+    assert statuses == ["CANCELLED", "SUCCESS"]

@@ -25,7 +25,13 @@ from starlette.requests import Request
 
 from agentstream.durable import DurableWorkflows
 from agentstream.resumable import RedisStreamStore
-from agentstream.server import AuthError, RequestGuard, workflow_route, workflow_stream_route
+from agentstream.server import (
+    AuthError,
+    RequestGuard,
+    workflow_cancel_route,
+    workflow_route,
+    workflow_stream_route,
+)
 
 from .conftest import ROOT, Workers, read_lines
 from .test_chat_turns import _free_port, frames
@@ -64,6 +70,7 @@ async def in_test_server(url: str, redis: str) -> AsyncIterator[httpx.AsyncClien
         routes=[
             workflow_route(app_mastra, stream_store=store, runner=runner, guard=guard),
             workflow_stream_route(store, guard=guard),
+            workflow_cancel_route(app_mastra, guard=guard, stream_store=store, runner=runner),
         ]
     )
     transport = httpx.ASGITransport(app=app)
@@ -261,3 +268,70 @@ async def test_refusals_are_answered_by_the_server_and_never_enqueued(
     assert bad.status_code == 400 and bad.json()["error"]["path"] == "gate"
     assert missing.status_code == 404 and missing.json()["error"]["path"] == "runId"
     assert dbos_workflows(workers.url) == []
+
+
+async def snapshot_status(workflow_id: str, run_id: str) -> Any:
+    """The run's status in the snapshot storage the servers and workers share."""
+    from tests.durable._workflow_app import mastra
+
+    app_mastra = mastra()
+    try:
+        snapshot = await app_mastra.storage.load_workflow_snapshot(workflow_id, run_id)
+    finally:
+        await app_mastra.storage.close()
+    return snapshot["status"] if isinstance(snapshot, dict) else None
+
+
+async def test_a_run_on_a_worker_is_cancelled_through_another_server(
+    workers: Workers, redis_url: str, app_db: str, tmp_path: Path
+) -> None:
+    log, gate = tmp_path / "steps.log", tmp_path / "gate"  # the gate stays shut: only a cancel ends step two
+    worker = workflow_worker(workers, redis_url)
+    run_id = f"run-{uuid.uuid4().hex}"
+    request = {"runId": run_id, "inputData": {"log": str(log), "gate": str(gate)}}
+    with serve(workers, redis_url) as one, serve(workers, redis_url) as two:
+        async with httpx.AsyncClient(timeout=120) as client:
+            started = asyncio.create_task(client.post(f"{one}/api/workflows/three/stream", json=request))
+            await _until(
+                lambda: started.done() or any(line.startswith("two-started") for line in read_lines(log)),
+                "step two",
+            )
+            assert not started.done(), started.result().text
+            unknown = await client.post(f"{two}/api/workflows/three/runs/nope/cancel")
+            cancelled = await client.post(f"{two}/api/workflows/three/runs/{run_id}/cancel")
+            answer = await started
+    assert unknown.status_code == 404
+    assert cancelled.status_code == 200 and cancelled.json() == {"message": "Workflow run cancelled"}
+    chunks = ui_chunks(answer.text)
+    assert final_workflow(chunks)["status"] == "canceled" and chunks[-1] == {"type": "finish"}
+    assert read_lines(log) == [f"one {worker.pid}", f"two-started {worker.pid}"]  # three never ran
+    assert await snapshot_status("three", run_id) == "canceled"
+    assert [(name, status) for name, status, _ in dbos_workflows(workers.url)] == [
+        ("agentstream.workflow_run", "CANCELLED")
+    ]
+
+
+async def test_a_leg_no_worker_started_is_cancelled_by_its_owner_and_its_stream_ended(
+    workers: Workers, redis_url: str, app_db: str, tmp_path: Path
+) -> None:
+    run_id = f"run-{uuid.uuid4().hex}"  # no worker runs: the leg stays queued
+    request = {"runId": run_id, "inputData": {"log": str(tmp_path / "steps.log"), "gate": ""}}
+    cancel_url = f"/api/workflows/three/runs/{run_id}/cancel"
+    async with in_test_server(workers.url, redis_url) as client:
+        started = asyncio.create_task(
+            client.post("/api/workflows/three/stream", json=request, headers={"x-user": "alice"})
+        )
+        await _until(lambda: started.done() or dbos_workflows(workers.url), "the leg enqueued")
+        stranger = await client.post(cancel_url, headers={"x-user": "bob"})
+        cancelled = await client.post(cancel_url, headers={"x-user": "alice"})
+        answer = await started
+        replay = await client.get(f"/api/workflows/three/runs/{run_id}/stream", headers={"x-user": "alice"})
+    assert stranger.status_code == 404 and stranger.json()["error"]["message"] == "Workflow run not found"
+    assert cancelled.status_code == 200
+    chunks = ui_chunks(answer.text)
+    assert [c["type"] for c in chunks] == ["start", "data-workflow", "finish"]
+    assert final_workflow(chunks)["status"] == "canceled"
+    assert replay.status_code == 204  # nothing streams for the run any more
+    assert await snapshot_status("three", run_id) == "canceled"
+    assert [status for _, status, _ in dbos_workflows(workers.url)] == ["CANCELLED"]
+    assert not (tmp_path / "steps.log").exists()

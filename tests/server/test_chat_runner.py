@@ -38,10 +38,11 @@ class LocalRunner:
         run = run_chat_turn(self.mastra, self.store, turn, abort_signal=controller.signal)
         self.tasks.append(asyncio.create_task(run))
 
-    async def cancel(self, stream_id: str) -> None:
+    async def cancel(self, stream_id: str) -> bool:
         self.cancelled.append(stream_id)
         if stream_id in self.running:
             self.running[stream_id].abort()
+        return stream_id in self.running
 
 
 def request(text: str = "What's the weather in Berlin?", chat_id: str = "chat-1") -> dict[str, Any]:

@@ -42,13 +42,14 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
-from ._turn import run_chat_turn, write_chunks
+from ._turn import end_cancelled_turn, run_chat_turn, write_chunks
 from ._workflow import WorkflowUIChunkConverter, handle_workflow_stream
 from ._workflow_request import (
     WorkflowRegistry,
     WorkflowRunSpec,
     WorkflowStreamOptions,
     check_workflow_request,
+    end_cancelled_workflow_leg,
     run_workflow_job,
     run_workflow_spec,
     start_workflow_stream,
@@ -88,6 +89,8 @@ __all__ = [
     "encode_sse",
     "encode_sse_frame",
     "encode_ui_chunk",
+    "end_cancelled_turn",
+    "end_cancelled_workflow_leg",
     "handle_chat_stream",
     "handle_workflow_stream",
     "parse_chat_request",

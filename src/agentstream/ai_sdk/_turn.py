@@ -15,7 +15,7 @@ from ..tracing import incoming_trace
 from ._chat import ChatRequestError, handle_chat_stream
 from ._sse import encode_ui_chunk
 
-__all__ = ["run_chat_turn", "write_chunks"]
+__all__ = ["end_cancelled", "end_cancelled_turn", "run_chat_turn", "write_chunks"]
 
 logger = logging.getLogger("agentstream.ai_sdk")
 _RUN_IDS = uuid.UUID("5b0c6f9e-3f4e-4f7a-9a51-2f1d7c0e8a11")  # namespace of turn run ids
@@ -57,6 +57,25 @@ async def write_chunks(store: StreamStore, stream_id: str, chunks: AsyncIterator
         group.create_task(pull())
         group.create_task(push())
     return written - at
+
+
+async def end_cancelled(store: StreamStore, stream_id: str, *ending: Mapping[str, Any]) -> None:
+    """End the stream of a run cancelled before it started (no process will ever write it):
+    ``start`` (unless a chunk is there already, from an attempt before a crash), the ``ending``
+    chunks, and the end. Written at the stream's length: nothing else writes it any more."""
+    written = await store.length(stream_id)
+    chunks = ([] if written else [{"type": "start"}]) + list(ending)
+    try:
+        await store.append(stream_id, *(_encode(chunk) for chunk in chunks), at=written)
+        await store.finish(stream_id)
+    except StreamExpiredError:
+        logger.info("stream %s finished or expired before its cancelled run was ended", stream_id)
+
+
+async def end_cancelled_turn(store: StreamStore, stream_id: str) -> None:
+    """End the stream of a chat turn cancelled before it started, as a cancelled running turn's
+    stream ends (``abort``, ``finish``)."""
+    await end_cancelled(store, stream_id, {"type": "abort"}, {"type": "finish"})
 
 
 async def run_chat_turn(

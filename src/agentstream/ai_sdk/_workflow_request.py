@@ -9,20 +9,23 @@ message stream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol, TypedDict
 
+from .._abort import AbortSignal
 from ..resumable import StreamExpiredError, StreamStore, WorkflowJob
 from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
 from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
-from ._turn import write_chunks
+from ._turn import end_cancelled, write_chunks
 
 __all__ = [
     "WorkflowRegistry",
     "WorkflowRunSpec",
     "WorkflowStreamOptions",
     "check_workflow_request",
+    "end_cancelled_workflow_leg",
     "run_workflow_job",
     "run_workflow_spec",
     "start_workflow_stream",
@@ -183,16 +186,26 @@ def start_workflow_stream(run: Any, spec: WorkflowRunSpec, *, on_error: OnErrorF
     return _guarded(stream, output, on_error)
 
 
+async def _cancel_on(signal: AbortSignal, run: Any) -> None:
+    await signal.wait()
+    # A leg that already ended suspended is left to the cancel route (claiming it takes DBOS steps,
+    # which only the workflow's own task may take).
+    if run.status != "suspended":
+        await run.cancel()
+
+
 async def run_workflow_spec(
     mastra: WorkflowRegistry,
     spec: WorkflowRunSpec,
     *,
     on_error: OnErrorFn | None = None,
+    abort_signal: AbortSignal | None = None,
     **run_options: Any,
 ) -> AsyncIterator[UIChunk]:
     """Run a checked `WorkflowRunSpec` here (a worker): the UI message stream the server that checked
     it would have sent. ``run_options`` go to ``create_run`` (e.g. ``checkpoint=``). A run that can
-    no longer start (resumed by someone else meanwhile) is one ``error`` chunk."""
+    no longer start (resumed by someone else meanwhile) is one ``error`` chunk. ``abort_signal``
+    cancels the run (``run.cancel()``: it ends ``canceled``, as a cancel in the server's process)."""
     try:
         workflow = mastra.get_workflow(spec["workflow_id"])
         run = await workflow.create_run(spec["run_id"], resource_id=spec["resource_id"], **run_options)
@@ -201,8 +214,19 @@ async def run_workflow_spec(
         message = str(exc) if isinstance(exc, ChatRequestError) else f"{type(exc).__name__}: {exc}"
         yield {"type": "error", "errorText": message}
         return
-    async for part in stream:
-        yield part
+    canceller, unlisten = None, None
+    if abort_signal is not None:
+        # The signal reaches the steps at once (a checkpoint may fire it at a step boundary and
+        # fail the step: the run must see itself aborted then); the task waits for the run to stop.
+        unlisten = abort_signal.add_listener(lambda _reason: run.abort())
+        canceller = asyncio.ensure_future(_cancel_on(abort_signal, run))
+    try:
+        async for part in stream:
+            yield part
+    finally:
+        if canceller is not None and unlisten is not None:
+            unlisten()
+            canceller.cancel()
 
 
 async def run_workflow_job(
@@ -211,14 +235,17 @@ async def run_workflow_job(
     job: WorkflowJob,
     *,
     on_error: OnErrorFn | None = None,
+    abort_signal: AbortSignal | None = None,
     **run_options: Any,
 ) -> None:
     """Run ``job``'s leg with ``mastra``'s workflow into ``store`` (from chunk 0, positionally, so a
     re-run after a crash writes no chunk twice), then finish the stream. ``run_options`` go to
     ``create_run`` (``checkpoint=`` on a durable worker). A stream that finished or expired
-    meanwhile stops the writing quietly."""
+    meanwhile stops the writing quietly. ``abort_signal`` cancels the run."""
     stream_id = job["stream_id"]
-    chunks = run_workflow_spec(mastra, job["spec"], on_error=on_error, **run_options)
+    chunks = run_workflow_spec(
+        mastra, job["spec"], on_error=on_error, abort_signal=abort_signal, **run_options
+    )
     gone = False
     try:
         try:
@@ -231,3 +258,29 @@ async def run_workflow_job(
         logger.info("stream %s finished or expired before this workflow leg did; stopped", stream_id)
     else:
         await store.finish(stream_id)
+
+
+_NO_USAGE = dict.fromkeys(
+    (
+        "inputTokens",
+        "outputTokens",
+        "totalTokens",
+        "cachedInputTokens",
+        "cacheCreationInputTokens",
+        "reasoningTokens",
+    ),
+    0,
+)
+
+
+async def end_cancelled_workflow_leg(
+    store: StreamStore, stream_id: str, workflow_id: str, run_id: str
+) -> None:
+    """End the stream of a workflow leg cancelled before it started, as a cancelled run's stream
+    ends: the run's ``data-workflow`` part with status ``canceled``, then ``finish``."""
+    canceled = {
+        "type": "data-workflow",
+        "id": run_id,
+        "data": {"name": workflow_id, "status": "canceled", "steps": {}, "output": {"usage": _NO_USAGE}},
+    }
+    await end_cancelled(store, stream_id, canceled, {"type": "finish"})

@@ -9,9 +9,6 @@ already written. Turns and results are stored as JSON (DBOS's portable serializa
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import contextvars
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -20,9 +17,9 @@ from typing import Any
 from dbos import DBOS, DBOSClient, EnqueueOptions
 from dbos._serialization import WorkflowSerializationFormat
 
-from .._abort import AbortController
 from ..ai_sdk import run_chat_turn
 from ..resumable import ChatTurn, StreamStore
+from ._cancel import cancel_workflow, watched
 
 __all__ = ["CHAT_OPTIONS", "CHAT_QUEUE_NAME", "CHAT_WORKFLOW_NAME", "ChatSetup", "DurableChat", "chat_setup"]
 
@@ -34,8 +31,6 @@ CHAT_OPTIONS = frozenset({"default_options", "experimental_transform", "on_error
 """The `handle_chat_stream` settings a worker may set for the turns it runs (callables stay here)."""
 
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
-# How often a worker looks for its running turns having been cancelled (a newer answer for the chat).
-_CANCEL_POLL_SEC = 0.5
 
 
 class DurableChat:
@@ -64,9 +59,10 @@ class DurableChat:
         }
         await self._client.enqueue_async(options, turn)
 
-    async def cancel(self, stream_id: str) -> None:
-        """Cancel the turn writing ``stream_id``; a finished or unknown one is left as it is."""
-        await self._client.cancel_workflow_async(stream_id)
+    async def cancel(self, stream_id: str) -> bool:
+        """Cancel the turn writing ``stream_id`` (a finished one is left as it is); whether it had
+        started. A turn that had not never will: the caller ends its stream."""
+        return await cancel_workflow(self._client, stream_id)
 
     def close(self) -> None:
         """Close the engine client's connections (turns keep running on the workers)."""
@@ -99,50 +95,12 @@ def chat_setup(mastra: Any, store: StreamStore, options: Mapping[str, Any] | Non
     return setup
 
 
-class _Cancellations:
-    """The running turns of this worker; one query per interval finds those cancelled in DBOS."""
-
-    def __init__(self) -> None:
-        self.running: dict[str, AbortController] = {}
-        self.poller: asyncio.Task[None] | None = None
-
-    def watch(self, workflow_id: str, controller: AbortController) -> None:
-        self.running[workflow_id] = controller
-        if self.poller is None or self.poller.done():
-            # A fresh context: DBOS would otherwise record the status queries as steps of this turn.
-            self.poller = asyncio.get_running_loop().create_task(self._poll(), context=contextvars.Context())
-
-    async def _poll(self) -> None:
-        while self.running:
-            await asyncio.sleep(_CANCEL_POLL_SEC)
-            try:
-                cancelled = await DBOS.list_workflows_async(
-                    workflow_ids=list(self.running), status="CANCELLED", load_input=False, load_output=False
-                )
-            except Exception:  # a database blip: the next round asks again
-                _log.exception("checking chat turns for cancellation failed")
-                continue
-            for status in cancelled:
-                controller = self.running.pop(status.workflow_id, None)
-                if controller is not None:
-                    controller.abort()
-
-
-_cancellations = _Cancellations()
-
-
 @DBOS.workflow(name=CHAT_WORKFLOW_NAME, serialization_type=_PORTABLE)
 async def _chat_turn(turn: ChatTurn) -> None:
     if not _setup:
         raise RuntimeError("this worker was started without a Mastra and stream store for chat turns")
     setup = _setup[0]
-    workflow_id = DBOS.workflow_id or turn["stream_id"]
-    controller = AbortController()
-    _cancellations.watch(workflow_id, controller)
-    try:
+    async with watched(turn["stream_id"]) as controller:
         await run_chat_turn(
             setup.mastra, setup.store, turn, abort_signal=controller.signal, chat_options=setup.options
         )
-    finally:
-        with contextlib.suppress(KeyError):
-            del _cancellations.running[workflow_id]

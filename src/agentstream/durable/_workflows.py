@@ -18,11 +18,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
 from dbos._serialization import WorkflowSerializationFormat
 
+from .._abort import AbortError
 from ..ai_sdk import run_workflow_job
 from ..resumable import StreamStore, WorkflowJob
 from ..workflows import Slot
+from ._cancel import cancel_workflow, is_cancelled, watched
 
 __all__ = [
     "WORKFLOW_QUEUE_NAME",
@@ -47,7 +50,7 @@ class DurableWorkflows:
         workflow_route(mastra, stream_store=RedisStreamStore.from_url("redis://…"), runner=runner)
 
     ``dispatch`` enqueues the leg (idempotently: the workflow id is the stream id) and returns; the
-    workers write its UI chunks to the stream store the route follows.
+    workers write its UI chunks to the stream store the route follows. ``cancel`` stops a leg.
     """
 
     def __init__(self, database_url: str) -> None:
@@ -65,6 +68,12 @@ class DurableWorkflows:
         }
         await self._client.enqueue_async(options, job)
 
+    async def cancel(self, stream_id: str) -> bool:
+        """Cancel the leg writing ``stream_id`` (a finished one is left as it is); whether it had
+        started. A started leg's worker cancels its run (within about half a second) and ends the
+        stream; a leg that had not never will start: the caller ends its stream."""
+        return await cancel_workflow(self._client, stream_id)
+
     def close(self) -> None:
         """Close the engine client's connections (legs keep running on the workers)."""
         self._client.destroy()
@@ -72,7 +81,16 @@ class DurableWorkflows:
 
 class DBOSCheckpoint:
     """A workflow `Checkpoint` on DBOS steps, for runs executed inside a DBOS workflow: slots are
-    DBOS step ids reserved in the walk's order, sleeps are DBOS's durable sleeps."""
+    DBOS step ids reserved in the walk's order, sleeps are DBOS's durable sleeps.
+
+    DBOS refuses to start or record a step of a cancelled workflow (`DBOSWorkflowCancelledError`,
+    or `DBOSWorkflowConflictIDError` as the execution lost its claim; neither is stopped by an
+    ``except Exception``, so the run would die mid-stream): ``cancelled`` is called
+    then (the worker aborts the run with it) and the step fails with an `AbortError`, so the run
+    ends ``canceled`` as a cancel in one process ends it."""
+
+    def __init__(self, cancelled: Callable[[], object] | None = None) -> None:
+        self._cancelled = cancelled
 
     def reserve(self, name: str) -> Slot:
         """Reserve the next DBOS step id now; the slot runs its body as that step."""
@@ -82,14 +100,31 @@ class DBOSCheckpoint:
             async def step() -> Any:  # a coroutine function, so DBOS awaits it on this loop
                 return await body()
 
-            return await reservation.run_async({"name": name}, step)
+            try:
+                return await reservation.run_async({"name": name}, step)
+            except DBOSWorkflowCancelledError:
+                raise self._abort() from None
+            except DBOSWorkflowConflictIDError:
+                # Cancelling also takes the workflow from its execution; a takeover does too, and
+                # then this (stale) execution must stop without writing anything.
+                if not await is_cancelled(DBOS.workflow_id):
+                    raise
+                raise self._abort() from None
 
         return run
 
     async def sleep(self, seconds: float) -> None:
         """Sleep durably: the wake-up time is recorded, so a re-run sleeps only what is left."""
         # Always a step id, even for no wait: a re-run (later on the clock) must take the same ids.
-        await DBOS.sleep_async(max(seconds, 0.001))
+        try:
+            await DBOS.sleep_async(max(seconds, 0.001))
+        except DBOSWorkflowCancelledError:
+            raise self._abort() from None
+
+    def _abort(self) -> AbortError:
+        if self._cancelled is not None:
+            self._cancelled()
+        return AbortError("the workflow was cancelled")
 
 
 @dataclass
@@ -120,6 +155,12 @@ async def _workflow_run(job: WorkflowJob) -> None:
     if not _setup:
         raise RuntimeError("this worker was started without a Mastra and stream store for workflow runs")
     setup = _setup[0]
-    await run_workflow_job(
-        setup.mastra, setup.store, job, on_error=setup.on_error, checkpoint=DBOSCheckpoint()
-    )
+    async with watched(job["stream_id"]) as controller:
+        await run_workflow_job(
+            setup.mastra,
+            setup.store,
+            job,
+            on_error=setup.on_error,
+            abort_signal=controller.signal,
+            checkpoint=DBOSCheckpoint(cancelled=controller.abort),
+        )

@@ -51,6 +51,8 @@ class ChatRunner(Protocol):
         """Have the turn run (it may start later); returns once it is durably handed over."""
         ...
 
-    async def cancel(self, stream_id: str) -> None:
-        """Stop the turn writing ``stream_id`` (a new answer for the chat replaces it); idempotent."""
+    async def cancel(self, stream_id: str) -> bool:
+        """Stop the turn writing ``stream_id`` (a new answer for the chat replaces it); idempotent.
+        Returns whether the turn had started: one that had ends its own stream; one that had not
+        never will run, and the caller ends the stream (`end_cancelled`)."""
         ...

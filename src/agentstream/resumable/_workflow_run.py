@@ -39,3 +39,9 @@ class WorkflowRunner(Protocol):
     async def dispatch(self, job: WorkflowJob) -> None:
         """Have the leg run (it may start later); returns once it is durably handed over."""
         ...
+
+    async def cancel(self, stream_id: str) -> bool:
+        """Stop the leg writing ``stream_id`` (its run ends ``canceled``); idempotent. Returns
+        whether the leg had started: one that had ends its own stream; one that had not never
+        will run, and the caller ends the stream."""
+        ...

@@ -1,5 +1,5 @@
 """ASGI pieces for serving agents and workflows to the AI SDK UI: `chat_route`, `resume_route`,
-`workflow_route` (Starlette / FastAPI).
+`workflow_route`, `workflow_stream_route`, `workflow_cancel_route` (Starlette / FastAPI).
 
 `RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
 `SSEStreamResponse` (from `agentstream.ai_sdk`) the streaming answer. Needs the ``server`` extra
@@ -12,7 +12,7 @@ from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
 from ._resume import resume_route
 from ._route import InternalServerError, chat_route, error_response
-from ._workflow_route import workflow_route, workflow_stream_route
+from ._workflow_route import workflow_cancel_route, workflow_route, workflow_stream_route
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -27,6 +27,7 @@ __all__ = [
     "chat_route",
     "error_response",
     "resume_route",
+    "workflow_cancel_route",
     "workflow_route",
     "workflow_stream_route",
 ]

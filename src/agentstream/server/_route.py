@@ -30,6 +30,7 @@ from ..ai_sdk import (
     assert_valid_heartbeat_ms,
     check_chat_request,
     check_transform_factories,
+    end_cancelled_turn,
     handle_chat_stream,
     parse_json_body,
 )
@@ -134,7 +135,9 @@ async def _dispatch_turn(
     )
     try:
         if previous is not None and previous.stream_id != stream_id:
-            await runner.cancel(previous.stream_id)  # a chat streams one answer at a time
+            # A chat streams one answer at a time; a turn that never started is ended here.
+            if not await runner.cancel(previous.stream_id):
+                await end_cancelled_turn(store, previous.stream_id)
         await runner.dispatch(turn)
     except BaseException:
         await store.finish(stream_id)

@@ -359,10 +359,16 @@ class Run:
             suspend_payload={s: execution.records.get(s, {}).get("suspendPayload") for s in end.suspended},
         )
 
+    def abort(self) -> None:
+        """Fire the steps' abort signal now, without waiting (`cancel` does this, then waits): for
+        code that learns of a cancel where it cannot wait, e.g. an engine's step boundary."""
+        self._controller.abort()
+
     async def cancel(self) -> None:
         """Cancel the run (Mastra's ``run.cancel()``): fires the steps' abort signal and waits for the
-        run to stop. A suspended run becomes `canceled` and can no longer be resumed."""
-        self._controller.abort()
+        run to stop. A suspended run becomes `canceled` and can no longer be resumed; so does one
+        not started yet (saved as `canceled`: it will not start)."""
+        self.abort()
         task = self._task
         if task is not None and not task.done():
             loop = asyncio.get_running_loop()
@@ -373,6 +379,9 @@ class Run:
                 handle.cancel()
         elif self._status == "suspended":
             await self._claim()
+            self._status = "canceled"
+            await self._persist("canceled")
+        elif self._status == "pending":
             self._status = "canceled"
             await self._persist("canceled")
 
