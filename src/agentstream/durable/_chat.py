@@ -14,12 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos import DBOS
 from dbos._serialization import WorkflowSerializationFormat
 
 from ..ai_sdk import run_chat_turn
 from ..resumable import ChatTurn, StreamStore
-from ._cancel import cancel_workflow, watched
+from ._cancel import watched
+from ._queued import QueuedRunner
 
 __all__ = ["CHAT_OPTIONS", "CHAT_QUEUE_NAME", "CHAT_WORKFLOW_NAME", "ChatSetup", "DurableChat", "chat_setup"]
 
@@ -33,7 +34,7 @@ CHAT_OPTIONS = frozenset({"default_options", "experimental_transform", "on_error
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
 
 
-class DurableChat:
+class DurableChat(QueuedRunner):
     """A `ChatRunner` running each chat turn on an `agentstream worker` sharing ``database_url``.
 
         runner = DurableChat("postgresql://postgres@127.0.0.1:54329/postgres")
@@ -44,29 +45,12 @@ class DurableChat:
     queued or running (a running one stops within about half a second and ends its stream).
     """
 
-    def __init__(self, database_url: str) -> None:
-        # A server may start before any worker: create (or upgrade) DBOS's tables; idempotent.
-        DBOS.migrate(database_url)
-        self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
+    queue_name = CHAT_QUEUE_NAME
+    workflow_name = CHAT_WORKFLOW_NAME
 
     async def dispatch(self, turn: ChatTurn) -> None:
-        """Enqueue the turn on the chat queue (a turn already enqueued is not enqueued again)."""
-        options: EnqueueOptions = {
-            "queue_name": CHAT_QUEUE_NAME,
-            "workflow_name": CHAT_WORKFLOW_NAME,
-            "workflow_id": turn["stream_id"],
-            "serialization_type": _PORTABLE,
-        }
-        await self._client.enqueue_async(options, turn)
-
-    async def cancel(self, stream_id: str) -> bool:
-        """Cancel the turn writing ``stream_id`` (a finished one is left as it is); whether it had
-        started. A turn that had not never will: the caller ends its stream."""
-        return await cancel_workflow(self._client, stream_id)
-
-    def close(self) -> None:
-        """Close the engine client's connections (turns keep running on the workers)."""
-        self._client.destroy()
+        """Enqueue the turn (a turn already enqueued is not enqueued again)."""
+        await self._enqueue(turn)
 
 
 @dataclass

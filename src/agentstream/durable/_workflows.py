@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS, DBOSClient, EnqueueOptions
+from dbos import DBOS
 from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
 from dbos._serialization import WorkflowSerializationFormat
 
@@ -25,7 +25,8 @@ from .._abort import AbortError
 from ..ai_sdk import run_workflow_job
 from ..resumable import StreamStore, WorkflowJob
 from ..workflows import Slot
-from ._cancel import cancel_workflow, is_cancelled, watched
+from ._cancel import is_cancelled, watched
+from ._queued import QueuedRunner
 
 __all__ = [
     "WORKFLOW_QUEUE_NAME",
@@ -43,7 +44,7 @@ WORKFLOW_QUEUE_NAME = "agentstream-workflows"
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
 
 
-class DurableWorkflows:
+class DurableWorkflows(QueuedRunner):
     """A `WorkflowRunner` running each workflow leg on an `agentstream worker` sharing ``database_url``.
 
         runner = DurableWorkflows("postgresql://postgres@127.0.0.1:54329/postgres")
@@ -53,30 +54,12 @@ class DurableWorkflows:
     workers write its UI chunks to the stream store the route follows. ``cancel`` stops a leg.
     """
 
-    def __init__(self, database_url: str) -> None:
-        # A server may start before any worker: create (or upgrade) DBOS's tables; idempotent.
-        DBOS.migrate(database_url)
-        self._client = DBOSClient(system_database_url=database_url, application_name="agentstream")
+    queue_name = WORKFLOW_QUEUE_NAME
+    workflow_name = WORKFLOW_RUN_NAME
 
     async def dispatch(self, job: WorkflowJob) -> None:
-        """Enqueue the leg on the workflow queue (a leg already enqueued is not enqueued again)."""
-        options: EnqueueOptions = {
-            "queue_name": WORKFLOW_QUEUE_NAME,
-            "workflow_name": WORKFLOW_RUN_NAME,
-            "workflow_id": job["stream_id"],
-            "serialization_type": _PORTABLE,
-        }
-        await self._client.enqueue_async(options, job)
-
-    async def cancel(self, stream_id: str) -> bool:
-        """Cancel the leg writing ``stream_id`` (a finished one is left as it is); whether it had
-        started. A started leg's worker cancels its run (within about half a second) and ends the
-        stream; a leg that had not never will start: the caller ends its stream."""
-        return await cancel_workflow(self._client, stream_id)
-
-    def close(self) -> None:
-        """Close the engine client's connections (legs keep running on the workers)."""
-        self._client.destroy()
+        """Enqueue the leg (a leg already enqueued is not enqueued again)."""
+        await self._enqueue(job)
 
 
 class DBOSCheckpoint:

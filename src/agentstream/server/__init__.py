@@ -9,9 +9,10 @@
 from __future__ import annotations
 
 from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
+from ._errors import InternalServerError, error_response
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
 from ._resume import resume_route
-from ._route import InternalServerError, chat_route, error_response
+from ._route import chat_route
 from ._workflow_route import workflow_cancel_route, workflow_route, workflow_stream_route
 
 __all__ = [

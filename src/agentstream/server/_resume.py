@@ -33,6 +33,7 @@ from ..ai_sdk import (
     write_chunks,
 )
 from ..resumable import StreamOwnerError, StreamStore
+from ._errors import answering_errors
 from ._guard import RequestGuard
 
 __all__ = ["record_response", "resume_route", "stream_owner"]
@@ -223,15 +224,6 @@ def resume_route(
         chunks = follow(store, active.stream_id, after)
         return SSEStreamResponse(chunks, heartbeat_ms=heartbeat_ms, headers=headers)
 
-    async def endpoint(request: Request) -> Response:
-        from ._route import InternalServerError, error_response
-
-        try:
-            return await start(request)
-        except ChatRequestError as exc:
-            return error_response(exc, checks.cors_headers(request))
-        except Exception:
-            logger.exception("resume request %s failed before streaming", request.url.path)
-            return error_response(InternalServerError())
-
-    return SegmentRoute(path, endpoint, methods=["GET", "OPTIONS"], name=name)
+    return SegmentRoute(
+        path, answering_errors(start, checks, "resume request"), methods=["GET", "OPTIONS"], name=name
+    )

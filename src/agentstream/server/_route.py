@@ -8,13 +8,12 @@ answered as JSON ``{"error": {"name", "message", "path"?}}``. The response is an
 
 from __future__ import annotations
 
-import logging
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from .._abort import AbortController
@@ -36,30 +35,12 @@ from ..ai_sdk import (
 )
 from ..resumable import ChatRunner, ChatTurn, ChatTurnOptions, StreamStore
 from ..tracing import incoming_trace
+from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._resume import claim, follow, record_response, stream_owner
 
-__all__ = ["InternalServerError", "chat_route", "error_response"]
+__all__ = ["chat_route"]
 
-logger = logging.getLogger("agentstream.server")
-
-
-def error_response(exc: ChatRequestError, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """The JSON answer for a refused request (status, ``{"error": …}``, the error's own headers)."""
-    return JSONResponse(
-        exc.to_dict(), status_code=exc.status_code, headers={**exc.headers, **(headers or {})}
-    )
-
-
-class InternalServerError(ChatRequestError):
-    """A failure of the server itself (500); the client gets this message, the log the traceback."""
-
-    name = "InternalServerError"
-
-    def __init__(self) -> None:
-        super().__init__(
-            "the server failed while handling this request (details are in the server log)", status_code=500
-        )
 
 
 def _json_kind(value: Any) -> str:
@@ -280,13 +261,6 @@ def chat_route(
         traceparent = request.headers.get("traceparent")
         return await _dispatch_turn(store, runner, agent_id, body, owner, traceparent, turn_options)
 
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await start(request)
-        except ChatRequestError as exc:
-            return error_response(exc, checks.cors_headers(request))
-        except Exception:
-            logger.exception("chat request %s %s failed before streaming", request.method, request.url.path)
-            return error_response(InternalServerError())
-
-    return Route(path, endpoint, methods=["POST", "OPTIONS"], name=name)
+    return Route(
+        path, answering_errors(start, checks, "chat request"), methods=["POST", "OPTIONS"], name=name
+    )

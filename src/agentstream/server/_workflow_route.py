@@ -11,7 +11,6 @@ claims, dispatches and follows.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -40,13 +39,12 @@ from ..resumable import (
     WorkflowRunner,
     workflow_stream_key,
 )
+from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._resume import _after, follow, record_response, stream_owner
-from ._route import InternalServerError, error_response
 
 __all__ = ["workflow_cancel_route", "workflow_route", "workflow_stream_route"]
 
-logger = logging.getLogger("agentstream.server")
 
 
 # The legs running in this process (the server's own runs, recorded or not), for the cancel route.
@@ -185,18 +183,9 @@ def workflow_route(
             headers=checks.cors_headers(request),
         )
 
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await start(request)
-        except ChatRequestError as exc:
-            return error_response(exc, checks.cors_headers(request))
-        except Exception:
-            logger.exception(
-                "workflow request %s %s failed before streaming", request.method, request.url.path
-            )
-            return error_response(InternalServerError())
-
-    return Route(path, endpoint, methods=["POST", "OPTIONS"], name=name)
+    return Route(
+        path, answering_errors(start, checks, "workflow request"), methods=["POST", "OPTIONS"], name=name
+    )
 
 
 def workflow_stream_route(
@@ -237,16 +226,12 @@ def workflow_stream_route(
             follow(store, active.stream_id, after), heartbeat_ms=heartbeat_ms, headers=headers
         )
 
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await start(request)
-        except ChatRequestError as exc:
-            return error_response(exc, checks.cors_headers(request))
-        except Exception:
-            logger.exception("workflow stream request %s failed before streaming", request.url.path)
-            return error_response(InternalServerError())
-
-    return Route(path, endpoint, methods=["GET", "OPTIONS"], name=name)
+    return Route(
+        path,
+        answering_errors(start, checks, "workflow stream request"),
+        methods=["GET", "OPTIONS"],
+        name=name,
+    )
 
 
 _CANCELLED = {"message": "Workflow run cancelled"}
@@ -364,13 +349,9 @@ def workflow_cancel_route(
         await cancel_workflow_run(mastra, workflow_id, run_id, _resource_id(principal), stream_store, runner)
         return JSONResponse(_CANCELLED, headers=checks.cors_headers(request))
 
-    async def endpoint(request: Request) -> Response:
-        try:
-            return await start(request)
-        except ChatRequestError as exc:
-            return error_response(exc, checks.cors_headers(request))
-        except Exception:
-            logger.exception("workflow cancel request %s failed", request.url.path)
-            return error_response(InternalServerError())
-
-    return Route(path, endpoint, methods=["POST", "OPTIONS"], name=name)
+    return Route(
+        path,
+        answering_errors(start, checks, "workflow cancel request"),
+        methods=["POST", "OPTIONS"],
+        name=name,
+    )
