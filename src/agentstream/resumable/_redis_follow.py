@@ -89,7 +89,8 @@ class Follow:
         self.error: BaseException | None = None
         self.task: asyncio.Task[None] | None = None
         self._ttl_ms = ttl_ms
-        self._wake_key = f"{prefix}:wake:{uuid.uuid4().hex}"
+        self._prefix = prefix
+        self._wake_key = ""  # the running multiplexer's own (a new one per task, see _watch)
         self._watches: dict[str, _Watch] = {}
         self._in_flight = False  # the multiplexer's XREAD is out with a snapshot of the keys
         self._woken = False  # a wake entry was sent since that XREAD went out
@@ -158,7 +159,12 @@ class Follow:
             watch = self._watches[key] = _Watch(last)
         watch.events.add(event)
         if self.task is None:
-            self.task = self.loop.create_task(self._run(), name=f"agentstream follow {self._wake_key}")
+            # A fresh wake key per task: a stopping task deletes its own key, never the one a
+            # task started meanwhile was woken through.
+            self._wake_key = f"{self._prefix}:wake:{uuid.uuid4().hex}"
+            self.task = self.loop.create_task(
+                self._run(self._wake_key), name=f"agentstream follow {self._wake_key}"
+            )
         elif new and self._in_flight and not self._woken:
             # The running XREAD does not name this key: make it return now rather than at its timeout.
             self._woken = True
@@ -189,10 +195,10 @@ class Follow:
             for event in watch.events:
                 event.set()
 
-    async def _run(self) -> None:
+    async def _run(self, wake_key: str) -> None:
         client = self.redis.client()  # one connection of the pool, held while the task runs
         try:
-            await self._multiplex(client)
+            await self._multiplex(client, wake_key)
         except asyncio.CancelledError:
             self._fail(RuntimeError("the RedisStreamStore was closed while its streams were followed"))
             raise
@@ -205,21 +211,21 @@ class Follow:
                 await client.aclose(close_connection_pool=False)
             if self.error is None:
                 with contextlib.suppress(Exception):
-                    await self.redis.delete(self._wake_key)
+                    await self.redis.delete(wake_key)
 
-    async def _multiplex(self, client: Redis) -> None:
+    async def _multiplex(self, client: Redis, wake_key: str) -> None:
         wake_cursor = b"0-0"
         checked = time.monotonic()
         while True:
             watches = dict(self._watches)
-            streams: dict[Any, Any] = {self._wake_key: wake_cursor}
+            streams: dict[Any, Any] = {wake_key: wake_cursor}
             streams.update((key, watch.cursor) for key, watch in watches.items())
             self._in_flight, self._woken = True, False
             answer: Any = await _uncancelled(client.xread(streams, count=COUNT, block=self._block_ms))
             self._in_flight = False
             for raw_key, entries in answer or []:
                 key = raw_key.decode()
-                if key == self._wake_key:
+                if key == wake_key:
                     wake_cursor = entries[-1][0]
                     continue
                 watch = watches[key]
