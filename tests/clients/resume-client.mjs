@@ -5,12 +5,15 @@
 // the reference the resumed message must equal. Prints a JSON report.
 //
 //   node resume-client.mjs <api on A> <api on B> --chat <id> [--ai v7|v6|v5] [--prompt text]
-//                          [--drop network|terminated] [--gate file] [--timeout ms]
+//                          [--drop network|terminated] [--gate file] [--cut-at text] [--timeout ms]
 //
 //   --drop network     the body fails as a browser's does when the network goes (TypeError
 //                      "network error": the client keeps its partial state to resume from)
 //   --drop terminated  as Node's fetch does when the socket closes (TypeError "terminated")
 //   --gate file        created once B answers the resume: the test's model goes on then
+//   --cut-at text      cut once the answer shown is exactly this text (default: at its first
+//                      words, whatever they are); the parts can arrive in separate reads, so a
+//                      test that checks what was shown before the cut names it
 //
 // Either way the request to A is really aborted (A sees the client go away). Exit: 0 ok, 1 the
 // client ended in error, 2 usage or timeout.
@@ -22,7 +25,7 @@ import { parseArgs } from 'node:util';
 const require = createRequire(import.meta.url);
 const PACKAGES = { v7: 'ai', v6: 'ai-v6', v5: 'ai-v5' };
 const USAGE = 'usage: node resume-client.mjs <api on A> <api on B> --chat <id> [--ai v7|v6|v5] [--prompt text] '
-  + '[--drop network|terminated] [--gate file] [--timeout ms]';
+  + '[--drop network|terminated] [--gate file] [--cut-at text] [--timeout ms]';
 
 function fail(message) {
   process.stderr.write(`resume-client: ${message}\n${USAGE}\n`);
@@ -41,6 +44,7 @@ function readOptions(argv) {
         prompt: { type: 'string', default: 'Weather in Berlin?' },
         drop: { type: 'string', default: 'network' },
         gate: { type: 'string' },
+        'cut-at': { type: 'string' },
         timeout: { type: 'string', default: '60000' },
       },
     });
@@ -54,7 +58,7 @@ function readOptions(argv) {
   if (!['network', 'terminated'].includes(values.drop)) fail(`--drop: expected network or terminated, got ${values.drop}`);
   const timeout = Number(values.timeout);
   if (!Number.isFinite(timeout) || timeout <= 0) fail(`--timeout: expected milliseconds > 0, got ${values.timeout}`);
-  return { ...values, a: positionals[0], b: positionals[1], timeout };
+  return { ...values, cutAt: values['cut-at'], a: positionals[0], b: positionals[1], timeout };
 }
 
 // What @ai-sdk/react's state does, without React: AbstractChat (ai 5 and 6) needs one.
@@ -144,7 +148,8 @@ async function main() {
   const routing = routingFetch(options, requests);
   const resumed = await converse(client, options, options.chat, routing.fetch);
   const sent = resumed.chat.sendMessage({ text: options.prompt });
-  while (!answerText(resumed.chat)) await new Promise(resolve => setTimeout(resolve, 5)); // first words shown
+  const shown = () => (options.cutAt === undefined ? answerText(resumed.chat) !== '' : answerText(resumed.chat) === options.cutAt);
+  while (!shown()) await new Promise(resolve => setTimeout(resolve, 5));
   routing.cut();
   await sent;
   const afterDrop = { status: resumed.chat.status, messages: structuredClone(resumed.chat.messages) };

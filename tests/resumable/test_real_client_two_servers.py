@@ -65,6 +65,7 @@ def test_the_real_client_resumes_on_the_other_server(
     chat_id = f"team/{uuid.uuid4().hex}"
     command = ["node", str(clients / "resume-client.mjs"), f"{a}/api/chat", f"{b}/api/chat"]
     command += ["--chat", chat_id, "--ai", client, "--drop", drop, "--gate", str(gate)]
+    command += ["--cut-at", "".join(FIRST)]  # FIRST's parts may arrive in separate reads
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=clients)
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout)
