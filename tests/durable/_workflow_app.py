@@ -83,5 +83,14 @@ def mastra() -> Mastra:
         .then(create_step(id="publish", execute=publish))
         .commit()
     )
+    # ``three``'s steps two and three as a nested workflow: one DBOS step on a worker.
+    inner = (
+        create_workflow(id="inner")
+        .then(create_step(id="two", execute=two))
+        .then(create_step(id="three", execute=three))
+        .commit()
+    )
+    nested = create_workflow(id="nested", input_schema=FILES).then(create_step(id="one", execute=one)).then(inner).commit()
     storage = PostgresStore(os.environ["AGENTSTREAM_TEST_WORKFLOW_DB"])
-    return Mastra(workflows={"three": three_steps, "approval": approval}, storage=storage)
+    workflows = {"three": three_steps, "approval": approval, "nested": nested, "inner": inner}
+    return Mastra(workflows=workflows, storage=storage)

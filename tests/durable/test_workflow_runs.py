@@ -58,7 +58,7 @@ def _user(request: Request) -> object:
 
 
 @contextlib.asynccontextmanager
-async def in_test_server(url: str, redis: str) -> AsyncIterator[httpx.AsyncClient]:
+async def in_test_server(url: str, redis: str, stop_timeout_s: float = 10.0) -> AsyncIterator[httpx.AsyncClient]:
     """A server in this process (two principals: the ``x-user`` header) dispatching to the workers."""
     from tests.durable._workflow_app import mastra
 
@@ -70,7 +70,9 @@ async def in_test_server(url: str, redis: str) -> AsyncIterator[httpx.AsyncClien
         routes=[
             workflow_route(app_mastra, stream_store=store, runner=runner, guard=guard),
             workflow_stream_route(store, guard=guard),
-            workflow_cancel_route(app_mastra, guard=guard, stream_store=store, runner=runner),
+            workflow_cancel_route(
+                app_mastra, guard=guard, stream_store=store, runner=runner, stop_timeout_s=stop_timeout_s
+            ),
         ]
     )
     transport = httpx.ASGITransport(app=app)
@@ -200,6 +202,41 @@ async def test_a_worker_killed_in_step_two_is_taken_over_and_step_one_does_not_r
     assert executor.split(":")[1] == str(second.pid)
 
 
+async def test_a_worker_killed_inside_a_nested_workflow_step_has_the_child_run_again(
+    workers: Workers, redis_url: str, app_db: str, tmp_path: Path
+) -> None:
+    # The nested workflow is one step of its parent: the worker taking over runs the child afresh
+    # (its saved run, left `running` by the dead worker, does not stop it).
+    log, gate = tmp_path / "steps.log", tmp_path / "gate"
+    first = workflow_worker(workers, redis_url, "--lease-sec", "1.5")
+    run_id = f"run-{uuid.uuid4().hex}"
+    request = {"runId": run_id, "inputData": {"log": str(log), "gate": str(gate)}}
+    async with in_test_server(workers.url, redis_url) as client:
+        started = asyncio.create_task(
+            client.post("/api/workflows/nested/stream", json=request, headers={"x-user": "alice"})
+        )
+        await _until(
+            lambda: started.done() or any(line.startswith("two-started") for line in read_lines(log)), "step two"
+        )
+        assert not started.done(), started.result().text
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+        second = workflow_worker(workers, redis_url, "--lease-sec", "1.5")
+        gate.touch()
+        answer = await started
+    assert answer.status_code == 200
+    chunks = ui_chunks(answer.text)
+    assert final_workflow(chunks)["status"] == "success", final_workflow(chunks)
+    assert step_output(chunks, "inner")["done"] is True
+    assert read_lines(log) == [
+        f"one {first.pid}",
+        f"two-started {first.pid}",
+        f"two-started {second.pid}",
+        f"two {second.pid}",
+        f"three {second.pid}",
+    ]
+
+
 async def in_process_chunks(tmp: Path) -> list[dict[str, Any]]:
     """The same workflow answered by a plain `workflow_route` in this process (gate open)."""
     from tests.durable._workflow_app import mastra
@@ -309,6 +346,43 @@ async def test_a_run_on_a_worker_is_cancelled_through_another_server(
     assert [(name, status) for name, status, _ in dbos_workflows(workers.url)] == [
         ("agentstream.workflow_run", "CANCELLED")
     ]
+
+
+async def test_a_cancelled_leg_whose_worker_does_not_end_it_is_ended_by_the_server(
+    workers: Workers, redis_url: str, app_db: str, tmp_path: Path
+) -> None:
+    # The worker is stopped (SIGSTOP) mid-step: it cannot see the cancel, as one that died or took
+    # the leg in the instant of the cancel cannot. The route ends the stream after stop_timeout_s.
+    log, gate = tmp_path / "steps.log", tmp_path / "gate"
+    worker = workflow_worker(workers, redis_url)
+    run_id = f"run-{uuid.uuid4().hex}"
+    alice = {"x-user": "alice"}
+    request = {"runId": run_id, "inputData": {"log": str(log), "gate": str(gate)}}
+    async with in_test_server(workers.url, redis_url, stop_timeout_s=1.0) as client:
+        started = asyncio.create_task(client.post("/api/workflows/three/stream", json=request, headers=alice))
+        await _until(
+            lambda: started.done() or any(line.startswith("two-started") for line in read_lines(log)), "step two"
+        )
+        assert not started.done(), started.result().text
+        os.kill(worker.pid, signal.SIGSTOP)
+        try:
+            cancelled = await client.post(f"/api/workflows/three/runs/{run_id}/cancel", headers=alice)
+            answer = await started
+        finally:
+            os.kill(worker.pid, signal.SIGCONT)
+        gate.touch()  # the woken worker sees the cancel; its late writes find the stream ended
+        replay = await client.get(f"/api/workflows/three/runs/{run_id}/stream", headers=alice)
+    # The worker ends its run itself once woken: the run's snapshot says so.
+    deadline = asyncio.get_running_loop().time() + 60
+    while await snapshot_status("three", run_id) != "canceled":
+        assert asyncio.get_running_loop().time() < deadline, "the woken worker never ended its run"
+        await asyncio.sleep(0.1)
+    assert cancelled.status_code == 200, cancelled.text
+    chunks = ui_chunks(answer.text)
+    assert final_workflow(chunks)["status"] == "canceled" and chunks[-1] == {"type": "finish"}
+    assert replay.status_code == 204
+    assert worker.poll() is None  # alive: a stream ended under it is no crash
+    assert "three" not in [line.split()[0] for line in read_lines(log)]
 
 
 async def test_a_leg_no_worker_started_is_cancelled_by_its_owner_and_its_stream_ended(

@@ -65,7 +65,9 @@ def app(mastra: Mastra, store: StreamStore | None, runner: Any = None, **guard: 
     checks = RequestGuard(auth=_user, **guard)
     routes = [
         workflow_route(mastra, stream_store=store, runner=runner, guard=checks),
-        workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, stream_store=store, guard=checks),
+        workflow_route(
+            mastra, "/api/workflows/{workflow_id}/resume", resume=True, stream_store=store, guard=checks
+        ),
         workflow_cancel_route(mastra, guard=checks, stream_store=store, runner=runner),
     ]
     if store is not None:
@@ -104,7 +106,11 @@ async def test_the_owner_cancels_a_run_streaming_here_and_its_stream_ends_cancel
         again = await c.post(CANCEL, headers=ALICE)  # a finished run is left as it is
     # Another principal's run is indistinguishable from one that does not exist.
     assert stranger.status_code == unknown.status_code == 404
-    assert stranger.json() == unknown.json() == {"error": {"name": "ChatRequestError", "message": "Workflow run not found"}}
+    assert (
+        stranger.json()
+        == unknown.json()
+        == {"error": {"name": "ChatRequestError", "message": "Workflow run not found"}}
+    )
     assert cancelled.status_code == again.status_code == 200
     assert cancelled.json() == {"message": "Workflow run cancelled"}
     ui = chunks(answer.text)
@@ -185,3 +191,82 @@ async def test_a_leg_cancelled_before_any_worker_started_it_is_ended_by_the_serv
     assert chunks(answer.text)[1]["data"]["status"] == "canceled"
     assert replay.status_code == 204  # the stream ended
     assert await snapshot_status(mastra) == "canceled" and steps.ran == []
+
+
+class TakenButSilent:
+    """A `WorkflowRunner` whose legs a worker took (cancelling says they started); the "worker"
+    ends a cancelled leg's stream only once ``release`` is set, or never (``release=None``)."""
+
+    def __init__(self, store: StreamStore, release: asyncio.Event | None) -> None:
+        self.store, self.release = store, release
+        self.jobs: list[WorkflowJob] = []
+        self.cancel_called = asyncio.Event()
+        self._ending: set[asyncio.Task[None]] = set()
+
+    async def dispatch(self, job: WorkflowJob) -> None:
+        self.jobs.append(job)
+
+    async def cancel(self, stream_id: str) -> bool:
+        self.cancel_called.set()
+        if self.release is not None:
+            task = asyncio.create_task(self._end(stream_id, self.release))
+            self._ending.add(task)
+        return True
+
+    async def _end(self, stream_id: str, release: asyncio.Event) -> None:
+        await release.wait()
+        await self.store.append(
+            stream_id, b'{"type":"start"}', b'{"type":"abort"}', b'{"type":"finish"}', at=0
+        )
+        await self.store.finish(stream_id)
+
+
+async def test_the_cancel_answers_once_the_worker_ended_the_stream() -> None:
+    steps, store, release = Steps(), MemoryStreamStore(), asyncio.Event()
+    mastra = Mastra(workflows={"w": steps.workflow()})
+    runner = TakenButSilent(store, release)
+    async with client(app(mastra, store, runner)) as c:
+        started = asyncio.create_task(
+            c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
+        )
+        while not runner.jobs:
+            await asyncio.sleep(0.01)
+        cancelling = asyncio.create_task(c.post(CANCEL, headers=ALICE))
+        await runner.cancel_called.wait()
+        await asyncio.sleep(0.05)
+        assert not cancelling.done()  # the worker has not stopped yet
+        release.set()
+        cancelled, answer = await cancelling, await started
+    assert cancelled.status_code == 200
+    assert [c["type"] for c in chunks(answer.text)] == ["start", "abort", "finish"]  # the worker's ending
+
+
+async def test_a_leg_the_worker_never_ends_is_ended_by_the_server_after_stop_timeout() -> None:
+    steps, store = Steps(), MemoryStreamStore()
+    mastra = Mastra(workflows={"w": steps.workflow()})
+    runner = TakenButSilent(store, release=None)
+    routes = [
+        workflow_route(mastra, stream_store=store, runner=runner, guard=RequestGuard(auth=_user)),
+        workflow_cancel_route(
+            mastra, guard=RequestGuard(auth=_user), stream_store=store, runner=runner, stop_timeout_s=0.2
+        ),
+    ]
+    async with client(Starlette(routes=routes)) as c:
+        started = asyncio.create_task(
+            c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
+        )
+        while not runner.jobs:
+            await asyncio.sleep(0.01)
+        cancelled = await c.post(CANCEL, headers=ALICE)
+        answer = await started
+    assert cancelled.status_code == 200
+    assert [c["type"] for c in chunks(answer.text)] == ["start", "data-workflow", "finish"]
+    assert chunks(answer.text)[1]["data"]["status"] == "canceled"
+    assert await snapshot_status(mastra) == "canceled" and steps.ran == []
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan")])
+def test_stop_timeout_must_be_positive(bad: float) -> None:
+    mastra = Mastra(workflows={"w": Steps().workflow()})
+    with pytest.raises(ValueError, match=r"stop_timeout_s must be > 0 seconds, got"):
+        workflow_cancel_route(mastra, stop_timeout_s=bad)

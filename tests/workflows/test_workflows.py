@@ -279,6 +279,36 @@ async def test_nested_workflow_runs_as_one_step_and_forwards_its_chunks() -> Non
     assert outer.serialized_step_graph()[0]["step"]["component"] == "WORKFLOW"
 
 
+async def test_a_nested_workflow_runs_afresh_for_every_foreach_item_and_loop_round() -> None:
+    inner = create_workflow(id="inner").then(add(1)).then(add(2)).commit()
+    each = create_workflow(id="each").foreach(inner, concurrency=2).commit()
+    result = await (await each.create_run()).start(input_data=[{"value": 0}, {"value": 10}, {"value": 20}])
+    assert (result.status, result.result) == ("success", [{"value": 3}, {"value": 13}, {"value": 23}])
+
+    until = create_workflow(id="until").dountil(inner, lambda c: c.input_data["value"] >= 9).commit()
+    result = await (await until.create_run()).start(input_data={"value": 0})
+    assert (result.status, result.result) == ("success", {"value": 9})
+
+
+async def test_a_retried_nested_workflow_step_runs_the_child_again() -> None:
+    calls: list[int] = []
+
+    def flaky(c: StepContext) -> Any:
+        calls.append(c.input_data["value"])
+        if len(calls) == 1:
+            raise RuntimeError("flaky")
+        return c.input_data
+
+    inner = create_workflow(id="inner").then(create_step(id="flaky", execute=flaky)).commit()
+    outer = create_workflow(id="outer", retry_config={"attempts": 1}).then(inner).commit()
+    run = await outer.create_run()
+    result = await run.start(input_data={"value": 5})
+    assert (result.status, result.result, calls) == ("success", {"value": 5}, [5, 5])
+    # The child's saved run is its last execution's.
+    snapshot = await inner.storage.load_workflow_snapshot("inner", f"{run.run_id}.inner")
+    assert snapshot is not None and snapshot["status"] == "success"
+
+
 async def test_tool_as_a_step() -> None:
     @tool
     async def shout(text: str) -> dict[str, str]:

@@ -13,7 +13,8 @@ from ._errors import InternalServerError, error_response
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
 from ._resume import resume_route
 from ._route import chat_route
-from ._workflow_route import workflow_cancel_route, workflow_route, workflow_stream_route
+from ._workflow_cancel import workflow_cancel_route
+from ._workflow_route import workflow_route, workflow_stream_route
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",

@@ -1,7 +1,8 @@
 """``workflow_route``: a Starlette ``Route`` that starts or resumes workflow runs as a UI message stream
 (``workflowRoute`` of ``@mastra/ai-sdk``), behind the same `RequestGuard` as `chat_route`; and
 ``workflow_stream_route``, which serves a run's active stream again (a reload, another server);
-and ``workflow_cancel_route``, which cancels a run (Mastra's ``POST .../runs/{runId}/cancel``).
+and the registry of legs running in this process, which ``workflow_cancel_route`` (in
+`._workflow_cancel`) reaches.
 
 With a ``stream_store`` each leg of a run (its start, each resume) is recorded under the run's key
 (`workflow_stream_key`) and the answer is a reader of that recording; with a ``runner`` as well
@@ -15,7 +16,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from .._abort import AbortController
@@ -28,7 +29,6 @@ from ..ai_sdk import (
     WorkflowStreamOptions,
     assert_valid_heartbeat_ms,
     check_workflow_request,
-    end_cancelled_workflow_leg,
     parse_json_body,
     start_workflow_stream,
 )
@@ -43,7 +43,7 @@ from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._resume import _after, follow, record_response, stream_owner
 
-__all__ = ["workflow_cancel_route", "workflow_route", "workflow_stream_route"]
+__all__ = ["workflow_route", "workflow_stream_route"]
 
 
 
@@ -230,128 +230,5 @@ def workflow_stream_route(
         path,
         answering_errors(start, checks, "workflow stream request"),
         methods=["GET", "OPTIONS"],
-        name=name,
-    )
-
-
-_CANCELLED = {"message": "Workflow run cancelled"}
-
-
-def _not_found() -> ChatRequestError:
-    # Also another principal's run: indistinguishable from one that does not exist.
-    return ChatRequestError("Workflow run not found", status_code=404)
-
-
-def _unreachable(run_id: str) -> ChatRequestError:
-    return ChatRequestError(
-        f"run {run_id[:120]!r} is running in another server process; cancel it through that server",
-        status_code=409,
-    )
-
-
-async def _cancel_on_worker(
-    workflow: Any,
-    run_id: str,
-    resource_id: str | None,
-    store: StreamStore,
-    runner: WorkflowRunner,
-    stream_id: str,
-) -> None:
-    """Cancel the leg on its worker; a leg that never started is ended here (its stream, and its
-    run's snapshot: ``canceled``), as no worker will ever run it now."""
-    if await runner.cancel(stream_id):
-        return
-    run = await workflow.create_run(run_id, resource_id=resource_id)
-    if run.status in ("pending", "suspended"):
-        await run.cancel()
-    await end_cancelled_workflow_leg(store, stream_id, workflow.id, run_id)
-
-
-async def _cancel_recorded(
-    workflow: Any, run_id: str, resource_id: str | None, store: StreamStore, runner: WorkflowRunner | None
-) -> bool:
-    """Cancel the run streaming into ``store`` now, if one is; whether one was."""
-    active = await store.active(workflow_stream_key(workflow.id, run_id))
-    if active is None:
-        return False
-    if active.owner != stream_owner(resource_id):
-        raise _not_found()
-    if runner is None:
-        raise _unreachable(run_id)  # recorded by another server, running in that server's process
-    await _cancel_on_worker(workflow, run_id, resource_id, store, runner, active.stream_id)
-    return True
-
-
-async def cancel_workflow_run(
-    mastra: WorkflowRegistry,
-    workflow_id: str,
-    run_id: str,
-    resource_id: str | None,
-    store: StreamStore | None = None,
-    runner: WorkflowRunner | None = None,
-) -> None:
-    """Cancel run ``run_id`` of ``workflow_id`` for ``resource_id``: a leg running in this process,
-    on a worker (``runner``), or a suspended run in storage (a finished run is left as it is).
-    Raises `ChatRequestError`: 404 for an unknown workflow or run (or another principal's), 409
-    for a run running in a process this one cannot reach."""
-    try:
-        workflow = mastra.get_workflow(workflow_id)
-    except (KeyError, LookupError):
-        raise ChatRequestError("Workflow not found", status_code=404) from None
-    local = _running.get((workflow_id, run_id))
-    if local is not None and local.workflow is workflow:
-        if local.resource_id != resource_id:
-            raise _not_found()
-        await local.cancel()
-        return
-    if store is not None and await _cancel_recorded(workflow, run_id, resource_id, store, runner):
-        return
-    run = await workflow.create_run(run_id, resource_id=resource_id)
-    if run.status == "pending" or run.stored_resource_id != resource_id:
-        raise _not_found()
-    if run.status == "running":
-        raise _unreachable(run_id)
-    await run.cancel()
-
-
-def workflow_cancel_route(
-    mastra: WorkflowRegistry,
-    path: str = "/api/workflows/{workflow_id}/runs/{run_id}/cancel",
-    *,
-    workflow: str | None = None,
-    guard: RequestGuard | None = None,
-    stream_store: StreamStore | None = None,
-    runner: WorkflowRunner | None = None,
-    name: str | None = None,
-) -> Route:
-    """``POST`` ``path``: cancel the run (Mastra's cancel route): ``{"message": "Workflow run
-    cancelled"}`` once the run is stopped (in this process), its worker told (``runner``: the
-    worker aborts the run within about half a second and ends its stream), or a suspended run
-    marked ``canceled``. The run ends ``canceled`` and its stream ends as a cancelled run's does.
-    404 for an unknown workflow or run and for another principal's run (who learns nothing); 409
-    for a run this process cannot reach (running in another server's process). Give the
-    ``stream_store`` and ``runner`` of the `workflow_route` whose runs it cancels.
-    """
-    if "{run_id}" not in path or (workflow is None and "{workflow_id}" not in path):
-        raise ValueError(
-            "workflow_cancel_route: the path needs a {run_id} parameter, and {workflow_id} or workflow="
-        )
-    if runner is not None:
-        _check_runner(runner, stream_store, None)
-    checks = guard or RequestGuard()
-
-    async def start(request: Request) -> Response:
-        if request.method == "OPTIONS":
-            return checks.preflight(request)
-        principal = await checks.admit(request)
-        workflow_id = workflow or request.path_params["workflow_id"]
-        run_id = request.path_params["run_id"]
-        await cancel_workflow_run(mastra, workflow_id, run_id, _resource_id(principal), stream_store, runner)
-        return JSONResponse(_CANCELLED, headers=checks.cors_headers(request))
-
-    return Route(
-        path,
-        answering_errors(start, checks, "workflow cancel request"),
-        methods=["POST", "OPTIONS"],
         name=name,
     )

@@ -20,11 +20,13 @@ def nested_step(workflow: Workflow) -> Step:
 
     The child's chunks (other than its own start and finish) are forwarded as the parent step's
     ``workflow-step-output``; the parent's cancellation cancels the child. A child that fails makes
-    the step fail with its error; suspending inside a nested workflow is not supported.
+    the step fail with its error; suspending inside a nested workflow is not supported. Each
+    execution of the step (loop iterations, retries, a re-run after a crash) runs the child afresh
+    under the same run id ``{parent run id}.{workflow id}``.
     """
 
     async def execute(context: StepContext) -> Any:
-        run = await workflow.create_run(f"{context.run_id}.{workflow.id}")
+        run = workflow._fresh_run(f"{context.run_id}.{workflow.id}")
         remove = context.abort_signal.add_listener(lambda _reason: _cancel_soon(run))
         try:
             output = run.stream(input_data=context.input_data)

@@ -345,6 +345,14 @@ class Workflow:
         await run._load()
         return run
 
+    def _fresh_run(self, run_id: str) -> Run:
+        """A run under ``run_id`` that starts from nothing, whatever is saved under that id: a nested
+        workflow's run, started afresh each time its step executes (every loop iteration, every
+        retry, the re-run of a step whose worker died), as Mastra re-runs a nested run under its id."""
+        from ._run import Run
+
+        return Run(self, run_id, resource_id=None, clock=None, sleep=None, cancel_grace_ms=2000)
+
     @property
     def storage(self) -> Storage:
         """Where runs are saved: the storage of the `Mastra` this workflow is registered in, else a

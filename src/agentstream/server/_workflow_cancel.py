@@ -1,0 +1,187 @@
+"""``workflow_cancel_route``: Mastra's ``POST /api/workflows/{workflowId}/runs/{runId}/cancel``, for
+legs running in this process, on workers (through the ``runner``) and suspended runs in storage."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from ..ai_sdk import ChatRequestError, WorkflowRegistry, end_cancelled_workflow_leg
+from ..resumable import StreamExpiredError, StreamStore, WorkflowRunner, workflow_stream_key
+from ._errors import answering_errors
+from ._guard import RequestGuard
+from ._resume import stream_owner
+from ._workflow_route import _check_runner, _resource_id, _running
+
+__all__ = ["cancel_workflow_run", "workflow_cancel_route"]
+
+_CANCELLED = {"message": "Workflow run cancelled"}
+
+# A worker sees a cancel within its poll interval (0.5 s) and gives a running step the run's
+# cancel grace (2 s by default) before interrupting it; past this the server ends the stream.
+DEFAULT_STOP_TIMEOUT_S = 10.0
+
+
+def _not_found() -> ChatRequestError:
+    # Also another principal's run: indistinguishable from one that does not exist.
+    return ChatRequestError("Workflow run not found", status_code=404)
+
+
+def _unreachable(run_id: str) -> ChatRequestError:
+    return ChatRequestError(
+        f"run {run_id[:120]!r} is running in another server process; cancel it through that server",
+        status_code=409,
+    )
+
+
+async def _ends_within(store: StreamStore, stream_id: str, timeout_s: float) -> bool:
+    """Whether the stream finishes (or is gone) within ``timeout_s``."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            chunks = store.read(stream_id, after=await store.length(stream_id))
+            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                async for _ in chunks:
+                    pass
+    except TimeoutError:
+        return False
+    except StreamExpiredError:
+        pass
+    return True
+
+
+async def _cancel_on_worker(
+    workflow: Any,
+    run_id: str,
+    resource_id: str | None,
+    store: StreamStore,
+    runner: WorkflowRunner,
+    stream_id: str,
+    stop_timeout_s: float,
+) -> None:
+    """Cancel the leg on its worker and wait for the worker to end its stream. A leg no worker
+    ends is ended here (its stream, and a pending or suspended run's snapshot: ``canceled``): one
+    never started, one whose worker took it in the instant of the cancel and stopped before
+    running anything, or one whose worker died (a cancelled leg is never taken over)."""
+    if await runner.cancel(stream_id) and await _ends_within(store, stream_id, stop_timeout_s):
+        return
+    run = await workflow.create_run(run_id, resource_id=resource_id)
+    if run.status in ("pending", "suspended"):
+        await run.cancel()
+    await end_cancelled_workflow_leg(store, stream_id, workflow.id, run_id)
+
+
+async def _cancel_recorded(
+    workflow: Any,
+    run_id: str,
+    resource_id: str | None,
+    store: StreamStore,
+    runner: WorkflowRunner | None,
+    stop_timeout_s: float,
+) -> bool:
+    """Cancel the run streaming into ``store`` now, if one is; whether one was."""
+    active = await store.active(workflow_stream_key(workflow.id, run_id))
+    if active is None:
+        return False
+    if active.owner != stream_owner(resource_id):
+        raise _not_found()
+    if runner is None:
+        raise _unreachable(run_id)  # recorded by another server, running in that server's process
+    await _cancel_on_worker(workflow, run_id, resource_id, store, runner, active.stream_id, stop_timeout_s)
+    return True
+
+
+async def cancel_workflow_run(
+    mastra: WorkflowRegistry,
+    workflow_id: str,
+    run_id: str,
+    resource_id: str | None,
+    store: StreamStore | None = None,
+    runner: WorkflowRunner | None = None,
+    *,
+    stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
+) -> None:
+    """Cancel run ``run_id`` of ``workflow_id`` for ``resource_id``: a leg running in this process,
+    on a worker (``runner``; returns once the worker ended its stream, or after ``stop_timeout_s``
+    with the stream ended here), or a suspended run in storage (a finished run is left as it is).
+    Raises `ChatRequestError`: 404 for an unknown workflow or run (or another principal's), 409
+    for a run running in a process this one cannot reach."""
+    try:
+        workflow = mastra.get_workflow(workflow_id)
+    except (KeyError, LookupError):
+        raise ChatRequestError("Workflow not found", status_code=404) from None
+    local = _running.get((workflow_id, run_id))
+    if local is not None and local.workflow is workflow:
+        if local.resource_id != resource_id:
+            raise _not_found()
+        await local.cancel()
+        return
+    if store is not None and await _cancel_recorded(
+        workflow, run_id, resource_id, store, runner, stop_timeout_s
+    ):
+        return
+    run = await workflow.create_run(run_id, resource_id=resource_id)
+    if run.status == "pending" or run.stored_resource_id != resource_id:
+        raise _not_found()
+    if run.status == "running":
+        raise _unreachable(run_id)
+    await run.cancel()
+
+
+def workflow_cancel_route(
+    mastra: WorkflowRegistry,
+    path: str = "/api/workflows/{workflow_id}/runs/{run_id}/cancel",
+    *,
+    workflow: str | None = None,
+    guard: RequestGuard | None = None,
+    stream_store: StreamStore | None = None,
+    runner: WorkflowRunner | None = None,
+    stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
+    name: str | None = None,
+) -> Route:
+    """``POST`` ``path``: cancel the run (Mastra's cancel route): ``{"message": "Workflow run
+    cancelled"}`` once the run is stopped: in this process; on its worker (``runner``), which
+    aborts the run within about half a second and ends its stream (a stream no worker ended
+    within ``stop_timeout_s`` is ended by this server); or a suspended run marked ``canceled``.
+    The run ends ``canceled`` and its stream ends as a cancelled run's does. 404 for an unknown
+    workflow or run and for another principal's run (who learns nothing); 409 for a run this
+    process cannot reach (running in another server's process). Give the ``stream_store`` and
+    ``runner`` of the `workflow_route` whose runs it cancels.
+    """
+    if "{run_id}" not in path or (workflow is None and "{workflow_id}" not in path):
+        raise ValueError(
+            "workflow_cancel_route: the path needs a {run_id} parameter, and {workflow_id} or workflow="
+        )
+    if runner is not None:
+        _check_runner(runner, stream_store, None)
+    if not stop_timeout_s > 0:
+        raise ValueError(f"workflow_cancel_route: stop_timeout_s must be > 0 seconds, got {stop_timeout_s!r}")
+    checks = guard or RequestGuard()
+
+    async def start(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            return checks.preflight(request)
+        principal = await checks.admit(request)
+        workflow_id = workflow or request.path_params["workflow_id"]
+        run_id = request.path_params["run_id"]
+        await cancel_workflow_run(
+            mastra,
+            workflow_id,
+            run_id,
+            _resource_id(principal),
+            stream_store,
+            runner,
+            stop_timeout_s=stop_timeout_s,
+        )
+        return JSONResponse(_CANCELLED, headers=checks.cors_headers(request))
+
+    return Route(
+        path,
+        answering_errors(start, checks, "workflow cancel request"),
+        methods=["POST", "OPTIONS"],
+        name=name,
+    )
