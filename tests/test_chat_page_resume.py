@@ -1,8 +1,8 @@
 """The built-in chat page survives a reload, in headless Chromium: the chat id stays in the address
 (``?chat=<id>``), the conversation comes back from the tab's storage, and an answer still streaming
 when the page went away is picked up from the server (``GET api/chat/<agent>/<id>/stream``) and
-completes on the page. "New chat" starts another id; Back returns to the first. Stop stops the page
-reading, and a reload then does not pull the answer back. Screenshot: ``.cache/e2e/resume.png``."""
+completes on the page. "New chat" starts another id; Back returns to the first. Stop stops the
+answer on the server (``DELETE`` on its stream), and a reload then does not pull it back. Screenshot: ``.cache/e2e/resume.png``."""
 
 from __future__ import annotations
 
@@ -106,8 +106,10 @@ STOP = (
     await page.fill("#input", "Weather in Berlin?");
     await page.click("#send");
     await page.waitForFunction(onScreen, process.env.FIRST_WORDS);
+    const stopping = page.waitForResponse((r) => r.request().method() === "DELETE");
     await page.click("#send");  // now the Stop button
     await page.waitForFunction(() => document.getElementById("send").textContent === "Send");
+    await stopping;  // the server has stopped the answer
     out.steps.stopped = await view(page);
     await page.reload();
     await ready(page);
@@ -209,9 +211,10 @@ def test_stop_stops_reading_and_a_reload_does_not_pull_the_answer_back(
     assert steps["stopped"]["errors"] == ["stopped"]
     assert steps["reloaded"] == steps["stopped"]
     chat = steps["stopped"]["chat"]
-    assert out["requests"] == [f"GET /api/chat/weather/{chat}/stream 204", "POST /api/chat/weather 200"]
-    # Stop is a disconnect, as in the AI SDK's resumable pattern: the server finishes the answer.
-    assert not model.signals[0].aborted
+    stream = f"/api/chat/weather/{chat}/stream"
+    assert out["requests"] == [f"GET {stream} 204", "POST /api/chat/weather 200", f"DELETE {stream} 204"]
+    # Stop stops the answer on the server too (DELETE on its stream), not only the page's reading.
+    assert model.signals[0].aborted
 
 
 APPROVE = (

@@ -203,7 +203,7 @@ def create_app(
     ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. ``send_goals``: goal
     progress reaches the page as ``data-goal`` parts (the page shows each judged attempt).
     Chat responses are resumable (``GET /api/chat[/{agent_id}]/{chat_id}/stream``,
-    ``useChat({resume: true})``) through ``stream_store``: ``True`` (default) keeps them in this process (`MemoryStreamStore`), a
+    ``useChat({resume: true})``; ``DELETE`` on that path stops the answer) through ``stream_store``: ``True`` (default) keeps them in this process (`MemoryStreamStore`), a
     `StreamStore` such as `RedisStreamStore` shares them between server processes, ``None`` or
     ``False`` turns resuming off (a client that goes away then stops its run).
     ``runner`` (a `ChatRunner` such as ``agentstream.durable.DurableChat``) runs the chat turns on
@@ -225,6 +225,7 @@ def create_app(
         chat_route,
         error_response,
         resume_route,
+        stop_route,
         workflow_cancel_route,
         workflow_route,
         workflow_stream_route,
@@ -296,6 +297,8 @@ def create_app(
         chat_routes += [
             resume_route(store, "/api/chat/{chat_id}/stream", **resume),
             resume_route(store, "/api/chat/{agent_id}/{chat_id}/stream", **resume),
+            stop_route(store, "/api/chat/{chat_id}/stream", guard=options["guard"], runner=runner),
+            stop_route(store, "/api/chat/{agent_id}/{chat_id}/stream", guard=options["guard"], runner=runner),
         ]
 
     async def http_error(_: Request, exc: Exception) -> JSONResponse:

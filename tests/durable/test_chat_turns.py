@@ -326,3 +326,25 @@ def test_a_turn_cancelled_before_any_worker_started_it_ends_its_stream(workers: 
     assert kinds[0] == "start" and kinds[-1] == "finish" and "abort" not in kinds
     statuses = sorted(status for _, status, _, _ in workflow_rows(workers.url))
     assert statuses == ["CANCELLED", "SUCCESS"]
+
+
+async def test_a_stop_through_another_server_ends_the_answer_a_worker_is_writing(
+    workers: Workers, redis_url: str
+) -> None:
+    chat_worker(workers, redis_url)
+    request = body("Weather?")
+    stream = f"/api/chat/{request['id']}/stream"
+    with servers(workers, redis_url, 2) as [one, two], httpx.Client(timeout=60) as client:
+        with client.stream("POST", f"{one}/api/chat/gated", json=request) as answer:
+            payloads: list[str] = []
+            for payload in frames(answer.iter_lines()):
+                payloads.append(payload)
+                if FIRST[-1] in payload:
+                    # The gate stays shut: only the stop can end this answer.
+                    stopped = client.delete(f"{two}{stream}")
+                    assert stopped.status_code == 204, stopped.text
+        assert client.get(f"{two}{stream}").status_code == 204  # nothing left to resume
+    kinds = [json.loads(p)["type"] for p in payloads[:-1]]
+    assert payloads[-1] == "[DONE]" and kinds[-2:] == ["abort", "finish"]
+    assert not any(REST[0] in p for p in payloads)
+    assert [status for _, status, _, _ in workflow_rows(workers.url)] == ["CANCELLED"]

@@ -17,6 +17,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 
+from agentstream._abort import AbortError
 from agentstream.agent import Agent
 from agentstream.resumable import MemoryStreamStore
 from agentstream.server import AuthError, RequestGuard, chat_route, resume_route
@@ -35,7 +36,8 @@ ANSWER = "".join(FIRST + REST)
 
 
 class GatedModel:
-    """Streams ``FIRST``, waits until ``gate`` is set (from any thread), then streams ``REST``."""
+    """Streams ``FIRST``, waits until ``gate`` is set (from any thread), then streams ``REST``; an
+    abort ends the wait."""
 
     specification_version = "v2"
     provider = "test"
@@ -47,14 +49,21 @@ class GatedModel:
 
     def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
         self.signals.append(options.get("abort_signal"))
-        return self._play()
+        return self._play(options.get("abort_signal"))
 
-    async def _play(self) -> AsyncIterator[dict[str, Any]]:
+    async def _play(self, signal: Any = None) -> AsyncIterator[dict[str, Any]]:
         yield {"type": "stream-start", "warnings": []}
         yield {"type": "text-start", "id": "t1"}
         for delta in FIRST:
             yield {"type": "text-delta", "id": "t1", "delta": delta}
-        if not await asyncio.to_thread(self.gate.wait, 60):
+        # The abort signal ends the wait, as it ends a provider's request.
+        for _ in range(6000):
+            if self.gate.is_set():
+                break
+            if signal is not None and signal.aborted:
+                raise AbortError("the request was aborted")
+            await asyncio.sleep(0.01)
+        else:
             raise TimeoutError("the test never opened the gate")
         for delta in REST:
             yield {"type": "text-delta", "id": "t1", "delta": delta}

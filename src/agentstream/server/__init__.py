@@ -1,5 +1,5 @@
 """ASGI pieces for serving agents and workflows to the AI SDK UI: `chat_route`, `resume_route`,
-`workflow_route`, `workflow_stream_route`, `workflow_cancel_route` (Starlette / FastAPI).
+`stop_route`, `workflow_route`, `workflow_stream_route`, `workflow_cancel_route` (Starlette / FastAPI).
 
 `RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
 `SSEStreamResponse` (from `agentstream.ai_sdk`) the streaming answer. Needs the ``server`` extra
@@ -13,6 +13,7 @@ from ._errors import InternalServerError, error_response
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
 from ._resume import resume_route
 from ._route import chat_route
+from ._stop import stop_route
 from ._workflow_cancel import workflow_cancel_route
 from ._workflow_route import workflow_route, workflow_stream_route
 
@@ -29,6 +30,7 @@ __all__ = [
     "chat_route",
     "error_response",
     "resume_route",
+    "stop_route",
     "workflow_cancel_route",
     "workflow_route",
     "workflow_stream_route",

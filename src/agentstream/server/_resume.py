@@ -32,18 +32,30 @@ from ..ai_sdk import (
     assert_valid_heartbeat_ms,
     write_chunks,
 )
-from ..resumable import StreamOwnerError, StreamStore
+from ..resumable import StreamExpiredError, StreamOwnerError, StreamStore
 from ._errors import answering_errors
 from ._guard import RequestGuard
 
-__all__ = ["record_response", "resume_route", "stream_owner"]
+__all__ = [
+    "DEFAULT_STOP_TIMEOUT_S",
+    "ends_within",
+    "record_response",
+    "resume_route",
+    "stop_here",
+    "stream_owner",
+]
 
 logger = logging.getLogger("agentstream.server")
 # Running responses, referenced until they end (the event loop keeps only weak references to tasks).
 _RUNNING: set[asyncio.Task[None]] = set()
-# The response each chat is running in this process: a new one for the chat stops the old one.
-_CURRENT: dict[tuple[int, str], AbortController] = {}
+# The response each chat is running in this process (its stream id and run's controller): a new
+# one for the chat stops the old one, and so does a stop request.
+_CURRENT: dict[tuple[int, str], tuple[str, AbortController]] = {}
 _decode = msgspec.json.Decoder().decode
+
+# How long a stop or cancel waits for a worker to end the stream: its cancel poll (0.5 s) and a
+# run's cancel grace (2 s by default) with room; past it the server ends the stream itself.
+DEFAULT_STOP_TIMEOUT_S = 10.0
 
 
 def stream_owner(owner: str | None) -> str | None:
@@ -95,12 +107,12 @@ def record_response(
     key = (id(store), chat_id)
     previous = _CURRENT.get(key)
     if previous is not None:
-        previous.abort()
-    _CURRENT[key] = controller
+        previous[1].abort()
+    current = _CURRENT[key] = (stream_id, controller)
 
     def done(task: asyncio.Task[None]) -> None:
         _RUNNING.discard(task)
-        if _CURRENT.get(key) is controller:
+        if _CURRENT.get(key) is current:
             del _CURRENT[key]
 
     task = asyncio.create_task(_produce(store, stream_id, chunks, controller), name=f"record {stream_id}")
@@ -109,10 +121,39 @@ def record_response(
     return follow(store, stream_id)
 
 
+def stop_here(store: StreamStore, chat_id: str, stream_id: str) -> bool:
+    """Abort the run writing ``stream_id`` for ``chat_id`` if it runs in this process; whether it does."""
+    current = _CURRENT.get((id(store), chat_id))
+    if current is None or current[0] != stream_id:
+        return False
+    current[1].abort()
+    return True
+
+
 async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[Any]:
     """The stream's UI chunks (decoded) from index ``after``, until it finishes."""
     async for raw in store.read(stream_id, after=after):
         yield _decode(raw)
+
+
+async def ends_within(store: StreamStore, stream_id: str, timeout_s: float) -> bool:
+    """Whether the stream finishes (or is gone) within ``timeout_s``."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            chunks = store.read(stream_id, after=await store.length(stream_id))
+            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
+                async for _ in chunks:
+                    pass
+    except TimeoutError:
+        return False
+    except StreamExpiredError:
+        pass
+    return True
+
+
+def check_stop_timeout(stop_timeout_s: float, where: str) -> None:
+    if not stop_timeout_s > 0:
+        raise ValueError(f"{where}: stop_timeout_s must be > 0 seconds, got {stop_timeout_s!r}")
 
 
 def _after(request: Request) -> int:

@@ -3,8 +3,6 @@ legs running in this process, on workers (through the ``runner``) and suspended 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Any
 
 from starlette.requests import Request
@@ -12,19 +10,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from ..ai_sdk import ChatRequestError, WorkflowRegistry, end_cancelled_workflow_leg
-from ..resumable import StreamExpiredError, StreamStore, WorkflowRunner, workflow_stream_key
+from ..resumable import StreamStore, WorkflowRunner, workflow_stream_key
 from ._errors import answering_errors
 from ._guard import RequestGuard
-from ._resume import stream_owner
+from ._resume import DEFAULT_STOP_TIMEOUT_S, check_stop_timeout, ends_within, stream_owner
 from ._workflow_route import _check_runner, _resource_id, _running
 
 __all__ = ["cancel_workflow_run", "workflow_cancel_route"]
 
 _CANCELLED = {"message": "Workflow run cancelled"}
-
-# A worker sees a cancel within its poll interval (0.5 s) and gives a running step the run's
-# cancel grace (2 s by default) before interrupting it; past this the server ends the stream.
-DEFAULT_STOP_TIMEOUT_S = 10.0
 
 
 def _not_found() -> ChatRequestError:
@@ -37,21 +31,6 @@ def _unreachable(run_id: str) -> ChatRequestError:
         f"run {run_id[:120]!r} is running in another server process; cancel it through that server",
         status_code=409,
     )
-
-
-async def _ends_within(store: StreamStore, stream_id: str, timeout_s: float) -> bool:
-    """Whether the stream finishes (or is gone) within ``timeout_s``."""
-    try:
-        async with asyncio.timeout(timeout_s):
-            chunks = store.read(stream_id, after=await store.length(stream_id))
-            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                async for _ in chunks:
-                    pass
-    except TimeoutError:
-        return False
-    except StreamExpiredError:
-        pass
-    return True
 
 
 async def _cancel_on_worker(
@@ -67,7 +46,7 @@ async def _cancel_on_worker(
     ends is ended here (its stream, and a pending or suspended run's snapshot: ``canceled``): one
     never started, one whose worker took it in the instant of the cancel and stopped before
     running anything, or one whose worker died (a cancelled leg is never taken over)."""
-    if await runner.cancel(stream_id) and await _ends_within(store, stream_id, stop_timeout_s):
+    if await runner.cancel(stream_id) and await ends_within(store, stream_id, stop_timeout_s):
         return
     run = await workflow.create_run(run_id, resource_id=resource_id)
     if run.status in ("pending", "suspended"):
@@ -158,8 +137,7 @@ def workflow_cancel_route(
         )
     if runner is not None:
         _check_runner(runner, stream_store, None)
-    if not stop_timeout_s > 0:
-        raise ValueError(f"workflow_cancel_route: stop_timeout_s must be > 0 seconds, got {stop_timeout_s!r}")
+    check_stop_timeout(stop_timeout_s, "workflow_cancel_route")
     checks = guard or RequestGuard()
 
     async def start(request: Request) -> Response:

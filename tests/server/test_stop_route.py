@@ -1,0 +1,174 @@
+"""`stop_route`: ``DELETE …/{chat_id}/stream`` stops the chat's running answer wherever it runs (this
+process, or a worker through the runner), for its owner only; the stream then ends as an aborted
+answer's does. Real worker processes: tests/durable/test_chat_turns.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+
+from agentstream._abort import AbortError, AbortSignal
+from agentstream._mastra import Mastra
+from agentstream.agent import Agent
+from agentstream.resumable import ChatTurn, MemoryStreamStore, StreamStore
+from agentstream.server import AuthError, RequestGuard, chat_route, resume_route, stop_route
+from tests.server.test_chat_runner import LocalRunner
+
+ALICE, BOB = {"x-user": "alice"}, {"x-user": "bob"}
+STREAM = "/api/chat/chat-1/stream"
+
+
+class WaitingModel:
+    """Streams its first words, then waits for ``go`` (never given here) or the abort signal."""
+
+    specification_version = "v2"
+    provider = "test"
+    model_id = "waiting"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.go = asyncio.Event()
+        self.signals: list[Any] = []
+
+    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+        self.signals.append(options.get("abort_signal"))
+        return self._play(options["abort_signal"])
+
+    async def _play(self, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "text-start", "id": "t1"}
+        yield {"type": "text-delta", "id": "t1", "delta": "Sunny "}
+        self.started.set()
+        # As a provider's request does: the abort signal ends the wait.
+        signal.add_listener(lambda _reason: self.go.set())
+        await self.go.wait()
+        if signal.aborted:
+            raise AbortError("the request was aborted")
+        yield {"type": "text-end", "id": "t1"}
+        yield {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1}}
+
+
+def _user(request: Request) -> object:
+    user = request.headers.get("x-user")
+    if not user:
+        raise AuthError("missing x-user")
+    return user
+
+
+def app(mastra: Mastra, store: StreamStore, runner: Any = None, **stop: Any) -> httpx.AsyncClient:
+    guard = RequestGuard(auth=_user)
+    routes = [
+        chat_route(mastra, "/api/chat", agent="weather", stream_store=store, runner=runner, guard=guard),
+        resume_route(store, "/api/chat/{chat_id}/stream", guard=guard),
+        stop_route(store, "/api/chat/{chat_id}/stream", guard=guard, runner=runner, **stop),
+    ]
+    transport = httpx.ASGITransport(app=Starlette(routes=routes))
+    return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30)
+
+
+def body(chat_id: str = "chat-1") -> dict[str, Any]:
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Weather in Berlin?"}]}
+    return {"id": chat_id, "messages": [user], "trigger": "submit-message"}
+
+
+def types(text: str) -> list[str]:
+    payloads = [line.removeprefix("data: ") for line in text.splitlines() if line.startswith("data: ")]
+    assert payloads[-1] == "[DONE]"
+    return [json.loads(p)["type"] for p in payloads[:-1]]
+
+
+async def test_the_owner_stops_an_answer_running_here_and_nobody_else_can() -> None:
+    model, store = WaitingModel(), MemoryStreamStore()
+    mastra = Mastra(agents={"weather": Agent(id="weather", instructions="Be brief.", model=model)})
+    async with app(mastra, store) as c:
+        answer = asyncio.create_task(c.post("/api/chat", json=body(), headers=ALICE))
+        await model.started.wait()
+        stranger = await c.delete(STREAM, headers=BOB)
+        foreign = await c.delete(STREAM, headers={**ALICE, "origin": "https://evil.example"})
+        anonymous = await c.delete(STREAM)
+        assert not answer.done() and not model.signals[0].aborted  # still running
+        stopped = await c.delete(STREAM, headers=ALICE)
+        assert await store.active("chat-1") is None  # the 204 came once the answer had ended
+        await answer
+        resumed = await c.get(STREAM, headers=ALICE)
+        again = await c.delete(STREAM, headers=ALICE)
+    assert stranger.status_code == 204  # nothing of alice's to see or stop
+    assert foreign.status_code == 403 and anonymous.status_code == 401
+    assert stopped.status_code == 204 and model.signals[0].aborted
+    assert types(answer.result().text)[-2:] == ["abort", "finish"]
+    assert "text-end" not in types(answer.result().text)  # the model never went on
+    assert resumed.status_code == 204 and again.status_code == 204
+
+
+async def test_an_answer_on_a_worker_is_cancelled_through_the_runner() -> None:
+    model, store = WaitingModel(), MemoryStreamStore()
+    mastra = Mastra(agents={"weather": Agent(id="weather", instructions="Be brief.", model=model)})
+    runner = LocalRunner(mastra, store)
+    async with app(mastra, store, runner) as c:
+        answer = asyncio.create_task(c.post("/api/chat", json=body(), headers=ALICE))
+        await model.started.wait()
+        stopped = await c.delete(STREAM, headers=ALICE)
+        assert await store.active("chat-1") is None
+        await answer
+    assert stopped.status_code == 204
+    assert runner.cancelled == [runner.turns[0]["stream_id"]]
+    assert types(answer.result().text)[-2:] == ["abort", "finish"]
+
+
+class Unstarted:
+    """A runner whose turns no worker ever takes (or whose worker died): cancelling says whether
+    the turn had started; nothing ends its stream."""
+
+    def __init__(self, started: bool) -> None:
+        self.started = started
+        self.turns: list[ChatTurn] = []
+
+    async def dispatch(self, turn: ChatTurn) -> None:
+        self.turns.append(turn)
+
+    async def cancel(self, stream_id: str) -> bool:
+        return self.started
+
+
+@pytest.mark.parametrize("started", [False, True], ids=["never-started", "worker-gone"])
+async def test_an_answer_no_worker_ends_is_ended_by_the_server(started: bool) -> None:
+    store = MemoryStreamStore()
+    mastra = Mastra(agents={"weather": Agent(id="weather", instructions="Be brief.", model=WaitingModel())})
+    runner = Unstarted(started)
+    async with app(mastra, store, runner, stop_timeout_s=0.2) as c:
+        answer = asyncio.create_task(c.post("/api/chat", json=body(), headers=ALICE))
+        while not runner.turns:
+            await asyncio.sleep(0.01)
+        stopped = await c.delete(STREAM, headers=ALICE)
+        text = (await answer).text
+    assert stopped.status_code == 204
+    assert types(text) == ["start", "abort", "finish"]
+
+
+async def test_an_answer_another_server_runs_in_its_process_is_409() -> None:
+    store = MemoryStreamStore()
+    mastra = Mastra(agents={"weather": Agent(id="weather", instructions="Be brief.", model=WaitingModel())})
+    async with app(mastra, store) as c:
+        from agentstream.server._resume import stream_owner
+
+        await store.start("chat-1", owner=stream_owner("alice"))  # recorded by another server
+        refused = await c.delete(STREAM, headers=ALICE)
+    assert refused.status_code == 409
+    assert "running in another server process" in refused.json()["error"]["message"]
+
+
+def test_configuration_errors_name_what_was_wrong() -> None:
+    store = MemoryStreamStore()
+    with pytest.raises(ValueError, match=r"needs a \{chat_id\} parameter"):
+        stop_route(store, "/api/chat/stream")
+    with pytest.raises(TypeError, match="expected a ChatRunner, got int"):
+        stop_route(store, runner=3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="stop_timeout_s must be > 0 seconds, got 0"):
+        stop_route(store, stop_timeout_s=0)
