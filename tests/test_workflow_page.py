@@ -101,3 +101,75 @@ def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
     assert out["finalStatus"] == ["suspended", "success"] and out["formsLeft"] == 0
     assert "POST /api/workflows/publish-article/stream 200" in out["requests"]
     assert "POST /api/workflows/publish-article/resume 200" in out["requests"]
+
+
+STOP_DRIVER = r"""
+const [playwrightPath, url] = process.argv.slice(2);
+const { chromium } = require(playwrightPath);
+(async () => {
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  const out = { consoleErrors: [], requests: [] };
+  try {
+    const page = await browser.newPage();
+    page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
+    page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/")) out.requests.push(r.request().method() + " " + p + " " + r.status()); });
+    await page.goto(url);
+    await page.waitForFunction(() => document.querySelectorAll("#workflow option").length > 1);
+    await page.selectOption("#workflow", "slow");
+    await page.fill("#input", "anything");
+    await page.click("#send");
+    await page.waitForSelector('.msg.assistant .workflow li[data-step="wait"][data-status="running"]', { timeout: 30000 });
+    const cancelling = page.waitForResponse((r) => r.url().endsWith("/cancel"));
+    await page.click("#send");  // Stop
+    out.cancel = (await cancelling).status();
+    out.button = await page.$eval("#send", (b) => b.textContent);
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+
+
+def test_stop_cancels_the_workflow_run_on_the_server(tmp_path: Path) -> None:
+    import asyncio
+
+    from agentstream import Mastra
+    from agentstream._app import create_app
+    from agentstream.workflows import StepContext, create_step, create_workflow
+
+    async def wait(context: StepContext) -> Any:
+        # Runs until the run is cancelled (the abort signal), as a step doing real work would.
+        stopped = asyncio.Event()
+        context.abort_signal.add_listener(lambda _reason: stopped.set())
+        await stopped.wait()
+        return {"stopped": True}
+
+    after: list[str] = []
+    slow = (
+        create_workflow(id="slow")
+        .then(create_step(id="wait", execute=wait))
+        .then(create_step(id="after", execute=lambda c: after.append("ran")))
+        .commit()
+    )
+    mastra = Mastra(workflows={"slow": slow})
+    with serving(create_app(mastra)) as url:
+        script = tmp_path / "stop.cjs"
+        script.write_text(STOP_DRIVER, encoding="utf-8")
+        result = subprocess.run(
+            ["node", str(script), str(PLAYWRIGHT), url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CHROMIUM": str(CHROMIUM)},
+        )
+    assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
+    out: dict[str, Any] = json.loads(result.stdout)
+    assert out["consoleErrors"] == [], out["requests"]
+    assert out["cancel"] == 200 and out["button"] == "Send"
+    [cancel] = [r for r in out["requests"] if r.endswith("/cancel 200")]
+    run_id = cancel.split("/runs/")[1].split("/")[0]
+    snapshot = asyncio.run(mastra.storage.load_workflow_snapshot("slow", run_id))
+    assert snapshot is not None and snapshot["status"] == "canceled"
+    assert after == []  # the step after the stopped one never ran
