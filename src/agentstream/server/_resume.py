@@ -152,6 +152,7 @@ async def ends_within(store: StreamStore, stream_id: str, timeout_s: float) -> b
 
 
 def check_stop_timeout(stop_timeout_s: float, where: str) -> None:
+    """Refuse a ``stop_timeout_s`` that is not a positive number of seconds (NaN included)."""
     if not stop_timeout_s > 0:
         raise ValueError(f"{where}: stop_timeout_s must be > 0 seconds, got {stop_timeout_s!r}")
 
