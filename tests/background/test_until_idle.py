@@ -378,3 +378,42 @@ async def test_suspended_and_cancelled_tasks_get_a_continuation(store: BaseStore
         assert (
             "were cancelled by the user before completion: c9 (lookup)" in model.calls[2].prompt[1]["content"]
         )
+
+
+class _StopsOnAbort:
+    """Streams a first word, then waits until the run is aborted (as a provider's request ends)."""
+
+    specification_version = "v2"
+    provider = "test"
+    model_id = "stops-on-abort"
+
+    def do_stream(self, options: Any) -> Any:
+        return self._play(options["abort_signal"])
+
+    async def _play(self, signal: Any) -> Any:
+        from agentstream._abort import AbortError
+
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "text-start", "id": "t1"}
+        yield {"type": "text-delta", "id": "t1", "delta": "Once "}
+        aborted = asyncio.Event()
+        signal.add_listener(lambda _reason: aborted.set())
+        await aborted.wait()
+        raise AbortError("the request was aborted")
+
+
+async def test_an_abort_mid_turn_ends_the_stream_as_an_aborted_run_does(store: BaseStore) -> None:
+    ctrl = AbortController()
+    async with BackgroundTaskManager(store) as manager:
+        out = stream_until_idle(Agent(id="a", model=_StopsOnAbort()), "go", manager=manager, abort_signal=ctrl.signal)
+        seen: list[str] = []
+
+        async def read() -> None:
+            async for c in out.full_stream:
+                seen.append(c.type)
+                if c.type == "text-delta":
+                    ctrl.abort()
+
+        await asyncio.wait_for(read(), 10)
+    # The turn in flight ends itself (`abort`, `finish`); the combined stream carries that end.
+    assert seen[-2:] == ["abort", "finish"]

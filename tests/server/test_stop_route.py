@@ -172,3 +172,25 @@ def test_configuration_errors_name_what_was_wrong() -> None:
         stop_route(store, runner=3)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="stop_timeout_s must be > 0 seconds, got 0"):
         stop_route(store, stop_timeout_s=0)
+
+
+async def test_the_built_in_apps_until_idle_answer_ends_with_abort_and_finish() -> None:
+    # `create_app`'s demo streams every chat until idle (background tasks): a stop mid-answer must
+    # still end the stream as an aborted run's (the turn in flight ends itself), not cut it short.
+    from agentstream._app import create_app
+
+    store = MemoryStreamStore()
+    application = create_app(smooth=False, stream_store=store)
+    transport = httpx.ASGITransport(app=application)
+    request = body()
+    request["messages"][0]["parts"][0]["text"] = "Tell me a long story about rainbows"
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30) as c:
+        answer = asyncio.create_task(c.post("/api/chat", json=request))
+        # Mid-answer: a few chunks written (the demo model streams for seconds).
+        while (active := await store.active("chat-1")) is None or await store.length(active.stream_id) < 5:
+            await asyncio.sleep(0.01)
+        stopped = await c.delete(STREAM)
+        text = (await answer).text
+    assert stopped.status_code == 204
+    assert types(text)[-2:] == ["abort", "finish"]
+

@@ -220,6 +220,13 @@ class UntilIdleOutput:
         st.held.clear()
         self._wake.set()
 
+    def _on_abort(self, _reason: object) -> None:
+        # A turn in flight got the same signal and ends itself with `abort` and `finish`, which the
+        # stream must carry (as a plain run's does): `_drive` closes once it has; only a wait
+        # between turns is cut short here.
+        if not self._state.processing:
+            self._force_close()
+
     def _on_bg(self, chunk: Any) -> None:
         st = self._state
         if st.closed:
@@ -282,14 +289,14 @@ class UntilIdleOutput:
     async def _drive(self) -> None:
         st = self._state
         unsubscribe = self._manager.subscribe(self._on_bg, agent_id=self._agent.id, **self._scope.filters())
-        remove_abort = (
-            self._abort_signal.add_listener(lambda _r: self._force_close()) if self._abort_signal else None
-        )
+        remove_abort = self._abort_signal.add_listener(self._on_abort) if self._abort_signal else None
         try:
             turn: ModelOutput | None = self.first
             while turn is not None and not st.closed:
                 await self._pipe(turn)
                 turn = None
+                if self._abort_signal is not None and self._abort_signal.aborted:
+                    self._force_close()
                 while not st.closed:
                     if st.pending:
                         batch, st.pending = st.pending, []
