@@ -348,3 +348,10 @@ async def test_a_stop_through_another_server_ends_the_answer_a_worker_is_writing
     assert payloads[-1] == "[DONE]" and kinds[-2:] == ["abort", "finish"]
     assert not any(REST[0] in p for p in payloads)
     assert [status for _, status, _, _ in workflow_rows(workers.url)] == ["CANCELLED"]
+    # The worker says so in one line, not as an error with a traceback (DBOS's own wording).
+    log = workers.tmp / "worker-0.log"
+    deadline = time.monotonic() + 30
+    while "was cancelled; its run stopped" not in log.read_text():
+        assert time.monotonic() < deadline, log.read_text()[-3000:]
+        time.sleep(0.05)
+    assert "Traceback" not in log.read_text() and "ERROR" not in log.read_text()

@@ -11,10 +11,11 @@ import logging
 from collections.abc import AsyncIterator
 
 from dbos import DBOS, DBOSClient
+from dbos._error import DBOSAwaitedWorkflowCancelledError
 
 from .._abort import AbortController
 
-__all__ = ["cancel_workflow", "cancellations", "is_cancelled", "watched"]
+__all__ = ["CancelledIsNotAnError", "cancel_workflow", "cancellations", "is_cancelled", "watched"]
 
 _log = logging.getLogger("agentstream.durable")
 
@@ -87,3 +88,18 @@ async def watched(fallback_id: str) -> AsyncIterator[AbortController]:
         yield controller
     finally:
         cancellations.running.pop(workflow_id, None)
+
+
+class CancelledIsNotAnError(logging.Filter):
+    """For DBOS's logger: a cancelled workflow's end, which DBOS logs as an error with a traceback,
+    becomes one INFO line. A cancel is a user's stop, a newer message for the chat or a cancelled
+    run, never a fault of the worker."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, DBOSAwaitedWorkflowCancelledError):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+            record.msg, record.args = "workflow %s was cancelled; its run stopped", (error.workflow_id,)
+            record.exc_info = record.exc_text = None
+        return True
+

@@ -18,6 +18,7 @@ from ..background import BackgroundTaskContext, TaskSuspended
 from ..chunks import Chunk, chunk_to_dict, to_jsonable
 from ..resumable import StreamStore
 from ..tools import Tool, ToolWriter
+from ._cancel import CancelledIsNotAnError
 from ._chat import CHAT_QUEUE_NAME, chat_setup
 from ._leases import ExecutorLeases
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
@@ -167,6 +168,8 @@ class DurableWorker:
             "notification_listener_polling_interval_sec": 0.05,
         }
         DBOS(config=config)
+        if not any(isinstance(f, CancelledIsNotAnError) for f in logging.getLogger("dbos").filters):
+            logging.getLogger("dbos").addFilter(CancelledIsNotAnError())
         try:
             DBOS.listen_queues(queues)
             DBOS.launch()
