@@ -194,3 +194,20 @@ async def test_the_built_in_apps_until_idle_answer_ends_with_abort_and_finish() 
     assert stopped.status_code == 204
     assert types(text)[-2:] == ["abort", "finish"]
 
+
+
+async def test_a_cors_preflight_allows_delete_for_an_allowed_origin_only() -> None:
+    store = MemoryStreamStore()
+    guard = RequestGuard(cors=True, allowed_origins=["https://app.example"])
+    application = Starlette(routes=[stop_route(store, "/api/chat/{chat_id}/stream", guard=guard)])
+    transport = httpx.ASGITransport(app=application)
+    preflight = {"access-control-request-method": "DELETE"}
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as c:
+        allowed = await c.options(STREAM, headers={**preflight, "origin": "https://app.example"})
+        refused = await c.options(STREAM, headers={**preflight, "origin": "https://evil.example"})
+        nothing = await c.delete(STREAM, headers={"origin": "https://app.example"})
+    assert allowed.status_code == 204
+    assert allowed.headers["access-control-allow-methods"] == "DELETE, OPTIONS"
+    assert allowed.headers["access-control-allow-origin"] == "https://app.example"
+    assert refused.status_code == 403
+    assert nothing.status_code == 204 and nothing.headers["access-control-allow-origin"] == "https://app.example"

@@ -164,8 +164,9 @@ class RequestGuard:
             return {"access-control-allow-origin": "*"}
         return {"access-control-allow-origin": origin, "vary": "Origin"}
 
-    def preflight(self, request: Request) -> Response:
-        """The answer to ``OPTIONS``: 204 with CORS headers, or a refusal (405 without CORS)."""
+    def preflight(self, request: Request, methods: str = "POST, OPTIONS") -> Response:
+        """The answer to ``OPTIONS``: 204 with CORS headers allowing ``methods``, or a refusal (405
+        without CORS)."""
         if not self.cors:
             raise ChatRequestError(
                 "method OPTIONS is not allowed (CORS is off: configure allowed_origins with cors=True)",
@@ -177,7 +178,7 @@ class RequestGuard:
         if origin is None or not self.origin_allowed(request, origin):
             raise ChatRequestError(f"CORS preflight from origin {origin!r} is not allowed", status_code=403)
         headers = self.cors_headers(request)
-        headers["access-control-allow-methods"] = "POST, OPTIONS"
+        headers["access-control-allow-methods"] = methods
         headers["access-control-allow-headers"] = request.headers.get(
             "access-control-request-headers", "content-type, authorization"
         )

@@ -254,9 +254,7 @@ def resume_route(
         from ._route import owner_key
 
         if request.method == "OPTIONS":
-            answer = checks.preflight(request)
-            answer.headers["access-control-allow-methods"] = "GET, OPTIONS"
-            return answer
+            return checks.preflight(request, "GET, OPTIONS")
         principal = await checks.admit(request)
         after = _after(request)
         active = await store.active(_chat_id(request))

@@ -83,9 +83,7 @@ def stop_route(
 
     async def start(request: Request) -> Response:
         if request.method == "OPTIONS":
-            answer = checks.preflight(request)
-            answer.headers["access-control-allow-methods"] = "DELETE, OPTIONS"
-            return answer
+            return checks.preflight(request, "DELETE, OPTIONS")
         principal = await checks.admit(request)
         chat_id = _chat_id(request)
         active = await store.active(chat_id)

@@ -211,9 +211,7 @@ def workflow_stream_route(
 
     async def start(request: Request) -> Response:
         if request.method == "OPTIONS":
-            preflight = checks.preflight(request)
-            preflight.headers["access-control-allow-methods"] = "GET, OPTIONS"
-            return preflight
+            return checks.preflight(request, "GET, OPTIONS")
         principal = await checks.admit(request)
         after = _after(request)
         workflow_id = workflow or request.path_params["workflow_id"]
