@@ -17,6 +17,7 @@ from starlette.requests import Request
 from agentstream._abort import AbortError, AbortSignal
 from agentstream._mastra import Mastra
 from agentstream.agent import Agent
+from agentstream.ai_sdk import ChatRequestError
 from agentstream.resumable import ChatTurn, MemoryStreamStore, StreamStore
 from agentstream.server import AuthError, RequestGuard, chat_route, resume_route, stop_route
 from tests.server.test_chat_runner import LocalRunner
@@ -211,3 +212,15 @@ async def test_a_cors_preflight_allows_delete_for_an_allowed_origin_only() -> No
     assert allowed.headers["access-control-allow-origin"] == "https://app.example"
     assert refused.status_code == 403
     assert nothing.status_code == 204 and nothing.headers["access-control-allow-origin"] == "https://app.example"
+
+
+async def test_an_answer_that_ended_meanwhile_is_no_conflict() -> None:
+    from agentstream.server._stop import stop_answer
+
+    store = MemoryStreamStore()
+    stream_id = await store.start("chat-1", owner=None)
+    await store.finish(stream_id)  # ended between the route's lookup and the stop
+    await stop_answer(store, "chat-1", stream_id)  # no 409: nothing is left to stop
+    other = await store.start("chat-1", owner=None)  # another server's newer answer: that one is 409
+    with pytest.raises(ChatRequestError, match="running in another server process"):
+        await stop_answer(store, "chat-1", other)

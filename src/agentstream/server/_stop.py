@@ -50,6 +50,9 @@ async def stop_answer(
             logger.warning("stream %s: the stopped answer is still running after %ss", stream_id, stop_timeout_s)
         return
     if runner is None:
+        active = await store.active(chat_id)
+        if active is None or active.stream_id != stream_id:
+            return  # it ended (here) in the meantime: nothing left to stop
         raise ChatRequestError(
             f"chat {chat_id[:120]!r}: the answer is running in another server process; stop it through that server",
             status_code=409,
