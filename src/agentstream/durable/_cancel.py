@@ -102,4 +102,3 @@ class CancelledIsNotAnError(logging.Filter):
             record.msg, record.args = "workflow %s was cancelled; its run stopped", (error.workflow_id,)
             record.exc_info = record.exc_text = None
         return True
-
