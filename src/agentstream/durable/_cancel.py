@@ -93,9 +93,12 @@ async def watched(fallback_id: str) -> AsyncIterator[AbortController]:
 class CancelledIsNotAnError(logging.Filter):
     """For DBOS's logger: a cancelled workflow's end, which DBOS logs as an error with a traceback,
     becomes one INFO line. A cancel is a user's stop, a newer message for the chat or a cancelled
-    run, never a fault of the worker."""
+    run, never a fault of the worker. DBOS's warning that a model step's task was cancelled is
+    dropped: `ModelStep.aclose` cancels it on purpose when the loop stops reading."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and "ModelStep._call" in str(record.msg):
+            return not str(record.msg).startswith("Asyncio task cancelled for workflow or step")
         error = record.exc_info[1] if record.exc_info else None
         if isinstance(error, DBOSAwaitedWorkflowCancelledError):
             record.levelno, record.levelname = logging.INFO, "INFO"
