@@ -227,7 +227,7 @@ async def test_a_worker_killed_inside_a_nested_workflow_step_has_the_child_run_a
     assert answer.status_code == 200
     chunks = ui_chunks(answer.text)
     assert final_workflow(chunks)["status"] == "success", final_workflow(chunks)
-    assert step_output(chunks, "inner")["done"] is True
+    assert step_output(chunks, "inner") == {"done": True, "state": {"after": "one"}}  # the parent's state
     assert read_lines(log) == [
         f"one {first.pid}",
         f"two-started {first.pid}",

@@ -665,3 +665,21 @@ async def test_a_branch_suspended_in_one_run_object_resumes_in_another() -> None
     await (await wf.create_run("b1")).start(input_data={"value": 1})
     result = await (await wf.create_run("b1")).resume(resume_data={})
     assert result.status == "success" and result.result == {"gate": {"opened": True}}
+
+
+async def test_a_nested_workflow_shares_the_parents_state() -> None:
+    def count(c: StepContext) -> Any:
+        c.set_state({"seen": [*c.state["seen"], c.step_id]})
+        return c.input_data
+
+    inner = create_workflow(id="inner").then(create_step(id="in-1", execute=count)).commit()
+    outer = (
+        create_workflow(id="outer")
+        .then(create_step(id="out-1", execute=count))
+        .then(inner)
+        .then(create_step(id="out-2", execute=lambda c: {"state": c.state}))
+        .commit()
+    )
+    run = await outer.create_run()
+    result = await run.start(input_data={}, initial_state={"seen": []})
+    assert result.result == {"state": {"seen": ["out-1", "in-1"]}}

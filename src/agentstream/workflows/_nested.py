@@ -19,7 +19,8 @@ def nested_step(workflow: Workflow) -> Step:
     """A `Step` that runs `workflow` to its end as one step of the parent run.
 
     The child's chunks (other than its own start and finish) are forwarded as the parent step's
-    ``workflow-step-output``; the parent's cancellation cancels the child. A child that fails makes
+    ``workflow-step-output``; the parent's cancellation cancels the child; the child starts with the
+    parent's state and its state at the end becomes the parent's. A child that fails makes
     the step fail with its error; suspending inside a nested workflow is not supported. Each
     execution of the step (loop iterations, retries, a re-run after a crash) runs the child afresh
     under the same run id ``{parent run id}.{workflow id}``.
@@ -29,13 +30,15 @@ def nested_step(workflow: Workflow) -> Step:
         run = workflow._fresh_run(f"{context.run_id}.{workflow.id}")
         remove = context.abort_signal.add_listener(lambda _reason: _cancel_soon(run))
         try:
-            output = run.stream(input_data=context.input_data)
+            # The child starts from the parent's state and hands its own back, as in Mastra.
+            output = run.stream(input_data=context.input_data, initial_state=context.state)
             async for chunk in output.full_stream:
                 if not isinstance(chunk, (WorkflowStart, WorkflowFinish)):
                     context.writer.write(chunk)
             result = await output.result
         finally:
             remove()
+        context.set_state(run._execution.state[0])
         if result.status == "success":
             return result.result
         if result.status == "failed" and result.error is not None:
