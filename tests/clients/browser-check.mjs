@@ -22,7 +22,7 @@ import { servePage } from './web/serve.mjs';
 function usage(message) {
   process.stderr.write(
     `browser-check: ${message}\nusage: node browser-check.mjs --backend <chat-url> --screenshot out.png ` +
-      '[--prompt text]... [--chat id [--reload-mid-answer]] [--timeout ms] [--chromium path]\n',
+      '[--prompt text]... [--chat id [--reload-mid-answer | --stop-mid-answer]] [--timeout ms] [--chromium path]\n',
   );
   process.exit(2);
 }
@@ -41,6 +41,7 @@ function readOptions() {
         'page-port': { type: 'string', default: '0' },
         chat: { type: 'string' },
         'reload-mid-answer': { type: 'boolean', default: false },
+        'stop-mid-answer': { type: 'boolean', default: false },
         chromium: { type: 'string', default: process.env.AGENTSTREAM_CHROMIUM ?? onPath('chromium') },
       },
     }));
@@ -56,6 +57,8 @@ function readOptions() {
   const pagePort = Number(values['page-port']);
   if (!Number.isInteger(pagePort) || pagePort < 0) usage(`--page-port ${JSON.stringify(values['page-port'])}: expected a port number`);
   if (values['reload-mid-answer'] && !values.chat) usage('--reload-mid-answer needs --chat <id> (the chat the page resumes)');
+  if (values['stop-mid-answer'] && !values.chat) usage('--stop-mid-answer needs --chat <id> (the chat whose answer is stopped)');
+  if (values['stop-mid-answer'] && values['reload-mid-answer']) usage('--stop-mid-answer and --reload-mid-answer: choose one');
   return { ...values, timeout, prompts, pagePort, screenshot: resolve(values.screenshot) };
 }
 
@@ -101,10 +104,32 @@ const answering = () => {
 };
 
 // One turn: type, send, wait until useChat has finished request number `n` and is idle again.
-// With `reload`, the page reloads mid-answer and the turn is the resumed answer.
-async function turn(page, prompt, n, timeout, reload) {
+// With `reload`, the page reloads mid-answer and the turn is the resumed answer. With `stop`, the
+// page's Stop button is pressed mid-answer (stop() and DELETE on the chat's stream), and the turn
+// is what useChat holds once the DELETE answered and useChat settled.
+async function turn(page, prompt, n, timeout, reload, stop) {
   await page.fill('#prompt', prompt);
   await page.click('#send');
+  if (stop) {
+    await page.waitForFunction(answering, null, { timeout, polling: 20 });
+    const stopped = page.waitForResponse(r => r.request().method() === 'DELETE', { timeout });
+    await page.click('#stop');
+    await stopped;
+    await page.waitForFunction(
+      count => window.chatProbe?.finished.length >= count && window.chatProbe.status === 'ready',
+      n,
+      { timeout, polling: 50 },
+    );
+    const atStop = await page.evaluate(probe);
+    const assistant = atStop.messages.findLast(m => m.role === 'assistant');
+    return {
+      prompt,
+      status: atStop.status,
+      error: atStop.error,
+      finished: atStop.finished,
+      assistantText: assistant ? assistant.parts.filter(p => p.type === 'text').map(p => p.text).join('\n') : null,
+    };
+  }
   if (reload) {
     // Mid-answer: the first words are on screen, then the page reloads and useChat resumes.
     await page.waitForFunction(answering, null, { timeout, polling: 20 });
@@ -158,7 +183,8 @@ async function check(options, page, chatResponses) {
   const turns = [];
   let requests = 0;
   for (const [i, prompt] of options.prompts.entries()) {
-    let result = await turn(page, prompt, ++requests, options.timeout, options['reload-mid-answer'] && i === 0);
+    const first = i === 0;
+    let result = await turn(page, prompt, ++requests, options.timeout, options['reload-mid-answer'] && first, options['stop-mid-answer'] && first);
     if (!result.timedOut && result.status !== 'error') {
       const { n, answered } = await answerApprovals(page, options, requests);
       if (answered.length) {

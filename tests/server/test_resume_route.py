@@ -20,7 +20,7 @@ from starlette.requests import Request
 from agentstream._abort import AbortError
 from agentstream.agent import Agent
 from agentstream.resumable import MemoryStreamStore
-from agentstream.server import AuthError, RequestGuard, chat_route, resume_route
+from agentstream.server import AuthError, RequestGuard, chat_route, resume_route, stop_route
 from tests.ai_sdk._support import require_clients
 from tests.server.test_chat_route import _free_port
 
@@ -107,6 +107,7 @@ def serve(model: GatedModel, store: MemoryStreamStore, guard: RequestGuard | Non
         routes=[
             chat_route(mastra, "/api/chat", agent="weather", heartbeat_ms=0, stream_store=store, guard=guard),
             resume_route(store, "/api/chat/{chat_id}/stream", heartbeat_ms=0, guard=guard),
+            stop_route(store, "/api/chat/{chat_id}/stream", guard=guard),
         ]
     )
     port = _free_port()
@@ -245,7 +246,8 @@ def test_the_real_client_resumes_mid_stream(client: str) -> None:
     assert report["status"] == "ready"
 
 
-def test_headless_chromium_reloads_mid_answer_and_the_answer_completes(tmp_path: Any) -> None:
+def _browser() -> tuple[Any, str]:
+    """The node clients and chromium for the useChat page checks (skipped without, failed in CI)."""
     import os
     import shutil
 
@@ -256,6 +258,13 @@ def test_headless_chromium_reloads_mid_answer_and_the_answer_completes(tmp_path:
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
+    return clients, chromium
+
+
+def test_headless_chromium_reloads_mid_answer_and_the_answer_completes(tmp_path: Any) -> None:
+    import os
+
+    clients, chromium = _browser()
     model = GatedModel()
     store = OpeningStore(model.gate)  # the resume after the reload is the second reader
     page_port = _free_port()  # the page has its own origin, which the server must allow
@@ -279,3 +288,37 @@ def test_headless_chromium_reloads_mid_answer_and_the_answer_completes(tmp_path:
     # Before the reload: a resume that found nothing, then the POST; after it: the resume.
     assert report["requests"] == ["GET 204", "POST 200", "GET 200"]
     assert not model.signals[0].aborted
+
+
+def test_the_real_usechat_stop_button_stops_the_answer_on_the_server(tmp_path: Any) -> None:
+    """The documented pattern on the real `useChat`: Stop calls ``stop()`` and sends ``DELETE`` on
+    the chat's stream; the server's run is aborted and nothing is left to resume."""
+    import os
+
+    clients, chromium = _browser()
+    model = GatedModel()  # the gate stays shut: only the stop ends this answer
+    store = MemoryStreamStore()
+    page_port = _free_port()
+    guard = RequestGuard(allowed_origins=[f"http://127.0.0.1:{page_port}"])
+    with serve(model, store, guard) as url:
+        command = ["node", str(clients / "browser-check.mjs"), "--backend", url]
+        command += ["--screenshot", str(tmp_path / "p.png"), "--prompt", "Weather in Berlin?"]
+        command += ["--chat", "chat-1", "--stop-mid-answer", "--page-port", str(page_port)]
+        result = subprocess.run(
+            command,
+            capture_output=True,
+            text=True,
+            timeout=180,
+            cwd=clients,
+            env={**os.environ, "AGENTSTREAM_CHROMIUM": chromium},
+        )
+        after = httpx.get(f"{url}/chat-1/stream", timeout=30)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0, (result.stderr[-2000:], report)
+    turn = report["turns"][0]
+    assert turn["status"] == "ready" and turn["finished"][0]["isAbort"] is True
+    assert turn["assistantText"] == "".join(FIRST)
+    assert report["requests"] == ["GET 204", "POST 200", "DELETE 204"]
+    assert model.signals[0].aborted
+    assert after.status_code == 204  # nothing left running to resume
+

@@ -84,7 +84,7 @@ export function App() {
   const [finished, setFinished] = useState([]);
   // ?chat=<id>: a fixed chat id, resumed on load (useChat's resume: GET /api/chat/<id>/stream).
   const chatId = new URLSearchParams(window.location.search).get('chat') ?? undefined;
-  const { messages, sendMessage, status, error, addToolApprovalResponse } = useChat({
+  const { messages, sendMessage, status, error, addToolApprovalResponse, stop } = useChat({
     sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses,
     ...(chatId ? { id: chatId, resume: true } : {}),
     // Once per request, after the status settled: the check waits for the n-th one.
@@ -104,6 +104,12 @@ export function App() {
   }, [status, error, messages, finished]);
 
   const busy = status === 'submitted' || status === 'streaming';
+  // stop() only stops this page reading; a resumable answer runs on at the server unless it is
+  // stopped there too (agentstream's stop_route: DELETE on the chat's stream).
+  const stopAnswer = () => {
+    stop();
+    if (chatId) fetch(`/api/chat/${encodeURIComponent(chatId)}/stream`, { method: 'DELETE' });
+  };
   const submit = event => {
     event.preventDefault();
     if (busy || !draft.trim()) return;
@@ -138,6 +144,11 @@ export function App() {
         <button id="send" type="submit" disabled={busy}>
           Send
         </button>
+        {busy && (
+          <button id="stop" type="button" onClick={stopAnswer}>
+            Stop
+          </button>
+        )}
       </form>
     </main>
   );
