@@ -166,3 +166,28 @@ async def test_serve_app_lists_streams_and_resumes_workflows() -> None:
     )
     assert _events(resumed.text)[-2]["data"]["status"] == "success"
     assert (await client.get("/api/workflows", headers={"host": "evil.example"})).status_code == 403
+
+
+async def test_a_nested_workflows_suspension_is_resumed_over_http() -> None:
+    inner = _mastra().get_workflow("approval")
+    outer = create_workflow(id="outer").then(inner).commit()
+    mastra = Mastra(workflows={"outer": outer, "approval": inner})
+    client = _over(Starlette(routes=[workflow_route(mastra)]))
+    started = await client.post("/api/workflows/outer/stream", json={"inputData": {"n": 3}, "runId": "o1"})
+    suspended = _events(started.text)[-2]["data"]
+    assert suspended["status"] == "suspended"
+    payload = suspended["steps"]["approval"]["suspendPayload"]
+    assert payload == {"question": "approve 3?", "__workflow_meta": {"runId": "o1.approval", "path": ["approve"]}}
+    # The child's resume schema is checked by the parent's route: 400 naming the field, nothing lost.
+    bad = await client.post(
+        "/api/workflows/outer/stream",
+        json={"runId": "o1", "step": ["approval", "approve"], "resumeData": {"approved": "y"}},
+    )
+    assert bad.status_code == 400 and "approved: Invalid input: expected boolean" in bad.text
+    resumed = await client.post(
+        "/api/workflows/outer/stream",
+        json={"runId": "o1", "step": ["approval", "approve"], "resumeData": {"approved": True}},
+    )
+    final = _events(resumed.text)[-2]["data"]
+    assert final["status"] == "success"
+    assert final["steps"]["approval"]["output"] == {"n": 3, "approved": True}

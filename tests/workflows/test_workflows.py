@@ -683,3 +683,44 @@ async def test_a_nested_workflow_shares_the_parents_state() -> None:
     run = await outer.create_run()
     result = await run.start(input_data={}, initial_state={"seen": []})
     assert result.result == {"state": {"seen": ["out-1", "in-1"]}}
+
+
+async def test_a_nested_workflow_suspends_its_parent_and_resumes_where_it_stopped(store: BaseStore) -> None:
+    inner = _approval_workflow()
+    outer = (
+        create_workflow(id="outer")
+        .then(add(1, id="before"))
+        .then(inner)
+        .then(create_step(id="after", execute=lambda c: {"done": c.input_data}))
+        .commit()
+    )
+    Mastra(workflows={"outer": outer, "approval": inner}, storage=store)
+    run = await outer.create_run()
+    result = await run.start(input_data={"value": 1})
+    # The parent suspends at the nested step, on the path to the child's own suspended step.
+    assert result.status == "suspended" and result.suspended == [["approval", "approve"]]
+    meta = result.suspend_payload["approval"]["__workflow_meta"]
+    assert result.suspend_payload["approval"]["question"] == "ok?"
+    assert meta == {"runId": f"{run.run_id}.approval", "path": ["approve"]}
+
+    # From storage, in a new run object (another process would do the same); the child's resume
+    # schema is checked before anything runs, naming the child's step.
+    again = await outer.create_run(run.run_id)
+    with pytest.raises(WorkflowResumeError, match="Invalid resume data for step 'approve'"):
+        again.resume_stream(step=["approval", "approve"], resume_data={"approved": "yes"})
+    resumed = await again.resume(step=["approval", "approve"], resume_data={"approved": True})
+    assert resumed.status == "success"
+    assert resumed.result == {"done": {"approved": True, "asked": {"question": "ok?"}}}
+    child = await inner.storage.load_workflow_snapshot("approval", meta["runId"])
+    assert child is not None and child["status"] == "success"
+
+
+async def test_a_workflow_nested_twice_suspends_and_resumes_through_both() -> None:
+    inner = _approval_workflow()
+    middle = create_workflow(id="middle").then(inner).commit()
+    outer = create_workflow(id="outer").then(middle).commit()
+    run = await outer.create_run()
+    result = await run.start(input_data={})
+    assert result.status == "suspended" and result.suspended == [["middle", "approval", "approve"]]
+    resumed = await run.resume(resume_data={"approved": False})  # the only suspended step
+    assert resumed.status == "success" and resumed.result == {"approved": False, "asked": {"question": "ok?"}}

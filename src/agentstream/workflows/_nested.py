@@ -12,7 +12,12 @@ from ._step import Step, StepContext
 if TYPE_CHECKING:
     from ._workflow import Workflow
 
-__all__ = ["nested_step"]
+__all__ = ["META", "nested_path", "nested_step", "resumed_step"]
+
+
+# Where a nested workflow's suspension is recorded in the parent step's suspend payload (Mastra's
+# key): the child's run id and the path to its suspended step, which the resume follows down.
+META = "__workflow_meta"
 
 
 def nested_step(workflow: Workflow) -> Step:
@@ -20,18 +25,26 @@ def nested_step(workflow: Workflow) -> Step:
 
     The child's chunks (other than its own start and finish) are forwarded as the parent step's
     ``workflow-step-output``; the parent's cancellation cancels the child; the child starts with the
-    parent's state and its state at the end becomes the parent's. A child that fails makes
-    the step fail with its error; suspending inside a nested workflow is not supported. Each
-    execution of the step (loop iterations, retries, a re-run after a crash) runs the child afresh
-    under the same run id ``{parent run id}.{workflow id}``.
+    parent's state and its state at the end becomes the parent's. A child that fails makes the
+    step fail with its error. A child that suspends suspends the step, with the child's suspend
+    payload plus ``__workflow_meta: {runId, path}`` (as Mastra); resuming the step resumes the
+    child there with the resume data. Each other execution of the step (loop iterations, retries,
+    a re-run after a crash) runs the child afresh under the run id ``{parent run id}.{workflow id}``.
     """
 
     async def execute(context: StepContext) -> Any:
-        run = workflow._fresh_run(f"{context.run_id}.{workflow.id}")
+        meta = _suspended_child(context.suspend_data)
+        if meta is not None:
+            run = await workflow.create_run(meta["runId"])
+        else:
+            run = workflow._fresh_run(f"{context.run_id}.{workflow.id}")
         remove = context.abort_signal.add_listener(lambda _reason: _cancel_soon(run))
         try:
-            # The child starts from the parent's state and hands its own back, as in Mastra.
-            output = run.stream(input_data=context.input_data, initial_state=context.state)
+            if meta is not None:
+                output = run.resume_stream(step=meta["path"] or None, resume_data=context.resume_data)
+            else:
+                # The child starts from the parent's state and hands its own back, as in Mastra.
+                output = run.stream(input_data=context.input_data, initial_state=context.state)
             async for chunk in output.full_stream:
                 if not isinstance(chunk, (WorkflowStart, WorkflowFinish)):
                     context.writer.write(chunk)
@@ -43,9 +56,12 @@ def nested_step(workflow: Workflow) -> Step:
             return result.result
         if result.status == "failed" and result.error is not None:
             raise result.error
-        raise WorkflowError(
-            f"nested workflow {workflow.id!r} ended {result.status}; suspending inside a nested workflow is not supported"
-        )
+        if result.status == "suspended" and result.suspended:
+            path = result.suspended[0]
+            payload = result.suspend_payload.get(path[0])
+            fields = {k: v for k, v in payload.items() if k != META} if isinstance(payload, dict) else {}
+            return await context.suspend({**fields, META: {"runId": run.run_id, "path": path}})
+        raise WorkflowError(f"nested workflow {workflow.id!r} ended {result.status}")
 
     step = Step(
         id=workflow.id,
@@ -67,3 +83,31 @@ def _cancel_soon(run: Any) -> None:
     task = asyncio.get_running_loop().create_task(run.cancel())
     _PENDING.add(task)
     task.add_done_callback(_PENDING.discard)
+
+
+def _suspended_child(suspend_data: Any) -> dict[str, Any] | None:
+    """The ``{runId, path}`` a suspended nested step recorded, when the step is being resumed."""
+    meta = suspend_data.get(META) if isinstance(suspend_data, dict) else None
+    if isinstance(meta, dict) and isinstance(meta.get("runId"), str) and isinstance(meta.get("path"), list):
+        return meta
+    return None
+
+
+def nested_path(step_id: str, suspend_payload: Any) -> list[str]:
+    """The path to a suspended step from this run: ``[step_id]``, followed down into a nested
+    workflow that suspended (``[nested step id, its suspended step id, ...]``, as Mastra lists it)."""
+    meta = _suspended_child(suspend_payload)
+    return [step_id, *meta["path"]] if meta is not None else [step_id]
+
+
+def resumed_step(workflow: Workflow, path: list[str]) -> Step | None:
+    """The step at ``path`` from ``workflow``, through the nested workflows on the way."""
+    current: Workflow | None = workflow
+    found: Step | None = None
+    for step_id in path:
+        found = current.steps.get(step_id) if current is not None else None
+        if found is None:
+            return None
+        current = found.workflow
+    return found
+

@@ -14,6 +14,7 @@ from ..tools import validate_value
 from ._checkpoint import Checkpoint
 from ._engine import Execution, Resume, RunEnd
 from ._errors import WorkflowError, WorkflowInputValidationError, WorkflowResumeError
+from ._nested import nested_path, resumed_step
 from ._output import WorkflowResult, WorkflowRunOutput
 from ._step import Step
 
@@ -233,7 +234,9 @@ class Run:
                     f"run {self.run_id!r} has several suspended steps {suspended}; pass step="
                 )
             return suspended[0]
-        step_id = step.id if isinstance(step, Step) else step[-1] if isinstance(step, list) and step else step
+        # A path (Mastra's ``[nested step, its step, ...]``) names this run's step first; a nested
+        # step follows the rest down itself, from what it recorded when it suspended.
+        step_id = step.id if isinstance(step, Step) else step[0] if isinstance(step, list) and step else step
         if not isinstance(step_id, str) or step_id not in self._execution.suspended:
             raise WorkflowResumeError(
                 f"step {step_id!r} of run {self.run_id!r} is not suspended (suspended: {suspended})"
@@ -268,14 +271,17 @@ class Run:
         """The suspended step `resume_stream` would resume, without resuming: raises
         `WorkflowResumeError` as it does (not suspended there, resume data failing `resume_schema`)."""
         step_id = self._resume_target(step)
-        schema = self.workflow.steps[step_id].resume_schema if step_id in self.workflow.steps else None
+        # The step that asked: this run's, or the one a nested workflow suspended at.
+        path = nested_path(step_id, self._execution.records.get(step_id, {}).get("suspendPayload"))
+        asked = resumed_step(self.workflow, path)
+        schema = asked.resume_schema if asked is not None else None
         if schema is not None:
             outcome = validate_value(schema, resume_data)
             if not outcome.ok:
                 from ..tools import format_issues
 
                 raise WorkflowResumeError(
-                    f"Invalid resume data for step {step_id!r}: \n{format_issues(outcome.issues)}"
+                    f"Invalid resume data for step {path[-1]!r}: \n{format_issues(outcome.issues)}"
                 )
         return step_id
 
@@ -355,7 +361,9 @@ class Run:
             step_execution_path=list(execution.path),
             result=end.result if end.status == "success" else None,
             error=end.error,
-            suspended=[[s] for s in end.suspended],
+            suspended=[
+                nested_path(s, execution.records.get(s, {}).get("suspendPayload")) for s in end.suspended
+            ],
             suspend_payload={s: execution.records.get(s, {}).get("suspendPayload") for s in end.suspended},
         )
 
