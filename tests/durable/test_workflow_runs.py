@@ -254,8 +254,13 @@ async def in_process_chunks(tmp: Path) -> list[dict[str, Any]]:
     return ui_chunks(answer.text)
 
 
+@pytest.mark.parametrize(
+    ("workflow", "last_step"),
+    [("approval", "publish"), ("review", "approval")],
+    ids=["plain", "suspended-inside-a-nested-workflow"],
+)
 async def test_a_run_suspended_on_one_worker_resumes_through_another_server_on_another_worker(
-    workers: Workers, redis_url: str, app_db: str, tmp_path: Path
+    workers: Workers, redis_url: str, app_db: str, tmp_path: Path, workflow: str, last_step: str
 ) -> None:
     log = tmp_path / "steps.log"
     first = workflow_worker(workers, redis_url)
@@ -263,7 +268,7 @@ async def test_a_run_suspended_on_one_worker_resumes_through_another_server_on_a
     with serve(workers, redis_url) as one, serve(workers, redis_url) as two:
         async with httpx.AsyncClient(timeout=120) as client:
             answer = await client.post(
-                f"{one}/api/workflows/approval/stream",
+                f"{one}/api/workflows/{workflow}/stream",
                 json={"runId": run_id, "inputData": {"log": str(log), "gate": ""}},
             )
             assert answer.status_code == 200
@@ -272,20 +277,20 @@ async def test_a_run_suspended_on_one_worker_resumes_through_another_server_on_a
             first.wait(30)
             second = workflow_worker(workers, redis_url)
             bad = await client.post(
-                f"{two}/api/workflows/approval/resume", json={"runId": run_id, "resumeData": {"approved": "yes"}}
+                f"{two}/api/workflows/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": "yes"}}
             )
             assert bad.status_code == 400 and "approved" in bad.json()["error"]["message"]
             resumed = await client.post(
-                f"{two}/api/workflows/approval/resume", json={"runId": run_id, "resumeData": {"approved": True}}
+                f"{two}/api/workflows/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": True}}
             )
             assert resumed.status_code == 200
             again = await client.post(
-                f"{one}/api/workflows/approval/resume", json={"runId": run_id, "resumeData": {"approved": True}}
+                f"{one}/api/workflows/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": True}}
             )
             assert again.status_code == 409  # resumed once, not twice
     resumed_chunks = ui_chunks(resumed.text)
     assert final_workflow(resumed_chunks)["status"] == "success"
-    assert step_output(resumed_chunks, "publish") == {"published": True, "pid": second.pid}
+    assert step_output(resumed_chunks, last_step) == {"published": True, "pid": second.pid}
     assert read_lines(log) == [f"asked {first.pid}", f"answered {second.pid}", f"published {second.pid}"]
     legs = dbos_workflows(workers.url)
     assert len(legs) == 2 and all(status == "SUCCESS" for _, status, _ in legs)
