@@ -173,3 +173,66 @@ def test_stop_cancels_the_workflow_run_on_the_server(tmp_path: Path) -> None:
     snapshot = asyncio.run(mastra.storage.load_workflow_snapshot("slow", run_id))
     assert snapshot is not None and snapshot["status"] == "canceled"
     assert after == []  # the step after the stopped one never ran
+
+
+NESTED_DRIVER = r"""
+const [playwrightPath, url] = process.argv.slice(2);
+const { chromium } = require(playwrightPath);
+(async () => {
+  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  const out = { consoleErrors: [], requests: [] };
+  try {
+    const page = await browser.newPage();
+    page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
+    page.on("request", (r) => { if (r.method() === "POST") out.requests.push(new URL(r.url()).pathname + " " + r.postData()); });
+    await page.goto(url);
+    await page.waitForFunction(() => document.querySelectorAll("#workflow option").length > 1);
+    await page.selectOption("#workflow", "review");
+    await page.fill("#input", "{}");
+    await page.click("#send");
+    // The inner step's resume schema gives the form its field (not the bare JSON box).
+    await page.waitForSelector('.resume input[name="approved"]', { timeout: 30000 });
+    out.jsonBox = await page.$$eval(".resume textarea", (ts) => ts.length);
+    await page.check('.resume input[name="approved"]');
+    await page.click(".resume button");
+    await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 &&
+      document.getElementById("log").getAttribute("aria-busy") === "false", null, { timeout: 30000 });
+    out.finalStatus = await page.$$eval(".workflow", (ws) => ws.map((w) => w.dataset.status));
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+"""
+
+
+def test_a_suspension_inside_a_nested_workflow_gets_the_inner_steps_form(tmp_path: Path) -> None:
+    from agentstream import Mastra
+    from agentstream._app import create_app
+    from agentstream.workflows import StepContext, create_step, create_workflow
+
+    async def approve(context: StepContext) -> Any:
+        if context.resume_data is None:
+            return await context.suspend({"question": "publish?"})
+        return {"approved": context.resume_data["approved"]}
+
+    decision = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
+    approval = create_workflow(id="approval").then(create_step(id="approve", execute=approve, resume_schema=decision)).commit()
+    review = create_workflow(id="review").then(approval).commit()
+    with serving(create_app(Mastra(workflows={"review": review, "approval": approval}))) as url:
+        script = tmp_path / "nested.cjs"
+        script.write_text(NESTED_DRIVER, encoding="utf-8")
+        result = subprocess.run(
+            ["node", str(script), str(PLAYWRIGHT), url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "CHROMIUM": str(CHROMIUM)},
+        )
+    assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
+    out: dict[str, Any] = json.loads(result.stdout)
+    assert out["consoleErrors"] == [], out["requests"]
+    assert out["jsonBox"] == 0 and out["finalStatus"] == ["suspended", "success"]
+    resume = json.loads(out["requests"][-1].split(" ", 1)[1])
+    assert resume["step"] == "approval" and resume["resumeData"] == {"approved": True}
