@@ -68,12 +68,14 @@ def base_url() -> Iterator[str]:
         yield url
 
 
-def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
+def drive(driver: str, url: str, tmp_path: Path) -> dict[str, Any]:
+    """Run a page driver (node + Playwright) against ``url``; its report, once it ran without a
+    console error."""
     script = tmp_path / "drive.cjs"
-    script.write_text(DRIVER, encoding="utf-8")
+    script.write_text(driver, encoding="utf-8")
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
-        ["node", str(script), str(PLAYWRIGHT), base_url, str(SCREENSHOT)],
+        ["node", str(script), str(PLAYWRIGHT), url, str(SCREENSHOT)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -82,6 +84,11 @@ def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
     assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
     out: dict[str, Any] = json.loads(result.stdout)
     assert out["consoleErrors"] == [], out["requests"]
+    return out
+
+
+def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
+    out = drive(DRIVER, base_url, tmp_path)
     assert out["workflows"] == ["", "publish-article"]
     assert out["live"][0]["step"] == "gather" and out["live"][0]["pres"] == ['input: {"topic":"tides"}']
 
@@ -103,32 +110,41 @@ def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
     assert "POST /api/workflows/publish-article/resume 200" in out["requests"]
 
 
-STOP_DRIVER = r"""
+# What the small drivers share: Playwright, a page, console errors and the API requests collected.
+PRELUDE = r"""
 const [playwrightPath, url] = process.argv.slice(2);
 const { chromium } = require(playwrightPath);
-(async () => {
+async function withPage(out, body) {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
-  const out = { consoleErrors: [], requests: [] };
   try {
     const page = await browser.newPage();
     page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
     page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
-    page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/")) out.requests.push(r.request().method() + " " + p + " " + r.status()); });
     await page.goto(url);
     await page.waitForFunction(() => document.querySelectorAll("#workflow option").length > 1);
-    await page.selectOption("#workflow", "slow");
-    await page.fill("#input", "anything");
-    await page.click("#send");
-    await page.waitForSelector('.msg.assistant .workflow li[data-step="wait"][data-status="running"]', { timeout: 30000 });
-    const cancelling = page.waitForResponse((r) => r.url().endsWith("/cancel"));
-    await page.click("#send");  // Stop
-    out.cancel = (await cancelling).status();
-    out.button = await page.$eval("#send", (b) => b.textContent);
+    await body(page);
   } finally {
     await browser.close();
   }
   process.stdout.write(JSON.stringify(out));
-})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+}
+const fail = (e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); };
+"""
+
+
+STOP_DRIVER = PRELUDE + r"""
+const out = { consoleErrors: [], requests: [] };
+withPage(out, async (page) => {
+  page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/")) out.requests.push(r.request().method() + " " + p + " " + r.status()); });
+  await page.selectOption("#workflow", "slow");
+  await page.fill("#input", "anything");
+  await page.click("#send");
+  await page.waitForSelector('.msg.assistant .workflow li[data-step="wait"][data-status="running"]', { timeout: 30000 });
+  const cancelling = page.waitForResponse((r) => r.url().endsWith("/cancel"));
+  await page.click("#send");  // Stop
+  out.cancel = (await cancelling).status();
+  out.button = await page.$eval("#send", (b) => b.textContent);
+}).catch(fail);
 """
 
 
@@ -155,18 +171,7 @@ def test_stop_cancels_the_workflow_run_on_the_server(tmp_path: Path) -> None:
     )
     mastra = Mastra(workflows={"slow": slow})
     with serving(create_app(mastra)) as url:
-        script = tmp_path / "stop.cjs"
-        script.write_text(STOP_DRIVER, encoding="utf-8")
-        result = subprocess.run(
-            ["node", str(script), str(PLAYWRIGHT), url],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "CHROMIUM": str(CHROMIUM)},
-        )
-    assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
-    out: dict[str, Any] = json.loads(result.stdout)
-    assert out["consoleErrors"] == [], out["requests"]
+        out = drive(STOP_DRIVER, url, tmp_path)
     assert out["cancel"] == 200 and out["button"] == "Send"
     [cancel] = [r for r in out["requests"] if r.endswith("/cancel 200")]
     run_id = cancel.split("/runs/")[1].split("/")[0]
@@ -175,35 +180,22 @@ def test_stop_cancels_the_workflow_run_on_the_server(tmp_path: Path) -> None:
     assert after == []  # the step after the stopped one never ran
 
 
-NESTED_DRIVER = r"""
-const [playwrightPath, url] = process.argv.slice(2);
-const { chromium } = require(playwrightPath);
-(async () => {
-  const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
-  const out = { consoleErrors: [], requests: [] };
-  try {
-    const page = await browser.newPage();
-    page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
-    page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
-    page.on("request", (r) => { if (r.method() === "POST") out.requests.push(new URL(r.url()).pathname + " " + r.postData()); });
-    await page.goto(url);
-    await page.waitForFunction(() => document.querySelectorAll("#workflow option").length > 1);
-    await page.selectOption("#workflow", "review");
-    await page.fill("#input", "{}");
-    await page.click("#send");
-    // The inner step's resume schema gives the form its field (not the bare JSON box).
-    await page.waitForSelector('.resume input[name="approved"]', { timeout: 30000 });
-    out.jsonBox = await page.$$eval(".resume textarea", (ts) => ts.length);
-    await page.check('.resume input[name="approved"]');
-    await page.click(".resume button");
-    await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 &&
-      document.getElementById("log").getAttribute("aria-busy") === "false", null, { timeout: 30000 });
-    out.finalStatus = await page.$$eval(".workflow", (ws) => ws.map((w) => w.dataset.status));
-  } finally {
-    await browser.close();
-  }
-  process.stdout.write(JSON.stringify(out));
-})().catch((e) => { process.stderr.write(String(e && e.stack || e)); process.exit(1); });
+NESTED_DRIVER = PRELUDE + r"""
+const out = { consoleErrors: [], requests: [] };
+withPage(out, async (page) => {
+  page.on("request", (r) => { if (r.method() === "POST") out.requests.push(new URL(r.url()).pathname + " " + r.postData()); });
+  await page.selectOption("#workflow", "review");
+  await page.fill("#input", "{}");
+  await page.click("#send");
+  // The inner step's resume schema gives the form its field (not the bare JSON box).
+  await page.waitForSelector('.resume input[name="approved"]', { timeout: 30000 });
+  out.jsonBox = await page.$$eval(".resume textarea", (ts) => ts.length);
+  await page.check('.resume input[name="approved"]');
+  await page.click(".resume button");
+  await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 &&
+    document.getElementById("log").getAttribute("aria-busy") === "false", null, { timeout: 30000 });
+  out.finalStatus = await page.$$eval(".workflow", (ws) => ws.map((w) => w.dataset.status));
+}).catch(fail);
 """
 
 
@@ -221,18 +213,7 @@ def test_a_suspension_inside_a_nested_workflow_gets_the_inner_steps_form(tmp_pat
     approval = create_workflow(id="approval").then(create_step(id="approve", execute=approve, resume_schema=decision)).commit()
     review = create_workflow(id="review").then(approval).commit()
     with serving(create_app(Mastra(workflows={"review": review, "approval": approval}))) as url:
-        script = tmp_path / "nested.cjs"
-        script.write_text(NESTED_DRIVER, encoding="utf-8")
-        result = subprocess.run(
-            ["node", str(script), str(PLAYWRIGHT), url],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            env={**os.environ, "CHROMIUM": str(CHROMIUM)},
-        )
-    assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
-    out: dict[str, Any] = json.loads(result.stdout)
-    assert out["consoleErrors"] == [], out["requests"]
+        out = drive(NESTED_DRIVER, url, tmp_path)
     assert out["jsonBox"] == 0 and out["finalStatus"] == ["suspended", "success"]
     resume = json.loads(out["requests"][-1].split(" ", 1)[1])
     assert resume["step"] == "approval" and resume["resumeData"] == {"approved": True}

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -246,8 +247,10 @@ def test_the_real_client_resumes_mid_stream(client: str) -> None:
     assert report["status"] == "ready"
 
 
-def _browser() -> tuple[Any, str]:
-    """The node clients and chromium for the useChat page checks (skipped without, failed in CI)."""
+@contextlib.contextmanager
+def page_on(model: GatedModel, store: MemoryStreamStore) -> Iterator[tuple[str, Any]]:
+    """A server for ``model`` and ``browser_check(*options)``, which drives the real `useChat` page
+    against it in headless Chromium (skipped without chromium or the built page; failed in CI)."""
     import os
     import shutil
 
@@ -258,31 +261,27 @@ def _browser() -> tuple[Any, str]:
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
-    return clients, chromium
-
-
-def test_headless_chromium_reloads_mid_answer_and_the_answer_completes(tmp_path: Any) -> None:
-    import os
-
-    clients, chromium = _browser()
-    model = GatedModel()
-    store = OpeningStore(model.gate)  # the resume after the reload is the second reader
     page_port = _free_port()  # the page has its own origin, which the server must allow
     guard = RequestGuard(allowed_origins=[f"http://127.0.0.1:{page_port}"])
-    with serve(model, store, guard) as url:
-        command = ["node", str(clients / "browser-check.mjs"), "--backend", url]
-        command += ["--screenshot", str(tmp_path / "p.png"), "--prompt", "Weather in Berlin?"]
-        command += ["--chat", "chat-1", "--reload-mid-answer", "--page-port", str(page_port)]
-        result = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            cwd=clients,
-            env={**os.environ, "AGENTSTREAM_CHROMIUM": chromium},
-        )
-    report = json.loads(result.stdout)
-    assert result.returncode == 0, (result.stderr[-2000:], report)
+    with serve(model, store, guard) as url, tempfile.TemporaryDirectory() as tmp:
+
+        def browser_check(*options: str) -> dict[str, Any]:
+            command = ["node", str(clients / "browser-check.mjs"), "--backend", url, "--page-port", str(page_port)]
+            command += ["--screenshot", f"{tmp}/p.png", "--prompt", "Weather in Berlin?", *options]
+            env = {**os.environ, "AGENTSTREAM_CHROMIUM": chromium}
+            result = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=clients, env=env)
+            report: dict[str, Any] = json.loads(result.stdout)
+            assert result.returncode == 0, (result.stderr[-2000:], report)
+            return report
+
+        yield url, browser_check
+
+
+def test_headless_chromium_reloads_mid_answer_and_the_answer_completes() -> None:
+    model = GatedModel()
+    store = OpeningStore(model.gate)  # the resume after the reload is the second reader
+    with page_on(model, store) as (_, browser_check):
+        report = browser_check("--chat", "chat-1", "--reload-mid-answer")
     assert report["turns"][0]["assistantText"] == ANSWER
     assert report["status"] == "ready" and report["pageErrors"] == []
     # Before the reload: a resume that found nothing, then the POST; after it: the resume.
@@ -290,35 +289,16 @@ def test_headless_chromium_reloads_mid_answer_and_the_answer_completes(tmp_path:
     assert not model.signals[0].aborted
 
 
-def test_the_real_usechat_stop_button_stops_the_answer_on_the_server(tmp_path: Any) -> None:
+def test_the_real_usechat_stop_button_stops_the_answer_on_the_server() -> None:
     """The documented pattern on the real `useChat`: Stop calls ``stop()`` and sends ``DELETE`` on
     the chat's stream; the server's run is aborted and nothing is left to resume."""
-    import os
-
-    clients, chromium = _browser()
     model = GatedModel()  # the gate stays shut: only the stop ends this answer
-    store = MemoryStreamStore()
-    page_port = _free_port()
-    guard = RequestGuard(allowed_origins=[f"http://127.0.0.1:{page_port}"])
-    with serve(model, store, guard) as url:
-        command = ["node", str(clients / "browser-check.mjs"), "--backend", url]
-        command += ["--screenshot", str(tmp_path / "p.png"), "--prompt", "Weather in Berlin?"]
-        command += ["--chat", "chat-1", "--stop-mid-answer", "--page-port", str(page_port)]
-        result = subprocess.run(
-            command,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            cwd=clients,
-            env={**os.environ, "AGENTSTREAM_CHROMIUM": chromium},
-        )
+    with page_on(model, MemoryStreamStore()) as (url, browser_check):
+        report = browser_check("--chat", "chat-1", "--stop-mid-answer")
         after = httpx.get(f"{url}/chat-1/stream", timeout=30)
-    report = json.loads(result.stdout)
-    assert result.returncode == 0, (result.stderr[-2000:], report)
     turn = report["turns"][0]
     assert turn["status"] == "ready" and turn["finished"][0]["isAbort"] is True
     assert turn["assistantText"] == "".join(FIRST)
     assert report["requests"] == ["GET 204", "POST 200", "DELETE 204"]
     assert model.signals[0].aborted
     assert after.status_code == 204  # nothing left running to resume
-
