@@ -724,3 +724,16 @@ async def test_a_workflow_nested_twice_suspends_and_resumes_through_both() -> No
     assert result.status == "suspended" and result.suspended == [["middle", "approval", "approve"]]
     resumed = await run.resume(resume_data={"approved": False})  # the only suspended step
     assert resumed.status == "success" and resumed.result == {"approved": False, "asked": {"question": "ok?"}}
+
+
+async def test_a_nested_workflow_not_registered_itself_is_saved_where_its_parent_is(store: BaseStore) -> None:
+    def build() -> Workflow:
+        return create_workflow(id="outer").then(_approval_workflow()).commit()
+
+    # Two Mastras over one store, each with its own workflow objects: two processes.
+    first = Mastra(workflows={"outer": build()}, storage=store).get_workflow("outer")
+    run = await first.create_run("r-nested")
+    assert (await run.start(input_data={})).status == "suspended"
+    second = Mastra(workflows={"outer": build()}, storage=store).get_workflow("outer")
+    resumed = await (await second.create_run("r-nested")).resume(resume_data={"approved": True})
+    assert resumed.status == "success" and resumed.result == {"approved": True, "asked": {"question": "ok?"}}

@@ -366,6 +366,11 @@ class Workflow:
     def _register_mastra(self, mastra: Any) -> None:
         self.mastra = mastra
         self._storage = mastra.storage
+        # Workflows used as steps live where their parent does (as Mastra registers them): their
+        # runs are saved in the same storage, so a suspended child resumes in any process.
+        for step in self.steps.values():
+            if step.workflow is not None and step.workflow.mastra is None:
+                step.workflow._register_mastra(mastra)
 
     def serialized_step_graph(self) -> list[dict[str, Any]]:
         """The step graph as Mastra serialises it (``serializedStepFlow``)."""
