@@ -110,4 +110,3 @@ def resumed_step(workflow: Workflow, path: list[str]) -> Step | None:
             return None
         current = found.workflow
     return found
-
