@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol, TypedDict
 
 from .._abort import AbortSignal
+from ..chunks import zero_workflow_usage
 from ..resumable import StreamExpiredError, StreamStore, WorkflowJob
 from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
 from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
@@ -260,19 +261,6 @@ async def run_workflow_job(
         await store.finish(stream_id)
 
 
-_NO_USAGE = dict.fromkeys(
-    (
-        "inputTokens",
-        "outputTokens",
-        "totalTokens",
-        "cachedInputTokens",
-        "cacheCreationInputTokens",
-        "reasoningTokens",
-    ),
-    0,
-)
-
-
 async def end_cancelled_workflow_leg(
     store: StreamStore, stream_id: str, workflow_id: str, run_id: str
 ) -> None:
@@ -281,6 +269,6 @@ async def end_cancelled_workflow_leg(
     canceled = {
         "type": "data-workflow",
         "id": run_id,
-        "data": {"name": workflow_id, "status": "canceled", "steps": {}, "output": {"usage": _NO_USAGE}},
+        "data": {"name": workflow_id, "status": "canceled", "steps": {}, "output": {"usage": zero_workflow_usage()}},
     }
     await end_cancelled(store, stream_id, canceled, {"type": "finish"})

@@ -180,6 +180,7 @@ from ._workflow import (
     WorkflowStepSuspendedPayload,
     WorkflowStepWaiting,
     WorkflowStepWaitingPayload,
+    zero_workflow_usage,
 )
 
 __all__ = [
@@ -361,4 +362,5 @@ __all__ = [
     "iter_jsonl",
     "to_jsonable",
     "write_jsonl",
+    "zero_workflow_usage",
 ]

@@ -29,6 +29,7 @@ __all__ = [
     "WorkflowStepSuspendedPayload",
     "WorkflowStepWaiting",
     "WorkflowStepWaitingPayload",
+    "zero_workflow_usage",
 ]
 
 
@@ -45,6 +46,21 @@ class WorkflowStart(BaseChunk, tag="workflow-start", frozen=True):
     """
 
     payload: WorkflowStartPayload
+
+
+_WORKFLOW_USAGE_KEYS = (
+    "inputTokens",
+    "outputTokens",
+    "totalTokens",
+    "cachedInputTokens",
+    "cacheCreationInputTokens",
+    "reasoningTokens",
+)
+
+
+def zero_workflow_usage() -> dict[str, int]:
+    """A workflow's ``output.usage`` with its six counters at zero (a run without agent steps)."""
+    return dict.fromkeys(_WORKFLOW_USAGE_KEYS, 0)
 
 
 class WorkflowFinishPayload(Payload, frozen=True):

@@ -24,22 +24,13 @@ from ..chunks import (
     WorkflowStepSuspended,
     error_to_dict,
     to_jsonable,
+    zero_workflow_usage,
 )
 from ..stream import ChunkLog, ChunkStream, Delayed
 
 __all__ = ["WorkflowResult", "WorkflowRunOutput", "WorkflowRunStatus"]
 
 WorkflowRunStatus = Literal["running", "success", "failed", "suspended", "canceled", "paused", "tripwire"]
-
-_USAGE_KEYS = (
-    "inputTokens",
-    "outputTokens",
-    "totalTokens",
-    "cachedInputTokens",
-    "cacheCreationInputTokens",
-    "reasoningTokens",
-)
-
 
 @dataclass(frozen=True)
 class WorkflowResult:
@@ -76,11 +67,6 @@ class WorkflowResult:
             out["suspendPayload"] = dict(self.suspend_payload)
         out["runId"] = self.run_id
         return out
-
-
-def zero_usage() -> dict[str, int]:
-    """The six usage counters at zero (what a run without agent steps reports)."""
-    return dict.fromkeys(_USAGE_KEYS, 0)
 
 
 def _int(value: Any) -> int:
@@ -120,7 +106,7 @@ class WorkflowRunOutput(ChunkLog):
             ]
         )
         self._status: str = "running"
-        self._usage = zero_usage()
+        self._usage = zero_workflow_usage()
         self._usage_seen = False
         self._result: Delayed[WorkflowResult] = Delayed(_nothing)
         self._usage_result: Delayed[dict[str, int]] = Delayed(_nothing)
