@@ -35,6 +35,18 @@ def make_store(
     return RedisStreamStore(redis, prefix=f"test-{uuid.uuid4().hex}", block_ms=block_ms)
 
 
+@contextlib.asynccontextmanager
+async def opened(
+    url: str, *, block_ms: int = 50, name: str | None = None, **options: object
+) -> AsyncIterator[RedisStreamStore]:
+    """`make_store`, closed after the block."""
+    store = make_store(url, block_ms=block_ms, name=name, **options)
+    try:
+        yield store
+    finally:
+        await store.aclose()
+
+
 @pytest.fixture
 async def admin(redis_url: str) -> AsyncIterator[Redis]:
     client = Redis.from_url(redis_url)
@@ -74,9 +86,8 @@ async def test_many_followers_of_many_streams_share_a_bounded_number_of_connecti
     redis_url: str, admin: Redis
 ) -> None:
     name = f"follow-{uuid.uuid4().hex[:12]}"
-    store = make_store(redis_url, name=name)
-    streams, per_stream, chunks = 50, 10, 20
-    try:
+    async with opened(redis_url, name=name) as store:
+        streams, per_stream, chunks = 50, 10, 20
         ids = [await store.start(f"chat-{s}", owner=None) for s in range(streams)]
         got: dict[int, list[bytes]] = {f: [] for f in range(streams * per_stream)}
         first = {f: asyncio.Event() for f in got}
@@ -102,13 +113,10 @@ async def test_many_followers_of_many_streams_share_a_bounded_number_of_connecti
         assert all(c == [chunk(i) for i in range(chunks)] for c in got.values())
         # The pool keeps every connection it ever opened: this is the most that were open at once.
         assert len(await connections(admin, name)) <= PULLS + 2
-    finally:
-        await store.aclose()
 
 
 async def test_a_follower_joining_mid_stream_gets_the_rest_after_its_position(redis_url: str) -> None:
-    store = make_store(redis_url)
-    try:
+    async with opened(redis_url) as store:
         stream_id = await store.start("chat-a", owner=None)
         early = store.read(stream_id)
         await store.append(stream_id, chunk(0), chunk(1))
@@ -121,16 +129,13 @@ async def test_a_follower_joining_mid_stream_gets_the_rest_after_its_position(re
         await store.finish(stream_id)
         assert [c async for c in late] == [chunk(5)]
         assert [c async for c in early] == [chunk(i) for i in range(2, 6)]
-    finally:
-        await store.aclose()
 
 
 async def test_a_follower_of_a_new_stream_wakes_the_blocked_multiplexer(redis_url: str, admin: Redis) -> None:
     # block_ms is ten minutes: the new follower is served within the HANG guard only because
     # registering its key interrupts the running XREAD (the wake key), not by its timeout.
     name = f"follow-{uuid.uuid4().hex[:12]}"
-    store = make_store(redis_url, block_ms=600_000, name=name, socket_timeout=None)
-    try:
+    async with opened(redis_url, block_ms=600_000, name=name, socket_timeout=None) as store:
         first, second = await store.start("chat-a", owner=None), await store.start("chat-b", owner=None)
         one = store.read(first)
         waiting = asyncio.ensure_future(anext(one))
@@ -148,15 +153,12 @@ async def test_a_follower_of_a_new_stream_wakes_the_blocked_multiplexer(redis_ur
         assert await asyncio.wait_for(waiting, HANG) == chunk(1)
         await one.aclose()
         await two.aclose()
-    finally:
-        await store.aclose()
 
 
 async def test_closed_and_cancelled_readers_unwatch_their_streams_and_the_multiplexer_stops(
     redis_url: str,
 ) -> None:
-    store = make_store(redis_url)
-    try:
+    async with opened(redis_url) as store:
         a, b = await store.start("chat-a", owner=None), await store.start("chat-b", owner=None)
         await store.append(a, chunk(0))
         await store.append(b, chunk(0))
@@ -193,15 +195,12 @@ async def test_closed_and_cancelled_readers_unwatch_their_streams_and_the_multip
         await store.append(b, chunk(2))
         assert await asyncio.wait_for(waiting, HANG) == chunk(2)
         await again.aclose()
-    finally:
-        await store.aclose()
 
 
 async def test_followers_cancelled_while_replaying_all_end(redis_url: str) -> None:
     # Cancelled in the middle of their own reads (redis-py on Python 3.11 can drop such a
     # cancellation): every task still ends, and nothing stays watched.
-    store = make_store(redis_url)
-    try:
+    async with opened(redis_url) as store:
         stream_id = await store.start("chat-a", owner=None)
         for start in range(0, 3000, 500):
             await store.append(stream_id, *[chunk(i) for i in range(start, start + 500)])
@@ -221,13 +220,10 @@ async def test_followers_cancelled_while_replaying_all_end(redis_url: str) -> No
         done, pending = await asyncio.wait(tasks, timeout=HANG)
         assert not pending and all(task.cancelled() for task in done)
         assert store._follow is None or store._follow.waiting == 0
-    finally:
-        await store.aclose()
 
 
 async def test_an_expired_stream_ends_its_followers_and_only_them(redis_url: str) -> None:
-    store = make_store(redis_url, block_ms=20)
-    try:
+    async with opened(redis_url, block_ms=20) as store:
         gone, alive = await store.start("chat-a", owner=None), await store.start("chat-b", owner=None)
         await store.append(gone, chunk(0))
         readers = [store.read(gone), store.read(gone)]
@@ -244,8 +240,6 @@ async def test_an_expired_stream_ends_its_followers_and_only_them(redis_url: str
         await store.append(alive, chunk(1))
         assert await asyncio.wait_for(live, HANG) == chunk(1)
         await survivor.aclose()
-    finally:
-        await store.aclose()
 
 
 async def test_closing_the_store_stops_the_multiplexer_and_its_waiting_readers_raise(redis_url: str) -> None:
