@@ -21,17 +21,16 @@ import httpx
 import psycopg
 import pytest
 from starlette.applications import Starlette
-from starlette.requests import Request
 
 from agentstream.durable import DurableWorkflows
 from agentstream.resumable import RedisStreamStore
 from agentstream.server import (
-    AuthError,
     RequestGuard,
     workflow_cancel_route,
     workflow_route,
     workflow_stream_route,
 )
+from tests.security._support import x_user
 
 from .conftest import ROOT, Workers, read_lines
 from .test_chat_turns import _free_port, frames
@@ -50,13 +49,6 @@ def workflow_worker(workers: Workers, redis: str, *extra: str) -> subprocess.Pop
     return workers.start("--app", APP, "--stream-store", redis, *extra, tools=None)
 
 
-def _user(request: Request) -> object:
-    user = request.headers.get("x-user")
-    if not user:
-        raise AuthError("missing x-user")
-    return user
-
-
 @contextlib.asynccontextmanager
 async def in_test_server(url: str, redis: str, stop_timeout_s: float = 10.0) -> AsyncIterator[httpx.AsyncClient]:
     """A server in this process (two principals: the ``x-user`` header) dispatching to the workers."""
@@ -65,7 +57,7 @@ async def in_test_server(url: str, redis: str, stop_timeout_s: float = 10.0) -> 
     app_mastra = mastra()
     store = RedisStreamStore.from_url(redis, block_ms=100)
     runner = DurableWorkflows(url)
-    guard = RequestGuard(auth=_user)
+    guard = RequestGuard(auth=x_user)
     app = Starlette(
         routes=[
             workflow_route(app_mastra, stream_store=store, runner=runner, guard=guard),

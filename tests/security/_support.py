@@ -7,16 +7,25 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
+from starlette.requests import Request
 
 from agentstream._mastra import Mastra
 from agentstream.agent import Agent
-from agentstream.server import RequestGuard, chat_route
+from agentstream.server import AuthError, RequestGuard, chat_route
 
 USAGE = {"inputTokens": 3, "outputTokens": 1, "totalTokens": 4}
 USER = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
 BODY: dict[str, Any] = {"id": "c1", "trigger": "submit-message", "messages": [USER]}
 # httpx's ASGITransport puts the URL's host into scope["server"]: this is a loopback bind.
 BASE = "http://127.0.0.1:8000"
+
+
+def x_user(request: Request) -> object:
+    """An ``auth`` hook for tests: the principal is the ``x-user`` header (401 without one)."""
+    user = request.headers.get("x-user")
+    if not user:
+        raise AuthError("missing x-user")
+    return user
 
 
 class CountingModel:

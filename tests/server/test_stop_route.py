@@ -12,14 +12,14 @@ from typing import Any
 import httpx
 import pytest
 from starlette.applications import Starlette
-from starlette.requests import Request
 
 from agentstream._abort import AbortError, AbortSignal
 from agentstream._mastra import Mastra
 from agentstream.agent import Agent
 from agentstream.ai_sdk import ChatRequestError
 from agentstream.resumable import ChatTurn, MemoryStreamStore, StreamStore
-from agentstream.server import AuthError, RequestGuard, chat_route, resume_route, stop_route
+from agentstream.server import RequestGuard, chat_route, resume_route, stop_route
+from tests.security._support import x_user
 from tests.server.test_chat_runner import LocalRunner
 
 ALICE, BOB = {"x-user": "alice"}, {"x-user": "bob"}
@@ -56,15 +56,8 @@ class WaitingModel:
         yield {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1, "outputTokens": 1}}
 
 
-def _user(request: Request) -> object:
-    user = request.headers.get("x-user")
-    if not user:
-        raise AuthError("missing x-user")
-    return user
-
-
 def app(mastra: Mastra, store: StreamStore, runner: Any = None, **stop: Any) -> httpx.AsyncClient:
-    guard = RequestGuard(auth=_user)
+    guard = RequestGuard(auth=x_user)
     routes = [
         chat_route(mastra, "/api/chat", agent="weather", stream_store=store, runner=runner, guard=guard),
         resume_route(store, "/api/chat/{chat_id}/stream", guard=guard),

@@ -11,28 +11,20 @@ from typing import Any
 import httpx
 import pytest
 from starlette.applications import Starlette
-from starlette.requests import Request
 
 from agentstream import Mastra
 from agentstream.resumable import MemoryStreamStore, StreamStore, WorkflowJob
 from agentstream.server import (
-    AuthError,
     RequestGuard,
     workflow_cancel_route,
     workflow_route,
     workflow_stream_route,
 )
 from agentstream.workflows import StepContext, Workflow, create_step, create_workflow
+from tests.security._support import x_user
 
 ALICE, BOB = {"x-user": "alice"}, {"x-user": "bob"}
 CANCEL = "/api/workflows/w/runs/r1/cancel"
-
-
-def _user(request: Request) -> object:
-    user = request.headers.get("x-user")
-    if not user:
-        raise AuthError("missing x-user")
-    return user
 
 
 class Steps:
@@ -62,7 +54,7 @@ class Steps:
 
 
 def app(mastra: Mastra, store: StreamStore | None, runner: Any = None, **guard: Any) -> Starlette:
-    checks = RequestGuard(auth=_user, **guard)
+    checks = RequestGuard(auth=x_user, **guard)
     routes = [
         workflow_route(mastra, stream_store=store, runner=runner, guard=checks),
         workflow_route(
@@ -246,9 +238,9 @@ async def test_a_leg_the_worker_never_ends_is_ended_by_the_server_after_stop_tim
     mastra = Mastra(workflows={"w": steps.workflow()})
     runner = TakenButSilent(store, release=None)
     routes = [
-        workflow_route(mastra, stream_store=store, runner=runner, guard=RequestGuard(auth=_user)),
+        workflow_route(mastra, stream_store=store, runner=runner, guard=RequestGuard(auth=x_user)),
         workflow_cancel_route(
-            mastra, guard=RequestGuard(auth=_user), stream_store=store, runner=runner, stop_timeout_s=0.2
+            mastra, guard=RequestGuard(auth=x_user), stream_store=store, runner=runner, stop_timeout_s=0.2
         ),
     ]
     async with client(Starlette(routes=routes)) as c:

@@ -8,12 +8,12 @@ from typing import Any
 
 import httpx
 from starlette.applications import Starlette
-from starlette.requests import Request
 
 from agentstream import Mastra
 from agentstream.resumable import MemoryStreamStore
-from agentstream.server import AuthError, RequestGuard, workflow_route, workflow_stream_route
+from agentstream.server import RequestGuard, workflow_route, workflow_stream_route
 from agentstream.workflows import StepContext, create_step, create_workflow
+from tests.security._support import x_user
 
 
 class _CountingStore(MemoryStreamStore):
@@ -25,13 +25,6 @@ class _CountingStore(MemoryStreamStore):
         answer = await super().active(chat_id)
         self.found += answer is not None
         return answer
-
-
-def _user(request: Request) -> object:
-    user = request.headers.get("x-user")
-    if not user:
-        raise AuthError("missing x-user")
-    return user
 
 
 async def test_a_recorded_run_is_replayed_to_its_owner_only_and_not_started_twice() -> None:
@@ -46,7 +39,7 @@ async def test_a_recorded_run_is_replayed_to_its_owner_only_and_not_started_twic
     workflow = create_workflow(id="w").then(create_step(id="wait", execute=wait)).commit()
     mastra = Mastra(workflows={"w": workflow})
     store = _CountingStore()
-    guard = RequestGuard(auth=_user)
+    guard = RequestGuard(auth=x_user)
     app = Starlette(
         routes=[
             workflow_route(mastra, stream_store=store, guard=guard),
