@@ -36,6 +36,8 @@ one, however many they are."""
 COUNT = 512
 """Entries per key per ``XREAD`` (a follower's replay, and the multiplexer's batch)."""
 
+_CLOSED = "the RedisStreamStore was closed while its streams were followed"
+
 Entry = tuple[bytes, dict[bytes, bytes]]
 T = TypeVar("T")
 
@@ -186,7 +188,7 @@ class Follow:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        self._fail(RuntimeError("the RedisStreamStore was closed while its streams were followed"))
+        self._fail(RuntimeError(_CLOSED))
 
     def _fail(self, error: BaseException) -> None:
         if self.error is None:
@@ -200,7 +202,7 @@ class Follow:
         try:
             await self._multiplex(client, wake_key)
         except asyncio.CancelledError:
-            self._fail(RuntimeError("the RedisStreamStore was closed while its streams were followed"))
+            self._fail(RuntimeError(_CLOSED))
             raise
         except Exception as exc:
             self._fail(exc)
