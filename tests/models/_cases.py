@@ -51,3 +51,35 @@ CASES: dict[str, tuple[str, str, dict[str, Any], int | None]] = {
 }
 
 RECORDED_PROMPTS = {"groq/tool-use-failed-error-event.json"}
+
+
+# Recordings of providers (or of their non-streaming APIs) that are not built yet, by the issue that
+# builds them. `test_not_built_provider_recordings` replays none of them: it asks the model router for
+# each one's provider and is expected to fail (`xfail_strict`), so when the issue lands the run fails
+# until the entry moves into CASES.
+NOT_BUILT: dict[str, str] = {
+    "azure/chat-content-filter-results-nonstream.json": "26",
+    "bedrock/converse-tool-use-two-turns-nonstream.json": "26",
+    "bedrock/native-json-output-stream.json": "26",
+    "bedrock/reasoning-content-signature-stream.json": "26",
+    "bedrock/server-tool-code-interpreter-stream.json": "26",
+    "bedrock/text-stream.json": "26",
+    "bedrock/tool-use-two-turns-stream.json": "26",
+    "bedrock-mantle/responses-sequential-tools-three-turns.json": "26",
+    "cohere/text-nonstream.json": "26",
+    "cohere/tool-call-two-turns-citations-nonstream.json": "26",
+    "google/code-execution-parts.json": "26",
+    "google/function-calls-three-turns.json": "26",
+    "google/max-tokens-no-parts-nonstream.json": "26",
+    "google/native-json-output-after-function-call.json": "26",
+    "google/parallel-function-calls-nonstream.json": "26",
+    "google/safety-blocked-nonstream.json": "26",
+    "google/server-tool-call-response-parts.json": "26",
+    "google/text-stream-usage.json": "26",
+    "google/thinking-parts-thought-signature.json": "26",
+    "google/url-context-metadata.json": "26",
+    "google/web-search-grounding-metadata.json": "26",
+    "google-vertex/flex-tier-text-stream.json": "26",
+    "google-vertex/logprobs-nonstream.json": "26",
+    "mistral/tool-call-two-turns-nonstream.json": "26",
+}
