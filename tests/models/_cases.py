@@ -68,18 +68,28 @@ NOT_BUILT: dict[str, str] = {
     "bedrock-mantle/responses-sequential-tools-three-turns.json": "26",
     "cohere/text-nonstream.json": "26",
     "cohere/tool-call-two-turns-citations-nonstream.json": "26",
-    "google/code-execution-parts.json": "26",
-    "google/function-calls-three-turns.json": "26",
-    "google/max-tokens-no-parts-nonstream.json": "26",
-    "google/native-json-output-after-function-call.json": "26",
-    "google/parallel-function-calls-nonstream.json": "26",
-    "google/safety-blocked-nonstream.json": "26",
-    "google/server-tool-call-response-parts.json": "26",
-    "google/text-stream-usage.json": "26",
-    "google/thinking-parts-thought-signature.json": "26",
-    "google/url-context-metadata.json": "26",
-    "google/web-search-grounding-metadata.json": "26",
     "google-vertex/flex-tier-text-stream.json": "26",
     "google-vertex/logprobs-nonstream.json": "26",
     "mistral/tool-call-two-turns-nonstream.json": "26",
 }
+
+
+# Recordings replayed by a provider's own test module (tests/models/test_google.py), which asserts
+# the facts each one shows; non-streaming ones are sent as a one-event stream there.
+GOOGLE_STREAMED = [
+    "google/text-stream-usage.json",
+    "google/thinking-parts-thought-signature.json",
+    "google/function-calls-three-turns.json",
+    "google/code-execution-parts.json",
+    "google/web-search-grounding-metadata.json",
+    "google/url-context-metadata.json",
+    "google/native-json-output-after-function-call.json",
+    "google/server-tool-call-response-parts.json",
+    "google-vertex/flex-tier-text-stream.json",
+]
+GOOGLE_ONE_SHOT = [
+    "google/max-tokens-no-parts-nonstream.json",
+    "google/safety-blocked-nonstream.json",
+    "google/parallel-function-calls-nonstream.json",
+    "google-vertex/logprobs-nonstream.json",
+]

@@ -105,8 +105,9 @@ class ReplayServer:
                 + "transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
             ).encode()
         )
+        sep = "\r\n\r\n" if "\r\n\r\n" in reply.body else "\n\n"  # Gemini and Vertex end events with CRLF CRLF
         events = (
-            [e + "\n\n" for e in reply.body.split("\n\n") if e]
+            [e + sep for e in reply.body.split(sep) if e]
             if "event-stream" in reply.content_type
             else [reply.body]
         )

@@ -309,6 +309,10 @@ def _tool_call(st: StepState, part: ToolCallPart) -> Handled:
     }
     if pexec:
         call_part["providerExecuted"] = True
+    if part.get("providerMetadata"):
+        # Sent back on the next call as the AI SDK does (`toResponseMessages`): Gemini 3 refuses a
+        # function call replayed without its thought signature.
+        call_part["providerOptions"] = part["providerMetadata"]
     st.content.append(call_part)
     st.has_content = True
     chunk = ToolCall(

@@ -10,6 +10,7 @@ from typing import Any
 from ._anthropic import AnthropicModel
 from ._base import LanguageModel
 from ._demo import DemoModel
+from ._google import GoogleModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 
@@ -82,7 +83,7 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
 
 def known_providers() -> list[str]:
     """Every prefix `resolve_model` accepts (built-in providers and registered factories), sorted."""
-    return sorted({*_COMPAT, "anthropic", "demo", "openai.chat", "openai.responses", *_factories})
+    return sorted({*_COMPAT, "anthropic", "demo", "google", "openai.chat", "openai.responses", *_factories})
 
 
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
@@ -129,6 +130,19 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         key = _key("Anthropic", "ANTHROPIC_API_KEY", api_key, True)
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com/v1"
         return AnthropicModel(model_id, api_key=key, base_url=url, **kwargs)
+    if prefix == "google":
+        key = os.environ.get("GOOGLE_GENERATIVE_AI_API_KEY") or os.environ.get("GEMINI_API_KEY")
+        if not (api_key or key):
+            raise MissingAPIKeyError(
+                "Google API key is missing: set the GOOGLE_GENERATIVE_AI_API_KEY environment variable "
+                "or pass api_key=..."
+            )
+        url = (
+            base_url
+            or os.environ.get("GOOGLE_GEMINI_BASE_URL")
+            or "https://generativelanguage.googleapis.com/v1beta"
+        )
+        return GoogleModel(model_id, api_key=api_key or key, base_url=url, **kwargs)
     if prefix == "openai.responses" or (prefix == "openai" and api == "responses"):
         key = _key("OpenAI", "OPENAI_API_KEY", api_key, True)
         url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
