@@ -9,7 +9,7 @@ from inline_snapshot import external_file
 
 from agentstream.models import AnthropicModel, APICallError, OpenAIChatModel, OpenAIResponsesModel
 
-from ._cases import CASES, GOOGLE_ONE_SHOT, GOOGLE_STREAMED, NOT_BUILT, RECORDED_PROMPTS
+from ._cases import CASES, GOOGLE_ONE_SHOT, GOOGLE_STREAMED, NOT_BUILT, OWN_TESTS, RECORDED_PROMPTS
 from ._drive import drive
 from ._typed_parts import assert_typed_parts
 from .conftest import (
@@ -43,7 +43,7 @@ def test_every_streaming_recording_has_a_case() -> None:
         str(p.relative_to(RECORDINGS)) for p in RECORDINGS.glob("*/*.json") if not p.name.startswith("error-")
     }
     expected = {str(p.relative_to(EXPECTED)) for p in EXPECTED.glob("*/*.json")}
-    own = {n for n in GOOGLE_STREAMED + GOOGLE_ONE_SHOT if n.startswith("google/")}
+    own = {n for n in GOOGLE_STREAMED + GOOGLE_ONE_SHOT if n.startswith("google/")} | set(OWN_TESTS)
     assert streaming - set(NOT_BUILT) - own == set(CASES) == expected
     assert {n for n in streaming if n.startswith("google")} == set(GOOGLE_STREAMED + GOOGLE_ONE_SHOT)
     assert all((RECORDINGS / name).is_file() for name in NOT_BUILT), "NOT_BUILT names a missing recording"

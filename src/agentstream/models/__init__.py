@@ -8,6 +8,7 @@ them into Mastra chunks. Ported from the behaviour of ``@ai-sdk/openai`` (chat +
 from __future__ import annotations
 
 from ._anthropic import AnthropicModel, convert_to_anthropic_messages
+from ._azure import AzureOpenAIModel
 from ._base import (
     APICallError,
     CallOptions,
@@ -47,6 +48,7 @@ from ._router import MissingAPIKeyError, UnknownProviderError, register_model_fa
 __all__ = [
     "APICallError",
     "AnthropicModel",
+    "AzureOpenAIModel",
     "CallOptions",
     "CustomPart",
     "ErrorPart",

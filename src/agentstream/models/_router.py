@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._anthropic import AnthropicModel
+from ._azure import DEFAULT_AZURE_API_VERSION, AzureOpenAIModel
 from ._base import LanguageModel
 from ._demo import DemoModel
 from ._google import GoogleModel
@@ -83,7 +84,9 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
 
 def known_providers() -> list[str]:
     """Every prefix `resolve_model` accepts (built-in providers and registered factories), sorted."""
-    return sorted({*_COMPAT, "anthropic", "demo", "google", "openai.chat", "openai.responses", *_factories})
+    return sorted(
+        {*_COMPAT, "anthropic", "azure", "demo", "google", "openai.chat", "openai.responses", *_factories}
+    )
 
 
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
@@ -130,6 +133,8 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         key = _key("Anthropic", "ANTHROPIC_API_KEY", api_key, True)
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com/v1"
         return AnthropicModel(model_id, api_key=key, base_url=url, **kwargs)
+    if prefix == "azure":
+        return _azure(model_id, api_key, base_url, kwargs)
     if prefix == "google":
         key = os.environ.get("GOOGLE_GENERATIVE_AI_API_KEY") or os.environ.get("GEMINI_API_KEY")
         if not (api_key or key):
@@ -163,3 +168,28 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
     options = dict(compat.kwargs)
     options.update(kwargs)
     return OpenAIChatModel(model_id, api_key=key, base_url=url, provider=prefix, **options)
+
+
+def _azure(
+    deployment: str, api_key: str | None, base_url: str | None, kwargs: dict[str, Any]
+) -> LanguageModel:
+    if kwargs.get("azure_ad_token_provider") is None:
+        api_key = api_key or os.environ.get("AZURE_API_KEY") or os.environ.get("AZURE_OPENAI_API_KEY")
+        if not api_key:
+            raise MissingAPIKeyError(
+                "Azure OpenAI API key is missing: set the AZURE_API_KEY environment variable, or pass "
+                "api_key=... or azure_ad_token_provider=..."
+            )
+    resource = os.environ.get("AZURE_RESOURCE_NAME")
+    url = (
+        base_url
+        or os.environ.get("AZURE_OPENAI_BASE_URL")
+        or (f"https://{resource}.openai.azure.com" if resource else None)
+    )
+    if not url:
+        raise ValueError(
+            "Azure OpenAI needs its endpoint: set AZURE_OPENAI_BASE_URL (https://<resource>.openai.azure.com) "
+            "or AZURE_RESOURCE_NAME, or pass base_url=..."
+        )
+    kwargs.setdefault("api_version", os.environ.get("AZURE_OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION)
+    return AzureOpenAIModel(deployment, base_url=url, api_key=api_key, **kwargs)
