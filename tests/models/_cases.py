@@ -59,11 +59,6 @@ RECORDED_PROMPTS = {"groq/tool-use-failed-error-event.json"}
 # until the entry moves into CASES.
 NOT_BUILT: dict[str, str] = {
     "bedrock/converse-tool-use-two-turns-nonstream.json": "26",
-    "bedrock/native-json-output-stream.json": "26",
-    "bedrock/reasoning-content-signature-stream.json": "26",
-    "bedrock/server-tool-code-interpreter-stream.json": "26",
-    "bedrock/text-stream.json": "26",
-    "bedrock/tool-use-two-turns-stream.json": "26",
     "bedrock-mantle/responses-sequential-tools-three-turns.json": "26",
     "cohere/text-nonstream.json": "26",
     "cohere/tool-call-two-turns-citations-nonstream.json": "26",
@@ -86,7 +81,14 @@ GOOGLE_STREAMED = [
     "google/server-tool-call-response-parts.json",
     "google-vertex/flex-tier-text-stream.json",
 ]
-OWN_TESTS = ["azure/chat-content-filter-results-nonstream.json"]  # tests/models/test_azure.py
+OWN_TESTS = [
+    "azure/chat-content-filter-results-nonstream.json",  # tests/models/test_azure.py
+    "bedrock/text-stream.json",  # tests/models/test_bedrock.py
+    "bedrock/tool-use-two-turns-stream.json",
+    "bedrock/reasoning-content-signature-stream.json",
+    "bedrock/native-json-output-stream.json",
+    "bedrock/server-tool-code-interpreter-stream.json",
+]
 GOOGLE_ONE_SHOT = [
     "google/max-tokens-no-parts-nonstream.json",
     "google/safety-blocked-nonstream.json",

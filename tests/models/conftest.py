@@ -36,6 +36,8 @@ class Reply:
     """Close the socket (no terminating chunk) after this many events."""
     hang_after_events: int | None = None
     """Stop writing (keep the socket open) after this many events."""
+    frames: list[bytes] | None = None
+    """A binary body (an AWS event stream), one frame per write; ``body`` is then ignored."""
 
 
 @dataclass
@@ -105,9 +107,13 @@ class ReplayServer:
                 + "transfer-encoding: chunked\r\nconnection: close\r\n\r\n"
             ).encode()
         )
-        sep = "\r\n\r\n" if "\r\n\r\n" in reply.body else "\n\n"  # Gemini and Vertex end events with CRLF CRLF
-        events = (
-            [e + sep for e in reply.body.split(sep) if e]
+        sep = (
+            "\r\n\r\n" if "\r\n\r\n" in reply.body else "\n\n"
+        )  # Gemini and Vertex end events with CRLF CRLF
+        events: list[str | bytes] = (
+            list(reply.frames)
+            if reply.frames is not None
+            else [e + sep for e in reply.body.split(sep) if e]
             if "event-stream" in reply.content_type
             else [reply.body]
         )
@@ -122,7 +128,7 @@ class ReplayServer:
                     self.closed_by_client.set()
                     writer.close()
                     return
-                data = event.encode("utf-8")
+                data = event if isinstance(event, bytes) else event.encode("utf-8")
                 writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 await writer.drain()
                 await asyncio.sleep(0)

@@ -194,6 +194,10 @@ class _HTTPStreamingModel:
     def _transformer(self, options: CallOptions) -> _Transformer:
         raise NotImplementedError
 
+    def _sign(self, method: str, url: str, headers: dict[str, str], content: bytes | None) -> dict[str, str]:
+        """The headers to send, once the body is final (AWS SigV4 signs both); as they are by default."""
+        return headers
+
     # -- driver ------------------------------------------------------------------------------
     def _error(
         self,
@@ -329,6 +333,7 @@ class _HTTPStreamingModel:
             content = text.encode("utf-8")
             headers.setdefault("content-type", "application/json")
             headers.setdefault("accept", "text/event-stream")
+        headers = self._sign(method, url, headers, content)
         transformer = self._transformer(options)
 
         own_client = self._client is None
@@ -396,36 +401,30 @@ class _HTTPStreamingModel:
         self, response: httpx.Response, signal: AbortSignal | None
     ) -> AsyncGenerator[object, None]:
         """(event, data) pairs; an APICallError if the transport fails; ``_ABORTED`` on abort."""
-        url = str(response.request.url)
-
-        async def read() -> AsyncIterator[object]:
-            try:
-                async for sse in EventSource(response).aiter_sse():
-                    if sse.data or sse.event:
-                        yield sse.event, sse.data
-            except SSEError as exc:
-                yield self._error(
-                    f"expected an SSE stream: {exc}",
-                    url,
-                    status=response.status_code,
-                    retryable=False,
-                    cause=exc,
-                )
-            except httpx.TimeoutException as exc:
-                yield self._error(
-                    f"stream read timed out: {type(exc).__name__}", url, retryable=True, cause=exc
-                )
-            except httpx.TransportError as exc:
-                yield self._error(
-                    f"connection lost mid-stream: {exc or type(exc).__name__}", url, retryable=True, cause=exc
-                )
-
         if signal is None:
-            async for item in read():
+            async for item in self._read_events(response):
                 yield item
             return
         # The reads run in their own task, so an abort interrupts a blocked read.
-        async for item in abortable(read(), signal):
+        async for item in abortable(self._read_events(response), signal):
             yield item
         if signal.aborted:
             yield _ABORTED
+
+    async def _read_events(self, response: httpx.Response) -> AsyncIterator[object]:
+        """The body's (event, data) pairs: SSE here; a provider with another framing overrides it."""
+        url = str(response.request.url)
+        try:
+            async for sse in EventSource(response).aiter_sse():
+                if sse.data or sse.event:
+                    yield sse.event, sse.data
+        except SSEError as exc:
+            yield self._error(
+                f"expected an SSE stream: {exc}", url, status=response.status_code, retryable=False, cause=exc
+            )
+        except httpx.TimeoutException as exc:
+            yield self._error(f"stream read timed out: {type(exc).__name__}", url, retryable=True, cause=exc)
+        except httpx.TransportError as exc:
+            yield self._error(
+                f"connection lost mid-stream: {exc or type(exc).__name__}", url, retryable=True, cause=exc
+            )

@@ -133,6 +133,8 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         key = _key("Anthropic", "ANTHROPIC_API_KEY", api_key, True)
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com/v1"
         return AnthropicModel(model_id, api_key=key, base_url=url, **kwargs)
+    if prefix == "bedrock":
+        return _bedrock(model_id, api_key, base_url, kwargs)
     if prefix == "azure":
         return _azure(model_id, api_key, base_url, kwargs)
     if prefix == "google":
@@ -193,3 +195,18 @@ def _azure(
         )
     kwargs.setdefault("api_version", os.environ.get("AZURE_OPENAI_API_VERSION") or DEFAULT_AZURE_API_VERSION)
     return AzureOpenAIModel(deployment, base_url=url, api_key=api_key, **kwargs)
+
+
+def _bedrock(
+    model_id: str, api_key: str | None, base_url: str | None, kwargs: dict[str, Any]
+) -> LanguageModel:
+    from ._bedrock import BedrockModel  # botocore (extra `bedrock`) is imported only for Bedrock
+
+    region = (
+        kwargs.pop("region", None) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    )
+    if not region:
+        raise ValueError("Amazon Bedrock needs a region: set AWS_REGION or pass region=...")
+    key = api_key or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+    url = base_url or os.environ.get("AWS_BEDROCK_BASE_URL")
+    return BedrockModel(model_id, region=region, api_key=key, base_url=url, **kwargs)
