@@ -53,18 +53,21 @@ CASES: dict[str, tuple[str, str, dict[str, Any], int | None]] = {
 RECORDED_PROMPTS = {"groq/tool-use-failed-error-event.json"}
 
 
-# Recordings of providers (or of their non-streaming APIs) that are not built yet, by the issue that
-# builds them. `test_not_built_provider_recordings` replays none of them: it asks the model router for
-# each one's provider and is expected to fail (`xfail_strict`), so when the issue lands the run fails
-# until the entry moves into CASES.
+# Recordings of providers the router does not know yet, with the issue that builds them.
+# `test_not_built_provider_recordings` asks the router for each one's provider and is expected to
+# fail (`xfail_strict`): once the provider exists the run fails until the file is replayed.
 NOT_BUILT: dict[str, str] = {
-    "bedrock/converse-tool-use-two-turns-nonstream.json": "26",
-    "bedrock-mantle/responses-sequential-tools-three-turns.json": "26",
-    "cohere/text-nonstream.json": "26",
-    "cohere/tool-call-two-turns-citations-nonstream.json": "26",
-    "google-vertex/flex-tier-text-stream.json": "26",
-    "google-vertex/logprobs-nonstream.json": "26",
-    "mistral/tool-call-two-turns-nonstream.json": "26",
+    "bedrock-mantle/responses-sequential-tools-three-turns.json": "26: Bedrock's OpenAI Responses endpoint",
+    "cohere/text-nonstream.json": "26: Cohere",
+    "cohere/tool-call-two-turns-citations-nonstream.json": "26: Cohere",
+}
+
+# Non-streaming calls of providers we stream from: our models always stream, so these are not
+# replayed; their provider's streaming recordings are (`test_non_streaming_only` checks each really
+# is a non-streaming call).
+NON_STREAMING_ONLY: dict[str, str] = {
+    "bedrock/converse-tool-use-two-turns-nonstream.json": "Converse (bedrock/*-stream.json are ConverseStream)",
+    "mistral/tool-call-two-turns-nonstream.json": "chat without stream (mistral/magistral-*.json streams)",
 }
 
 

@@ -49,6 +49,13 @@ class Received:
     body: Any
 
 
+def _body(raw: bytes, content_type: str) -> Any:
+    """A JSON request body parsed; any other (an OAuth token request's form) as text."""
+    if not raw:
+        return None
+    return json.loads(raw) if "json" in content_type or not content_type else raw.decode()
+
+
 class ReplayServer:
     def __init__(self) -> None:
         self.replies: list[Reply] = []
@@ -94,7 +101,7 @@ class ReplayServer:
         raw = await reader.readexactly(int(headers.get("content-length", "0")))
         parts = urlsplit(target)
         self.received.append(
-            Received(method, parts.path, parts.query, headers, json.loads(raw) if raw else None)
+            Received(method, parts.path, parts.query, headers, _body(raw, headers.get("content-type", "")))
         )
         reply = self.replies.pop(0)
         status_line = f"HTTP/1.1 {reply.status} {'OK' if reply.status < 400 else 'Error'}\r\n"

@@ -194,6 +194,10 @@ class _HTTPStreamingModel:
     def _transformer(self, options: CallOptions) -> _Transformer:
         raise NotImplementedError
 
+    def _refresh_credentials(self) -> Awaitable[None] | None:
+        """What makes the credentials `_auth_headers` sends current (an expired OAuth token); none here."""
+        return None
+
     def _sign(self, method: str, url: str, headers: dict[str, str], content: bytes | None) -> dict[str, str]:
         """The headers to send, once the body is final (AWS SigV4 signs both); as they are by default."""
         return headers
@@ -324,6 +328,9 @@ class _HTTPStreamingModel:
         signal = options.get("abort_signal")
         if signal is not None:
             signal.throw_if_aborted()
+        refresh = self._refresh_credentials()
+        if refresh is not None:
+            await until_aborted(refresh, signal)
         method, url, body, warnings = self._request(options)
         headers = {**self._auth_headers(), **self._headers, **dict(options.get("headers") or {})}
         content: bytes | None = None

@@ -133,6 +133,8 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         key = _key("Anthropic", "ANTHROPIC_API_KEY", api_key, True)
         url = base_url or os.environ.get("ANTHROPIC_BASE_URL") or "https://api.anthropic.com/v1"
         return AnthropicModel(model_id, api_key=key, base_url=url, **kwargs)
+    if prefix == "vertex":
+        return _vertex(model_id, api_key, base_url, kwargs)
     if prefix == "bedrock":
         return _bedrock(model_id, api_key, base_url, kwargs)
     if prefix == "azure":
@@ -210,3 +212,13 @@ def _bedrock(
     key = api_key or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
     url = base_url or os.environ.get("AWS_BEDROCK_BASE_URL")
     return BedrockModel(model_id, region=region, api_key=key, base_url=url, **kwargs)
+
+
+def _vertex(
+    model_id: str, api_key: str | None, base_url: str | None, kwargs: dict[str, Any]
+) -> LanguageModel:
+    from ._vertex import VertexModel  # google-auth (extra `vertex`) is imported only for Vertex
+
+    key = api_key or os.environ.get("GOOGLE_VERTEX_API_KEY")
+    url = base_url or os.environ.get("GOOGLE_VERTEX_BASE_URL")
+    return VertexModel(model_id, api_key=key, base_url=url, **kwargs)
