@@ -85,7 +85,7 @@ def test_router(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(MissingAPIKeyError, match="AZURE_API_KEY"):
         resolve_model("azure/gpt-4o")
     monkeypatch.setenv("AZURE_API_KEY", "k")
-    with pytest.raises(ValueError, match="AZURE_OPENAI_BASE_URL"):
+    with pytest.raises(MissingAPIKeyError, match="AZURE_OPENAI_BASE_URL"):
         resolve_model("azure/gpt-4o")
     monkeypatch.setenv("AZURE_RESOURCE_NAME", "acme")
     model = resolve_model("azure/my-deployment")

@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from agentstream.models import resolve_model
+from agentstream.models import MissingAPIKeyError, resolve_model
 from agentstream.models._bedrock import BedrockModel, map_bedrock_stop_reason
 
 from .conftest import API_KEY, ReplayServer, Reply, counter_ids, load
@@ -339,7 +339,7 @@ async def test_sigv4_signature(server: ReplayServer) -> None:
 def test_router(monkeypatch: pytest.MonkeyPatch) -> None:
     for env in ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_BEARER_TOKEN_BEDROCK", "AWS_BEDROCK_BASE_URL"):
         monkeypatch.delenv(env, raising=False)
-    with pytest.raises(ValueError, match="AWS_REGION"):
+    with pytest.raises(MissingAPIKeyError, match="AWS_REGION"):
         resolve_model("bedrock/us.amazon.nova-micro-v1:0")
     monkeypatch.setenv("AWS_REGION", "us-west-2")
     monkeypatch.setenv("AWS_BEARER_TOKEN_BEDROCK", "bedrock-key")

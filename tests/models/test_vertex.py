@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
-from agentstream.models import resolve_model
+from agentstream.models import MissingAPIKeyError, resolve_model
 from agentstream.models._vertex import VertexModel, vertex_base_url
 
 from .conftest import ReplayServer, Reply, load
@@ -117,5 +117,5 @@ def test_router(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
         "https://europe-west4-aiplatform.googleapis.com/v1beta1/projects/pydantic-ai/"
     )
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path / "missing.json"))
-    with pytest.raises(ValueError, match="Google Cloud credentials for Vertex AI are missing"):
+    with pytest.raises(MissingAPIKeyError, match="Google Cloud credentials for Vertex AI are missing"):
         resolve_model("vertex/gemini-2.5-pro")

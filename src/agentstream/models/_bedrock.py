@@ -23,6 +23,7 @@ import msgspec
 
 from ._base import CallOptions, FinishReason, StreamPart, ToolCallPart, ToolInputStartPart, ToolResultPart
 from ._bedrock_prompt import bedrock_tool_config, convert_to_bedrock_messages
+from ._errors import MissingAPIKeyError
 from ._http import Sleep, _HTTPStreamingModel, _Transformer
 
 __all__ = ["BedrockModel", "map_bedrock_stop_reason"]
@@ -301,7 +302,7 @@ class BedrockModel(_HTTPStreamingModel):
             else:
                 self._credentials = self._botocore.session.get_session().get_credentials()
             if self._credentials is None:
-                raise ValueError(
+                raise MissingAPIKeyError(
                     "AWS credentials for Bedrock are missing: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY "
                     "(or a profile), AWS_BEARER_TOKEN_BEDROCK, or pass api_key=..."
                 )

@@ -11,6 +11,7 @@ from ._anthropic import AnthropicModel
 from ._azure import DEFAULT_AZURE_API_VERSION, AzureOpenAIModel
 from ._base import LanguageModel
 from ._demo import DemoModel
+from ._errors import MissingAPIKeyError, UnknownProviderError
 from ._google import GoogleModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
@@ -25,14 +26,6 @@ __all__ = [
 
 ModelFactory = Callable[..., LanguageModel]
 """``factory(model_id, **kwargs) -> LanguageModel``."""
-
-
-class MissingAPIKeyError(ValueError):
-    """The provider needs an API key and neither ``api_key=`` nor its environment variable is set."""
-
-
-class UnknownProviderError(ValueError):
-    """The model string names no provider, or one the router does not know (the message lists them)."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +184,7 @@ def _azure(
         or (f"https://{resource}.openai.azure.com" if resource else None)
     )
     if not url:
-        raise ValueError(
+        raise MissingAPIKeyError(
             "Azure OpenAI needs its endpoint: set AZURE_OPENAI_BASE_URL (https://<resource>.openai.azure.com) "
             "or AZURE_RESOURCE_NAME, or pass base_url=..."
         )
@@ -208,7 +201,7 @@ def _bedrock(
         kwargs.pop("region", None) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
     )
     if not region:
-        raise ValueError("Amazon Bedrock needs a region: set AWS_REGION or pass region=...")
+        raise MissingAPIKeyError("Amazon Bedrock needs a region: set AWS_REGION or pass region=...")
     key = api_key or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
     url = base_url or os.environ.get("AWS_BEDROCK_BASE_URL")
     return BedrockModel(model_id, region=region, api_key=key, base_url=url, **kwargs)

@@ -16,6 +16,7 @@ import os
 from collections.abc import Awaitable
 from typing import Any
 
+from ._errors import MissingAPIKeyError
 from ._google import GoogleModel
 
 __all__ = ["VertexModel"]
@@ -71,7 +72,7 @@ class VertexModel(GoogleModel):
             self._credentials = credentials
             project = project or os.environ.get("GOOGLE_VERTEX_PROJECT") or found
             if base_url is None and not project:
-                raise ValueError(
+                raise MissingAPIKeyError(
                     "Vertex AI needs a Google Cloud project: set GOOGLE_VERTEX_PROJECT or pass project=..."
                 )
         if base_url is None:
@@ -98,7 +99,7 @@ class VertexModel(GoogleModel):
             found, project = self._google.auth.default(scopes=_SCOPES)
             return found, project
         except self._google.auth.exceptions.DefaultCredentialsError as exc:
-            raise ValueError(
+            raise MissingAPIKeyError(
                 "Google Cloud credentials for Vertex AI are missing: set GOOGLE_APPLICATION_CREDENTIALS to a "
                 "service-account JSON file, run `gcloud auth application-default login`, or pass "
                 "credentials=... / api_key=... (express mode)"
