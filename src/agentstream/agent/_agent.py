@@ -143,7 +143,7 @@ class Agent:
         id: str,
         name: str | None = None,
         instructions: str = "",
-        model: LanguageModel | str,
+        model: LanguageModel | str | list[Any],
         tools: Iterable[Tool] | Mapping[str, Tool] | None = None,
         default_options: Mapping[str, Any] | None = None,
         hooks: LoopHooks | None = None,
@@ -167,7 +167,7 @@ class Agent:
         self.instructions = instructions
         self.description = description
         self._model_spec = model
-        self._model: LanguageModel | None = None if isinstance(model, str) else model
+        self._model: LanguageModel | None = None if isinstance(model, str | list) else model
         if tools is None:
             self.tools: dict[str, Tool] = {}
         elif isinstance(tools, Mapping):

@@ -39,6 +39,7 @@ from ._base import (
     ToolInputStartPart,
     ToolResultPart,
 )
+from ._fallback import FallbackModel
 from ._google import GoogleModel
 from ._openai_chat import OpenAIChatModel, OpenAICompatible, convert_to_openai_chat_messages
 from ._openai_responses import OpenAIResponsesModel, convert_to_openai_responses_input
@@ -52,6 +53,7 @@ __all__ = [
     "CallOptions",
     "CustomPart",
     "ErrorPart",
+    "FallbackModel",
     "FilePart",
     "FinishPart",
     "FinishReason",

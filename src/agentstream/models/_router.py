@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +12,7 @@ from ._azure import DEFAULT_AZURE_API_VERSION, AzureOpenAIModel
 from ._base import LanguageModel
 from ._demo import DemoModel
 from ._errors import MissingAPIKeyError, UnknownProviderError
+from ._fallback import FallbackModel, fallback_entries
 from ._google import GoogleModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
@@ -93,7 +94,7 @@ def _key(name: str, env: str | None, given: str | None, required: bool) -> str |
     return value or None
 
 
-def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
+def resolve_model(spec: str | LanguageModel | Sequence[Any], **kwargs: Any) -> LanguageModel:
     """Turn ``"openai/gpt-4o-mini"``, ``"anthropic/claude-sonnet-4-5"`` … into a model; models pass through.
 
     ``openai/…`` uses Chat Completions unless ``api="responses"`` is given or the prefix is
@@ -101,7 +102,10 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
     ``sleep``, ``http_client``, …) go to the provider class. API keys and base URLs default to the
     provider's environment variables (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``
     / ``ANTHROPIC_BASE_URL``, ``GROQ_API_KEY``, ``OPENROUTER_API_KEY``, ``DEEPSEEK_API_KEY`` …).
+    A list (Mastra's ``[{"model": …, "max_retries": n}, …]``) is a `FallbackModel`.
     """
+    if isinstance(spec, list | tuple):
+        return FallbackModel(fallback_entries(spec, resolve_model), **kwargs)
     if not isinstance(spec, str):
         if isinstance(spec, LanguageModel):
             return spec
