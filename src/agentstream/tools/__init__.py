@@ -4,6 +4,15 @@ from __future__ import annotations
 
 from ._background import AgentBackgroundConfig, AgentToolBackgroundConfig, TaskCallback, ToolBackgroundConfig
 from ._errors import RedactedToolError, ToolErrorMask, reported_tool_error
+from ._provider import (
+    ProviderTool,
+    anthropic_code_execution,
+    anthropic_web_search,
+    google_code_execution,
+    google_search,
+    google_url_context,
+    openai_web_search,
+)
 from ._schema import (
     CompiledSchema,
     Schema,
@@ -23,6 +32,7 @@ __all__ = [
     "AgentBackgroundConfig",
     "AgentToolBackgroundConfig",
     "CompiledSchema",
+    "ProviderTool",
     "RedactedToolError",
     "Schema",
     "SchemaDefinitionError",
@@ -36,10 +46,16 @@ __all__ = [
     "ToolSuspended",
     "ToolWriter",
     "ValidationOutcome",
+    "anthropic_code_execution",
+    "anthropic_web_search",
     "compile_schema",
     "format_issues",
+    "google_code_execution",
+    "google_search",
+    "google_url_context",
     "issues_tree",
     "json_schema_of",
+    "openai_web_search",
     "reported_tool_error",
     "tool",
     "validate_value",
