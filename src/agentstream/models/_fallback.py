@@ -96,6 +96,7 @@ class FallbackModel:
         return f"FallbackModel([{', '.join(_name(e.model) for e in self.entries)}])"
 
     def do_stream(self, options: CallOptions) -> ModelStream:
+        """Stream the first answer any model gives (the parts of failed attempts are not shown)."""
         info = ModelStream()
         return info.attach(self._stream(options, info))
 
