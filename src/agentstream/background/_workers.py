@@ -564,3 +564,11 @@ class _TaskRunner:
             await self._call_hook(hooks.on_chunk, chunk)
         self._publish(task, chunk)
         self._notify_terminal()
+
+    def queue_position(self, task_id: str) -> int | None:
+        """The 1-based place of a task in this manager's queue of tasks waiting for a slot (``None``:
+        not queued here: running, ended, or queued by another manager)."""
+        for place, (queued_id, _agent_id) in enumerate(self._pending, start=1):
+            if queued_id == task_id:
+                return place
+        return None
