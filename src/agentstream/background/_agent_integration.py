@@ -324,7 +324,7 @@ class UntilIdleOutput:
                             self._continuation_messages(batch),
                             self._options,
                             continuation=True,
-                            background=AgentBackground(self._manager),
+                            background=AgentBackground(self._manager, wait_for_tasks=False),
                             background_scope=(self._scope.thread_id, self._scope.resource_id),
                         )
                         self.turns.append(turn)
@@ -462,7 +462,7 @@ def stream_until_idle(
     first = agent._stream_turn(
         messages,
         first_options,
-        background=AgentBackground(manager),
+        background=AgentBackground(manager, wait_for_tasks=False),
         background_scope=(thread_id, resource_id),
     )
     return UntilIdleOutput(
