@@ -100,3 +100,42 @@ async def test_a_user_message_answered_then_killed_mid_answer_is_kept(tmp_path: 
         assert answer.status_code == 200 and answer.text.rstrip().endswith("data: [DONE]")
     roles = [role for role, _text in await _thread(db)]
     assert roles == ["user", "user", "assistant"]
+
+
+async def _snapshot(db: Path, workflow_id: str, run_id: str) -> Any:
+    store = SQLiteStore(db)
+    await store.init()
+    try:
+        return await store.load_workflow_snapshot(workflow_id, run_id)
+    finally:
+        await store.close()
+
+
+async def test_a_workflow_run_killed_with_its_process_is_reported_lost_by_the_next_one(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "crash.db"
+    with _server(db) as (process, base):
+        body = {"runId": "run-1", "inputData": {}}
+        with httpx.stream("POST", base + "/api/workflows/slow/stream", json=body, timeout=10) as response:
+            assert response.status_code == 200
+            _frames(response, 2)  # the run has started its minute-long step
+            _kill(process)
+    stored = await _snapshot(db, "slow", "run-1")
+    assert stored["status"] == "running" and stored["owner"]["id"].split(":")[1] == str(process.pid)
+    with _server(db) as (_process, base):
+        cancel = httpx.post(base + "/api/workflows/slow/runs/run-1/cancel", timeout=10)
+        resume = httpx.post(
+            base + "/api/workflows/slow/stream", json={"runId": "run-1", "resumeData": {}}, timeout=10
+        )
+    # Neither says "running in another server process": the run is lost, and each answer says so.
+    assert cancel.status_code == 409, cancel.text
+    message = cancel.json()["error"]["message"]
+    assert "stopped while running" in message and f":{process.pid}:" in message and "is gone" in message
+    assert "another server process" not in message
+    assert resume.status_code == 409, resume.text
+    resumed = resume.json()["error"]["message"]
+    assert "is failed, not suspended" in resumed and "stopped while running" in resumed
+    stored = await _snapshot(db, "slow", "run-1")
+    assert stored["status"] == "failed" and stored["error"]["name"] == "WorkflowRunLost"
+    assert "owner" not in stored
