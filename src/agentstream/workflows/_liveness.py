@@ -76,16 +76,15 @@ def lost_reason(snapshot: dict[str, Any], now_ms: float | None = None) -> str | 
     if host == _HOST and pid_text.isdigit():
         pid = int(pid_text)
         if not _alive(pid):
-            return f"its server process ({owner_id}) is gone"
+            return f"its server process (pid {pid}) is gone"
         current = _start_time(pid)
         if started != "unknown" and current is not None and current != started:
-            return f"its server process ({owner_id}) is gone (the pid now belongs to another process)"
+            return f"its server process (pid {pid}) is gone (the pid now belongs to another process)"
     expires = owner.get("leaseExpiresAt")
     now = time.time() * 1000 if now_ms is None else now_ms
     if isinstance(expires, (int, float)) and expires < now:
-        return (
-            f"its server process ({owner_id}) stopped renewing its lease {int((now - expires) / 1000)} s ago"
-        )
+        # the owner's host name stays out: the sentence reaches clients
+        return f"its server process stopped renewing its lease {int((now - expires) / 1000)} s ago"
     return None
 
 
