@@ -218,3 +218,19 @@ async def test_a_stop_between_turns_says_so_and_ends_with_finish() -> None:
     assert chat.types[-2:] == ["data-until-idle-closed", "finish"]
     data = chunk_to_dict(chat.chunks[-2])["data"]
     assert data["reason"] == "aborted" and len(data["running"]) == 1
+
+
+async def test_a_turn_that_ends_its_own_way_gets_nothing_added() -> None:
+    # A blocked prompt ends with `tripwire` (the reason), not `finish`: nothing to explain on top.
+    class Refuse:
+        id = "refuse"
+
+        async def process_input(self, *, messages: list[dict[str, Any]], abort: Any, **_: Any) -> None:
+            abort("not this prompt")
+
+    async with BackgroundTaskManager(InMemoryStore(), {"enabled": True}) as manager:
+        agent = Agent(id="a", model=ScriptedModel(_steps("never")), input_processors=[Refuse()])
+        out = stream_until_idle(agent, "go", manager=manager)
+        async with asyncio.timeout(10):
+            types = [c.type async for c in out.full_stream]
+    assert types[-1] == "tripwire" and "error" not in types and "data-until-idle-closed" not in types

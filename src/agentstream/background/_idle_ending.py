@@ -62,12 +62,12 @@ class StreamEnding:
         if self.failure is not None:
             message = f"until-idle stream failed: {type(self.failure).__name__}: {self.failure}"
             return [Error(payload=ErrorPayload(error={"name": "UntilIdleError", "message": message}))]
-        if self.last_finish is None:
-            return [Error(payload=ErrorPayload(error={"name": "UntilIdleError", "message": _NO_FINISH}))]
+        finish = [] if self.last_finish is None else [self.last_finish]
         if self.reason is not None and self.tasks:  # closed before idle: say why, then end as the turn did
-            return [self._closed(max_idle_ms, queue), self.last_finish]
-        # idle after all; a late chunk (of a task that ended) may have followed the turn's finish
-        return [self.last_finish] if self.tail_after_finish else []
+            return [self._closed(max_idle_ms, queue), *finish]
+        # idle after all; a late chunk (of a task that ended) may have followed the turn's finish.
+        # A turn without a finish (a tripwire) ended in its own way, which says why.
+        return finish if self.tail_after_finish else []
 
     def _closed(self, max_idle_ms: float, queue: Mapping[str, int | None]) -> DataChunk:
         running = [tid for tid, seen in self.tasks.items() if seen.running]
@@ -101,9 +101,6 @@ class StreamEnding:
             "queued": [entry(t) for t in queued],
         }
         return DataChunk(type=CLOSED_CHUNK, data=data)
-
-
-_NO_FINISH = "until-idle stream closed before its first turn finished"
 
 
 def _ms(value: float) -> str:
