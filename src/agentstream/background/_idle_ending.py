@@ -62,7 +62,7 @@ class StreamEnding:
         if self.failure is not None:
             message = f"until-idle stream failed: {type(self.failure).__name__}: {self.failure}"
             return [Error(payload=ErrorPayload(error={"name": "UntilIdleError", "message": message}))]
-        finish = [] if self.last_finish is None else [self.last_finish]
+        finish: list[Chunk] = [] if self.last_finish is None else [self.last_finish]
         if self.reason is not None and self.tasks:  # closed before idle: say why, then end as the turn did
             return [self._closed(max_idle_ms, queue), *finish]
         # idle after all; a late chunk (of a task that ended) may have followed the turn's finish.
