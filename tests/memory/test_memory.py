@@ -138,7 +138,9 @@ async def test_mastra_storage_is_the_default_memory(store: BaseStore) -> None:
         await agent.generate("hi", memory={"thread": "t1", "resource": "someone-else"})
 
 
-async def test_aborted_run_is_not_stored(store: BaseStore) -> None:
+async def test_an_aborted_turn_keeps_its_user_message_but_not_a_partial_answer(store: BaseStore) -> None:
+    # The user's message is stored when the turn is accepted (issue 22 item 6); the aborted
+    # answer is not, as Mastra's default (`persistPartialOnAbort: false`).
     from agentstream._abort import AbortController
 
     ctrl = AbortController()
@@ -147,6 +149,51 @@ async def test_aborted_run_is_not_stored(store: BaseStore) -> None:
     out = agent.stream("hi", memory=MEM, abort_signal=ctrl.signal)
     types = [c.type async for c in out.full_stream]
     assert "abort" in types
+    stored = (await store.list_messages("t1")).messages
+    assert [(m.role, m.content["content"]) for m in stored] == [("user", "hi")]
+
+
+async def test_the_user_message_is_stored_before_the_first_chunk(store: BaseStore) -> None:
+    import asyncio
+
+    gate = asyncio.Event()
+
+    class Gated:
+        specification_version = "v2"
+        provider = "test"
+        model_id = "gated"
+
+        async def _play(self) -> AsyncIterator[dict[str, Any]]:
+            await gate.wait()
+            for part in text_step("ok"):
+                yield part
+
+        def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+            return self._play()
+
+    agent = Agent(id="a", model=Gated(), memory=Memory(store))
+    stream = agent.stream("remember me", memory=MEM).full_stream
+    first = await stream.__anext__()  # the first frame a client could get
+    assert first.type == "start"
+    stored = (await store.list_messages("t1")).messages
+    assert [(m.role, m.content["content"]) for m in stored] == [("user", "remember me")]
+    gate.set()
+    async for _ in stream:
+        pass
+    assert [m.role for m in (await store.list_messages("t1")).messages] == ["user", "assistant"]
+
+
+async def test_a_turn_blocked_by_a_tripwire_takes_its_user_message_out_again(store: BaseStore) -> None:
+    class Refuse:
+        id = "refuse"
+
+        async def process_input(self, *, messages: list[dict[str, Any]], abort: Any, **_: Any) -> None:
+            abort("not this prompt")
+
+    model = ScriptedModel([text_step("never")])
+    agent = Agent(id="guarded", model=model, input_processors=[Refuse()], memory=Memory(store))
+    out = await agent.generate("forbidden", memory=MEM)
+    assert out.tripwire is not None
     assert (await store.list_messages("t1")).messages == []
 
 

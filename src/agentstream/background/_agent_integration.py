@@ -3,7 +3,9 @@
 ``stream_until_idle``: one stream made of the first turn, every background-task chunk of the
 agent/thread/resource and one continuation turn per batch of finished tasks (the conversation with
 the real results swapped in, plus Mastra's directive as a system message that is not kept). It
-closes when idle, on abort or after ``max_idle_ms`` without news between turns. ``await output.text``
+closes when idle, on abort or after ``max_idle_ms`` without news between turns (any chunk of one of
+its tasks is news, as in Mastra); closed before it is idle, it ends as `_idle_ending` says (a
+``data-until-idle-closed`` chunk, then the last turn's ``finish`` again). ``await output.text``
 is the text of every turn (what the user saw); each turn is in ``output.turns``; the other awaitables
 describe the first turn, as in Mastra.
 """
@@ -15,7 +17,7 @@ import contextvars
 import copy
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +28,7 @@ from ..memory import Memory, MemoryScope, resolve_memory_option
 from ..stream import Delayed, ModelOutput, UnresolvedResultError
 from ._config import continuation_directive
 from ._dispatch import AgentBackground
+from ._idle_ending import StreamEnding, TaskSeen
 from ._manager import BackgroundTaskManager
 
 __all__ = ["UntilIdleOutput", "stream_until_idle"]
@@ -117,8 +120,11 @@ class UntilIdleOutput:
         max_idle_ms: float,
         abort_signal: AbortSignal | None,
         memory: tuple[Memory, MemoryScope] | None = None,
+        idle_sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self.first = first
+        self._idle_sleep = idle_sleep
+        self._ending = StreamEnding()
         self._memory = memory
         self._agent = agent
         self._manager = manager
@@ -205,6 +211,7 @@ class UntilIdleOutput:
             await event.wait()
 
     def _append(self, chunk: Chunk) -> None:
+        self._ending.saw(chunk)
         self._log.append(chunk)
         self._changed.set()
         self._changed = asyncio.Event()
@@ -225,6 +232,7 @@ class UntilIdleOutput:
         # stream must carry (as a plain run's does): `_drive` closes once it has; only a wait
         # between turns is cut short here.
         if not self._state.processing:
+            self._ending.reason = "aborted"
             self._force_close()
 
     def _on_bg(self, chunk: Any) -> None:
@@ -239,10 +247,15 @@ class UntilIdleOutput:
             if key in st.processed:
                 return
             st.processed.add(key)
+        self._wake.set()  # news: the idle window starts again
         if kind in ("background-task-running", "background-task-resumed"):
             st.running.add(task_id)
+            seen = self._ending.tasks.setdefault(task_id, TaskSeen(payload.tool_name, payload.tool_call_id))
+            seen.running = True
         elif kind in TERMINAL_BG_CHUNKS:
             st.running.discard(task_id)
+            self._ending.tasks.pop(task_id, None)
+            self._ending.ended.add(task_id)
             outcome = _Outcome(
                 kind.removeprefix("background-task-"), task_id, payload.tool_call_id, payload.tool_name
             )
@@ -274,6 +287,11 @@ class UntilIdleOutput:
                     st.running.add(task_id)
                     st.started_seen.add(task_id)
                     st.task_of_call[chunk.payload.tool_call_id] = task_id  # type: ignore[union-attr]
+                    if task_id not in self._ending.ended:
+                        self._ending.tasks.setdefault(
+                            task_id,
+                            TaskSeen(chunk.payload.tool_name, chunk.payload.tool_call_id),  # type: ignore[union-attr]
+                        )
                     for held in st.held.pop(task_id, []):
                         self._append(held)
                 elif isinstance(chunk, StepFinish):
@@ -296,6 +314,7 @@ class UntilIdleOutput:
                 await self._pipe(turn)
                 turn = None
                 if self._abort_signal is not None and self._abort_signal.aborted:
+                    self._ending.reason = "aborted"
                     self._force_close()
                 while not st.closed:
                     if st.pending:
@@ -305,7 +324,7 @@ class UntilIdleOutput:
                             self._continuation_messages(batch),
                             self._options,
                             continuation=True,
-                            background=AgentBackground(self._manager),
+                            background=AgentBackground(self._manager, wait_for_tasks=False),
                             background_scope=(self._scope.thread_id, self._scope.resource_id),
                         )
                         self.turns.append(turn)
@@ -314,14 +333,15 @@ class UntilIdleOutput:
                         self._force_close()
                         break
                     self._wake.clear()
-                    try:
-                        await asyncio.wait_for(self._wake.wait(), self._max_idle_ms / 1000)
-                    except TimeoutError:
+                    if not await self._news_within_window():
+                        self._ending.reason = self._ending.reason or "idle-timeout"
                         self._force_close()
         except BaseException as exc:
             self._force_close()
             if not isinstance(exc, asyncio.CancelledError):
-                raise
+                # reported in the stream (its last chunk is an `error` that says so) and logged here
+                self._ending.failure = exc
+                log.error("until-idle stream failed", exc_info=exc)
         finally:
             unsubscribe()
             if remove_abort is not None:
@@ -329,9 +349,30 @@ class UntilIdleOutput:
             if st.pending:  # closed with results no turn saw: still store them in the thread
                 batch, st.pending = st.pending, []
                 await asyncio.shield(self._inject(batch))
+            self._end()
             self._done = True
             self._changed.set()
             self._idle.set()
+
+    async def _news_within_window(self) -> bool:
+        """Wait for news of a task; ``False`` when the idle window (``max_idle_ms``) passed without any."""
+        news = asyncio.ensure_future(self._wake.wait())
+        window = asyncio.ensure_future(self._idle_sleep(self._max_idle_ms / 1000))
+        try:
+            done, _ = await asyncio.wait({news, window}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            news.cancel()
+            window.cancel()
+        if news in done:
+            return True
+        window.result()  # a window that failed fails the stream (it ends with an error that says so)
+        return False
+
+    def _end(self) -> None:
+        """Append the stream's explicit end when it closed before it was idle (see `_idle_ending`)."""
+        queue = {task_id: self._manager.queue_position(task_id) for task_id in self._ending.tasks}
+        for chunk in self._ending.chunks(max_idle_ms=self._max_idle_ms, queue=queue):
+            self._log.append(chunk)
 
     async def _inject(self, batch: list[_Outcome]) -> None:
         """Mastra's result injector, for the thread in memory: the stored placeholder invocation
@@ -396,6 +437,7 @@ def stream_until_idle(
     thread_id: str | None = None,
     resource_id: str | None = None,
     abort_signal: AbortSignal | None = None,
+    idle_sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     **options: Any,
 ) -> UntilIdleOutput:
     """``agent.stream(messages, until_idle=True | {"max_idle_ms": n})`` (Mastra ``untilIdle``).
@@ -403,7 +445,7 @@ def stream_until_idle(
     ``thread_id`` / ``resource_id`` scope the background tasks; they default to the
     ``memory={"thread", "resource"}`` option, which also loads/stores the conversation
     (continuation turns and injected results included). Continuation turns reuse the run id and
-    drop ``on_finish``.
+    drop ``on_finish``. ``idle_sleep(seconds)`` times the idle window (injectable for fake time).
     """
     remembered: tuple[Memory, MemoryScope] | None = None
     if options.get("memory") is not None:
@@ -420,7 +462,7 @@ def stream_until_idle(
     first = agent._stream_turn(
         messages,
         first_options,
-        background=AgentBackground(manager),
+        background=AgentBackground(manager, wait_for_tasks=False),
         background_scope=(thread_id, resource_id),
     )
     return UntilIdleOutput(
@@ -432,4 +474,5 @@ def stream_until_idle(
         max_idle_ms=DEFAULT_MAX_IDLE_MS if max_idle_ms is None else max_idle_ms,
         abort_signal=abort_signal,
         memory=remembered,
+        idle_sleep=idle_sleep,
     )

@@ -17,14 +17,16 @@ or ``stream_until_idle(..., manager=...)``), ``background_run`` gives the run:
 
 from __future__ import annotations
 
+import copy
 import inspect
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..agent import Agent, ChainedHooks, LoopHooks, PendingToolCall, RunSetup
+from ..agent import Agent, ChainedHooks, LoopHooks, PendingToolCall, RunSetup, StepDecision, StepInfo
 from ..chunks import BackgroundTaskStarted, BackgroundTaskStartedPayload, Chunk, ChunkFrom, ToolResult
+from ..storage import BackgroundTask
 from ..tools import AgentBackgroundConfig, Tool, ToolBackgroundConfig, ToolContext, json_schema_of
 from ._config import (
     ResolvedBackgroundConfig,
@@ -35,9 +37,11 @@ from ._config import (
     resolve_background_config,
 )
 from ._manager import BackgroundTaskManager, TaskHooks
+from ._wait import tool_output, wait_for_next_task_chunks
 
 if TYPE_CHECKING:
     from ..agent import MessageInput
+    from ..models import CallOptions
     from ..stream import ModelOutput
     from ._agent_integration import UntilIdleOutput
 
@@ -51,8 +55,10 @@ class AgentBackground:
     one to ``Agent._stream_turn``.
     """
 
-    def __init__(self, manager: BackgroundTaskManager) -> None:
+    def __init__(self, manager: BackgroundTaskManager, *, wait_for_tasks: bool = True) -> None:
         self.manager = manager
+        self.wait_for_tasks = wait_for_tasks
+        """``False`` (until-idle turns): a step never waits for running tasks (`_wait`)."""
 
     @property
     def enabled(self) -> bool:
@@ -65,7 +71,13 @@ class AgentBackground:
 
     def prepare_run(self, agent: Agent, *, thread_id: str | None, resource_id: str | None) -> RunSetup:
         """`background_run` of ``agent`` with this manager."""
-        return background_run(agent, self.manager, thread_id=thread_id, resource_id=resource_id)
+        return background_run(
+            agent,
+            self.manager,
+            thread_id=thread_id,
+            resource_id=resource_id,
+            wait_for_tasks=self.wait_for_tasks,
+        )
 
     def stream_until_idle(
         self, agent: Agent, messages: MessageInput, *, max_idle_ms: float | None, options: dict[str, Any]
@@ -94,8 +106,12 @@ def background_run(
     *,
     thread_id: str | None = None,
     resource_id: str | None = None,
+    wait_for_tasks: bool = True,
 ) -> RunSetup:
-    """The tools, instructions and hooks of one run of ``agent`` with ``manager`` (enabled)."""
+    """The tools, instructions and hooks of one run of ``agent`` with ``manager`` (enabled).
+
+    ``wait_for_tasks``: a step may wait for running tasks under ``wait_timeout_ms`` (`_wait`).
+    """
     agent_cfg = agent.background_config
     configs = _tool_configs(agent)
     tools: dict[str, Tool] = {}
@@ -119,6 +135,8 @@ def background_run(
         agent_cfg,
         thread_id=thread_id,
         resource_id=resource_id,
+        agent_id=agent.id,
+        wait_for_tasks=wait_for_tasks,
     )
     return RunSetup(tools, instructions, hooks)
 
@@ -160,8 +178,19 @@ class BackgroundHooks(ChainedHooks):
         *,
         thread_id: str | None,
         resource_id: str | None,
+        agent_id: str | None = None,
+        wait_for_tasks: bool = True,
     ) -> None:
         super().__init__(inner)
+        self.agent_id = agent_id
+        wait = agent_config.wait_timeout_ms if agent_config is not None else None
+        self.wait_timeout_ms = (
+            (wait if wait is not None else manager.config.wait_timeout_ms) if wait_for_tasks else None
+        )
+        """How long a step waits for the next running task to end (``None``: it does not wait)."""
+        self.run_id: str | None = None
+        self.ended: dict[str, BackgroundTask] = {}
+        """Tasks that ended while a step waited, by tool call id: the next model call sees their results."""
         self.manager = manager
         self.eligible = dict(eligible)
         self.agent_config = agent_config
@@ -175,6 +204,71 @@ class BackgroundHooks(ChainedHooks):
 
     async def _aprocess(self, chunk: Chunk) -> Any:
         return await self._process(chunk)
+
+    async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
+        options = await self.inner.prepare_step(step_number, options)
+        if not self.ended or "prompt" not in options:
+            return options
+        # a task that ended while the previous step waited: its result replaces the placeholder
+        prompt = copy.deepcopy(options["prompt"])
+        for message in prompt:
+            for part in message.get("content") or []:
+                if isinstance(part, dict) and part.get("type") == "tool-result":
+                    task = self.ended.get(str(part.get("toolCallId")))
+                    if task is not None:
+                        part["output"] = tool_output(task)
+        return {**options, "prompt": prompt}
+
+    async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
+        inner = await self.inner.end_of_step(step)
+        if self.wait_timeout_ms is None or inner is False:
+            return inner
+        running = await self._running_tasks()
+        if not running:
+            return inner
+        decision = StepDecision(continue_=None if isinstance(inner, StepDecision) else inner)
+        decision.chunks = self._after(inner, running, decision, self.wait_timeout_ms)
+        return decision
+
+    async def _after(
+        self,
+        inner: bool | StepDecision | None,
+        running: list[BackgroundTask],
+        decision: StepDecision,
+        wait_ms: int,
+    ) -> AsyncIterator[Chunk]:
+        if isinstance(inner, StepDecision):
+            if isinstance(inner.chunks, AsyncIterable):
+                async for chunk in inner.chunks:
+                    yield chunk
+            else:
+                for chunk in inner.chunks:
+                    yield chunk
+            decision.continue_ = inner.continue_
+            decision.messages.extend(inner.messages)
+            if inner.continue_ is False:
+                return
+        async for chunk in wait_for_next_task_chunks(
+            self.manager,
+            running,
+            run_id=self.run_id,
+            wait_timeout_ms=wait_ms,
+            decision=decision,
+            ended=self.ended,
+        ):
+            yield chunk
+
+    async def _running_tasks(self) -> list[BackgroundTask]:
+        """The running tasks a step waits for: the thread's (Mastra), else this run's own (another
+        user's run of the same agent is none of its business)."""
+        if self.thread_id is not None:
+            scope: dict[str, Any] = {"thread_id": self.thread_id, "resource_id": self.resource_id}
+        elif self.run_id is not None:
+            scope = {"run_id": self.run_id}
+        else:
+            return []
+        page = await self.manager.list_tasks(status="running", agent_id=self.agent_id, **scope)
+        return list(page.tasks)
 
     def _process(self, chunk: Chunk) -> Any:
         if isinstance(chunk, ToolResult) and chunk.run_id is not None:
@@ -229,6 +323,7 @@ class BackgroundHooks(ChainedHooks):
         default: Callable[[], Awaitable[Any]],
     ) -> Any:
         manager = self.manager
+        self.run_id = context.run_id
         on_complete = tool_cfg.on_complete if tool_cfg else None
         on_failed = tool_cfg.on_failed if tool_cfg else None
         if self.agent_config is not None:

@@ -143,7 +143,15 @@ class Memory:
         messages) before the run starts and the turn (``inputs`` and the response) stored after.
 
         ``load=False``: the history is already in the prompt (an until-idle continuation); only the
-        thread is ensured. An aborted or failed turn is not stored.
+        thread is ensured.
+
+        The user's message(s) are stored when the turn is accepted, before its first chunk: an
+        answered request never loses its input, even if the process dies mid-answer. The
+        assistant's message is stored when the turn finishes (or stops for a human); an aborted or
+        failed turn's partial answer is not (Mastra's default, ``persistPartialOnAbort: false``).
+        A turn blocked by a tripwire takes its user message out again, so that a refused prompt
+        never reaches the model through the history of the next turn
+        (docs/decisions/issue-22-persistence.md).
         """
         if load:
             history = await self.history(scope)
@@ -152,16 +160,24 @@ class Memory:
         else:
             await self.ensure_thread(scope)
         recorder = TurnRecorder(scope)
-        finished = broken = False
-        async for chunk in source:
-            recorder.observe(chunk)
-            kind = getattr(chunk, "type", None)
-            # a run that stops for a human is stored too: the leg that resumes it stores the rest
-            finished = finished or kind in ("finish", "tool-call-approval", "tool-call-suspended")
-            broken = broken or kind in ("abort", "error", "tripwire")
-            yield chunk
-        if finished and not broken:
-            await self.save(recorder.records(inputs, message_id=message_id))
+        accepted = recorder.user_records(inputs)
+        await self.save(accepted)
+        finished = broken = blocked = False
+        try:
+            async for chunk in source:
+                recorder.observe(chunk)
+                kind = getattr(chunk, "type", None)
+                # a run that stops for a human is stored too: the leg that resumes it stores the rest
+                finished = finished or kind in ("finish", "tool-call-approval", "tool-call-suspended")
+                broken = broken or kind in ("abort", "error", "tripwire")
+                blocked = blocked or kind == "tripwire"
+                yield chunk
+        finally:
+            # also when the reader closes this source at its last chunk (a tripwire ends the run)
+            if blocked and accepted:
+                await self._store().delete_messages([record.id for record in accepted])
+            elif finished and not broken:
+                await self.save(recorder.assistant_records(message_id=message_id))
 
     async def inject_result(
         self,
@@ -342,6 +358,14 @@ class TurnRecorder:
         self, inputs: Sequence[Mapping[str, Any]], *, message_id: str | None, now: datetime | None = None
     ) -> list[MessageRecord]:
         """The new user message(s) and the assistant message (skipped if it has no content)."""
+        users = self.user_records(inputs, now=now)
+        base = (now or datetime.now(UTC)) + timedelta(milliseconds=len(users))
+        return [*users, *self.assistant_records(message_id=message_id, now=base)]
+
+    def user_records(
+        self, inputs: Sequence[Mapping[str, Any]], *, now: datetime | None = None
+    ) -> list[MessageRecord]:
+        """The turn's new user message(s), as stored."""
         base = now or datetime.now(UTC)
         out: list[MessageRecord] = []
         i = 0
@@ -360,6 +384,13 @@ class TurnRecorder:
                 )
             )
             i += 1
+        return out
+
+    def assistant_records(
+        self, *, message_id: str | None, now: datetime | None = None
+    ) -> list[MessageRecord]:
+        """The assistant message of the turn so far (none if it has no content)."""
+        out: list[MessageRecord] = []
         if any(p.get("type") != "step-start" for p in self.parts):
             content: dict[str, Any] = {"format": 2, "parts": json.loads(json.dumps(self.parts, default=str))}
             text = "".join(p["text"] for p in self.parts if p.get("type") == "text")
@@ -374,7 +405,7 @@ class TurnRecorder:
                     resource_id=self.scope.resource_id,
                     role="assistant",
                     content=content,
-                    created_at=base + timedelta(milliseconds=i),
+                    created_at=now or datetime.now(UTC),
                 )
             )
         return out

@@ -108,6 +108,8 @@ async def cancel_workflow_run(
         raise _not_found()
     if run.status == "running":
         raise _unreachable(run_id)
+    if run.lost is not None:  # its process died mid-run (marked failed when loaded): nothing to cancel
+        raise ChatRequestError(run.lost, status_code=409)
     await run.cancel()
 
 

@@ -4,6 +4,7 @@ its snapshots in storage (saved when the run starts, suspends and ends)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -14,6 +15,7 @@ from ..tools import validate_value
 from ._checkpoint import Checkpoint
 from ._engine import Execution, Resume, RunEnd
 from ._errors import WorkflowError, WorkflowInputValidationError, WorkflowResumeError
+from ._liveness import LOST_RUN, RENEW_MS, lost_error, lost_reason, owner_record
 from ._nested import nested_path, resumed_step
 from ._output import WorkflowResult, WorkflowRunOutput
 from ._step import Step
@@ -67,6 +69,7 @@ class Run:
         self._generation = 0
         self.stored_resource_id: str | None = None
         """The resource (user) the stored run belongs to, when it was loaded from storage."""
+        self._lost: str | None = None
         self._execution = Execution(
             workflow,
             run_id,
@@ -81,6 +84,12 @@ class Run:
     def status(self) -> str:
         """`pending` (not started), `running`, `success`, `failed`, `suspended` or `canceled`."""
         return self._status
+
+    @property
+    def lost(self) -> str | None:
+        """Why the run is `failed` without having ended: the server process running it died (a
+        sentence for people; ``None`` for every other run). See ``workflows._liveness``."""
+        return self._lost
 
     @property
     def suspended_steps(self) -> list[str]:
@@ -103,6 +112,21 @@ class Run:
         )
         if isinstance(snapshot, dict):
             self._restore(snapshot)
+            if self._checkpoint is None and (reason := lost_reason(snapshot)) is not None:
+                await self._mark_lost(snapshot, reason)
+
+    async def _mark_lost(self, snapshot: dict[str, Any], reason: str) -> None:
+        """A ``running`` run whose process died: store it ``failed`` (once, whoever looks first)."""
+        storage = self.workflow.storage
+        failed = {k: v for k, v in snapshot.items() if k != "owner"}
+        failed.update(status="failed", error=lost_error(self.workflow_id, self.run_id, reason))
+        if not await storage.compare_and_set_workflow_snapshot(
+            self.workflow_id, self.run_id, failed, expected_status="running"
+        ):
+            current = await storage.load_workflow_snapshot(self.workflow_id, self.run_id)
+            failed = current if isinstance(current, dict) else failed
+        log.warning("workflow %s run %s: %s; marked failed", self.workflow_id, self.run_id, reason)
+        self._restore(failed)
 
     def _restore(self, snapshot: dict[str, Any]) -> None:
         owner = snapshot.get("resourceId")
@@ -112,6 +136,9 @@ class Run:
         self._status = status if isinstance(status, str) else "pending"
         generation = snapshot.get("suspendGeneration")
         self._generation = generation if isinstance(generation, int) else 0
+        error = snapshot.get("error")
+        lost = isinstance(error, dict) and error.get("name") == LOST_RUN and self._status == "failed"
+        self._lost = str(error.get("message")) if lost and isinstance(error, dict) else None
 
     def _snapshot(self, status: str, end: RunEnd | None = None) -> dict[str, Any]:
         snapshot: dict[str, Any] = {"runId": self.run_id, "status": status, "value": {}}
@@ -124,6 +151,8 @@ class Run:
         if end is not None and end.error is not None:
             snapshot["error"] = error_to_dict(end.error)
         snapshot["timestamp"] = int(self._execution.clock())
+        if status == "running" and self._checkpoint is None:  # a durable run's engine recovers it
+            snapshot["owner"] = owner_record()
         return snapshot
 
     async def _persist(self, status: str, end: RunEnd | None = None) -> None:
@@ -225,8 +254,9 @@ class Run:
     def _resume_target(self, step: Step | str | list[str] | None) -> str:
         suspended = list(self._execution.suspended)
         if self._status != "suspended":
+            why = f": {self._lost}" if self._lost is not None else ""
             raise WorkflowResumeError(
-                f"run {self.run_id!r} of workflow {self.workflow_id!r} is {self._status}, not suspended"
+                f"run {self.run_id!r} of workflow {self.workflow_id!r} is {self._status}, not suspended{why}"
             )
         if step is None:
             if len(suspended) != 1:
@@ -320,9 +350,39 @@ class Run:
         self._status = "running"
         await self._persist("running")
 
-    async def _drive(self, output: WorkflowRunOutput, leg: Callable[[], Any]) -> None:
+    async def _leased(self, leg: Callable[[], Any]) -> RunEnd:
+        """Run a leg while renewing the lease of its ``running`` snapshot (stopped before the leg's
+        end is stored, so a renewal never overwrites it)."""
+        renewer = asyncio.ensure_future(self._renew_lease()) if self._checkpoint is None else None
         try:
             end: RunEnd = await leg()
+            return end
+        finally:
+            if renewer is not None:
+                renewer.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await renewer
+
+    async def _renew_lease(self) -> None:
+        storage = self.workflow.storage
+        while True:
+            await asyncio.sleep(RENEW_MS / 1000)
+            snapshot = self._snapshot("running")
+            snapshot["suspendGeneration"] = self._generation
+            try:
+                # only while still running: a run marked lost (or cancelled) elsewhere is not revived
+                if not await storage.compare_and_set_workflow_snapshot(
+                    self.workflow_id, self.run_id, snapshot, expected_status="running"
+                ):
+                    return
+            except Exception as exc:  # the store may be down for a moment: the next renewal retries
+                log.warning(
+                    "workflow %s run %s: renewing its lease failed: %s", self.workflow_id, self.run_id, exc
+                )
+
+    async def _drive(self, output: WorkflowRunOutput, leg: Callable[[], Any]) -> None:
+        try:
+            end: RunEnd = await self._leased(leg)
         except asyncio.CancelledError:
             self._status = "canceled"
             output.close(None, WorkflowError("the workflow run was cancelled"))
