@@ -236,3 +236,17 @@ def test_goal_usage_mistakes_are_one_line() -> None:
     bad_judge = agentstream("run", "hi", "--model", "demo", "--goal", "x", "--judge", "nope/x")
     assert_one_line(bad_judge, "run", 2, "--judge: unknown model provider")
     assert_one_line(agentstream("run", "hi", "--max-runs", "3"), "run", 2, "only apply with --goal")
+
+
+def test_jsonl_applies_smooth_when_asked_and_is_raw_otherwise() -> None:
+    def deltas(*args: str) -> list[str]:
+        proc = _run("hello there", "--jsonl", "--delay-ms", "0", *args)
+        assert proc.returncode == 0, proc.stderr
+        lines = [json.loads(line) for line in proc.stdout.splitlines()]
+        return [c["payload"]["text"] for c in lines if c["type"] == "text-delta"]
+
+    raw, words, lines = deltas(), deltas("--smooth", "word"), deltas("--smooth", "line")
+    assert "".join(raw) == "".join(words) == "".join(lines)
+    assert any(" " in d.strip() for d in raw)  # the model's own pieces hold several words
+    assert all(" " not in d.strip() for d in words)  # smoothed: one word per chunk
+    assert len(lines) < len(words)
