@@ -213,3 +213,14 @@ def test_unknown_and_another_chats_runs_are_a_403_with_a_sentence(docs: Docs) ->
         timeout=10,
     )
     assert approved.status_code == 200 and '"tool-output-available"' in approved.text
+
+
+@pytest.mark.parametrize("version", ["v7", "v6"])
+def test_v6_and_v7_answering_twice_is_a_409_with_a_sentence(docs: Docs, version: str) -> None:
+    path = {"v7": {}, "v6": {"/api/v7/": "/api/v6/"}}[version]
+    out = docs.sh(docs.first_v7, docs.answer_v7, docs.answer_v7, replace=path)
+    answered, again = out.rsplit("data: [DONE]", 1)
+    assert '"type":"tool-output-available"' in answered
+    error = json.loads(again)["error"]
+    assert error["path"] == "approvals[0]" and error["name"] == "ChatRequestError"
+    assert "is not waiting for an answer any more: it has finished or is being resumed" in error["message"]
