@@ -102,3 +102,21 @@ async def test_two_runs_waiting_for_the_same_call_id_need_the_run_id() -> None:
     resumed = agent.approve_tool_call(run_id=runs[1], tool_call_id="call-1")
     assert await resumed.text == "Booked."
     assert ran == [{"name": "Luigi"}]
+
+
+async def test_approve_with_only_the_memory_thread() -> None:
+    from agentstream.memory import Memory
+    from agentstream.storage import InMemoryStore
+
+    agent, ran = _agent(_call("call-3"), _text("Booked."))
+    agent.memory = Memory(InMemoryStore())
+    thread = {"thread": "t1", "resource": "ada"}
+    first = agent.stream("book Luigi", memory=thread)
+    _ = [c async for c in first.full_stream]
+    assert (await agent.suspended_run(thread_id="t1") or {}).get("runId") == first.run_id
+    resumed = agent.approve_tool_call(memory=thread)
+    assert resumed.run_id == first.run_id
+    assert await resumed.text == "Booked."
+    assert ran == [{"name": "Luigi"}]
+    with pytest.raises(ValueError, match="memory thread 't1' has no run suspended in this process"):
+        agent.approve_tool_call(memory=thread)

@@ -14,7 +14,7 @@ from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
 from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
-from ._call_index import SuspendedCalls
+from ._call_index import SuspendedCalls, thread_of
 from ._checkpoints import begin_checkpointed_run, new_id
 from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
 from ._goal import GoalConfig, judged_hooks
@@ -705,7 +705,7 @@ class Agent:
         }
 
     def _resume_leg(self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
-        run_id = self._suspended_calls.run_for(self.id, run_id, decision.tool_call_id)
+        run_id = self._suspended_calls.run_for(self.id, run_id, decision.tool_call_id, thread_of(options))
         check_options(options, RESUME_OPTIONS)
         opts: dict[str, Any] = {**self.default_options, **options}
         opts.pop("until_idle", None)

@@ -281,6 +281,8 @@ class RunSnapshots:
         await self.storage.set_thread_state(
             thread_id, PENDING_THREAD_KEY, {"runId": run_id, "agentId": self.agent_id, **pending}
         )
+        if self.calls is not None:
+            self.calls.add_thread(thread_id, run_id)
 
     async def pending_for_thread(self, thread_id: str) -> dict[str, Any] | None:
         """This agent's suspended run of the thread (``{"runId", "kind", "toolCallId", ...}``)."""
