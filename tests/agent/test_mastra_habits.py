@@ -120,3 +120,21 @@ async def test_approve_with_only_the_memory_thread() -> None:
     assert ran == [{"name": "Luigi"}]
     with pytest.raises(ValueError, match="memory thread 't1' has no run suspended in this process"):
         agent.approve_tool_call(memory=thread)
+
+
+def test_the_index_forgets_the_oldest_runs_past_its_limit() -> None:
+    from agentstream.agent._call_index import SuspendedCalls
+
+    calls = SuspendedCalls(limit=2)
+    calls.add("c1", "r1")
+    calls.add("c2", "r2")
+    calls.add_thread("t2", "r2")
+    calls.add("c3", "r3")
+    with pytest.raises(ValueError, match="no run suspended in this process waits for tool call 'c1'"):
+        calls.run_for("a", None, "c1")
+    assert (calls.run_for("a", None, "c2"), calls.run_for("a", None, "", "t2")) == ("r2", "r2")
+    calls.add("c2", "r2")  # suspended again on the same call: one run, not two
+    assert calls.run_for("a", None, "c2") == "r2"
+    calls.discard("r2")
+    with pytest.raises(ValueError, match="memory thread 't2' has no run"):
+        calls.run_for("a", None, "", "t2")

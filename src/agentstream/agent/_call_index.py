@@ -21,24 +21,39 @@ def thread_of(options: Mapping[str, Any]) -> str | None:
     return thread if isinstance(thread, str) and thread else None
 
 
+LIMIT = 10_000
+"""Runs remembered at most: a server whose users leave approvals unanswered forgets the oldest
+(their answer then needs ``run_id``, as from another process)."""
+
+
 class SuspendedCalls:
     """``tool_call_id → {run_id}`` of this agent's runs that are suspended now (in this process)."""
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int = LIMIT) -> None:
         self._runs: dict[str, set[str]] = {}
         self._threads: dict[str, str] = {}
+        self._order: dict[str, None] = {}  # run ids, oldest first
+        self._limit = limit
 
     def add(self, tool_call_id: str, run_id: str) -> None:
         """Run ``run_id`` now waits for ``tool_call_id`` (and no longer for any other call)."""
         self.discard(run_id)
         self._runs.setdefault(tool_call_id, set()).add(run_id)
+        self._remember(run_id)
+
+    def _remember(self, run_id: str) -> None:
+        self._order[run_id] = None
+        while len(self._order) > self._limit:
+            self.discard(next(iter(self._order)))
 
     def add_thread(self, thread_id: str, run_id: str) -> None:
         """Memory thread ``thread_id``'s last run, ``run_id``, is suspended."""
         self._threads[thread_id] = run_id
+        self._remember(run_id)
 
     def discard(self, run_id: str) -> None:
         """Run ``run_id`` is over (or waits no more)."""
+        self._order.pop(run_id, None)
         for call in [c for c, runs in self._runs.items() if run_id in runs]:
             self._runs[call].discard(run_id)
             if not self._runs[call]:
