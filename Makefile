@@ -2,6 +2,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+RUN_STAMP := $(VENV)/.installed-run
 
 .PHONY: run test lint bench e2e clean refresh-data
 
@@ -13,7 +14,13 @@ $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-run: $(STAMP)
+# The demo needs the package alone (no extra): `make run` does not install the dev tools.
+$(RUN_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e .
+	touch $(RUN_STAMP)
+
+run: $(RUN_STAMP)
 	$(BIN)/agentstream run "Explain how rainbows form"
 
 test: $(STAMP)

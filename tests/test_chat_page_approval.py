@@ -1,6 +1,7 @@
 """The chat page answers a run that waits for the user, in headless Chromium: Approve / Deny buttons
 on a tool call that needs approval, a form (fields from the resume schema) for a suspended tool.
-Screenshots of both: ``.cache/e2e/approval.png``, ``.cache/e2e/suspended.png``."""
+Screenshots: ``.cache/e2e/approval.png``, ``.cache/e2e/suspended.png``, ``.cache/e2e/empty.png`` (a new
+chat's hint and example prompts)."""
 
 from __future__ import annotations
 
@@ -33,6 +34,9 @@ const idle = () => document.getElementById("log").getAttribute("aria-busy") === 
       text: [...last.querySelectorAll(".text")].map((t) => t.textContent).join(""),
       asks: [...last.querySelectorAll(".ask")].map((a) => a.textContent),
       tools: [...last.querySelectorAll(".tool .state")].map((s) => s.textContent),
+      // the order of the question and tool cards in the message: "ask" / "tool"
+      order: [...last.querySelectorAll(".ask, .tool")].map((e) => (e.classList.contains("ask") ? "ask" : "tool")),
+      notRun: [...last.querySelectorAll(".tool pre")].map((p) => p.textContent).filter((t) => t.startsWith("not run")),
       messages: document.querySelectorAll(".msg.assistant").length,
     };
   });
@@ -43,6 +47,14 @@ const idle = () => document.getElementById("log").getAttribute("aria-busy") === 
     page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/chat")) out.requests.push(r.status()); });
     await page.goto(url);
     await page.waitForSelector("#log[data-ready=true]");
+    out.empty = await page.$eval("#log", (l) => ({
+      text: l.querySelector(".empty") ? l.querySelector(".empty p").textContent : null,
+      examples: [...l.querySelectorAll(".empty button.example")].map((b) => b.textContent),
+    }));
+    await page.screenshot({ path: shots + "/empty.png" });
+    await page.click('.empty button.example:has-text("Book a table")');
+    out.filled = await page.$eval("#input", (i) => i.value);
+    await page.fill("#input", "");
     const ask = async (prompt, selector) => {
       await page.fill("#input", prompt);
       await page.click("#send");
@@ -62,6 +74,7 @@ const idle = () => document.getElementById("log").getAttribute("aria-busy") === 
     out.steps.approved = await lastText(page);
 
     await ask("book a table at Roma for 2", ".ask button.deny");
+    await page.fill(".ask input[name=reason]", "too far");
     await page.click(".ask button.deny");
     await settle("not made the booking");
     out.steps.denied = await lastText(page);
@@ -106,21 +119,37 @@ def test_approve_deny_and_resume_on_the_page(base_url: str, tmp_path: Path) -> N
     assert out["requests"] == [204] + [200] * 6  # nothing to resume on load; three questions, three answers
     steps = out["steps"]
 
+    assert out["empty"] == {
+        "text": "Ask Demo Agent something below (Enter sends, Shift+Enter starts a new line).",
+        "examples": [
+            "What is the weather in Paris?",
+            "Book a table at Luigi for 4",
+            "Pick a time at Luigi",
+            "Research the history of tides",
+        ],
+    }
+    assert out["filled"] == "Book a table at Luigi for 4"  # an example fills the box, it does not send
     assert steps["waiting"]["asks"] == ['Approve book_table?{"restaurant":"Luigi","people":4}ApproveDeny']
     assert steps["waiting"]["text"] == ""
+    # The question sits above the tool card, so the result the answer brings comes below it.
+    assert steps["waiting"]["order"] == ["ask", "tool"]
+    assert steps["approved"]["order"] == ["ask", "tool"]
     # The answer continued the same assistant message: its tool card is done, the buttons are gone.
     assert steps["approved"]["messages"] == 1
     assert steps["approved"]["tools"] == ["output-available"]
     assert steps["approved"]["asks"][0].endswith("approved")
     assert "Your table for 4 at Luigi is booked" in steps["approved"]["text"]
 
+    # The page speaks v5 (serve's default), whose decline is an output error: shown as declined.
     assert steps["denied"]["tools"] == ["output-denied"]
-    assert steps["denied"]["asks"][0].endswith("denied")
+    assert steps["denied"]["asks"][0].endswith("denied: too far")
+    assert steps["denied"]["notRun"] == ["not run: Tool call was not approved by the user: too far"]
+    assert "I have not made the booking (too far)" in steps["denied"]["text"]
     assert "is booked" not in steps["denied"]["text"]
 
     assert steps["form"] == ["18:00", "19:30", "21:00"]
     assert steps["resumed"]["messages"] == 3
     assert steps["resumed"]["asks"] == ['choose_time asks: Which time at Luigi?answered {"time":"19:30"}']
     assert "19:30 at Luigi it is." in steps["resumed"]["text"]
-    for name in ("approval.png", "suspended.png"):
+    for name in ("approval.png", "suspended.png", "empty.png"):
         assert (SHOTS / name).stat().st_size > 10_000

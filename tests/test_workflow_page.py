@@ -44,6 +44,8 @@ const steps = (page, n) => page.$$eval(".msg.assistant", (ms, n) => [...ms[n].qu
       document.querySelector('.workflow[data-status="suspended"]'), null, { timeout: 30000 });
     out.suspended = await steps(page, 0);
     out.text = await page.$eval(".msg.assistant", (m) => [...m.querySelectorAll(".text")].map((t) => t.textContent).join(""));
+    out.whole = await page.$eval(".msg.assistant", (m) => m.textContent);
+    out.titles = await page.$$eval(".msg.assistant .workflow pre[title]", (ps) => ps.map((p) => p.title));
     await page.check('.resume input[name="approved"]');
     await page.click(".resume button");
     await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 &&
@@ -99,6 +101,11 @@ def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
     assert any('"question":"Publish this draft?"' in p for p in suspended["approve"]["pres"])
     assert suspended["approve"]["form"] and not suspended["writer"]["form"]
     assert "Explain tides for a short article" in out["text"]  # the agent step's text streamed
+    # The writer's answer is shown once (streamed); the steps' inputs and outputs clip it, whole in
+    # the tooltip.
+    tail = "Try asking about the weather in a city"
+    assert tail in out["text"] and out["whole"].count(tail) == 1
+    assert any(tail in title for title in out["titles"])
 
     assert [(s["step"], s["status"]) for s in out["resumed"]] == [
         ("approve", "success"),
@@ -132,7 +139,9 @@ const fail = (e) => { process.stderr.write(String(e && e.stack || e)); process.e
 """
 
 
-STOP_DRIVER = PRELUDE + r"""
+STOP_DRIVER = (
+    PRELUDE
+    + r"""
 const out = { consoleErrors: [], requests: [] };
 withPage(out, async (page) => {
   page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/")) out.requests.push(r.request().method() + " " + p + " " + r.status()); });
@@ -146,6 +155,7 @@ withPage(out, async (page) => {
   out.button = await page.$eval("#send", (b) => b.textContent);
 }).catch(fail);
 """
+)
 
 
 def test_stop_cancels_the_workflow_run_on_the_server(tmp_path: Path) -> None:
@@ -180,7 +190,9 @@ def test_stop_cancels_the_workflow_run_on_the_server(tmp_path: Path) -> None:
     assert after == []  # the step after the stopped one never ran
 
 
-NESTED_DRIVER = PRELUDE + r"""
+NESTED_DRIVER = (
+    PRELUDE
+    + r"""
 const out = { consoleErrors: [], requests: [] };
 withPage(out, async (page) => {
   page.on("request", (r) => { if (r.method() === "POST") out.requests.push(new URL(r.url()).pathname + " " + r.postData()); });
@@ -197,6 +209,7 @@ withPage(out, async (page) => {
   out.finalStatus = await page.$$eval(".workflow", (ws) => ws.map((w) => w.dataset.status));
 }).catch(fail);
 """
+)
 
 
 def test_a_suspension_inside_a_nested_workflow_gets_the_inner_steps_form(tmp_path: Path) -> None:
@@ -210,7 +223,11 @@ def test_a_suspension_inside_a_nested_workflow_gets_the_inner_steps_form(tmp_pat
         return {"approved": context.resume_data["approved"]}
 
     decision = {"type": "object", "properties": {"approved": {"type": "boolean"}}, "required": ["approved"]}
-    approval = create_workflow(id="approval").then(create_step(id="approve", execute=approve, resume_schema=decision)).commit()
+    approval = (
+        create_workflow(id="approval")
+        .then(create_step(id="approve", execute=approve, resume_schema=decision))
+        .commit()
+    )
     review = create_workflow(id="review").then(approval).commit()
     with serving(create_app(Mastra(workflows={"review": review, "approval": approval}))) as url:
         out = drive(NESTED_DRIVER, url, tmp_path)

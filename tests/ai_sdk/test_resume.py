@@ -144,9 +144,35 @@ async def test_the_same_approval_twice_runs_the_tool_once() -> None:
     parts = await world.chat(first)
     answer = _answer(first, parts, approved=True)
     await world.chat(answer)
-    again = await world.chat(answer)
+    with pytest.raises(ChatRequestError) as refused:
+        await world.chat(answer)
     assert world.ran == [{"name": "Luigi"}]
-    assert any(p["type"] == "error" for p in again)
+    assert refused.value.status_code == 409
+    run_id = parts[-1]["data"]["runId"]
+    assert str(refused.value) == (
+        f"run {run_id!r} is not waiting for an answer any more: it has finished or is being resumed "
+        "(each suspension is answered once; send a new message to go on)"
+    )
+    assert refused.value.path == "approvals[0]"
+
+
+async def test_resume_data_for_a_finished_run_or_another_call_is_refused_409_v5() -> None:
+    world = World(tool="pick_time", answer="At eight.")
+    first = _first()
+    parts = await world.chat(first, version="v5")
+    run_id = next(p for p in parts if p["type"] == "data-tool-call-suspended")["data"]["runId"]
+    wrong = {**first, "resumeData": {"time": "20:00"}, "runId": run_id, "toolCallId": "call-2"}
+    with pytest.raises(ChatRequestError) as refused:
+        await world.chat(wrong, version="v5")
+    assert (refused.value.status_code, refused.value.path) == (409, "toolCallId")
+    assert str(refused.value) == f"run {run_id!r} waits for an answer to tool call 'call-1', not 'call-2'"
+    follow = {**wrong, "toolCallId": "call-1"}
+    await world.chat(follow, version="v5")
+    with pytest.raises(ChatRequestError) as refused:
+        await world.chat(follow, version="v5")
+    assert (refused.value.status_code, refused.value.path) == (409, "runId")
+    assert "is not waiting for an answer any more" in str(refused.value)
+    assert world.ran == [{"name": "Luigi", "time": "20:00"}]
 
 
 async def test_resume_data_in_the_body_resumes_a_suspended_tool_v5() -> None:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 BG_MARKS = ("[bg ", "⧗ [bg ", "✓ [bg ", "✗ [bg ")
 ENV = {k: v for k, v in os.environ.items() if k != "AGENTSTREAM_MODEL"}
@@ -236,3 +237,45 @@ def test_goal_usage_mistakes_are_one_line() -> None:
     bad_judge = agentstream("run", "hi", "--model", "demo", "--goal", "x", "--judge", "nope/x")
     assert_one_line(bad_judge, "run", 2, "--judge: unknown model provider")
     assert_one_line(agentstream("run", "hi", "--max-runs", "3"), "run", 2, "only apply with --goal")
+
+
+def test_jsonl_applies_smooth_when_asked_and_is_raw_otherwise() -> None:
+    def deltas(*args: str) -> list[str]:
+        proc = _run("hello there", "--jsonl", "--delay-ms", "0", *args)
+        assert proc.returncode == 0, proc.stderr
+        lines = [json.loads(line) for line in proc.stdout.splitlines()]
+        return [c["payload"]["text"] for c in lines if c["type"] == "text-delta"]
+
+    raw, words, lines = deltas(), deltas("--smooth", "word"), deltas("--smooth", "line")
+    assert "".join(raw) == "".join(words) == "".join(lines)
+    assert any(" " in d.strip() for d in raw)  # the model's own pieces hold several words
+    assert all(" " not in d.strip() for d in words)  # smoothed: one word per chunk
+    assert len(lines) < len(words)
+
+
+def test_the_demo_runs_without_any_extra() -> None:
+    """``make run`` installs the package alone (no extra, no dev tools): the demo must not need them."""
+    from ._support import agentstream
+
+    hidden = (
+        "starlette",
+        "uvicorn",
+        "icu4py",
+        "psycopg",
+        "psycopg_pool",
+        "opentelemetry",
+        "redis",
+        "dbos",
+        "mkdocs",
+        "pytest",
+        "mypy",
+        "fastapi",
+    )
+    prelude = "import sys\n" + "".join(f"sys.modules[{name!r}] = None\n" for name in hidden)
+    proc = agentstream("run", "Explain how rainbows form", "--delay-ms", "0", prelude=prelude)
+    assert proc.returncode == 0, proc.stderr
+    assert "refracts" in proc.stdout
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text(encoding="utf-8")
+    run_target = makefile[makefile.index("\nrun:") :].split("\n\n")[0]
+    assert "$(RUN_STAMP)" in run_target and "$(STAMP)" not in run_target.replace("$(RUN_STAMP)", "")
+    assert "pip install -q -e .\n" in makefile

@@ -4,6 +4,7 @@ resumed in another (SQLite file); mistakes are one line with exit 2 (usage) or 1
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 from agentstream.chunks import decode_chunk
@@ -21,7 +22,9 @@ def test_demo_workflow_suspends_then_resumes_from_another_process(tmp_path: Path
     assert "⏸ approve suspended: " in first.stdout
     assert "workflow publish-article run r1: suspended at approve" in first.stderr
     command = next(line for line in first.stderr.splitlines() if line.startswith("resume: "))
-    assert f"--db {db}" in command and "--resume-data '{\"approved\": true}'" in command
+    assert f"--db {db}" in command
+    assert command.endswith("""--resume-data '{"approved": true, "note": "<note>"}'""")
+    assert "resume data: approved: boolean (required), note: string (optional)" in first.stderr
 
     second = agentstream(
         "workflow", "resume", "demo", "--db", db, "--run-id", "r1", "--resume-data", '{"approved": true}'
@@ -56,7 +59,7 @@ def test_a_module_workflow_and_its_failures(tmp_path: Path) -> None:
     assert ok.returncode == 0 and '✓ double → {"v": 4}' in ok.stdout
     bad = agentstream("workflow", "run", "flows:bad", "--input", "{}", cwd=tmp_path)
     assert bad.returncode == 1 and "✗ boom: RuntimeError: out of paper" in bad.stdout
-    assert bad.stderr.strip().endswith("failed: out of paper") and "Traceback" not in bad.stderr
+    assert bad.stderr.strip().endswith("failed: RuntimeError: out of paper") and "Traceback" not in bad.stderr
     assert_one_line(
         agentstream("workflow", "run", "flows:not_a_workflow", "--input", "{}", cwd=tmp_path),
         "workflow",
@@ -89,3 +92,49 @@ def test_mistakes_are_one_line() -> None:
     )
     usage = agentstream("workflow", "run", "demo")
     assert usage.returncode == 2 and "--input" in usage.stderr and len(usage.stderr.splitlines()) == 1
+
+
+SHIP = """
+from agentstream import create_step, create_workflow
+
+async def approve(context):
+    if context.resume_data is None:
+        return await context.suspend({"question": f"Ship {context.input_data['item']}?"})
+    return {"item": context.input_data["item"], "approved": context.resume_data["approved"]}
+
+workflow = (
+    create_workflow(id="ship", input_schema={"type": "object", "properties": {"item": {"type": "string"}},
+                                             "required": ["item"]})
+    .then(create_step(id="approve", execute=approve,
+                      resume_schema={"type": "object", "properties": {"approved": {"type": "boolean"}}}))
+    .commit()
+)
+"""
+
+
+def test_the_resume_hint_is_built_from_a_schema_without_required(tmp_path: Path) -> None:
+    """The README's workflow: the hint names every field, and a step that fails on its resume data
+    says which key it missed and that the run cannot be resumed again."""
+    (tmp_path / "ship.py").write_text(SHIP, encoding="utf-8")
+    base = ("ship:workflow", "--db", str(tmp_path / "runs.db"), "--run-id", "r1")
+    first = agentstream("workflow", "run", *base, "--input", '{"item": "p7"}', cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    hint = next(line for line in first.stderr.splitlines() if line.startswith("resume: "))
+    assert hint.endswith("""--resume-data '{"approved": true}'""")
+    assert "resume data: approved: boolean (optional)" in first.stderr
+    assert "fails the run for good" in first.stderr
+    empty = agentstream("workflow", "resume", *base, "--step", "approve", "--resume-data", "{}", cwd=tmp_path)
+    line = assert_one_line(empty, "workflow", 1)
+    assert "KeyError: the step read the key 'approved', which its data does not have" in line
+    assert "the run is failed for good" in line and "`agentstream workflow run`" in line
+    again = agentstream(
+        "workflow", "resume", *base, "--step", "approve", "--resume-data", '{"approved": true}', cwd=tmp_path
+    )
+    assert_one_line(again, "workflow", 1, "is failed, not suspended")
+    hinted = agentstream(
+        "workflow", "run", *base[:3], "--run-id", "r2", "--input", '{"item": "p8"}', cwd=tmp_path
+    )
+    command = next(line for line in hinted.stderr.splitlines() if line.startswith("resume: "))
+    resumed = agentstream(*shlex.split(command.removeprefix("resume: "))[1:], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert '"approved": true' in resumed.stdout

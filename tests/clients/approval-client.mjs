@@ -3,14 +3,16 @@
 // stop for the user, answer it the way an app does, and print what the client assembled as JSON.
 //
 //   node approval-client.mjs <url> --ai v7|v6 --prompt text (--approve | --decline [--reason r])
-//   node approval-client.mjs <url> --ai v5 --prompt text --resume '{"json": "object"}'
+//   node approval-client.mjs <url> --ai v5|v7 --prompt text --resume '{"json": "object"}'
+//   node approval-client.mjs <url> --ai v5 --prompt text (--approve | --decline [--reason r])
 //
 // v7 / v6: the tool part in state 'approval-requested' is answered with
 // chat.addToolApprovalResponse({id, approved, reason}); the chat was created with
 // sendAutomaticallyWhen: lastAssistantMessageIsCompleteWithApprovalResponses, so the client sends
 // the follow-up by itself, as useChat does. v5 (no approval parts): the data-tool-call-approval /
 // data-tool-call-suspended part's runId and toolCallId go back with resumeData (Mastra's form) in
-// chat.sendMessage(undefined, {body}), which continues the last assistant message.
+// chat.sendMessage(undefined, {body}), which continues the last assistant message; --approve /
+// --decline send resumeData {approved, reason?}.
 //
 // Exit: 0 both exchanges done without a client error; 1 the client reported an error; 2 usage or
 // timeout; 3 the first answer did not stop for the user.

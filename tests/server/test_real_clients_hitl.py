@@ -124,3 +124,13 @@ def test_a_suspended_tool_resumes_with_resume_data(base_url: str, client: str) -
     part = _tool(report, "choose_time")
     assert part["state"] == "output-available" and part["output"]["time"] == "21:00"
     assert "21:00 at Luigi it is." in _text(report)
+
+
+def test_v5_declines_with_resume_data(base_url: str) -> None:
+    """ai@5 has no ``tool-output-denied`` chunk: the decline reaches it as an output error it accepts."""
+    report = converse(base_url, "v5", BOOK, "--decline", "--reason", "too far")
+    assert report["requests"][1]["resumeData"] == {"approved": False, "reason": "too far"}
+    part = _tool(report, "book_table")
+    assert part["state"] == "output-error"
+    assert part["errorText"] == "Tool call was not approved by the user: too far"
+    assert "I have not made the booking (too far)" in _text(report)

@@ -388,3 +388,37 @@ async def test_pipe_through_and_experimental_transform_shapes() -> None:
 async def test_non_string_detector_result_is_mastras_error() -> None:
     with pytest.raises(TypeError, match=re.escape(EMPTY_DETECTION)):
         await collect(smooth_stream(delay_in_ms=None, chunking=lambda b: 3), [td("abc")])
+
+
+class _DictWords:
+    """``Intl.Segmenter``'s segment data as dicts (``{"segment", "index", "input", "isWordLike"}``)."""
+
+    def segment(self, text: str) -> Iterable[dict[str, Any]]:
+        index = 0
+        for piece in re.findall(r"\S+|\s+", text):
+            yield {"segment": piece, "index": index, "input": text, "isWordLike": not piece.isspace()}
+            index += len(piece)
+
+
+async def test_a_segmenter_of_dicts_is_recognised() -> None:
+    out = await collect(smooth_stream(delay_in_ms=None, chunking=_DictWords()), [td("one two"), td(" three")])
+    # Each segment comes out as soon as it is known, not the whole text at the end.
+    assert texts(out) == ["one", " ", "two", " ", "three"]
+
+
+async def test_a_segment_without_text_is_a_clear_error() -> None:
+    class Bad:
+        def segment(self, text: str) -> Iterable[Any]:
+            yield {"text": text}
+
+    with pytest.raises(
+        TypeError, match=r"segmenter segments must be strings, objects with a 'segment' string"
+    ):
+        await collect(smooth_stream(delay_in_ms=None, chunking=Bad()), [td("one two")])
+
+    class Numbers:
+        def segment(self, text: str) -> Iterable[Any]:
+            yield {"segment": 3}
+
+    with pytest.raises(TypeError, match="got dict whose 'segment' is int"):
+        await collect(smooth_stream(delay_in_ms=None, chunking=Numbers()), [td("one two")])

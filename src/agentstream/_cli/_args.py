@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from ._errors import EXIT_USAGE
 
@@ -12,7 +12,16 @@ __all__ = ["Parser", "milliseconds", "milliseconds_or_none"]
 
 
 class Parser(argparse.ArgumentParser):
-    """``argparse`` whose errors are one line, ``agentstream <command>: <error> (see ... --help)``."""
+    """``argparse`` whose errors are one line, ``agentstream <command>: <error> (see ... --help)``.
+
+    Abbreviations are off (here and so in every subcommand's parser, which argparse builds with
+    this class): with them ``run --app x`` was read as ``--approve`` when ``--app`` did not exist,
+    and any flag added later could change what an old command line means.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: {message} (see '{self.prog} --help')\n")

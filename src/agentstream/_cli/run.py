@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from . import _hitl
+from . import _app_agent, _hitl
 from ._args import milliseconds
 from ._errors import CLIError, UsageError
 from ._trace import TraceRecorder
@@ -34,17 +34,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "run",
         help="run an agent on a prompt and stream its answer",
         description=(
-            "Run the demo agent (tools: weather, research, book_table, choose_time) on PROMPT and stream "
-            "the answer: reasoning "
+            "Run an agent on PROMPT and stream the answer: your own with --app MODULE:ATTR (a Mastra, "
+            "an Agent, or a zero-argument function returning one; --agent ID picks one of a Mastra's "
+            "agents), else the demo agent (tools: weather, research, book_table, choose_time). Reasoning is "
             "dimmed (marked [reasoning] when the output is not a colour terminal, or NO_COLOR is set), "
             "tool calls and results as they happen, usage at the end. --jsonl writes every "
             "chunk as a JSON line instead. Ctrl-C aborts the run at once (exit code 130). With --until-idle "
-            "the demo agent runs in a Mastra with background tasks: 'research' runs in the background, "
+            "the stream goes on until the background tasks are done (the --app agent's, or the demo "
+            "agent's in a Mastra with background tasks: 'research' runs in the background, "
             "its lifecycle (started/running/output/completed) is shown as it happens, and a "
-            "continuation turn answers with the result. --trace prints the run's OpenTelemetry span tree "
+            "continuation turn answers with the result). --thread ID runs the --app agent in a memory "
+            "thread. --trace prints the run's OpenTelemetry span tree "
             "(model calls, tool calls, background tasks, with durations and token counts) on stderr. "
-            "A tool call that needs approval (book_table) is asked about on a terminal "
-            "('Approve book_table {...}? [y/N]'), a suspended tool (choose_time) asks for a JSON "
+            "A tool call that needs approval (the demo's book_table) is asked about on a terminal "
+            "('Approve book_table {...}? [y/N]'), a suspended tool (the demo's choose_time) asks for a JSON "
             "answer; elsewhere --approve, --decline or --resume answer. "
             "With --goal the answer is judged against the objective after each attempt (by the same "
             "model, or --judge) and the agent goes round again with the judge's feedback until the "
@@ -52,10 +55,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("prompt", help="what to ask")
+    _app_agent.add_arguments(parser)
     parser.add_argument(
-        "--model", help="model, e.g. openai/gpt-4o-mini (default: $AGENTSTREAM_MODEL or demo)"
+        "--model",
+        help="the demo agent's model, e.g. openai/gpt-4o-mini (default: $AGENTSTREAM_MODEL or demo)",
     )
-    parser.add_argument("--smooth", choices=("word", "line", "none"), default="word", help="smoothing (word)")
+    parser.add_argument(
+        "--smooth",
+        choices=("word", "line", "none"),
+        default=None,
+        help="smoothing (word; with --jsonl: none unless given, then the text chunks are re-cut)",
+    )
     parser.add_argument(
         "--delay-ms", type=milliseconds, default=10.0, metavar="N", help="smoothing delay per piece (10)"
     )
@@ -135,11 +145,14 @@ async def _goal_agent(args: argparse.Namespace, model: str, options: dict[str, A
 
 
 def _transform(args: argparse.Namespace) -> Any:
-    if args.smooth == "none" or args.jsonl:  # JSON lines are the raw chunks, unsmoothed
+    # JSON lines are the raw chunks unless --smooth is asked for (then they are what a smoothed
+    # consumer sees: the text re-cut into words or lines).
+    smooth = args.smooth or ("none" if args.jsonl else "word")
+    if smooth == "none":
         return None
     from agentstream.stream import smooth_stream_factory
 
-    return smooth_stream_factory(delay_in_ms=args.delay_ms, chunking=args.smooth)
+    return smooth_stream_factory(delay_in_ms=args.delay_ms, chunking=smooth)
 
 
 def _model(args: argparse.Namespace) -> str:
@@ -159,7 +172,13 @@ def _check_model(agent: Any, args: argparse.Namespace) -> None:
     """Resolve the agent's model now, so a bad model string or a missing key is one line, not a run."""
     from agentstream.models import MissingAPIKeyError
 
-    source = "--model" if args.model else "AGENTSTREAM_MODEL"
+    source = (
+        f"agent {agent.id!r} of --app {args.app}"
+        if args.app
+        else "--model"
+        if args.model
+        else "AGENTSTREAM_MODEL"
+    )
     try:
         agent.model  # noqa: B018 - resolving is the point
     except MissingAPIKeyError as exc:
@@ -185,32 +204,39 @@ async def _main(args: argparse.Namespace) -> int:
             'the prompt is empty: say what to ask, e.g. agentstream run "Explain how rainbows form"'
         )
     _check_goal_args(args)
-    model = _model(args)
+    _app_agent.check_arguments(args)
     recorder = TraceRecorder() if args.trace else None
     try:
-        return await _run_agent(args, model)
+        return await _run_agent(args)
     finally:
         if recorder is not None:
             recorder.print_tree()
 
 
-async def _run_agent(args: argparse.Namespace, model: str) -> int:
+async def _demo_agent(args: argparse.Namespace, options: dict[str, Any]) -> tuple[Any, Any]:
+    """The demo agent for these flags, and the Mastra to close afterwards (or ``None``)."""
+    from agentstream._demo import demo_agent, demo_mastra
+
+    model = _model(args)
+    if args.goal is not None:
+        return await _goal_agent(args, model, options), None
+    if args.until_idle:
+        mastra = demo_mastra(model)
+        return mastra.get_agent("demo"), mastra
+    return demo_agent(model), None
+
+
+async def _run_agent(args: argparse.Namespace) -> int:
     from agentstream._abort import AbortController
-    from agentstream._demo import demo_agent
 
     controller = AbortController()
-    mastra: Any = None
     options: dict[str, Any] = {"abort_signal": controller.signal, "experimental_transform": _transform(args)}
-    if args.goal is not None:
-        agent = await _goal_agent(args, model, options)
-    elif args.until_idle:
-        from agentstream._demo import demo_mastra
-
-        mastra = demo_mastra(model)
-        agent = mastra.get_agent("demo")
-        options["until_idle"] = {"max_idle_ms": args.max_idle_ms} if args.max_idle_ms else True
+    if args.app is not None:
+        agent, mastra = await _app_agent.app_agent(args, options)
     else:
-        agent = demo_agent(model)
+        agent, mastra = await _demo_agent(args, options)
+    if args.until_idle:
+        options["until_idle"] = {"max_idle_ms": args.max_idle_ms} if args.max_idle_ms else True
     try:
         _check_model(agent, args)
         if args.judge:

@@ -191,18 +191,25 @@ async def _show(args: argparse.Namespace, mastra: Any, workflow: Any, output: An
         else:
             printer.show(chunk)
     printer.end()
+    resumed = getattr(args, "resume_data", None) is not None
     try:
         result = await output.result
     except Exception as exc:
-        raise CLIError(f"run {output.run_id} of workflow {workflow.id!r} failed: {exc}") from exc
+        raise CLIError(_failed(output.run_id, workflow, exc, resumed)) from exc
     if result.status == "failed":
-        raise CLIError(f"run {output.run_id} of workflow {workflow.id!r} failed: {result.error}")
+        raise CLIError(_failed(output.run_id, workflow, result.error, resumed))
     if args.jsonl:
         return 0
     if result.status == "suspended":
         step = result.suspended[0][0]
         _print(f"workflow {workflow.id} run {output.run_id}: suspended at {step}")
         _print("resume: " + _resume_command(args, output.run_id, step, workflow))
+        fields = _fields(workflow.steps[step].resume_schema)
+        if fields:
+            _print(f"resume data: {fields}")
+        _print(
+            "note: a step that fails on its resume data fails the run for good (it cannot be resumed again)"
+        )
         if mastra.storage.__class__.__name__ == "InMemoryStore":
             _print("note: the run is kept in memory only; pass --db FILE to resume it from another command")
     else:
@@ -210,13 +217,33 @@ async def _show(args: argparse.Namespace, mastra: Any, workflow: Any, output: An
     return 0
 
 
+def _failed(run_id: str, workflow: Any, error: Any, resumed: bool) -> str:
+    """The failure in one line: the error with its type (a bare ``KeyError`` says only ``'key'``),
+    and after a resume what the failed run leaves behind."""
+    text = f"run {run_id} of workflow {workflow.id!r} failed: {_error_text(error)}"
+    if resumed:
+        text += (
+            "; the run is failed for good (its snapshot stays, status failed, and cannot be resumed "
+            "again): start a new one with `agentstream workflow run`"
+        )
+    return text
+
+
+def _error_text(error: Any) -> str:
+    name = getattr(error, "name", None)
+    name = name if isinstance(name, str) and name else type(error).__name__
+    if isinstance(error, KeyError) or name == "KeyError":
+        key = error.args[0] if isinstance(error, KeyError) and error.args else str(error).strip("'\"")
+        return f"KeyError: the step read the key {key!r}, which its data does not have"
+    message = str(error)
+    if not message:
+        return name
+    return message if message.startswith(f"{name}:") else f"{name}: {message}"
+
+
 def _resume_command(args: argparse.Namespace, run_id: str, step: str, workflow: Any) -> str:
     schema = workflow.steps[step].resume_schema
-    example = "{}"
-    if isinstance(schema, dict) and isinstance(schema.get("properties"), dict):
-        example = json.dumps(
-            {k: _example(v) for k, v in schema["properties"].items() if k in schema.get("required", [])}
-        )
+    example = json.dumps(_example(schema)) if isinstance(schema, dict) else "{}"
     parts = [
         "agentstream",
         "workflow",
@@ -235,17 +262,48 @@ def _resume_command(args: argparse.Namespace, run_id: str, step: str, workflow: 
     return shlex.join(parts)
 
 
-def _example(schema: Any) -> Any:
-    kind = schema.get("type") if isinstance(schema, dict) else None
-    examples: dict[Any, Any] = {
-        "boolean": True,
-        "number": 0,
-        "integer": 0,
-        "string": "",
-        "array": [],
-        "object": {},
-    }
-    return examples.get(kind)
+def _fields(schema: Any) -> str:
+    """``approved: boolean (required), note: string (optional)`` for the resume schema's fields."""
+    properties = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(properties, dict):
+        return ""
+    required = schema.get("required") or []
+    return ", ".join(
+        f"{name}: {_kind(sub)} ({'required' if name in required else 'optional'})"
+        for name, sub in properties.items()
+    )
+
+
+def _kind(schema: Any) -> str:
+    if not isinstance(schema, dict):
+        return "any"
+    if isinstance(schema.get("enum"), list):
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type")
+    return "|".join(kind) if isinstance(kind, list) else str(kind or "any")
+
+
+def _example(schema: Any, name: str = "value") -> Any:
+    """A placeholder of the schema's type: every property (required and optional), enums' first
+    value, defaults where given, strings as ``<name>``."""
+    if not isinstance(schema, dict):
+        return None
+    if "default" in schema:
+        return schema["default"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if "const" in schema:
+        return schema["const"]
+    kind = schema.get("type")
+    kind = next((k for k in kind if k != "null"), None) if isinstance(kind, list) else kind
+    properties = schema.get("properties")
+    if kind == "object" or (kind is None and isinstance(properties, dict)):
+        items = properties if isinstance(properties, dict) else {}
+        return {key: _example(sub, key) for key, sub in items.items()}
+    if kind == "array":
+        item = _example(schema.get("items"), name)
+        return [] if item is None else [item]
+    return {"boolean": True, "number": 0, "integer": 0, "string": f"<{name}>"}.get(str(kind))
 
 
 def _print(text: str) -> None:

@@ -14,6 +14,7 @@ from ..models import LanguageModel
 from ..stream import FullOutput, ModelOutput
 from ..tools import AgentBackgroundConfig, Tool
 from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
+from ._call_index import SuspendedCalls, thread_of
 from ._checkpoints import begin_checkpointed_run, new_id
 from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
 from ._goal import GoalConfig, judged_hooks
@@ -22,6 +23,7 @@ from ._goal_record import load_objective as _load_objective
 from ._goal_record import set_objective as _set_objective
 from ._goal_record import update_objective as _update_objective
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
+from ._identity import check_identity
 from ._loop import RunConfig, run_loop
 from ._messages import MessageInput, to_prompt
 from ._options import RESUME_OPTIONS, ResumeOptions, StreamOptions, TurnOptions, check_options
@@ -140,7 +142,7 @@ class Agent:
     def __init__(
         self,
         *,
-        id: str,
+        id: str | None = None,
         name: str | None = None,
         instructions: str = "",
         model: LanguageModel | str | list[Any],
@@ -160,10 +162,10 @@ class Agent:
         error_processors: Sequence[Processor] | None = None,
         max_processor_retries: int | None = None,
     ) -> None:
-        if not id:
-            raise ValueError("an agent needs a non-empty id")
+        id = check_identity(id, name, model)
         self.id = id
         self.name = name or id
+        self._suspended_calls = SuspendedCalls()
         self.instructions = instructions
         self.description = description
         self._model_spec = model
@@ -321,7 +323,7 @@ class Agent:
 
                 self._local_runs = InMemoryStore()
             storage = self._local_runs
-        return RunSnapshots(storage, self.id)
+        return RunSnapshots(storage, self.id, self._suspended_calls)
 
     @property
     def model(self) -> LanguageModel:
@@ -628,21 +630,22 @@ class Agent:
     # ------------------------------------------------------------------------- human in the loop
 
     def approve_tool_call(
-        self, *, run_id: str, tool_call_id: str | None = None, **options: Unpack[ResumeOptions]
+        self, *, run_id: str | None = None, tool_call_id: str | None = None, **options: Unpack[ResumeOptions]
     ) -> ModelOutput:
         """Approve the call a suspended run waits for (Mastra's ``approveToolCall``): the tool runs
         and the run goes on. Returns the continuation at once, as `stream` does: no ``start`` chunk,
         its steps and usage cover the whole run. A run that cannot be resumed (unknown, finished,
         already resumed, another call) fails the output with `ResumeError`. ``tool_call_id``
-        defaults to the call the run waits for (given, it must be that call). ``options`` are the
-        leg's (callbacks, ...); the run's stored JSON options apply unless given again.
+        defaults to the call the run waits for (given, it must be that call); ``run_id`` may be left
+        out when the run suspended in this process and ``tool_call_id`` names its call. ``options``
+        are the leg's (callbacks, ...); the run's stored JSON options apply unless given again.
         """
         return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "approve"), options)
 
     def decline_tool_call(
         self,
         *,
-        run_id: str,
+        run_id: str | None = None,
         tool_call_id: str | None = None,
         reason: str | None = None,
         **options: Unpack[ResumeOptions],
@@ -657,7 +660,7 @@ class Agent:
         self,
         resume_data: Any,
         *,
-        run_id: str,
+        run_id: str | None = None,
         tool_call_id: str | None = None,
         **options: Unpack[ResumeOptions],
     ) -> ModelOutput:
@@ -701,9 +704,8 @@ class Agent:
             "resourceId": scope.resource_id if scope is not None else None,
         }
 
-    def _resume_leg(self, run_id: str, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
-        if not isinstance(run_id, str) or not run_id:
-            raise ValueError(f"run_id must be the suspended run's id (a non-empty str), got {run_id!r}")
+    def _resume_leg(self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
+        run_id = self._suspended_calls.run_for(self.id, run_id, decision.tool_call_id, thread_of(options))
         check_options(options, RESUME_OPTIONS)
         opts: dict[str, Any] = {**self.default_options, **options}
         opts.pop("until_idle", None)

@@ -28,6 +28,7 @@ from ..chunks import (
     error_to_dict,
     to_jsonable,
 )
+from ._call_index import SuspendedCalls
 from ._hooks import PendingToolCall, StepInfo
 
 if TYPE_CHECKING:
@@ -233,6 +234,8 @@ class RunSnapshots:
 
     storage: Storage
     agent_id: str
+    calls: SuspendedCalls | None = None
+    """The agent's in-process index of which run waits for which call (``tool_call_id`` alone)."""
 
     async def save(self, run_id: str, snapshot: dict[str, Any], *, resource_id: str | None = None) -> None:
         """Keep a run that just suspended (status ``suspended``)."""
@@ -240,6 +243,9 @@ class RunSnapshots:
         await self.storage.persist_workflow_snapshot(
             SNAPSHOT_WORKFLOW, run_id, snapshot, resource_id=resource_id
         )
+        call = (snapshot.get("pending") or {}).get("toolCallId")
+        if self.calls is not None and isinstance(call, str):
+            self.calls.add(call, run_id)
 
     async def load(self, run_id: str) -> dict[str, Any]:
         """The suspended run's snapshot; `ResumeError` when it cannot be resumed."""
@@ -275,6 +281,8 @@ class RunSnapshots:
         await self.storage.set_thread_state(
             thread_id, PENDING_THREAD_KEY, {"runId": run_id, "agentId": self.agent_id, **pending}
         )
+        if self.calls is not None:
+            self.calls.add_thread(thread_id, run_id)
 
     async def pending_for_thread(self, thread_id: str) -> dict[str, Any] | None:
         """This agent's suspended run of the thread (``{"runId", "kind", "toolCallId", ...}``)."""
@@ -291,6 +299,8 @@ class RunSnapshots:
 
     async def finish(self, run_id: str, status: str = "finished") -> None:
         """Mark a resumed run as over (a later resume gets a clear `ResumeError`)."""
+        if self.calls is not None:
+            self.calls.discard(run_id)
         await self.storage.persist_workflow_snapshot(
             SNAPSHOT_WORKFLOW, run_id, {"status": status, "agentId": self.agent_id, "runId": run_id}
         )

@@ -194,8 +194,13 @@ async def _checked(
         elif isinstance(last.get("id"), str):
             last_message_id = last["id"]
     if targets:
+        checked_runs: set[str] = set()
         for i, target in enumerate(targets):
-            await owners.check(target.run_id, "runId" if body is not None else f"approvals[{i}]")
+            path = "runId" if body is not None else f"approvals[{i}]"
+            await owners.check(target.run_id, path)
+            if target.run_id not in checked_runs:
+                checked_runs.add(target.run_id)
+                await _still_waiting(agent, target, path)
         return _Checked(agent, owners, targets, body is not None, last_message_id, [], None)
     try:
         model_messages = convert_ui_messages(messages)
@@ -207,6 +212,35 @@ async def _checked(
     if run_id is not None:
         await owners.check_new_run(run_id)
     return _Checked(agent, owners, [], False, last_message_id, model_messages, run_id)
+
+
+async def _still_waiting(agent: Any, target: ResumeTarget, path: str) -> None:
+    """Refuse (409) an answer to a run of this chat that no longer waits, before anything streams.
+
+    Without this the refusal came as a 200 stream whose ``error`` chunk held the `ResumeError`'s
+    attributes as JSON. Only the first answer to a run is compared with the call it waits for: a
+    run answered for two calls suspends again on the second after the first leg.
+    """
+    probe = getattr(agent, "suspended_run", None)
+    if probe is None:
+        return
+    pending = await probe(run_id=target.run_id)
+    run = _clip(target.run_id, 120)
+    if pending is None:
+        raise ChatRequestError(
+            f"run {run!r} is not waiting for an answer any more: it has finished or is being "
+            "resumed (each suspension is answered once; send a new message to go on)",
+            status_code=409,
+            path=path,
+        )
+    waits_for = pending.get("toolCallId")
+    if target.tool_call_id and isinstance(waits_for, str) and waits_for != target.tool_call_id:
+        raise ChatRequestError(
+            f"run {run!r} waits for an answer to tool call {_clip(waits_for, 120)!r}, "
+            f"not {_clip(target.tool_call_id, 120)!r}",
+            status_code=409,
+            path="toolCallId" if path == "runId" else path,
+        )
 
 
 async def check_chat_request(
@@ -222,7 +256,7 @@ async def check_chat_request(
     """Make every check `handle_chat_stream` makes before it streams, without running the agent.
 
     Raises the same `ChatRequestError` (malformed body, unknown agent → 404, a run that is not
-    this chat's to resume → 403). A server that hands the turn to a worker answers these itself.
+    this chat's to resume → 403, a run of this chat that no longer waits → 409). A server that hands the turn to a worker answers these itself.
     """
     await _checked(mastra, agent_id, params, version, allow_system_messages, max_json_depth, owner)
 

@@ -86,6 +86,9 @@ class _HasFullStream(Protocol):
     def full_stream(self) -> Any: ...
 
 
+V5_DECLINED_TEXT = "Tool call was not approved by the user"
+"""``errorText`` of a declined call on the v5 protocol (the agent's default decline reason)."""
+
 _V6_REASONS = frozenset({"stop", "length", "content-filter", "tool-calls", "error", "other"})
 _DATA_MISSING = "UI Messages require a data property when using data- prefixed chunks \n "
 
@@ -540,7 +543,15 @@ class UIChunkConverter:
 
     def _tool_output_denied(self, chunk: ToolOutputDenied) -> UIChunk:
         self._observe(chunk)
-        return {"type": "tool-output-denied", "toolCallId": chunk.payload.tool_call_id}
+        p = chunk.payload
+        if self.version != "v5":
+            return {"type": "tool-output-denied", "toolCallId": p.tool_call_id}
+        # ai@5's uiMessageChunkSchema has no tool-output-denied (Mastra sends it anyway and the v5
+        # client fails with AI_TypeValidationError): a decline ends the call as the output error v5
+        # knows, its text saying it was declined and why (docs/decisions/issue-24-v5-decline.md).
+        reason = p.approval.get("reason") if isinstance(p.approval, Mapping) else None
+        text = V5_DECLINED_TEXT + (f": {reason}" if isinstance(reason, str) and reason else "")
+        return {"type": "tool-output-error", "toolCallId": p.tool_call_id, "errorText": text}
 
     def _tool_call_approval(self, chunk: ToolCallApproval) -> list[UIChunk]:
         self._observe(chunk)

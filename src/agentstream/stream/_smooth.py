@@ -44,7 +44,16 @@ import asyncio
 import collections
 import inspect
 import re
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 import msgspec
@@ -76,7 +85,8 @@ EMPTY_MATCH: Final = "The chunking RegExp must match a non-empty string."
 
 @runtime_checkable
 class SegmenterLike(Protocol):
-    """Anything with ``segment(text)`` yielding strings or objects with a ``segment`` string."""
+    """Anything with ``segment(text)`` yielding strings, objects with a ``segment`` string, or mappings
+    ``{"segment": str}`` (``Intl.Segmenter``'s shape)."""
 
     def segment(self, text: str, /) -> Iterable[Any]: ...
 
@@ -334,11 +344,9 @@ class _SegmenterChunker(_WholeBufferChunker):
             end = min(n, s + window)
             text = t[s:end]
             first = next(iter(self._segmenter.segment(text)), None)
-            segment = first if first is None or isinstance(first, str) else getattr(first, "segment", None)
+            segment = None if first is None else _segment_text(first)
             if not segment:
                 return None
-            if not isinstance(segment, str):
-                raise TypeError(f"segmenter segments must be str, got {type(segment).__name__}")
             if end < n and len(segment) > window - _SEGMENT_MARGIN:
                 window *= 4
                 continue
@@ -349,6 +357,21 @@ class _SegmenterChunker(_WholeBufferChunker):
         if n - stop < self._need:
             return None
         return self._emit_to(stop)
+
+
+def _segment_text(item: Any) -> str:
+    """A segment's text: a string, an object with a ``segment`` string (our `Segment`), or a mapping
+    ``{"segment": ...}`` (``Intl.Segmenter``'s segment data as JSON-like dicts)."""
+    if isinstance(item, str):
+        return item
+    value = item.get("segment") if isinstance(item, Mapping) else getattr(item, "segment", None)
+    if not isinstance(value, str):
+        raise TypeError(
+            "segmenter segments must be strings, objects with a 'segment' string, or mappings "
+            f"{{'segment': str}}, got {type(item).__name__}"
+            + ("" if value is None else f" whose 'segment' is {type(value).__name__}")
+        )
+    return value
 
 
 _LEFT_CONTEXT = re.compile(r"\\[AbBG]|(?<![\[\\])\^|\(\?<[=!]")
