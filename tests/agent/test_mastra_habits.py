@@ -1,5 +1,5 @@
 """Mastra habits on `Agent`: an id derived from the name, approving with only the tool call id or
-only the run id, and a list of models refused when the agent is built (``_identity.py``,
+only the run id, and a malformed list of fallback models refused when the agent is built (``_identity.py``,
 ``_call_index.py``)."""
 
 from __future__ import annotations
@@ -55,14 +55,19 @@ def test_an_agent_with_only_a_name_takes_it_as_its_id() -> None:
         Agent(model="demo")
 
 
-def test_a_list_of_models_is_refused_when_the_agent_is_built() -> None:
-    with pytest.raises(TypeError) as refused:
-        Agent(id="a", model=["openai/gpt-4o", "anthropic/claude-3-5-haiku"])  # type: ignore[arg-type]
+def test_a_malformed_list_of_models_is_refused_when_the_agent_is_built() -> None:
+    Agent(id="ok", model=["openai/gpt-4o", {"model": "anthropic/claude-3-5-haiku", "max_retries": 1}])
+    with pytest.raises(ValueError) as refused:
+        Agent(id="a", model=["openai/gpt-4o", {"max_retries": 1}])
     assert str(refused.value) == (
-        "agent 'a': model must be one model (a LanguageModel or a string such as 'openai/gpt-4o-mini'), "
-        "got a list of 2: a list of fallback models (Mastra's model=[{model, maxRetries}, ...]) is not "
-        "supported yet"
+        "agent 'a': model[1]: expected {'model': ..., 'max_retries'?: int}, got keys ['max_retries']"
     )
+    with pytest.raises(
+        TypeError, match=r"agent 'b': model\[0\].model: expected a model string or a LanguageModel"
+    ):
+        Agent(id="b", model=[42])
+    with pytest.raises(ValueError, match="agent 'c': model: the fallback list has no enabled model"):
+        Agent(id="c", model=[{"model": "demo", "enabled": False}])
 
 
 async def test_approve_with_only_the_tool_call_id() -> None:

@@ -33,13 +33,21 @@ class ModelEntry:
     """Further attempts on this model before the next one (Mastra's ``maxRetries``)."""
 
 
-def fallback_entries(spec: Sequence[Any], resolve: Any, default_retries: int = 0) -> list[ModelEntry]:
+def check_fallback_list(spec: Sequence[Any]) -> None:
+    """Refuse a malformed fallback list at once (naming the entry), without resolving any model."""
+    fallback_entries(spec, lambda _model: None, resolved=False)
+
+
+def fallback_entries(
+    spec: Sequence[Any], resolve: Any, default_retries: int = 0, *, resolved: bool = True
+) -> list[ModelEntry]:
     """Mastra's ``[{model, maxRetries?, enabled?}, …]`` (or bare models) as entries; disabled ones left out.
 
     A model string's HTTP client gets ``max_retries = 0``: the list owns the retries, so a 503 is not
     retried both by the client and by the list.
     """
     entries: list[ModelEntry] = []
+    enabled = 0
     for index, item in enumerate(spec):
         config = dict(item) if isinstance(item, Mapping) else {"model": item}
         where = f"model[{index}]"
@@ -49,10 +57,13 @@ def fallback_entries(spec: Sequence[Any], resolve: Any, default_retries: int = 0
             )
         if config.get("enabled", True) is False:
             continue
+        enabled += 1
         retries = config.get("max_retries", config.get("maxRetries", default_retries))
         if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
             raise ValueError(f"{where}.max_retries: expected an integer >= 0, got {retries!r}")
         model = config["model"]
+        if isinstance(model, str) and not resolved:
+            continue
         if isinstance(model, str):
             model = resolve(model)
             if hasattr(model, "max_retries"):
@@ -62,7 +73,7 @@ def fallback_entries(spec: Sequence[Any], resolve: Any, default_retries: int = 0
                 f"{where}.model: expected a model string or a LanguageModel, got {type(model).__name__}"
             )
         entries.append(ModelEntry(model, retries))
-    if not entries:
+    if not enabled:
         raise ValueError("model: the fallback list has no enabled model")
     return entries
 
