@@ -140,6 +140,62 @@ async def test_foreach_keeps_item_order_reports_progress_and_respects_concurrenc
     assert peak == 3
 
 
+async def test_foreach_streams_one_start_and_one_bare_result_for_the_whole_list() -> None:
+    # Mastra's executeForeach (handlers/control-flow.ts): items run with skipEmits; the start has no
+    # stepCallId, the result no payload or startedAt; every progress names the step.
+    wf = create_workflow(id="fe").foreach(create_step(id="twice", execute=lambda c: c.input_data * 2)).commit()
+    run = await wf.create_run("r", clock=lambda: 5)
+    chunks = [chunk_to_dict(c) for c in await chunks_of(run.stream(input_data=[1, 2]))]
+    assert [c["type"] for c in chunks] == [
+        "workflow-start",
+        "workflow-step-start",
+        "workflow-step-progress",
+        "workflow-step-progress",
+        "workflow-step-result",
+        "workflow-finish",
+    ]
+    assert chunks[1]["payload"] == {
+        "stepName": "twice",
+        "id": "twice",
+        "payload": [1, 2],
+        "startedAt": 5,
+        "status": "running",
+    }
+    assert chunks[2]["payload"] == {
+        "stepName": "twice",
+        "id": "twice",
+        "completedCount": 1,
+        "totalCount": 2,
+        "currentIndex": 0,
+        "iterationStatus": "success",
+        "iterationOutput": 2,
+    }
+    assert chunks[4]["payload"] == {
+        "stepName": "twice",
+        "id": "twice",
+        "status": "success",
+        "output": [2, 4],
+        "endedAt": 5,
+    }
+
+
+def test_map_step_ids_are_the_workflow_id_and_the_mappings_ordinal() -> None:
+    def build() -> list[str]:
+        wf = (
+            create_workflow(id="m")
+            .map(lambda c: c.input_data)
+            .then(add(1))
+            .map(lambda c: c.input_data, id="mapping_m_1")
+            .map(lambda c: c.input_data)
+            .commit()
+        )
+        return list(wf.steps)
+
+    # the same ids every time the workflow is built (a snapshot resumes in another process); an id
+    # taken explicitly is skipped
+    assert build() == build() == ["mapping_m_0", "add-1", "mapping_m_1", "mapping_m_2"]
+
+
 async def test_foreach_item_failure_fails_the_step_and_needs_a_list() -> None:
     def check(c: StepContext) -> Any:
         if c.input_data == 2:
@@ -173,7 +229,15 @@ async def test_sleep_passes_the_data_through_and_waits_with_the_injected_sleep()
     output = run.stream(input_data={"value": 1})
     chunks = await chunks_of(output)
     assert waits == [0.25, 0.2]
-    assert len([c for c in chunks if isinstance(c, WorkflowStepWaiting)]) == 3
+    waiting = [chunk_to_dict(c)["payload"] for c in chunks if isinstance(c, WorkflowStepWaiting)]
+    assert len(waiting) == 3 and all(w["stepName"] == w["id"] for w in waiting)
+    # Mastra's sleep result (handlers/entry.ts) is bare: {id, endedAt, status, output}
+    sleeps = [
+        chunk_to_dict(c)["payload"]
+        for c in chunks
+        if isinstance(c, WorkflowStepResult) and c.payload.id.startswith("sleep_")
+    ]
+    assert [sorted(p) for p in sleeps] == [["endedAt", "id", "output", "status", "stepName"]] * 3
     assert (await output.result).result == {"value": 4}
 
 

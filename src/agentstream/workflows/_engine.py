@@ -395,10 +395,13 @@ class Execution:
         *,
         resume: Resume | None = None,
         metadata: dict[str, Any] | None = None,
-    ) -> tuple[str, dict[str, Any], Any, Any, Slot | None]:
+        call_id: str | None = "",
+    ) -> tuple[str | None, dict[str, Any], Any, Any, Slot | None]:
         """Record and announce the step (`workflow-step-start`); returns what `_finish` needs (with
-        the step's checkpoint slot, taken here: steps are announced in the same order every time)."""
-        call_id = str(uuid.uuid4())
+        the step's checkpoint slot, taken here: steps are announced in the same order every time).
+        ``call_id=None``: the start has no ``stepCallId`` (a foreach's, as Mastra's)."""
+        if call_id == "":
+            call_id = str(uuid.uuid4())
         suspend_data = None
         if resume is not None:
             old = self.records.get(step.id, {})
@@ -437,7 +440,7 @@ class Execution:
         return None if self.checkpoint is None else self.checkpoint.reserve(f"workflow-step {step.id}")
 
     async def _finish(
-        self, step: Step, started: tuple[str, dict[str, Any], Any, Any, Slot | None]
+        self, step: Step, started: tuple[str | None, dict[str, Any], Any, Any, Slot | None]
     ) -> _Outcome:
         call_id, record, resume_data, suspend_data, slot = started
         try:
@@ -537,16 +540,23 @@ class Execution:
     # ------------------------------------------------------------------------------ outcomes
 
     def _result_payload(
-        self, step: Step, call_id: str, record: dict[str, Any], status: str
+        self, step: Step, call_id: str | None, record: dict[str, Any], status: str
     ) -> WorkflowStepResultPayload:
-        extra = {k: v for k, v in record.items() if k in ("startedAt", "metadata", "resumedAt", "endedAt")}
+        # A foreach's result (no call id) is Mastra's bare one: no payload, no startedAt
+        # (packages/core/src/workflows/handlers/control-flow.ts, executeForeach).
+        shown = (
+            ("metadata", "resumedAt", "endedAt")
+            if call_id is None
+            else ("startedAt", "metadata", "resumedAt", "endedAt")
+        )
+        extra = {k: v for k, v in record.items() if k in shown}
         if "error" in record:
             extra["error"] = to_jsonable(self.errors.get(step.id, record["error"]))
         return WorkflowStepResultPayload(
             step_name=step.id,
             id=step.id,
             step_call_id=call_id,
-            payload=record["payload"],
+            payload=record["payload"] if call_id is not None else UNSET,
             status=status,
             resume_payload=record.get("resumePayload", UNSET),
             output=record.get("output", UNSET),
@@ -554,14 +564,19 @@ class Execution:
         )
 
     def _succeeded(
-        self, step: Step, call_id: str, record: dict[str, Any], output: Any, shown_status: str = "success"
+        self,
+        step: Step,
+        call_id: str | None,
+        record: dict[str, Any],
+        output: Any,
+        shown_status: str = "success",
     ) -> None:
         record["status"] = "success"
         record["output"] = output
         record["endedAt"] = int(self.clock())
         self._announce_result(step, call_id, record, shown_status)
 
-    def _failed(self, step: Step, call_id: str, record: dict[str, Any], error: BaseException) -> None:
+    def _failed(self, step: Step, call_id: str | None, record: dict[str, Any], error: BaseException) -> None:
         record["status"] = "failed"
         record["error"] = error
         record["endedAt"] = int(self.clock())
@@ -571,7 +586,7 @@ class Execution:
         )
         self._announce_result(step, call_id, record, "failed")
 
-    def _announce_result(self, step: Step, call_id: str, record: dict[str, Any], status: str) -> None:
+    def _announce_result(self, step: Step, call_id: str | None, record: dict[str, Any], status: str) -> None:
         self._emit(
             WorkflowStepResult(
                 run_id=self.run_id,
@@ -587,7 +602,7 @@ class Execution:
             )
         )
 
-    def _suspended(self, step: Step, call_id: str, record: dict[str, Any], payload: Any) -> _Outcome:
+    def _suspended(self, step: Step, call_id: str | None, record: dict[str, Any], payload: Any) -> _Outcome:
         payload = to_jsonable(payload)
         record.pop("resumePayload", None)
         record.pop("resumedAt", None)
@@ -604,7 +619,11 @@ class Execution:
                     payload=record["payload"],
                     status="suspended",
                     suspend_payload=payload,
-                    extra={"stepName": step.id, "stepCallId": call_id, **extra},
+                    extra={
+                        "stepName": step.id,
+                        **({} if call_id is None else {"stepCallId": call_id}),
+                        **extra,
+                    },
                 ),
             )
         )
@@ -618,10 +637,12 @@ class Execution:
             error = WorkflowError(
                 f"foreach({step.id!r}): the previous step's output must be a list, got {type(items).__name__}"
             )
-            started = self._begin(step, items)
-            self._failed(step, started[0], started[1], error)
+            started = self._begin(step, items, call_id=None)
+            self._failed(step, None, started[1], error)
             raise _Stop(RunEnd("failed", error=error))
-        call_id, record, _, _, _ = self._begin(step, items)
+        # One start and one result for the whole list, neither with a stepCallId (Mastra's
+        # executeForeach runs the items with skipEmits).
+        call_id, record, _, _, _ = self._begin(step, items, call_id=None)
         # Every item's slot up front: items start in completion order, which a re-run does not repeat.
         slots = [self._reserve(step) for _ in items]
         results: list[Any] = [None] * len(items)
@@ -663,6 +684,7 @@ class Execution:
                         current_index=i,
                         iteration_status=status,
                         iteration_output=results[i] if status == "success" else UNSET,
+                        extra={"stepName": step.id},
                     ),
                 )
             )
@@ -693,6 +715,7 @@ class Execution:
                     payload=prev if isinstance(prev, dict) else {"value": prev},
                     started_at=started,
                     status="waiting",
+                    extra={"stepName": entry.id},
                 ),
             )
         )
@@ -726,13 +749,14 @@ class Execution:
             WorkflowStepResult(
                 run_id=self.run_id,
                 from_=ChunkFrom.WORKFLOW,
+                # Mastra's sleep result is bare: {id, endedAt, status, output}
+                # (packages/core/src/workflows/handlers/entry.ts, the sleep/sleepUntil entries).
                 payload=WorkflowStepResultPayload(
                     step_name=entry.id,
                     id=entry.id,
-                    payload=prev,
                     status="success",
                     output=prev,
-                    extra={"startedAt": started, "endedAt": record["endedAt"]},
+                    extra={"endedAt": record["endedAt"]},
                 ),
             )
         )

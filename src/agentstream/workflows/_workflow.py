@@ -69,6 +69,7 @@ class StepEntry:
     step: Step
     # steps run by .then / .map are on Mastra's stepExecutionPath (their results drop `payload`)
     in_path: bool = True
+    mapping: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,8 +296,17 @@ class Workflow:
             raise WorkflowDefinitionError(
                 f"map(): expected a function of the step context, got {type(fn).__name__}"
             )
-        step = Step(id=id or f"mapping_{uuid.uuid4()}", execute=fn)
-        return self._add(StepEntry(step), [step])
+        step = Step(id=id or self._mapping_id(), execute=fn)
+        return self._add(StepEntry(step, mapping=True), [step])
+
+    def _mapping_id(self) -> str:
+        # Mastra (packages/core/src/workflows/workflow.ts, map()): the workflow id and the ordinal of
+        # this mapping in the flow, skipping ids already taken, so a workflow built again in another
+        # process names its mappings alike and a snapshot taken there resumes here.
+        ordinal = sum(1 for e in self.entries if isinstance(e, StepEntry) and e.mapping)
+        while f"mapping_{self.id}_{ordinal}" in self.steps:
+            ordinal += 1
+        return f"mapping_{self.id}_{ordinal}"
 
     def commit(self) -> Workflow:
         """Finish building: no step can be added afterwards; a workflow must be committed to run."""
