@@ -8,7 +8,7 @@ from typing import Any
 
 from agentstream._abort import AbortController
 from agentstream.agent import Agent, usage_with_sub_runs
-from agentstream.agent._delegation import workflow_input_schema
+from agentstream.agent._delegation import AGENT_TOOL_INPUT_SCHEMA, workflow_input_schema
 from agentstream.ai_sdk import to_ai_sdk_stream
 from agentstream.chunks import ToolError, ToolOutput, ToolResult
 from agentstream.testing import ScriptedModel
@@ -54,6 +54,9 @@ def _greet(fail: bool = False) -> Workflow:
     )
 
 
+RESUME_FIELDS = ("suspendedToolCallId", "suspendedToolRunId", "resumeData")
+
+
 def _parent(workflow: Workflow, steps: list[Any]) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(steps)
     return Agent(id="boss", instructions="Lead.", model=model, workflows={"greet": workflow}), model
@@ -68,11 +71,17 @@ async def test_tool_definition() -> None:
         "type": "function",
         "name": "workflow-greet",
         "description": "Greets someone",
+        # Mastra's: {inputData} plus the resume fields its tool builder gives every resumable tool,
+        # alike the sub-agent tool's (the sub-agent-tool recording)
         "inputSchema": {
+            "$schema": "http://json-schema.org/draft-07/schema#",
             "type": "object",
-            "properties": {"inputData": schema},
+            "properties": {
+                "inputData": schema,
+                **{k: AGENT_TOOL_INPUT_SCHEMA["properties"][k] for k in RESUME_FIELDS},
+            },
             "required": ["inputData"],
-            "additionalProperties": True,
+            "additionalProperties": False,
         },
     }
     untyped = create_workflow(id="w")

@@ -18,6 +18,7 @@ from agentstream.chunks import (
     WorkflowStepStart,
     WorkflowStepWaiting,
     chunk_to_dict,
+    zero_workflow_usage,
 )
 from agentstream.storage import BaseStore
 from agentstream.workflows import (
@@ -289,21 +290,51 @@ async def test_pydantic_schemas_validate_and_parse() -> None:
     with pytest.raises(
         WorkflowInputValidationError, match=r"- value: Invalid input: expected number, received string"
     ):
-        (await wf.create_run()).stream(input_data={"value": "two"})
+        await (await wf.create_run()).start(input_data={"value": "two"})
 
 
-async def test_workflow_input_is_checked_before_anything_runs() -> None:
+async def test_invalid_workflow_input_runs_nothing_and_the_stream_ends_failed_with_it() -> None:
     ran = []
     wf = (
         create_workflow(id="in", input_schema=NUMBER)
         .then(create_step(id="s", execute=lambda c: ran.append(1)))
         .commit()
     )
-    run = await wf.create_run()
+    run = await wf.create_run("r")
+    output = run.stream(input_data={"value": "x"})  # does not raise: the stream tells (as Mastra's)
+    chunks = [chunk_to_dict(c) for c in await chunks_of(output)]
+    message = "Invalid input data: \n- value: Invalid input: expected number, received string"
+    assert chunks == [
+        {"type": "workflow-start", "runId": "r", "from": "WORKFLOW", "payload": {"workflowId": "in"}},
+        {
+            "type": "workflow-finish",
+            "runId": "r",
+            "from": "WORKFLOW",
+            "payload": {
+                "workflowStatus": "failed",
+                "output": {"usage": zero_workflow_usage()},
+                "metadata": {
+                    "error": {
+                        "name": "Error",
+                        "message": message,
+                        "domain": "MASTRA_WORKFLOW",
+                        "category": "USER",
+                        "code": "WORKFLOW_SCHEMA_VALIDATION_FAILED",
+                        "details": {},
+                    },
+                    "errorMessage": message,
+                },
+            },
+        },
+    ]
     with pytest.raises(WorkflowInputValidationError) as info:
-        run.stream(input_data={"value": "x"})
-    assert "- value: Invalid input: expected number, received string" in str(info.value)
-    assert info.value.issues[0].path == ("value",) and not ran and run.status == "pending"
+        await output.result
+    assert info.value.issues[0].path == ("value",)
+    assert (output.status, run.status, await output.usage) == ("failed", "failed", zero_workflow_usage())
+    assert not ran
+    # start() raises it (Mastra's start throws the schema error)
+    with pytest.raises(WorkflowInputValidationError, match="- value: Invalid input"):
+        await (await wf.create_run()).start(input_data={})
 
 
 async def test_step_input_and_output_errors_name_the_field() -> None:

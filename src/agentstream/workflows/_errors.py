@@ -27,13 +27,24 @@ class WorkflowDefinitionError(WorkflowError, ValueError):
 class WorkflowInputValidationError(WorkflowError, ValueError):
     """The input given to `run.stream()` / `run.start()` does not match the workflow's `input_schema`.
 
-    Raised before the run starts; the message names each offending field (`- value: Invalid input:
-    expected number, received string`) and `issues` holds them.
+    Nothing runs: `run.start()` raises it, `run.stream()` ends failed with it (as Mastra's
+    ``#validateSchema``: a ``MastraError`` ``WORKFLOW_SCHEMA_VALIDATION_FAILED``, category ``USER``). The
+    message names each offending field (``Invalid input data: \n- value: Invalid input: expected
+    number, received string``), `issues` holds them and `workflow_id` names the workflow.
     """
 
+    name = "Error"
+
     def __init__(self, workflow_id: str, issues: tuple[SchemaIssue, ...]) -> None:
-        super().__init__(f"Invalid input for workflow {workflow_id!r}: \n{format_issues(issues)}")
+        super().__init__(f"Invalid input data: \n{format_issues(issues)}")
+        self.workflow_id = workflow_id
         self.issues = issues
+        self.details: dict[str, Any] = {
+            "domain": "MASTRA_WORKFLOW",
+            "category": "USER",
+            "code": "WORKFLOW_SCHEMA_VALIDATION_FAILED",
+            "details": {},
+        }
 
 
 class _ValidationFailure(WorkflowError):

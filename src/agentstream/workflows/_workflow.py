@@ -430,7 +430,8 @@ def create_workflow(
     """A new `Workflow` (Mastra's ``createWorkflow``): chain steps, then ``.commit()``.
 
     ``retry_config={"attempts": n, "delay": ms}`` (default no retries). ``input_schema`` checks the run's
-    input (a `WorkflowInputValidationError` naming the field before anything runs).
+    input (nothing runs on bad input: ``run.start`` raises a `WorkflowInputValidationError` naming the
+    field, ``run.stream`` ends failed with it).
     """
     return Workflow(
         id=id,
