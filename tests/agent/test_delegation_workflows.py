@@ -141,12 +141,14 @@ async def test_agent_step_usage_nests_inside_the_workflow() -> None:
     ) + 4  # the parent's two calls + the step's
 
 
-async def test_ui_parts_only_with_sub_run_metadata() -> None:
+async def test_workflow_tool_ui_parts_are_on_by_default() -> None:
+    # @mastra/ai-sdk turns a workflow tool's tool-output into data-tool-workflow parts with its default
+    # options; includeSubAgentMetadata governs the sub-agent parts only (transformers.ts)
     parent, _ = _parent(_greet(), [_call({"inputData": {"name": "Ada"}}), _text("ok")])
     output = parent.stream("x")
-    with_meta = [p async for p in to_ai_sdk_stream(output, include_sub_agent_metadata=True)]
     plain = [p async for p in to_ai_sdk_stream(output)]
-    nested = [p for p in with_meta if p["type"].startswith("data-tool-workflow")]
+    with_meta = [p async for p in to_ai_sdk_stream(output, include_sub_agent_metadata=True)]
+    nested = [p for p in plain if p["type"].startswith("data-tool-workflow")]
     assert [p["type"] for p in nested] == [
         "data-tool-workflow",  # workflow-start
         "data-tool-workflow",  # step start
@@ -156,8 +158,7 @@ async def test_ui_parts_only_with_sub_run_metadata() -> None:
     ]
     assert nested[-1]["data"]["status"] == "success"
     assert nested[3]["data"]["step"]["output"] == {"greeting": "Hello, Ada!"}
-    assert not [p for p in plain if p["type"].startswith("data-tool-")]
-    assert [p for p in with_meta if not p["type"].startswith("data-tool-")] == plain
+    assert with_meta == plain
 
 
 async def test_parent_abort_cancels_the_workflow_run() -> None:
