@@ -683,6 +683,55 @@ async def test_agent_step_with_structured_output() -> None:
     assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (5, 7, 12)
 
 
+async def test_a_tripwire_in_an_agent_step_fails_the_step_and_ends_the_run_tripwire() -> None:
+    # Mastra's agent step forwards the tripwire and throws it (createStepFromAgent); the step fails
+    # with error + tripwire, nothing after it runs, the run ends "tripwire" (default.ts fmtReturnValue)
+    from agentstream import Agent
+    from agentstream.testing import ScriptedModel
+
+    class Guard:
+        id = "guard"
+
+        async def process_output_stream(self, *, part: Any, abort: Any, **_: Any) -> Any:
+            if getattr(part, "type", "") == "text-delta" and "secret" in part.payload.text:
+                abort("no secrets", metadata={"why": "policy"})
+            return part
+
+    model = ScriptedModel(
+        [
+            [
+                {"type": "stream-start", "warnings": []},
+                {"type": "text-start", "id": "t"},
+                {"type": "text-delta", "id": "t", "delta": "the secret is 42"},
+                {"type": "text-end", "id": "t"},
+                {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 2, "outputTokens": 3}},
+            ]
+        ]
+    )
+    ran: list[Any] = []
+    agent = Agent(id="talker", model=model, output_processors=[Guard()])
+    wf = (
+        create_workflow(id="tw")
+        .then(create_step(agent))
+        .then(create_step(id="after", execute=lambda c: ran.append(c.input_data)))
+        .commit()
+    )
+    output = (await wf.create_run("r")).stream(input_data={"prompt": "tell me"})
+    chunks = [chunk_to_dict(c) for c in await chunks_of(output)]
+    results = [c["payload"] for c in chunks if c["type"] == "workflow-step-result"]
+    assert len(results) == 1 and results[0]["id"] == "talker" and results[0]["status"] == "failed"
+    tripwire = {"reason": "no secrets", "metadata": {"why": "policy"}, "processorId": "guard"}
+    assert results[0]["tripwire"] == tripwire
+    assert results[0]["error"]["message"] == "no secrets"
+    forwarded = [c["payload"]["output"]["type"] for c in chunks if c["type"] == "workflow-step-output"]
+    assert forwarded[-1] == "tripwire"
+    assert chunks[-1]["payload"]["workflowStatus"] == "tripwire"
+    result = await output.result
+    assert (result.status, output.status, ran) == ("tripwire", "tripwire", [])
+    assert result.to_dict()["tripwire"] == tripwire and "error" not in result.to_dict()
+    assert result.steps["talker"]["tripwire"] == tripwire
+
+
 async def test_nested_conversion_names_the_tool_workflow_parts() -> None:
     from agentstream.ai_sdk import WorkflowUIChunkConverter
 

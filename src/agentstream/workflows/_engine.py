@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from .._abort import AbortError, AbortSignal, until_aborted
+from ..agent import Tripwire
 from ..chunks import (
     UNSET,
     Chunk,
@@ -286,7 +287,9 @@ class Execution:
         """An entry's output, or a `_Stop` for a failed, suspended or bailed step."""
         for _, outcome in outcomes:
             if outcome.kind == "failed":
-                raise _Stop(RunEnd("failed", error=outcome.value))
+                # a guardrail's tripwire ends the run as "tripwire" (Mastra's fmtReturnValue, default.ts)
+                status = "tripwire" if isinstance(outcome.value, Tripwire) else "failed"
+                raise _Stop(RunEnd(status, error=outcome.value))
         suspended = [s for s, o in outcomes if o.kind == "suspended"]
         if suspended:
             for step in suspended:
@@ -553,6 +556,7 @@ class Execution:
         if "error" in record:
             extra["error"] = to_jsonable(self.errors.get(step.id, record["error"]))
         return WorkflowStepResultPayload(
+            tripwire=record.get("tripwire"),
             step_name=step.id,
             id=step.id,
             step_call_id=call_id,
@@ -580,6 +584,8 @@ class Execution:
         record["status"] = "failed"
         record["error"] = error
         record["endedAt"] = int(self.clock())
+        if isinstance(error, Tripwire):
+            record["tripwire"] = error.data()  # the step failure keeps it (default.ts, executeStepWithRetry)
         self.errors[step.id] = error
         log.error(
             "Error executing step workflow.%s.step.%s: %s", self.workflow.id, step.id, error, exc_info=error

@@ -49,6 +49,8 @@ class WorkflowResult:
     error: BaseException | None = None
     suspended: list[list[str]] = field(default_factory=list)
     suspend_payload: dict[str, Any] = field(default_factory=dict)
+    tripwire: dict[str, Any] | None = None
+    """``{reason, retry?, metadata?, processorId?}`` of the guardrail that ended a ``tripwire`` run."""
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's JSON: ``{status, steps, input, stepExecutionPath, result | error | suspended..., runId}``."""
@@ -65,6 +67,8 @@ class WorkflowResult:
         elif self.status == "suspended":
             out["suspended"] = [list(p) for p in self.suspended]
             out["suspendPayload"] = dict(self.suspend_payload)
+        elif self.status == "tripwire" and self.tripwire is not None:
+            out["tripwire"] = dict(self.tripwire)
         out["runId"] = self.run_id
         return out
 

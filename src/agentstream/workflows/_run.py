@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController
+from ..agent import Tripwire
 from ..chunks import Chunk, error_to_dict, to_jsonable
 from ..tools import validate_value
 from ._checkpoint import Checkpoint
@@ -377,6 +378,7 @@ class Run:
                 nested_path(s, execution.records.get(s, {}).get("suspendPayload")) for s in end.suspended
             ],
             suspend_payload={s: execution.records.get(s, {}).get("suspendPayload") for s in end.suspended},
+            tripwire=end.error.data() if isinstance(end.error, Tripwire) else None,
         )
 
     def abort(self) -> None:
