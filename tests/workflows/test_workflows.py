@@ -362,15 +362,52 @@ async def test_step_retries_override_the_workflow_config() -> None:
     assert calls == [0, 1]
 
 
-async def test_nested_workflow_runs_as_one_step_and_forwards_its_chunks() -> None:
-    inner = create_workflow(id="inner").then(add(1)).then(add(2)).commit()
+async def test_nested_workflow_steps_stream_as_steps_of_the_outer_run() -> None:
+    # Mastra relays a nested run's events into the outer run (workflow.ts, Workflow.execute): the
+    # inner steps are top-level steps with prefixed ids and the outer runId; writer.write and
+    # custom data-* chunks written inside are top level too
+    def inner_a(c: StepContext) -> Any:
+        c.writer.write({"note": "working"})
+        c.writer.custom({"type": "data-progress", "data": {"pct": 50}})
+        return {"value": c.input_data["value"] + 1}
+
+    inner = (
+        create_workflow(id="inner-wf")
+        .then(create_step(id="inner-a", execute=inner_a))
+        .then(add(2, "inner-b"))
+        .commit()
+    )
     outer = create_workflow(id="outer").then(inner).then(add(10)).commit()
-    run = await outer.create_run()
+    run = await outer.create_run("run-9", clock=lambda: 7)
     output = run.stream(input_data={"value": 0})
     chunks = [chunk_to_dict(c) for c in await chunks_of(output)]
     assert (await output.result).result == {"value": 13}
-    nested = [c["payload"]["output"]["type"] for c in chunks if c["type"] == "workflow-step-output"]
-    assert nested == ["workflow-step-start", "workflow-step-result"] * 2
+    assert {c.get("runId") for c in chunks} == {"run-9"}
+    kinds = [(c["type"], (c.get("payload") or {}).get("id")) for c in chunks]
+    assert kinds == [
+        ("workflow-start", None),
+        ("workflow-step-start", "inner-wf"),
+        ("workflow-step-start", "inner-wf.inner-a"),
+        ("workflow-step-output", None),
+        ("data-progress", None),
+        ("workflow-step-result", "inner-wf.inner-a"),
+        ("workflow-step-start", "inner-wf.inner-b"),
+        ("workflow-step-result", "inner-wf.inner-b"),
+        ("workflow-step-result", "inner-wf"),
+        ("workflow-step-start", "add-10"),
+        ("workflow-step-result", "add-10"),
+        ("workflow-finish", None),
+    ]
+    start = chunks[2]
+    assert start["from"] == "WORKFLOW" and start["payload"]["stepName"] == "inner-wf.inner-a"
+    assert start["payload"]["payload"] == {"value": 0} and start["payload"]["startedAt"] == 7
+    assert chunks[3] == {
+        "type": "workflow-step-output",
+        "runId": "run-9",
+        "from": "USER",
+        "payload": {"output": {"note": "working"}, "runId": "run-9", "stepName": "inner-a"},
+    }
+    assert chunks[4] == {"type": "data-progress", "data": {"pct": 50}, "runId": "run-9", "from": "WORKFLOW"}
     assert outer.serialized_step_graph()[0]["step"]["component"] == "WORKFLOW"
 
 

@@ -376,6 +376,8 @@ class Execution:
             _results=self.output_of,
             _state=self.state,
             _suspend_schema=step.suspend_schema,
+            _clock=self.clock,
+            _sleep=self.sleep,
             **extra,
         )
 

@@ -65,6 +65,10 @@ class StepWriter:
             )
         )
 
+    def _relay(self, chunk: Chunk) -> None:
+        """Emit `chunk` as it is, as a chunk of this run (a nested workflow's, already restamped)."""
+        self._emit(chunk)
+
     def custom(self, chunk: DataChunk | Mapping[str, Any]) -> None:
         """Stream a `data-*` chunk (a `DataChunk` or its dict `{type: 'data-x', data, id?, transient?}`)."""
         if isinstance(chunk, Mapping):
@@ -114,6 +118,9 @@ class StepContext:
     _results: Callable[[str], Any] = field(default=lambda _id: None, repr=False)
     _state: list[Any] = field(default_factory=lambda: [None], repr=False)
     _suspend_schema: Schema | None = field(default=None, repr=False)
+    _clock: Callable[[], float] | None = field(default=None, repr=False)
+    _sleep: Callable[[float], Any] | None = field(default=None, repr=False)
+    """The run's injected clock and sleep, which a nested workflow's run keeps."""
 
     def get_init_data(self) -> Any:
         """The workflow run's input data."""

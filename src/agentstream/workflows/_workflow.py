@@ -355,13 +355,19 @@ class Workflow:
         await run._load()
         return run
 
-    def _fresh_run(self, run_id: str) -> Run:
+    def _fresh_run(
+        self,
+        run_id: str,
+        *,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> Run:
         """A run under ``run_id`` that starts from nothing, whatever is saved under that id: a nested
         workflow's run, started afresh each time its step executes (every loop iteration, every
         retry, the re-run of a step whose worker died), as Mastra re-runs a nested run under its id."""
         from ._run import Run
 
-        return Run(self, run_id, resource_id=None, clock=None, sleep=None, cancel_grace_ms=2000)
+        return Run(self, run_id, resource_id=None, clock=clock, sleep=sleep, cancel_grace_ms=2000)
 
     @property
     def storage(self) -> Storage:
@@ -406,8 +412,8 @@ class Workflow:
         return out
 
     def as_step(self) -> Step:
-        """This workflow as a step of another workflow: runs to completion as one step; its chunks are
-        forwarded as ``workflow-step-output``."""
+        """This workflow as a step of another workflow: runs to completion as one step; its steps
+        stream as steps of the outer run (ids prefixed ``{this id}.``, see `nested_step`)."""
         if self._as_step is None:
             from ._nested import nested_step
 
