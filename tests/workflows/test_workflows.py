@@ -314,8 +314,8 @@ async def test_invalid_workflow_input_runs_nothing_and_the_stream_ends_failed_wi
                 "workflowStatus": "failed",
                 "output": {"usage": zero_workflow_usage()},
                 "metadata": {
+                    # MastraError.toJSON(): no name
                     "error": {
-                        "name": "Error",
                         "message": message,
                         "domain": "MASTRA_WORKFLOW",
                         "category": "USER",
@@ -337,15 +337,20 @@ async def test_invalid_workflow_input_runs_nothing_and_the_stream_ends_failed_wi
         await (await wf.create_run()).start(input_data={})
 
 
-async def test_step_input_and_output_errors_name_the_field() -> None:
+async def test_a_bad_step_output_fails_the_next_steps_input_check_naming_the_field() -> None:
+    # Mastra checks no step output against its outputSchema (the invalid-step-output recording):
+    # the step that reads it fails its input check
     bad_out = create_step(id="bad", output_schema=NUMBER, execute=lambda c: {"value": "x"})
-    result = await (await create_workflow(id="o").then(bad_out).commit().create_run()).start(input_data={})
+    strict = create_step(id="strict", input_schema=NUMBER, execute=lambda c: c.input_data)
+    wf = create_workflow(id="o").then(bad_out).then(strict).commit()
+    result = await (await wf.create_run()).start(input_data={})
     assert result.status == "failed"
+    assert result.steps["bad"]["status"] == "success"
     assert (
         str(result.error)
-        == "Step output validation failed: \n- value: Invalid input: expected number, received string"
+        == "Step input validation failed: \n- value: Invalid input: expected number, received string"
     )
-    assert result.to_dict()["error"]["code"] == "WORKFLOW_STEP_OUTPUT_VALIDATION_FAILED"
+    assert result.to_dict()["error"]["code"] == "WORKFLOW_STEP_INPUT_VALIDATION_FAILED"
 
 
 async def test_step_retries_override_the_workflow_config() -> None:

@@ -36,7 +36,7 @@ from ..chunks import (
 from ..tools import validate_value
 from ..tracing import workflow_run_span, workflow_step_span
 from ._checkpoint import Checkpoint, Slot, record_outcome, replay_outcome
-from ._errors import StepInputValidationError, StepOutputValidationError, WorkflowError, _Bail, _Suspend
+from ._errors import StepInputValidationError, WorkflowError, _Bail, _Suspend, error_json
 from ._step import Step, StepContext, StepWriter, call
 from ._workflow import (
     BranchEntry,
@@ -516,11 +516,9 @@ class Execution:
                 attempt += 1
                 if retry.delay:
                     await until_aborted(self.sleep(retry.delay / 1000.0), self.signal)
-        if step.output_schema is not None:
-            checked = validate_value(step.output_schema, value)
-            if not checked.ok:
-                raise StepOutputValidationError(step.id, checked.issues)
-            value = checked.value
+        # What a step returns is not checked against its output_schema, as in Mastra (the recording
+        # invalid-step-output: the next step's input check names the field); a workflow's schemas
+        # chain, so the mistake surfaces at the next step whose input_schema reads it.
         return to_jsonable(value)
 
     async def _guarded(self, step: Step, context: StepContext) -> Any:
@@ -556,7 +554,7 @@ class Execution:
         )
         extra = {k: v for k, v in record.items() if k in shown}
         if "error" in record:
-            extra["error"] = to_jsonable(self.errors.get(step.id, record["error"]))
+            extra["error"] = error_json(self.errors.get(step.id, record["error"]))
         return WorkflowStepResultPayload(
             tripwire=record.get("tripwire"),
             step_name=step.id,
