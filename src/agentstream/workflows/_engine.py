@@ -4,13 +4,11 @@ run's state (step records, execution path, suspension points) as JSON-ready data
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from .._abort import AbortError, AbortSignal, until_aborted
 from ..agent import Tripwire
@@ -21,22 +19,20 @@ from ..chunks import (
     WorkflowCanceled,
     WorkflowStepFinish,
     WorkflowStepFinishPayload,
-    WorkflowStepProgress,
-    WorkflowStepProgressPayload,
     WorkflowStepResult,
     WorkflowStepResultPayload,
     WorkflowStepStart,
     WorkflowStepStartPayload,
     WorkflowStepSuspended,
     WorkflowStepSuspendedPayload,
-    WorkflowStepWaiting,
-    WorkflowStepWaitingPayload,
     to_jsonable,
 )
 from ..tools import validate_value
 from ..tracing import workflow_run_span, workflow_step_span
 from ._checkpoint import Checkpoint, Slot, record_outcome, replay_outcome
 from ._errors import StepInputValidationError, WorkflowError, _Bail, _Suspend, error_json
+from ._flow import ROUTE, InOrder, Outcome, Resume, RunEnd, Stop
+from ._iterate import run_foreach, run_sleep
 from ._step import Step, StepContext, StepWriter, call
 from ._workflow import (
     BranchEntry,
@@ -44,7 +40,6 @@ from ._workflow import (
     ForeachEntry,
     LoopEntry,
     ParallelEntry,
-    SleepEntry,
     StepEntry,
     Workflow,
 )
@@ -52,91 +47,6 @@ from ._workflow import (
 __all__ = ["Execution", "Resume", "RunEnd"]
 
 log = logging.getLogger("agentstream.workflows")
-
-
-@dataclass
-class Resume:
-    """Where a resumed run picks up: the suspended step, its data, and the entry it sits in."""
-
-    step_id: str
-    data: Any
-    entry_index: int
-
-
-@dataclass
-class RunEnd:
-    """How the walk ended: ``status`` and the result, error, or suspension points."""
-
-    status: str
-    result: Any = UNSET
-    error: BaseException | None = None
-    suspended: dict[str, list[int]] = field(default_factory=dict)
-
-
-# A durable run's concurrent steps (parallel, foreach items) send their chunks through an `_InOrder`
-# of their own: (the execution, the step's emit), per task.
-_ROUTE: contextvars.ContextVar[tuple[Any, Callable[[Chunk], None]] | None] = contextvars.ContextVar(
-    "agentstream_workflow_route", default=None
-)
-
-
-class _InOrder:
-    """Chunks of concurrent steps in step order: the first unfinished one streams live, the others'
-    wait until it finishes. A checkpointed run needs this: a re-run must emit the same chunk
-    sequence, and finishing order is timing (a replayed step finishes at once)."""
-
-    def __init__(self, emit: Callable[[Chunk], None], count: int) -> None:
-        self._emit = emit
-        self._buffers: list[list[Chunk]] = [[] for _ in range(count)]
-        self._done = [False] * count
-        self._head = 0
-
-    def emitter(self, index: int) -> Callable[[Chunk], None]:
-        def emit(chunk: Chunk) -> None:
-            if index == self._head:
-                self._emit(chunk)
-            else:
-                self._buffers[index].append(chunk)
-
-        return emit
-
-    def finish(self, index: int) -> None:
-        self._done[index] = True
-        while self._head < len(self._done) and self._done[self._head]:
-            self._head += 1
-            if self._head < len(self._done):
-                for chunk in self._buffers[self._head]:
-                    self._emit(chunk)
-                self._buffers[self._head].clear()
-
-    async def run(self, execution: Any, index: int, job: Awaitable[Any]) -> Any:
-        """Await ``job`` (in its own task) with its chunks routed through slot ``index``."""
-        token = _ROUTE.set((execution, self.emitter(index)))
-        try:
-            return await job
-        finally:
-            _ROUTE.reset(token)
-            self.finish(index)
-
-
-class _Outcome:
-    __slots__ = ("kind", "value")
-
-    def __init__(self, kind: str, value: Any) -> None:
-        self.kind = kind  # success | failed | suspended | bailed
-        self.value = value
-
-
-class _Stop(Exception):
-    """Ends the walk early with a `RunEnd`."""
-
-    def __init__(self, end: RunEnd) -> None:
-        super().__init__(end.status)
-        self.end = end
-
-
-def _noop(_context: StepContext) -> None:
-    return None
 
 
 def _now_ms() -> float:
@@ -187,7 +97,7 @@ class Execution:
         self._current_emit()(chunk)
 
     def _current_emit(self) -> Callable[[Chunk], None]:
-        route = _ROUTE.get()
+        route = ROUTE.get()
         return route[1] if route is not None and route[0] is self else self.emit
 
     # ------------------------------------------------------------------------------ snapshots
@@ -241,7 +151,7 @@ class Execution:
                 prev = await self._entry(index, entries[index], prev, resume if index == start else None)
                 if self.signal.aborted:
                     return self._canceled()
-        except _Stop as stop:
+        except Stop as stop:
             if stop.end.status == "failed" and self.signal.aborted:
                 return self._canceled()  # the step failed because of the cancel (as fetch does)
             return stop.end
@@ -280,37 +190,37 @@ class Execution:
         if isinstance(entry, LoopEntry):
             return await self._loop(index, entry, prev, resume)
         if isinstance(entry, ForeachEntry):
-            return await self._foreach(entry, prev)
-        return await self._sleep(entry, prev)
+            return await run_foreach(self, entry, prev)
+        return await run_sleep(self, entry, prev)
 
-    def _settle(self, index: int, outcomes: list[tuple[Step, _Outcome]]) -> Any:
-        """An entry's output, or a `_Stop` for a failed, suspended or bailed step."""
+    def _settle(self, index: int, outcomes: list[tuple[Step, Outcome]]) -> Any:
+        """An entry's output, or a `Stop` for a failed, suspended or bailed step."""
         for _, outcome in outcomes:
             if outcome.kind == "failed":
                 # a guardrail's tripwire ends the run as "tripwire" (Mastra's fmtReturnValue, default.ts)
                 status = "tripwire" if isinstance(outcome.value, Tripwire) else "failed"
-                raise _Stop(RunEnd(status, error=outcome.value))
+                raise Stop(RunEnd(status, error=outcome.value))
         suspended = [s for s, o in outcomes if o.kind == "suspended"]
         if suspended:
             for step in suspended:
                 self.suspended[step.id] = [index]
-            raise _Stop(RunEnd("suspended", suspended={s.id: [index] for s in suspended}))
+            raise Stop(RunEnd("suspended", suspended={s.id: [index] for s in suspended}))
         for _, outcome in outcomes:
             if outcome.kind == "bailed":
-                raise _Stop(RunEnd("success", result=outcome.value))
+                raise Stop(RunEnd("success", result=outcome.value))
         if len(outcomes) == 1 and not isinstance(self.workflow.entries[index], (ParallelEntry, BranchEntry)):
             return outcomes[0][1].value
         return {s.id: o.value for s, o in outcomes}
 
     async def _group(self, index: int, steps: list[Step], prev: Any, resume: Resume | None) -> Any:
         jobs: list[tuple[Step, Any]] = []
-        done: dict[str, _Outcome] = {}
+        done: dict[str, Outcome] = {}
         for step in steps:
             record = self.records.get(step.id) if resume is not None else None
             if record is not None and record.get("status") == "success":
-                done[step.id] = _Outcome("success", record.get("output"))
+                done[step.id] = Outcome("success", record.get("output"))
             elif record is not None and record.get("status") == "suspended" and step.id != resume.step_id:  # type: ignore[union-attr]
-                done[step.id] = _Outcome("suspended", record.get("suspendPayload"))
+                done[step.id] = Outcome("suspended", record.get("suspendPayload"))
             else:
                 jobs.append(
                     (
@@ -324,7 +234,7 @@ class Execution:
             step, started = jobs[0]
             done[step.id] = await self._finish(step, started)
         elif jobs:
-            order = None if self.checkpoint is None else _InOrder(self._current_emit(), len(jobs))
+            order = None if self.checkpoint is None else InOrder(self._current_emit(), len(jobs))
             try:
                 results = await asyncio.gather(
                     *(
@@ -337,7 +247,7 @@ class Execution:
             except asyncio.CancelledError:
                 if not self._take_interruption():
                     raise
-                raise _Stop(RunEnd("failed", error=AbortError(self.signal.reason))) from None
+                raise Stop(RunEnd("failed", error=AbortError(self.signal.reason))) from None
             for (step, _), outcome in zip(jobs, results, strict=True):
                 done[step.id] = outcome
         return self._settle(index, [(s, done[s.id]) for s in steps])
@@ -389,7 +299,7 @@ class Execution:
         resume: Resume | None = None,
         in_path: bool = True,
         metadata: dict[str, Any] | None = None,
-    ) -> _Outcome:
+    ) -> Outcome:
         started = self._begin(step, input_data, resume=resume, metadata=metadata)
         return await self._finish(step, started)
 
@@ -446,7 +356,7 @@ class Execution:
 
     async def _finish(
         self, step: Step, started: tuple[str | None, dict[str, Any], Any, Any, Slot | None]
-    ) -> _Outcome:
+    ) -> Outcome:
         call_id, record, resume_data, suspend_data, slot = started
         try:
             with workflow_step_span(
@@ -458,12 +368,12 @@ class Execution:
         except _Bail as bail:
             result = to_jsonable(bail.result)
             self._succeeded(step, call_id, record, result, shown_status="bailed")
-            return _Outcome("bailed", result)
+            return Outcome("bailed", result)
         except Exception as exc:
             self._failed(step, call_id, record, exc)
-            return _Outcome("failed", exc)
+            return Outcome("failed", exc)
         self._succeeded(step, call_id, record, output)
-        return _Outcome("success", output)
+        return Outcome("success", output)
 
     async def _run_body(
         self, slot: Slot | None, step: Step, input_data: Any, resume_data: Any, suspend_data: Any
@@ -608,7 +518,7 @@ class Execution:
             )
         )
 
-    def _suspended(self, step: Step, call_id: str | None, record: dict[str, Any], payload: Any) -> _Outcome:
+    def _suspended(self, step: Step, call_id: str | None, record: dict[str, Any], payload: Any) -> Outcome:
         payload = to_jsonable(payload)
         record.pop("resumePayload", None)
         record.pop("resumedAt", None)
@@ -633,137 +543,4 @@ class Execution:
                 ),
             )
         )
-        return _Outcome("suspended", payload)
-
-    # ------------------------------------------------------------------------------ foreach, sleep
-
-    async def _foreach(self, entry: ForeachEntry, items: Any) -> Any:
-        step = entry.step
-        if not isinstance(items, list):
-            error = WorkflowError(
-                f"foreach({step.id!r}): the previous step's output must be a list, got {type(items).__name__}"
-            )
-            started = self._begin(step, items, call_id=None)
-            self._failed(step, None, started[1], error)
-            raise _Stop(RunEnd("failed", error=error))
-        # One start and one result for the whole list, neither with a stepCallId (Mastra's
-        # executeForeach runs the items with skipEmits).
-        call_id, record, _, _, _ = self._begin(step, items, call_id=None)
-        # Every item's slot up front: items start in completion order, which a re-run does not repeat.
-        slots = [self._reserve(step) for _ in items]
-        results: list[Any] = [None] * len(items)
-        completed = 0
-        next_index = 0
-        failure: list[BaseException] = []
-
-        order = None if self.checkpoint is None else _InOrder(self._current_emit(), len(items))
-
-        async def worker() -> None:
-            nonlocal next_index
-            while next_index < len(items) and not failure and not self.signal.aborted:
-                i = next_index
-                next_index += 1
-                await (item(i) if order is None else order.run(self, i, item(i)))
-
-        async def item(i: int) -> None:
-            nonlocal completed
-            try:
-                results[i] = await self._run_body(slots[i], step, items[i], None, None)
-            except _Suspend:
-                failure.append(
-                    WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported")
-                )
-            except _Bail as bail:
-                results[i] = to_jsonable(bail.result)
-            except Exception as exc:
-                failure.append(exc)
-            completed += 1
-            status: Literal["success", "failed"] = "failed" if failure else "success"
-            self._emit(
-                WorkflowStepProgress(
-                    run_id=self.run_id,
-                    from_=ChunkFrom.WORKFLOW,
-                    payload=WorkflowStepProgressPayload(
-                        id=step.id,
-                        completed_count=completed,
-                        total_count=len(items),
-                        current_index=i,
-                        iteration_status=status,
-                        iteration_output=results[i] if status == "success" else UNSET,
-                        extra={"stepName": step.id},
-                    ),
-                )
-            )
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(min(entry.concurrency, max(len(items), 1))):
-                    group.create_task(worker())
-        except asyncio.CancelledError:
-            if not self._take_interruption():
-                raise
-        if self.signal.aborted and completed < len(items) and not failure:
-            failure.append(AbortError(self.signal.reason))
-        if failure:
-            self._failed(step, call_id, record, failure[0])
-            raise _Stop(RunEnd("failed", error=failure[0]))
-        self._succeeded(step, call_id, record, results)
-        return results
-
-    async def _sleep(self, entry: SleepEntry, prev: Any) -> Any:
-        started = int(self.clock())
-        self._emit(
-            WorkflowStepWaiting(
-                run_id=self.run_id,
-                from_=ChunkFrom.WORKFLOW,
-                payload=WorkflowStepWaitingPayload(
-                    id=entry.id,
-                    payload=prev if isinstance(prev, dict) else {"value": prev},
-                    started_at=started,
-                    status="waiting",
-                    extra={"stepName": entry.id},
-                ),
-            )
-        )
-        ms: float
-        if entry.fn is not None:
-            value = await call(entry.fn, self._context(Step(id=entry.id, execute=_noop), prev))
-            if isinstance(value, datetime):
-                ms = (value.timestamp() * 1000.0) - self.clock()
-            else:
-                ms = float(value)
-        elif entry.until is not None:
-            ms = (entry.until.timestamp() * 1000.0) - self.clock()
-        else:
-            ms = entry.ms or 0.0
-        # A durable run always takes its sleep slot: a re-run computes a shorter wait from the clock.
-        if ms > 0 or self.checkpoint is not None:
-            sleep = self.sleep if self.checkpoint is None else self.checkpoint.sleep
-            try:
-                await until_aborted(sleep(max(ms, 0.0) / 1000.0), self.signal)
-            except AbortError:
-                pass
-        record = {
-            "payload": prev,
-            "startedAt": started,
-            "status": "success",
-            "output": prev,
-            "endedAt": int(self.clock()),
-        }
-        self.records[entry.id] = record
-        self._emit(
-            WorkflowStepResult(
-                run_id=self.run_id,
-                from_=ChunkFrom.WORKFLOW,
-                # Mastra's sleep result is bare: {id, endedAt, status, output}
-                # (packages/core/src/workflows/handlers/entry.ts, the sleep/sleepUntil entries).
-                payload=WorkflowStepResultPayload(
-                    step_name=entry.id,
-                    id=entry.id,
-                    status="success",
-                    output=prev,
-                    extra={"endedAt": record["endedAt"]},
-                ),
-            )
-        )
-        return prev
+        return Outcome("suspended", payload)
