@@ -129,4 +129,6 @@ async def test_sleep_passes_the_data_through_and_waits_with_the_injected_sleep()
         if isinstance(c, WorkflowStepResult) and c.payload.id.startswith("sleep_")
     ]
     assert [sorted(p) for p in sleeps] == [["endedAt", "id", "output", "status", "stepName"]] * 3
+    path = (await output.result).step_execution_path
+    assert path == ["add-1", *(p["id"] for p in sleeps), "add-2"]  # sleeps are on the path (entry.ts)
     assert (await output.result).result == {"value": 4}

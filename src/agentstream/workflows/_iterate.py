@@ -109,6 +109,7 @@ async def run_foreach(ex: Execution, entry: ForeachEntry, items: Any) -> Any:
 
 async def run_sleep(ex: Execution, entry: SleepEntry, prev: Any) -> Any:
     """A ``sleep`` / ``sleep_until`` entry: wait, passing the data through."""
+    ex.path.append(entry.id)  # on Mastra's stepExecutionPath too (handlers/entry.ts)
     started = int(ex.clock())
     ex._emit(
         WorkflowStepWaiting(
