@@ -34,10 +34,12 @@ def nested_step(workflow: Workflow) -> Step:
 
     async def execute(context: StepContext) -> Any:
         meta = _suspended_child(context.suspend_data)
+        # the child keeps the parent's clock and sleep (a test's frozen clock, a durable run's timers)
+        clock, sleep = context._clock, context._sleep
         if meta is not None:
-            run = await workflow.create_run(meta["runId"], clock=context._clock, sleep=context._sleep)
+            run = await workflow.create_run(meta["runId"], clock=clock, sleep=sleep)
         else:
-            run = workflow._fresh_run(f"{context.run_id}.{workflow.id}", clock=context._clock, sleep=context._sleep)
+            run = workflow._fresh_run(f"{context.run_id}.{workflow.id}", clock=clock, sleep=sleep)
         remove = context.abort_signal.add_listener(lambda _reason: _cancel_soon(run))
         try:
             if meta is not None:
