@@ -8,7 +8,7 @@ from typing import Any
 
 from agentstream._abort import AbortController
 from agentstream.agent import Agent, usage_with_sub_runs
-from agentstream.agent._delegation import workflow_input_schema
+from agentstream.agent._delegation import AGENT_TOOL_INPUT_SCHEMA, workflow_input_schema
 from agentstream.ai_sdk import to_ai_sdk_stream
 from agentstream.chunks import ToolError, ToolOutput, ToolResult
 from agentstream.testing import ScriptedModel
@@ -54,6 +54,9 @@ def _greet(fail: bool = False) -> Workflow:
     )
 
 
+RESUME_FIELDS = ("suspendedToolCallId", "suspendedToolRunId", "resumeData")
+
+
 def _parent(workflow: Workflow, steps: list[Any]) -> tuple[Agent, ScriptedModel]:
     model = ScriptedModel(steps)
     return Agent(id="boss", instructions="Lead.", model=model, workflows={"greet": workflow}), model
@@ -68,11 +71,17 @@ async def test_tool_definition() -> None:
         "type": "function",
         "name": "workflow-greet",
         "description": "Greets someone",
+        # Mastra's: {inputData} plus the resume fields its tool builder gives every resumable tool,
+        # alike the sub-agent tool's (the sub-agent-tool recording)
         "inputSchema": {
+            "$schema": "http://json-schema.org/draft-07/schema#",
             "type": "object",
-            "properties": {"inputData": schema},
+            "properties": {
+                "inputData": schema,
+                **{k: AGENT_TOOL_INPUT_SCHEMA["properties"][k] for k in RESUME_FIELDS},
+            },
             "required": ["inputData"],
-            "additionalProperties": True,
+            "additionalProperties": False,
         },
     }
     untyped = create_workflow(id="w")
@@ -132,12 +141,14 @@ async def test_agent_step_usage_nests_inside_the_workflow() -> None:
     ) + 4  # the parent's two calls + the step's
 
 
-async def test_ui_parts_only_with_sub_run_metadata() -> None:
+async def test_workflow_tool_ui_parts_are_on_by_default() -> None:
+    # @mastra/ai-sdk turns a workflow tool's tool-output into data-tool-workflow parts with its default
+    # options; includeSubAgentMetadata governs the sub-agent parts only (transformers.ts)
     parent, _ = _parent(_greet(), [_call({"inputData": {"name": "Ada"}}), _text("ok")])
     output = parent.stream("x")
-    with_meta = [p async for p in to_ai_sdk_stream(output, include_sub_agent_metadata=True)]
     plain = [p async for p in to_ai_sdk_stream(output)]
-    nested = [p for p in with_meta if p["type"].startswith("data-tool-workflow")]
+    with_meta = [p async for p in to_ai_sdk_stream(output, include_sub_agent_metadata=True)]
+    nested = [p for p in plain if p["type"].startswith("data-tool-workflow")]
     assert [p["type"] for p in nested] == [
         "data-tool-workflow",  # workflow-start
         "data-tool-workflow",  # step start
@@ -147,8 +158,7 @@ async def test_ui_parts_only_with_sub_run_metadata() -> None:
     ]
     assert nested[-1]["data"]["status"] == "success"
     assert nested[3]["data"]["step"]["output"] == {"greeting": "Hello, Ada!"}
-    assert not [p for p in plain if p["type"].startswith("data-tool-")]
-    assert [p for p in with_meta if not p["type"].startswith("data-tool-")] == plain
+    assert with_meta == plain
 
 
 async def test_parent_abort_cancels_the_workflow_run() -> None:

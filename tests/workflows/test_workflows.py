@@ -4,7 +4,7 @@ errors, cancel, watch, the run lifecycle and snapshots in every storage backend.
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import pydantic
@@ -13,16 +13,14 @@ import pytest
 from agentstream import Mastra, tool
 from agentstream.chunks import (
     WorkflowStepFinish,
-    WorkflowStepProgress,
     WorkflowStepResult,
     WorkflowStepStart,
-    WorkflowStepWaiting,
     chunk_to_dict,
+    zero_workflow_usage,
 )
 from agentstream.storage import BaseStore
 from agentstream.workflows import (
     StepContext,
-    Workflow,
     WorkflowDefinitionError,
     WorkflowError,
     WorkflowInputValidationError,
@@ -31,16 +29,7 @@ from agentstream.workflows import (
     create_workflow,
 )
 
-NUMBER = {"type": "object", "properties": {"value": {"type": "number"}}, "required": ["value"]}
-
-
-def add(n: int, id: str | None = None) -> Any:
-    return create_step(id=id or f"add-{n}", execute=lambda c: {"value": c.input_data["value"] + n})
-
-
-async def chunks_of(output: Any) -> list[Any]:
-    return [c async for c in output.full_stream]
-
+from ._support import NUMBER, add, approval_workflow, chunks_of
 
 # ------------------------------------------------------------------------------------- building
 
@@ -114,67 +103,21 @@ async def test_parallel_runs_every_step_on_the_same_input_and_announces_them_fir
     assert result.status == "success" and result.result == {"value": 13}
 
 
-async def test_foreach_keeps_item_order_reports_progress_and_respects_concurrency() -> None:
-    running = 0
-    peak = 0
+def test_map_step_ids_are_the_workflow_id_and_the_mappings_ordinal() -> None:
+    def build() -> list[str]:
+        wf = (
+            create_workflow(id="m")
+            .map(lambda c: c.input_data)
+            .then(add(1))
+            .map(lambda c: c.input_data, id="mapping_m_1")
+            .map(lambda c: c.input_data)
+            .commit()
+        )
+        return list(wf.steps)
 
-    async def slow_double(c: StepContext) -> Any:
-        nonlocal running, peak
-        running += 1
-        peak = max(peak, running)
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
-        running -= 1
-        return c.input_data * 2
-
-    wf = (
-        create_workflow(id="f").foreach(create_step(id="double", execute=slow_double), concurrency=3).commit()
-    )
-    run = await wf.create_run()
-    output = run.stream(input_data=list(range(10)))
-    chunks = await chunks_of(output)
-    progress = [c for c in chunks if isinstance(c, WorkflowStepProgress)]
-    assert [p.payload.completed_count for p in progress] == list(range(1, 11))
-    assert all(p.payload.total_count == 10 for p in progress)
-    assert (await output.result).result == [i * 2 for i in range(10)]
-    assert peak == 3
-
-
-async def test_foreach_item_failure_fails_the_step_and_needs_a_list() -> None:
-    def check(c: StepContext) -> Any:
-        if c.input_data == 2:
-            raise ValueError("two is not allowed")
-        return c.input_data
-
-    wf = create_workflow(id="f2").foreach(create_step(id="check", execute=check)).commit()
-    result = await (await wf.create_run()).start(input_data=[1, 2, 3])
-    assert result.status == "failed" and str(result.error) == "two is not allowed"
-    result = await (await wf.create_run()).start(input_data={"not": "a list"})
-    assert result.status == "failed" and "must be a list, got dict" in str(result.error)
-
-
-async def test_sleep_passes_the_data_through_and_waits_with_the_injected_sleep() -> None:
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
-
-    past = datetime.now(UTC) - timedelta(days=1)
-    wf = (
-        create_workflow(id="s")
-        .then(add(1))
-        .sleep(250)
-        .sleep(lambda c: c.input_data["value"] * 100)
-        .sleep_until(past)
-        .then(add(2))
-        .commit()
-    )
-    run = await wf.create_run(clock=lambda: datetime.now(UTC).timestamp() * 1000, sleep=fake_sleep)
-    output = run.stream(input_data={"value": 1})
-    chunks = await chunks_of(output)
-    assert waits == [0.25, 0.2]
-    assert len([c for c in chunks if isinstance(c, WorkflowStepWaiting)]) == 3
-    assert (await output.result).result == {"value": 4}
+    # the same ids every time the workflow is built (a snapshot resumes in another process); an id
+    # taken explicitly is skipped
+    assert build() == build() == ["mapping_m_0", "add-1", "mapping_m_1", "mapping_m_2"]
 
 
 async def test_context_gives_init_data_step_results_and_state() -> None:
@@ -225,32 +168,67 @@ async def test_pydantic_schemas_validate_and_parse() -> None:
     with pytest.raises(
         WorkflowInputValidationError, match=r"- value: Invalid input: expected number, received string"
     ):
-        (await wf.create_run()).stream(input_data={"value": "two"})
+        await (await wf.create_run()).start(input_data={"value": "two"})
 
 
-async def test_workflow_input_is_checked_before_anything_runs() -> None:
+async def test_invalid_workflow_input_runs_nothing_and_the_stream_ends_failed_with_it() -> None:
     ran = []
     wf = (
         create_workflow(id="in", input_schema=NUMBER)
         .then(create_step(id="s", execute=lambda c: ran.append(1)))
         .commit()
     )
-    run = await wf.create_run()
+    run = await wf.create_run("r")
+    output = run.stream(input_data={"value": "x"})  # does not raise: the stream tells (as Mastra's)
+    chunks = [chunk_to_dict(c) for c in await chunks_of(output)]
+    message = "Invalid input data: \n- value: Invalid input: expected number, received string"
+    assert chunks == [
+        {"type": "workflow-start", "runId": "r", "from": "WORKFLOW", "payload": {"workflowId": "in"}},
+        {
+            "type": "workflow-finish",
+            "runId": "r",
+            "from": "WORKFLOW",
+            "payload": {
+                "workflowStatus": "failed",
+                "output": {"usage": zero_workflow_usage()},
+                "metadata": {
+                    # MastraError.toJSON(): no name
+                    "error": {
+                        "message": message,
+                        "domain": "MASTRA_WORKFLOW",
+                        "category": "USER",
+                        "code": "WORKFLOW_SCHEMA_VALIDATION_FAILED",
+                        "details": {},
+                    },
+                    "errorMessage": message,
+                },
+            },
+        },
+    ]
     with pytest.raises(WorkflowInputValidationError) as info:
-        run.stream(input_data={"value": "x"})
-    assert "- value: Invalid input: expected number, received string" in str(info.value)
-    assert info.value.issues[0].path == ("value",) and not ran and run.status == "pending"
+        await output.result
+    assert info.value.issues[0].path == ("value",)
+    assert (output.status, run.status, await output.usage) == ("failed", "failed", zero_workflow_usage())
+    assert not ran
+    # start() raises it (Mastra's start throws the schema error)
+    with pytest.raises(WorkflowInputValidationError, match="- value: Invalid input"):
+        await (await wf.create_run()).start(input_data={})
 
 
-async def test_step_input_and_output_errors_name_the_field() -> None:
+async def test_a_bad_step_output_fails_the_next_steps_input_check_naming_the_field() -> None:
+    # Mastra checks no step output against its outputSchema (the invalid-step-output recording):
+    # the step that reads it fails its input check
     bad_out = create_step(id="bad", output_schema=NUMBER, execute=lambda c: {"value": "x"})
-    result = await (await create_workflow(id="o").then(bad_out).commit().create_run()).start(input_data={})
+    strict = create_step(id="strict", input_schema=NUMBER, execute=lambda c: c.input_data)
+    wf = create_workflow(id="o").then(bad_out).then(strict).commit()
+    result = await (await wf.create_run()).start(input_data={})
     assert result.status == "failed"
+    assert result.steps["bad"]["status"] == "success"
     assert (
         str(result.error)
-        == "Step output validation failed: \n- value: Invalid input: expected number, received string"
+        == "Step input validation failed: \n- value: Invalid input: expected number, received string"
     )
-    assert result.to_dict()["error"]["code"] == "WORKFLOW_STEP_OUTPUT_VALIDATION_FAILED"
+    assert result.to_dict()["error"]["code"] == "WORKFLOW_STEP_INPUT_VALIDATION_FAILED"
 
 
 async def test_step_retries_override_the_workflow_config() -> None:
@@ -265,48 +243,6 @@ async def test_step_retries_override_the_workflow_config() -> None:
     wf = create_workflow(id="r").then(create_step(id="flaky", execute=flaky, retries=1)).commit()
     assert (await (await wf.create_run()).start(input_data={})).result == {"ok": True}
     assert calls == [0, 1]
-
-
-async def test_nested_workflow_runs_as_one_step_and_forwards_its_chunks() -> None:
-    inner = create_workflow(id="inner").then(add(1)).then(add(2)).commit()
-    outer = create_workflow(id="outer").then(inner).then(add(10)).commit()
-    run = await outer.create_run()
-    output = run.stream(input_data={"value": 0})
-    chunks = [chunk_to_dict(c) for c in await chunks_of(output)]
-    assert (await output.result).result == {"value": 13}
-    nested = [c["payload"]["output"]["type"] for c in chunks if c["type"] == "workflow-step-output"]
-    assert nested == ["workflow-step-start", "workflow-step-result"] * 2
-    assert outer.serialized_step_graph()[0]["step"]["component"] == "WORKFLOW"
-
-
-async def test_a_nested_workflow_runs_afresh_for_every_foreach_item_and_loop_round() -> None:
-    inner = create_workflow(id="inner").then(add(1)).then(add(2)).commit()
-    each = create_workflow(id="each").foreach(inner, concurrency=2).commit()
-    result = await (await each.create_run()).start(input_data=[{"value": 0}, {"value": 10}, {"value": 20}])
-    assert (result.status, result.result) == ("success", [{"value": 3}, {"value": 13}, {"value": 23}])
-
-    until = create_workflow(id="until").dountil(inner, lambda c: c.input_data["value"] >= 9).commit()
-    result = await (await until.create_run()).start(input_data={"value": 0})
-    assert (result.status, result.result) == ("success", {"value": 9})
-
-
-async def test_a_retried_nested_workflow_step_runs_the_child_again() -> None:
-    calls: list[int] = []
-
-    def flaky(c: StepContext) -> Any:
-        calls.append(c.input_data["value"])
-        if len(calls) == 1:
-            raise RuntimeError("flaky")
-        return c.input_data
-
-    inner = create_workflow(id="inner").then(create_step(id="flaky", execute=flaky)).commit()
-    outer = create_workflow(id="outer", retry_config={"attempts": 1}).then(inner).commit()
-    run = await outer.create_run()
-    result = await run.start(input_data={"value": 5})
-    assert (result.status, result.result, calls) == ("success", {"value": 5}, [5, 5])
-    # The child's saved run is its last execution's.
-    snapshot = await inner.storage.load_workflow_snapshot("inner", f"{run.run_id}.inner")
-    assert snapshot is not None and snapshot["status"] == "success"
 
 
 async def test_tool_as_a_step() -> None:
@@ -370,32 +306,10 @@ async def test_cancel_interrupts_a_step_that_ignores_the_signal_after_the_grace_
     assert output.status == "canceled" and (await output.result).status == "canceled"
 
 
-def _approval_workflow() -> Workflow:
-    async def approve(c: StepContext) -> Any:
-        if c.resume_data is None:
-            return await c.suspend({"question": "ok?"})
-        return {"approved": c.resume_data["approved"], "asked": c.suspend_data}
-
-    return (
-        create_workflow(id="approval")
-        .then(
-            create_step(
-                id="approve",
-                resume_schema={
-                    "type": "object",
-                    "properties": {"approved": {"type": "boolean"}},
-                    "required": ["approved"],
-                },
-                suspend_schema={"type": "object", "properties": {"question": {"type": "string"}}},
-                execute=approve,
-            )
-        )
-        .commit()
-    )
 
 
 async def test_resume_errors_name_what_is_wrong() -> None:
-    wf = _approval_workflow()
+    wf = approval_workflow()
     run = await wf.create_run()
     with pytest.raises(WorkflowResumeError, match="is pending, not suspended"):
         run.resume_stream(step="approve", resume_data={"approved": True})
@@ -416,7 +330,7 @@ async def test_resume_errors_name_what_is_wrong() -> None:
 
 
 async def test_cancel_a_suspended_run() -> None:
-    wf = _approval_workflow()
+    wf = approval_workflow()
     run = await wf.create_run("r-cancel")
     await run.start(input_data={})
     await run.cancel()
@@ -425,6 +339,40 @@ async def test_cancel_a_suspended_run() -> None:
     assert again.status == "canceled"
     with pytest.raises(WorkflowResumeError, match="is canceled"):
         again.resume_stream(resume_data={"approved": True})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="encode_chunk drops the empty payload until the output helper's chunks/ fix (issue 23) is "
+    "merged; remove this mark then",
+)
+
+
+async def test_workflow_canceled_carries_an_empty_payload_on_the_wire() -> None:
+    # Mastra's entry.ts publishes {type: 'workflow-canceled', payload: {}} (the cancel vectors too)
+    import json
+
+    from agentstream.chunks import WorkflowCanceled, encode_chunk
+
+    started = asyncio.Event()
+
+    async def wait(c: StepContext) -> Any:
+        started.set()
+        await c.abort_signal.wait()
+        return {}
+
+    wf = create_workflow(id="cw").then(create_step(id="wait", execute=wait)).commit()
+    run = await wf.create_run("r-c")
+    output = run.stream(input_data={})
+    await started.wait()
+    await run.cancel()
+    (canceled,) = [c for c in await chunks_of(output) if isinstance(c, WorkflowCanceled)]
+    assert json.loads(encode_chunk(canceled)) == {
+        "type": "workflow-canceled",
+        "runId": "r-c",
+        "from": "WORKFLOW",
+        "payload": {},
+    }
 
 
 async def test_suspend_payload_is_checked_against_the_suspend_schema() -> None:
@@ -443,7 +391,7 @@ async def test_suspend_payload_is_checked_against_the_suspend_schema() -> None:
 
 
 async def test_a_suspended_run_resumes_from_storage_in_a_new_run_object(store: BaseStore) -> None:
-    wf = _approval_workflow()
+    wf = approval_workflow()
     mastra = Mastra(workflows={"approval": wf}, storage=store)
     assert mastra.get_workflow("approval") is wf and mastra.get_workflows() == {"approval": wf}
     first = await mastra.get_workflow("approval").create_run("run-x")
@@ -462,7 +410,7 @@ async def test_a_suspended_run_resumes_from_storage_in_a_new_run_object(store: B
 
 
 async def test_only_one_of_two_concurrent_resumes_wins(store: BaseStore) -> None:
-    wf = _approval_workflow()
+    wf = approval_workflow()
     Mastra(workflows={"approval": wf}, storage=store)
     await (await wf.create_run("run-y")).start(input_data={})
     a, b = await wf.create_run("run-y"), await wf.create_run("run-y")
@@ -588,15 +536,53 @@ async def test_agent_step_with_structured_output() -> None:
     assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (5, 7, 12)
 
 
-async def test_nested_conversion_names_the_tool_workflow_parts() -> None:
-    from agentstream.ai_sdk import WorkflowUIChunkConverter
+async def test_a_tripwire_in_an_agent_step_fails_the_step_and_ends_the_run_tripwire() -> None:
+    # Mastra's agent step forwards the tripwire and throws it (createStepFromAgent); the step fails
+    # with error + tripwire, nothing after it runs, the run ends "tripwire" (default.ts fmtReturnValue)
+    from agentstream import Agent
+    from agentstream.testing import ScriptedModel
 
-    wf = create_workflow(id="n").then(add(1)).commit()
-    output = (await wf.create_run("r")).stream(input_data={"value": 0})
-    converter = WorkflowUIChunkConverter(nested=True)
-    parts = [p for c in await chunks_of(output) for p in converter.convert(c)]
-    assert {p["type"] for p in parts} == {"data-tool-workflow", "data-tool-workflow-step"}
-    assert parts[-1]["data"]["status"] == "success"
+    class Guard:
+        id = "guard"
+
+        async def process_output_stream(self, *, part: Any, abort: Any, **_: Any) -> Any:
+            if getattr(part, "type", "") == "text-delta" and "secret" in part.payload.text:
+                abort("no secrets", metadata={"why": "policy"})
+            return part
+
+    model = ScriptedModel(
+        [
+            [
+                {"type": "stream-start", "warnings": []},
+                {"type": "text-start", "id": "t"},
+                {"type": "text-delta", "id": "t", "delta": "the secret is 42"},
+                {"type": "text-end", "id": "t"},
+                {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 2, "outputTokens": 3}},
+            ]
+        ]
+    )
+    ran: list[Any] = []
+    agent = Agent(id="talker", model=model, output_processors=[Guard()])
+    wf = (
+        create_workflow(id="tw")
+        .then(create_step(agent))
+        .then(create_step(id="after", execute=lambda c: ran.append(c.input_data)))
+        .commit()
+    )
+    output = (await wf.create_run("r")).stream(input_data={"prompt": "tell me"})
+    chunks = [chunk_to_dict(c) for c in await chunks_of(output)]
+    results = [c["payload"] for c in chunks if c["type"] == "workflow-step-result"]
+    assert len(results) == 1 and results[0]["id"] == "talker" and results[0]["status"] == "failed"
+    tripwire = {"reason": "no secrets", "metadata": {"why": "policy"}, "processorId": "guard"}
+    assert results[0]["tripwire"] == tripwire
+    assert results[0]["error"]["message"] == "no secrets"
+    forwarded = [c["payload"]["output"]["type"] for c in chunks if c["type"] == "workflow-step-output"]
+    assert forwarded[-1] == "tripwire"
+    assert chunks[-1]["payload"]["workflowStatus"] == "tripwire"
+    result = await output.result
+    assert (result.status, output.status, ran) == ("tripwire", "tripwire", [])
+    assert result.to_dict()["tripwire"] == tripwire and "error" not in result.to_dict()
+    assert result.steps["talker"]["tripwire"] == tripwire
 
 
 async def test_suspend_inside_parallel_resumes_each_branch_in_turn() -> None:
@@ -665,75 +651,3 @@ async def test_a_branch_suspended_in_one_run_object_resumes_in_another() -> None
     await (await wf.create_run("b1")).start(input_data={"value": 1})
     result = await (await wf.create_run("b1")).resume(resume_data={})
     assert result.status == "success" and result.result == {"gate": {"opened": True}}
-
-
-async def test_a_nested_workflow_shares_the_parents_state() -> None:
-    def count(c: StepContext) -> Any:
-        c.set_state({"seen": [*c.state["seen"], c.step_id]})
-        return c.input_data
-
-    inner = create_workflow(id="inner").then(create_step(id="in-1", execute=count)).commit()
-    outer = (
-        create_workflow(id="outer")
-        .then(create_step(id="out-1", execute=count))
-        .then(inner)
-        .then(create_step(id="out-2", execute=lambda c: {"state": c.state}))
-        .commit()
-    )
-    run = await outer.create_run()
-    result = await run.start(input_data={}, initial_state={"seen": []})
-    assert result.result == {"state": {"seen": ["out-1", "in-1"]}}
-
-
-async def test_a_nested_workflow_suspends_its_parent_and_resumes_where_it_stopped(store: BaseStore) -> None:
-    inner = _approval_workflow()
-    outer = (
-        create_workflow(id="outer")
-        .then(add(1, id="before"))
-        .then(inner)
-        .then(create_step(id="after", execute=lambda c: {"done": c.input_data}))
-        .commit()
-    )
-    Mastra(workflows={"outer": outer, "approval": inner}, storage=store)
-    run = await outer.create_run()
-    result = await run.start(input_data={"value": 1})
-    # The parent suspends at the nested step, on the path to the child's own suspended step.
-    assert result.status == "suspended" and result.suspended == [["approval", "approve"]]
-    meta = result.suspend_payload["approval"]["__workflow_meta"]
-    assert result.suspend_payload["approval"]["question"] == "ok?"
-    assert meta == {"runId": f"{run.run_id}.approval", "path": ["approve"]}
-
-    # From storage, in a new run object (another process would do the same); the child's resume
-    # schema is checked before anything runs, naming the child's step.
-    again = await outer.create_run(run.run_id)
-    with pytest.raises(WorkflowResumeError, match="Invalid resume data for step 'approve'"):
-        again.resume_stream(step=["approval", "approve"], resume_data={"approved": "yes"})
-    resumed = await again.resume(step=["approval", "approve"], resume_data={"approved": True})
-    assert resumed.status == "success"
-    assert resumed.result == {"done": {"approved": True, "asked": {"question": "ok?"}}}
-    child = await inner.storage.load_workflow_snapshot("approval", meta["runId"])
-    assert child is not None and child["status"] == "success"
-
-
-async def test_a_workflow_nested_twice_suspends_and_resumes_through_both() -> None:
-    inner = _approval_workflow()
-    middle = create_workflow(id="middle").then(inner).commit()
-    outer = create_workflow(id="outer").then(middle).commit()
-    run = await outer.create_run()
-    result = await run.start(input_data={})
-    assert result.status == "suspended" and result.suspended == [["middle", "approval", "approve"]]
-    resumed = await run.resume(resume_data={"approved": False})  # the only suspended step
-    assert resumed.status == "success" and resumed.result == {"approved": False, "asked": {"question": "ok?"}}
-
-
-async def test_a_nested_workflow_not_registered_itself_is_saved_where_its_parent_is(store: BaseStore) -> None:
-    def build() -> Workflow:
-        return create_workflow(id="outer").then(_approval_workflow()).commit()
-
-    # Two Mastras over one store, each with its own workflow objects: two processes.
-    first = Mastra(workflows={"outer": build()}, storage=store).get_workflow("outer")
-    run = await first.create_run("r-nested")
-    assert (await run.start(input_data={})).status == "suspended"
-    second = Mastra(workflows={"outer": build()}, storage=store).get_workflow("outer")
-    resumed = await (await second.create_run("r-nested")).resume(resume_data={"approved": True})
-    assert resumed.status == "success" and resumed.result == {"approved": True, "asked": {"question": "ok?"}}

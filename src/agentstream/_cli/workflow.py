@@ -322,9 +322,10 @@ async def _run(args: argparse.Namespace) -> int:
                 f"run {args.run_id} of workflow {workflow.id!r} already exists ({run_.status}); pick another --run-id"
             )
         try:
-            output = run_.stream(input_data=input_data)
+            run_.check_input(input_data)  # a usage error, before the run's stream starts
         except WorkflowInputValidationError as exc:
             raise UsageError(f"--input: {exc}") from exc
+        output = run_.stream(input_data=input_data)
         try:
             return await _show(args, mastra, workflow, output)
         finally:

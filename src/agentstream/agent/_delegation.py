@@ -47,6 +47,25 @@ def _nullable(kind: list[str] | str, description: str) -> dict[str, Any]:
     return {"description": description, "type": [*kinds, "null"]}
 
 
+# What Mastra's CoreToolBuilder adds to the input of a resumable tool (a sub-agent's or a
+# workflow's: packages/core/src/tools/tool-builder/builder.ts), as the sub-agent-tool recording shows
+# it sent to the model.
+_RESUME_PROPERTIES: dict[str, Any] = {
+    "suspendedToolCallId": {
+        "anyOf": [
+            {"type": "string", "description": "The toolCallId of the suspended tool to resume"},
+            {"type": "null"},
+        ]
+    },
+    "suspendedToolRunId": {
+        "anyOf": [{"type": "string", "description": "The runId of the suspended tool"}, {"type": "null"}]
+    },
+    "resumeData": _nullable(
+        ["string", "number", "integer", "boolean", "object"],
+        "The resumeData object created from the resumeSchema of suspended tool",
+    ),
+}
+
 AGENT_TOOL_INPUT_SCHEMA: dict[str, Any] = {
     "$schema": "http://json-schema.org/draft-07/schema#",
     "type": "object",
@@ -62,19 +81,7 @@ AGENT_TOOL_INPUT_SCHEMA: dict[str, Any] = {
         "maxSteps": _nullable(
             ["number", "string"], "Maximum number of execution steps for the sub-agent (integer, minimum 3)"
         ),
-        "suspendedToolCallId": {
-            "anyOf": [
-                {"type": "string", "description": "The toolCallId of the suspended tool to resume"},
-                {"type": "null"},
-            ]
-        },
-        "suspendedToolRunId": {
-            "anyOf": [{"type": "string", "description": "The runId of the suspended tool"}, {"type": "null"}]
-        },
-        "resumeData": _nullable(
-            ["string", "number", "integer", "boolean", "object"],
-            "The resumeData object created from the resumeSchema of suspended tool",
-        ),
+        **_RESUME_PROPERTIES,
     },
     "required": ["prompt"],
     "additionalProperties": False,
@@ -274,7 +281,9 @@ def _schema_part(schema: Any) -> dict[str, Any]:
 
 
 def workflow_input_schema(workflow: Any) -> dict[str, Any]:
-    """The ``workflow-<name>`` tool's input: ``{inputData, initialState?}`` (Mastra's shape)."""
+    """The ``workflow-<name>`` tool's input as Mastra offers it to the model: ``{inputData,
+    initialState?}`` (packages/core/src/agent/agent.ts, listWorkflowTools) plus the resume fields
+    every resumable tool gets (``suspendedToolCallId``, ``suspendedToolRunId``, ``resumeData``)."""
     properties: dict[str, Any] = {
         "inputData": _schema_part(workflow.input_schema)
         if workflow.input_schema is not None
@@ -283,10 +292,11 @@ def workflow_input_schema(workflow: Any) -> dict[str, Any]:
     if getattr(workflow, "state_schema", None) is not None:
         properties["initialState"] = _schema_part(workflow.state_schema)
     return {
+        "$schema": "http://json-schema.org/draft-07/schema#",
         "type": "object",
-        "properties": properties,
+        "properties": {**properties, **_RESUME_PROPERTIES},
         "required": ["inputData"],
-        "additionalProperties": True,
+        "additionalProperties": False,
     }
 
 
@@ -320,8 +330,15 @@ def workflow_tool(run: DelegationRun, name: str, workflow: Any) -> Tool:
     parent = run.agent
 
     async def execute(args: dict[str, Any], context: ToolContext) -> dict[str, Any]:
+        if args.get("resumeData") is not None:
+            raise ValueError(
+                f"workflow-{name}: resumeData: resuming a suspended workflow through a tool call is not "
+                "available yet (resume it with workflow.create_run(run_id=...))"
+            )
         try:
             wf_run = await workflow.create_run(clock=run.clock, sleep=run.sleep)
+            # checked first, as Mastra's start() throws for it: the tool fails, nothing streams
+            wf_run.check_input(args.get("inputData"))
             output = wf_run.stream(input_data=args.get("inputData"), initial_state=args.get("initialState"))
         except Exception as exc:
             raise WorkflowToolError(f"[Agent:{parent.name}] - Failed workflow tool execution: {exc}") from exc

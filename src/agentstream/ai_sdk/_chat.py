@@ -294,9 +294,9 @@ async def handle_chat_stream(
     ``start`` message id). ``default_options`` are agent options under the request's; the
     ``experimental_transform`` (or the one in ``default_options``) reshapes the chunks before
     conversion. ``abort_signal`` aborts the run; closing the returned stream stops it too.
-    ``include_sub_agent_metadata`` streams the progress of sub-agents and workflows run as tools
-    (``data-tool-agent`` / ``data-tool-workflow`` parts); off by default, as in Mastra's
-    ``handleChatStream``.
+    ``include_sub_agent_metadata`` streams the progress of sub-agents run as tools
+    (``data-tool-agent`` parts); off by default, as in Mastra's ``handleChatStream``. Workflows run
+    as tools always stream ``data-tool-workflow`` parts, as in Mastra.
 
     A follow-up answers a suspended run instead of starting one: ``resumeData`` + ``runId``
     (+ ``toolCallId``) in the body, or (``version`` v6/v7) ``approval-responded`` tool parts on the

@@ -627,9 +627,12 @@ class UIChunkConverter:
             if self.include_sub_agent_metadata:
                 return self._sub_agent(leaf, ancestry)
             return None
-        if origin == "WORKFLOW" and self.include_sub_agent_metadata:
+        if origin == "WORKFLOW":
+            # whatever include_sub_agent_metadata says: in @mastra/ai-sdk that option governs the
+            # sub-agent parts only; a workflow tool's tool-output always becomes data-tool-workflow
+            # (client-sdks/ai-sdk/src/transformers.ts, the tool-workflow branch)
             return self._sub_workflow(leaf)
-        if origin in ("WORKFLOW", "NETWORK"):
+        if origin == "NETWORK":
             return None
         leaf_type = leaf.get("type")
         if isinstance(leaf_type, str) and leaf_type.startswith("data-"):

@@ -158,8 +158,8 @@ def chat_route(
     ``allow_system_messages``. A W3C ``traceparent`` header makes the run's span (when traced, see
     ``agentstream.tracing``) a child of the caller's. A refused or malformed request gets 4xx JSON and an unknown agent a
     404, ``{"error": {"name", "message", "path"?}}``; everything else streams.
-    ``include_sub_agent_metadata`` adds the live progress of sub-agents and workflows run as tools
-    (``data-tool-agent`` / ``data-tool-workflow`` parts). With a ``stream_store`` (see
+    ``include_sub_agent_metadata`` adds the live progress of sub-agents run as tools
+    (``data-tool-agent`` parts; workflows run as tools always give ``data-tool-workflow``). With a ``stream_store`` (see
     `resume_route`), a request with a chat ``id`` is recorded there and runs to its end even if
     the client goes away, so ``useChat({resume: true})`` can pick it up again.
 

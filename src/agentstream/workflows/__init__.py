@@ -7,7 +7,6 @@ from __future__ import annotations
 from ._checkpoint import Checkpoint, RecordedStepError, Slot, StepRecord
 from ._errors import (
     StepInputValidationError,
-    StepOutputValidationError,
     WorkflowDefinitionError,
     WorkflowError,
     WorkflowInputValidationError,
@@ -29,7 +28,6 @@ __all__ = [
     "StepContext",
     "StepExecute",
     "StepInputValidationError",
-    "StepOutputValidationError",
     "StepRecord",
     "StepWriter",
     "Workflow",

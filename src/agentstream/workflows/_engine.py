@@ -4,15 +4,14 @@ run's state (step records, execution path, suspension points) as JSON-ready data
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from .._abort import AbortError, AbortSignal, until_aborted
+from ..agent import Tripwire
 from ..chunks import (
     UNSET,
     Chunk,
@@ -20,22 +19,20 @@ from ..chunks import (
     WorkflowCanceled,
     WorkflowStepFinish,
     WorkflowStepFinishPayload,
-    WorkflowStepProgress,
-    WorkflowStepProgressPayload,
     WorkflowStepResult,
     WorkflowStepResultPayload,
     WorkflowStepStart,
     WorkflowStepStartPayload,
     WorkflowStepSuspended,
     WorkflowStepSuspendedPayload,
-    WorkflowStepWaiting,
-    WorkflowStepWaitingPayload,
     to_jsonable,
 )
 from ..tools import validate_value
 from ..tracing import workflow_run_span, workflow_step_span
 from ._checkpoint import Checkpoint, Slot, record_outcome, replay_outcome
-from ._errors import StepInputValidationError, StepOutputValidationError, WorkflowError, _Bail, _Suspend
+from ._errors import StepInputValidationError, WorkflowError, _Bail, _Suspend, error_json
+from ._flow import ROUTE, InOrder, Outcome, Resume, RunEnd, Stop
+from ._iterate import run_foreach, run_sleep
 from ._step import Step, StepContext, StepWriter, call
 from ._workflow import (
     BranchEntry,
@@ -43,7 +40,6 @@ from ._workflow import (
     ForeachEntry,
     LoopEntry,
     ParallelEntry,
-    SleepEntry,
     StepEntry,
     Workflow,
 )
@@ -51,91 +47,6 @@ from ._workflow import (
 __all__ = ["Execution", "Resume", "RunEnd"]
 
 log = logging.getLogger("agentstream.workflows")
-
-
-@dataclass
-class Resume:
-    """Where a resumed run picks up: the suspended step, its data, and the entry it sits in."""
-
-    step_id: str
-    data: Any
-    entry_index: int
-
-
-@dataclass
-class RunEnd:
-    """How the walk ended: ``status`` and the result, error, or suspension points."""
-
-    status: str
-    result: Any = UNSET
-    error: BaseException | None = None
-    suspended: dict[str, list[int]] = field(default_factory=dict)
-
-
-# A durable run's concurrent steps (parallel, foreach items) send their chunks through an `_InOrder`
-# of their own: (the execution, the step's emit), per task.
-_ROUTE: contextvars.ContextVar[tuple[Any, Callable[[Chunk], None]] | None] = contextvars.ContextVar(
-    "agentstream_workflow_route", default=None
-)
-
-
-class _InOrder:
-    """Chunks of concurrent steps in step order: the first unfinished one streams live, the others'
-    wait until it finishes. A checkpointed run needs this: a re-run must emit the same chunk
-    sequence, and finishing order is timing (a replayed step finishes at once)."""
-
-    def __init__(self, emit: Callable[[Chunk], None], count: int) -> None:
-        self._emit = emit
-        self._buffers: list[list[Chunk]] = [[] for _ in range(count)]
-        self._done = [False] * count
-        self._head = 0
-
-    def emitter(self, index: int) -> Callable[[Chunk], None]:
-        def emit(chunk: Chunk) -> None:
-            if index == self._head:
-                self._emit(chunk)
-            else:
-                self._buffers[index].append(chunk)
-
-        return emit
-
-    def finish(self, index: int) -> None:
-        self._done[index] = True
-        while self._head < len(self._done) and self._done[self._head]:
-            self._head += 1
-            if self._head < len(self._done):
-                for chunk in self._buffers[self._head]:
-                    self._emit(chunk)
-                self._buffers[self._head].clear()
-
-    async def run(self, execution: Any, index: int, job: Awaitable[Any]) -> Any:
-        """Await ``job`` (in its own task) with its chunks routed through slot ``index``."""
-        token = _ROUTE.set((execution, self.emitter(index)))
-        try:
-            return await job
-        finally:
-            _ROUTE.reset(token)
-            self.finish(index)
-
-
-class _Outcome:
-    __slots__ = ("kind", "value")
-
-    def __init__(self, kind: str, value: Any) -> None:
-        self.kind = kind  # success | failed | suspended | bailed
-        self.value = value
-
-
-class _Stop(Exception):
-    """Ends the walk early with a `RunEnd`."""
-
-    def __init__(self, end: RunEnd) -> None:
-        super().__init__(end.status)
-        self.end = end
-
-
-def _noop(_context: StepContext) -> None:
-    return None
 
 
 def _now_ms() -> float:
@@ -186,7 +97,7 @@ class Execution:
         self._current_emit()(chunk)
 
     def _current_emit(self) -> Callable[[Chunk], None]:
-        route = _ROUTE.get()
+        route = ROUTE.get()
         return route[1] if route is not None and route[0] is self else self.emit
 
     # ------------------------------------------------------------------------------ snapshots
@@ -240,7 +151,7 @@ class Execution:
                 prev = await self._entry(index, entries[index], prev, resume if index == start else None)
                 if self.signal.aborted:
                     return self._canceled()
-        except _Stop as stop:
+        except Stop as stop:
             if stop.end.status == "failed" and self.signal.aborted:
                 return self._canceled()  # the step failed because of the cancel (as fetch does)
             return stop.end
@@ -279,35 +190,37 @@ class Execution:
         if isinstance(entry, LoopEntry):
             return await self._loop(index, entry, prev, resume)
         if isinstance(entry, ForeachEntry):
-            return await self._foreach(entry, prev)
-        return await self._sleep(entry, prev)
+            return await run_foreach(self, entry, prev)
+        return await run_sleep(self, entry, prev)
 
-    def _settle(self, index: int, outcomes: list[tuple[Step, _Outcome]]) -> Any:
-        """An entry's output, or a `_Stop` for a failed, suspended or bailed step."""
+    def _settle(self, index: int, outcomes: list[tuple[Step, Outcome]]) -> Any:
+        """An entry's output, or a `Stop` for a failed, suspended or bailed step."""
         for _, outcome in outcomes:
             if outcome.kind == "failed":
-                raise _Stop(RunEnd("failed", error=outcome.value))
+                # a guardrail's tripwire ends the run as "tripwire" (Mastra's fmtReturnValue, default.ts)
+                status = "tripwire" if isinstance(outcome.value, Tripwire) else "failed"
+                raise Stop(RunEnd(status, error=outcome.value))
         suspended = [s for s, o in outcomes if o.kind == "suspended"]
         if suspended:
             for step in suspended:
                 self.suspended[step.id] = [index]
-            raise _Stop(RunEnd("suspended", suspended={s.id: [index] for s in suspended}))
+            raise Stop(RunEnd("suspended", suspended={s.id: [index] for s in suspended}))
         for _, outcome in outcomes:
             if outcome.kind == "bailed":
-                raise _Stop(RunEnd("success", result=outcome.value))
+                raise Stop(RunEnd("success", result=outcome.value))
         if len(outcomes) == 1 and not isinstance(self.workflow.entries[index], (ParallelEntry, BranchEntry)):
             return outcomes[0][1].value
         return {s.id: o.value for s, o in outcomes}
 
     async def _group(self, index: int, steps: list[Step], prev: Any, resume: Resume | None) -> Any:
         jobs: list[tuple[Step, Any]] = []
-        done: dict[str, _Outcome] = {}
+        done: dict[str, Outcome] = {}
         for step in steps:
             record = self.records.get(step.id) if resume is not None else None
             if record is not None and record.get("status") == "success":
-                done[step.id] = _Outcome("success", record.get("output"))
+                done[step.id] = Outcome("success", record.get("output"))
             elif record is not None and record.get("status") == "suspended" and step.id != resume.step_id:  # type: ignore[union-attr]
-                done[step.id] = _Outcome("suspended", record.get("suspendPayload"))
+                done[step.id] = Outcome("suspended", record.get("suspendPayload"))
             else:
                 jobs.append(
                     (
@@ -321,7 +234,7 @@ class Execution:
             step, started = jobs[0]
             done[step.id] = await self._finish(step, started)
         elif jobs:
-            order = None if self.checkpoint is None else _InOrder(self._current_emit(), len(jobs))
+            order = None if self.checkpoint is None else InOrder(self._current_emit(), len(jobs))
             try:
                 results = await asyncio.gather(
                     *(
@@ -334,7 +247,7 @@ class Execution:
             except asyncio.CancelledError:
                 if not self._take_interruption():
                     raise
-                raise _Stop(RunEnd("failed", error=AbortError(self.signal.reason))) from None
+                raise Stop(RunEnd("failed", error=AbortError(self.signal.reason))) from None
             for (step, _), outcome in zip(jobs, results, strict=True):
                 done[step.id] = outcome
         return self._settle(index, [(s, done[s.id]) for s in steps])
@@ -373,6 +286,8 @@ class Execution:
             _results=self.output_of,
             _state=self.state,
             _suspend_schema=step.suspend_schema,
+            _clock=self.clock,
+            _sleep=self.sleep,
             **extra,
         )
 
@@ -384,7 +299,7 @@ class Execution:
         resume: Resume | None = None,
         in_path: bool = True,
         metadata: dict[str, Any] | None = None,
-    ) -> _Outcome:
+    ) -> Outcome:
         started = self._begin(step, input_data, resume=resume, metadata=metadata)
         return await self._finish(step, started)
 
@@ -395,10 +310,13 @@ class Execution:
         *,
         resume: Resume | None = None,
         metadata: dict[str, Any] | None = None,
-    ) -> tuple[str, dict[str, Any], Any, Any, Slot | None]:
+        call_id: str | None = "",
+    ) -> tuple[str | None, dict[str, Any], Any, Any, Slot | None]:
         """Record and announce the step (`workflow-step-start`); returns what `_finish` needs (with
-        the step's checkpoint slot, taken here: steps are announced in the same order every time)."""
-        call_id = str(uuid.uuid4())
+        the step's checkpoint slot, taken here: steps are announced in the same order every time).
+        ``call_id=None``: the start has no ``stepCallId`` (a foreach's, as Mastra's)."""
+        if call_id == "":
+            call_id = str(uuid.uuid4())
         suspend_data = None
         if resume is not None:
             old = self.records.get(step.id, {})
@@ -437,8 +355,8 @@ class Execution:
         return None if self.checkpoint is None else self.checkpoint.reserve(f"workflow-step {step.id}")
 
     async def _finish(
-        self, step: Step, started: tuple[str, dict[str, Any], Any, Any, Slot | None]
-    ) -> _Outcome:
+        self, step: Step, started: tuple[str | None, dict[str, Any], Any, Any, Slot | None]
+    ) -> Outcome:
         call_id, record, resume_data, suspend_data, slot = started
         try:
             with workflow_step_span(
@@ -450,12 +368,12 @@ class Execution:
         except _Bail as bail:
             result = to_jsonable(bail.result)
             self._succeeded(step, call_id, record, result, shown_status="bailed")
-            return _Outcome("bailed", result)
+            return Outcome("bailed", result)
         except Exception as exc:
             self._failed(step, call_id, record, exc)
-            return _Outcome("failed", exc)
+            return Outcome("failed", exc)
         self._succeeded(step, call_id, record, output)
-        return _Outcome("success", output)
+        return Outcome("success", output)
 
     async def _run_body(
         self, slot: Slot | None, step: Step, input_data: Any, resume_data: Any, suspend_data: Any
@@ -508,11 +426,9 @@ class Execution:
                 attempt += 1
                 if retry.delay:
                     await until_aborted(self.sleep(retry.delay / 1000.0), self.signal)
-        if step.output_schema is not None:
-            checked = validate_value(step.output_schema, value)
-            if not checked.ok:
-                raise StepOutputValidationError(step.id, checked.issues)
-            value = checked.value
+        # What a step returns is not checked against its output_schema, as in Mastra (the recording
+        # invalid-step-output: the next step's input check names the field); a workflow's schemas
+        # chain, so the mistake surfaces at the next step whose input_schema reads it.
         return to_jsonable(value)
 
     async def _guarded(self, step: Step, context: StepContext) -> Any:
@@ -537,16 +453,24 @@ class Execution:
     # ------------------------------------------------------------------------------ outcomes
 
     def _result_payload(
-        self, step: Step, call_id: str, record: dict[str, Any], status: str
+        self, step: Step, call_id: str | None, record: dict[str, Any], status: str
     ) -> WorkflowStepResultPayload:
-        extra = {k: v for k, v in record.items() if k in ("startedAt", "metadata", "resumedAt", "endedAt")}
+        # A foreach's result (no call id) is Mastra's bare one: no payload, no startedAt
+        # (packages/core/src/workflows/handlers/control-flow.ts, executeForeach).
+        shown = (
+            ("metadata", "resumedAt", "endedAt")
+            if call_id is None
+            else ("startedAt", "metadata", "resumedAt", "endedAt")
+        )
+        extra = {k: v for k, v in record.items() if k in shown}
         if "error" in record:
-            extra["error"] = to_jsonable(self.errors.get(step.id, record["error"]))
+            extra["error"] = error_json(self.errors.get(step.id, record["error"]))
         return WorkflowStepResultPayload(
+            tripwire=record.get("tripwire"),
             step_name=step.id,
             id=step.id,
             step_call_id=call_id,
-            payload=record["payload"],
+            payload=record["payload"] if call_id is not None else UNSET,
             status=status,
             resume_payload=record.get("resumePayload", UNSET),
             output=record.get("output", UNSET),
@@ -554,24 +478,31 @@ class Execution:
         )
 
     def _succeeded(
-        self, step: Step, call_id: str, record: dict[str, Any], output: Any, shown_status: str = "success"
+        self,
+        step: Step,
+        call_id: str | None,
+        record: dict[str, Any],
+        output: Any,
+        shown_status: str = "success",
     ) -> None:
         record["status"] = "success"
         record["output"] = output
         record["endedAt"] = int(self.clock())
         self._announce_result(step, call_id, record, shown_status)
 
-    def _failed(self, step: Step, call_id: str, record: dict[str, Any], error: BaseException) -> None:
+    def _failed(self, step: Step, call_id: str | None, record: dict[str, Any], error: BaseException) -> None:
         record["status"] = "failed"
         record["error"] = error
         record["endedAt"] = int(self.clock())
+        if isinstance(error, Tripwire):
+            record["tripwire"] = error.data()  # the step failure keeps it (default.ts, executeStepWithRetry)
         self.errors[step.id] = error
         log.error(
             "Error executing step workflow.%s.step.%s: %s", self.workflow.id, step.id, error, exc_info=error
         )
         self._announce_result(step, call_id, record, "failed")
 
-    def _announce_result(self, step: Step, call_id: str, record: dict[str, Any], status: str) -> None:
+    def _announce_result(self, step: Step, call_id: str | None, record: dict[str, Any], status: str) -> None:
         self._emit(
             WorkflowStepResult(
                 run_id=self.run_id,
@@ -587,7 +518,7 @@ class Execution:
             )
         )
 
-    def _suspended(self, step: Step, call_id: str, record: dict[str, Any], payload: Any) -> _Outcome:
+    def _suspended(self, step: Step, call_id: str | None, record: dict[str, Any], payload: Any) -> Outcome:
         payload = to_jsonable(payload)
         record.pop("resumePayload", None)
         record.pop("resumedAt", None)
@@ -604,136 +535,12 @@ class Execution:
                     payload=record["payload"],
                     status="suspended",
                     suspend_payload=payload,
-                    extra={"stepName": step.id, "stepCallId": call_id, **extra},
+                    extra={
+                        "stepName": step.id,
+                        **({} if call_id is None else {"stepCallId": call_id}),
+                        **extra,
+                    },
                 ),
             )
         )
-        return _Outcome("suspended", payload)
-
-    # ------------------------------------------------------------------------------ foreach, sleep
-
-    async def _foreach(self, entry: ForeachEntry, items: Any) -> Any:
-        step = entry.step
-        if not isinstance(items, list):
-            error = WorkflowError(
-                f"foreach({step.id!r}): the previous step's output must be a list, got {type(items).__name__}"
-            )
-            started = self._begin(step, items)
-            self._failed(step, started[0], started[1], error)
-            raise _Stop(RunEnd("failed", error=error))
-        call_id, record, _, _, _ = self._begin(step, items)
-        # Every item's slot up front: items start in completion order, which a re-run does not repeat.
-        slots = [self._reserve(step) for _ in items]
-        results: list[Any] = [None] * len(items)
-        completed = 0
-        next_index = 0
-        failure: list[BaseException] = []
-
-        order = None if self.checkpoint is None else _InOrder(self._current_emit(), len(items))
-
-        async def worker() -> None:
-            nonlocal next_index
-            while next_index < len(items) and not failure and not self.signal.aborted:
-                i = next_index
-                next_index += 1
-                await (item(i) if order is None else order.run(self, i, item(i)))
-
-        async def item(i: int) -> None:
-            nonlocal completed
-            try:
-                results[i] = await self._run_body(slots[i], step, items[i], None, None)
-            except _Suspend:
-                failure.append(
-                    WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported")
-                )
-            except _Bail as bail:
-                results[i] = to_jsonable(bail.result)
-            except Exception as exc:
-                failure.append(exc)
-            completed += 1
-            status: Literal["success", "failed"] = "failed" if failure else "success"
-            self._emit(
-                WorkflowStepProgress(
-                    run_id=self.run_id,
-                    from_=ChunkFrom.WORKFLOW,
-                    payload=WorkflowStepProgressPayload(
-                        id=step.id,
-                        completed_count=completed,
-                        total_count=len(items),
-                        current_index=i,
-                        iteration_status=status,
-                        iteration_output=results[i] if status == "success" else UNSET,
-                    ),
-                )
-            )
-
-        try:
-            async with asyncio.TaskGroup() as group:
-                for _ in range(min(entry.concurrency, max(len(items), 1))):
-                    group.create_task(worker())
-        except asyncio.CancelledError:
-            if not self._take_interruption():
-                raise
-        if self.signal.aborted and completed < len(items) and not failure:
-            failure.append(AbortError(self.signal.reason))
-        if failure:
-            self._failed(step, call_id, record, failure[0])
-            raise _Stop(RunEnd("failed", error=failure[0]))
-        self._succeeded(step, call_id, record, results)
-        return results
-
-    async def _sleep(self, entry: SleepEntry, prev: Any) -> Any:
-        started = int(self.clock())
-        self._emit(
-            WorkflowStepWaiting(
-                run_id=self.run_id,
-                from_=ChunkFrom.WORKFLOW,
-                payload=WorkflowStepWaitingPayload(
-                    id=entry.id,
-                    payload=prev if isinstance(prev, dict) else {"value": prev},
-                    started_at=started,
-                    status="waiting",
-                ),
-            )
-        )
-        ms: float
-        if entry.fn is not None:
-            value = await call(entry.fn, self._context(Step(id=entry.id, execute=_noop), prev))
-            if isinstance(value, datetime):
-                ms = (value.timestamp() * 1000.0) - self.clock()
-            else:
-                ms = float(value)
-        elif entry.until is not None:
-            ms = (entry.until.timestamp() * 1000.0) - self.clock()
-        else:
-            ms = entry.ms or 0.0
-        # A durable run always takes its sleep slot: a re-run computes a shorter wait from the clock.
-        if ms > 0 or self.checkpoint is not None:
-            sleep = self.sleep if self.checkpoint is None else self.checkpoint.sleep
-            try:
-                await until_aborted(sleep(max(ms, 0.0) / 1000.0), self.signal)
-            except AbortError:
-                pass
-        record = {
-            "payload": prev,
-            "startedAt": started,
-            "status": "success",
-            "output": prev,
-            "endedAt": int(self.clock()),
-        }
-        self.records[entry.id] = record
-        self._emit(
-            WorkflowStepResult(
-                run_id=self.run_id,
-                from_=ChunkFrom.WORKFLOW,
-                payload=WorkflowStepResultPayload(
-                    step_name=entry.id,
-                    id=entry.id,
-                    payload=prev,
-                    status="success",
-                    output=prev,
-                    extra={"startedAt": started, "endedAt": record["endedAt"]},
-                ),
-            )
-        )
-        return prev
+        return Outcome("suspended", payload)

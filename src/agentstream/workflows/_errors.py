@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..chunks import error_to_dict
 from ..tools import SchemaIssue, format_issues
 
 __all__ = [
     "StepInputValidationError",
-    "StepOutputValidationError",
     "WorkflowDefinitionError",
     "WorkflowError",
     "WorkflowInputValidationError",
@@ -20,26 +20,67 @@ class WorkflowError(Exception):
     """Base of the workflow layer's errors."""
 
 
+class MastraShapedError(WorkflowError):
+    """An error Mastra raises as a ``MastraError``: ``details`` holds its ``domain``, ``category``,
+    ``code``, ``details`` and ``cause``. Mastra shows it two ways (the recording invalid-step-output):
+    serialised (``toJSON``: chunks, a result's ``error``) without ``name``, and as the Error object
+    itself (a result's ``steps``) with ``name`` and its ``id`` in place of ``code``."""
+
+    name = "Error"
+    details: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        """``MastraError.toJSON()``: ``{message, domain, category, code, details, cause?}``."""
+        return {"message": str(self), **self.details}
+
+    def instance_json(self) -> dict[str, Any]:
+        """The Error object's own fields: ``{name, message, id, domain, category, details, cause?}``."""
+        fields = {k: v for k, v in self.details.items() if k != "code"}
+        return {"name": self.name, "message": str(self), "id": self.details["code"], **fields}
+
+
+def error_json(error: BaseException) -> dict[str, Any]:
+    """An error as Mastra serialises it in chunks and a result's ``error``."""
+    if isinstance(error, MastraShapedError):
+        return error.to_json()
+    return error_to_dict(error)
+
+
+def error_instance_json(error: BaseException) -> dict[str, Any]:
+    """An error as a result's ``steps`` shows it (the Error object)."""
+    if isinstance(error, MastraShapedError):
+        return error.instance_json()
+    return error_to_dict(error)
+
+
 class WorkflowDefinitionError(WorkflowError, ValueError):
     """A workflow or step is built wrongly (duplicate step id, no steps, not committed, ...)."""
 
 
-class WorkflowInputValidationError(WorkflowError, ValueError):
+class WorkflowInputValidationError(MastraShapedError, ValueError):
     """The input given to `run.stream()` / `run.start()` does not match the workflow's `input_schema`.
 
-    Raised before the run starts; the message names each offending field (`- value: Invalid input:
-    expected number, received string`) and `issues` holds them.
+    Nothing runs: `run.start()` raises it, `run.stream()` ends failed with it (as Mastra's
+    ``#validateSchema``: a ``MastraError`` ``WORKFLOW_SCHEMA_VALIDATION_FAILED``, category ``USER``). The
+    message names each offending field (``Invalid input data: \n- value: Invalid input: expected
+    number, received string``), `issues` holds them and `workflow_id` names the workflow.
     """
 
     def __init__(self, workflow_id: str, issues: tuple[SchemaIssue, ...]) -> None:
-        super().__init__(f"Invalid input for workflow {workflow_id!r}: \n{format_issues(issues)}")
+        super().__init__(f"Invalid input data: \n{format_issues(issues)}")
+        self.workflow_id = workflow_id
         self.issues = issues
+        self.details: dict[str, Any] = {
+            "domain": "MASTRA_WORKFLOW",
+            "category": "USER",
+            "code": "WORKFLOW_SCHEMA_VALIDATION_FAILED",
+            "details": {},
+        }
 
 
-class _ValidationFailure(WorkflowError):
+class _ValidationFailure(MastraShapedError):
     """A step's data failed its schema: Mastra's `MastraError` shape (`domain`, `category`, `code`)."""
 
-    name = "Error"
     _what = ""
     code = ""
 
@@ -68,13 +109,6 @@ class StepInputValidationError(_ValidationFailure):
 
     _what = "input"
     code = "WORKFLOW_STEP_INPUT_VALIDATION_FAILED"
-
-
-class StepOutputValidationError(_ValidationFailure):
-    """What a step returned does not match its `output_schema` (the step fails)."""
-
-    _what = "output"
-    code = "WORKFLOW_STEP_OUTPUT_VALIDATION_FAILED"
 
 
 class StepSuspendValidationError(_ValidationFailure):

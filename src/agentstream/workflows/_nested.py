@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
-from ..chunks import WorkflowFinish, WorkflowStart
+from ..chunks import Chunk, WorkflowCanceled, WorkflowFinish, WorkflowStart, chunk_to_dict, decode_chunk
 from ._errors import WorkflowError
 from ._step import Step, StepContext
 
@@ -23,8 +23,8 @@ META = "__workflow_meta"
 def nested_step(workflow: Workflow) -> Step:
     """A `Step` that runs `workflow` to its end as one step of the parent run.
 
-    The child's chunks (other than its own start and finish) are forwarded as the parent step's
-    ``workflow-step-output``; the parent's cancellation cancels the child; the child starts with the
+    The child's steps stream as steps of the parent run, as Mastra's do (see `_restamped`); the
+    parent's cancellation cancels the child; the child starts with the
     parent's state and its state at the end becomes the parent's. A child that fails makes the
     step fail with its error. A child that suspends suspends the step, with the child's suspend
     payload plus ``__workflow_meta: {runId, path}`` (as Mastra); resuming the step resumes the
@@ -34,10 +34,12 @@ def nested_step(workflow: Workflow) -> Step:
 
     async def execute(context: StepContext) -> Any:
         meta = _suspended_child(context.suspend_data)
+        # the child keeps the parent's clock and sleep (a test's frozen clock, a durable run's timers)
+        clock, sleep = context._clock, context._sleep
         if meta is not None:
-            run = await workflow.create_run(meta["runId"])
+            run = await workflow.create_run(meta["runId"], clock=clock, sleep=sleep)
         else:
-            run = workflow._fresh_run(f"{context.run_id}.{workflow.id}")
+            run = workflow._fresh_run(f"{context.run_id}.{workflow.id}", clock=clock, sleep=sleep)
         remove = context.abort_signal.add_listener(lambda _reason: _cancel_soon(run))
         try:
             if meta is not None:
@@ -46,16 +48,16 @@ def nested_step(workflow: Workflow) -> Step:
                 # The child starts from the parent's state and hands its own back, as in Mastra.
                 output = run.stream(input_data=context.input_data, initial_state=context.state)
             async for chunk in output.full_stream:
-                if not isinstance(chunk, (WorkflowStart, WorkflowFinish)):
-                    context.writer.write(chunk)
+                if not isinstance(chunk, (WorkflowStart, WorkflowFinish, WorkflowCanceled)):
+                    context.writer._relay(_restamped(chunk, workflow.id, context.run_id))
             result = await output.result
         finally:
             remove()
         context.set_state(run._execution.state[0])
         if result.status == "success":
             return result.result
-        if result.status == "failed" and result.error is not None:
-            raise result.error
+        if result.status in ("failed", "tripwire") and result.error is not None:
+            raise result.error  # a tripwire stays one: the parent run ends "tripwire" too
         if result.status == "suspended" and result.suspended:
             path = result.suspended[0]
             payload = result.suspend_payload.get(path[0])
@@ -73,6 +75,40 @@ def nested_step(workflow: Workflow) -> Step:
         workflow=workflow,
     )
     return step
+
+
+# The chunks of a nested run's steps: they show in the outer run under the nested step's id.
+_STEP_EVENTS = frozenset(
+    {
+        "workflow-step-start",
+        "workflow-step-result",
+        "workflow-step-suspended",
+        "workflow-step-waiting",
+        "workflow-step-progress",
+        "workflow-step-finish",
+    }
+)
+
+
+def _restamped(chunk: Chunk, step_id: str, run_id: str) -> Chunk:
+    """A chunk of the nested run as a chunk of the outer one (Mastra's nested-watch relay,
+    packages/core/src/workflows/workflow.ts, Workflow.execute): the outer ``runId``; a step event's
+    ``id`` (and so its ``stepName``) prefixed ``{nested step id}.``; a ``writer.write`` output keeps
+    the inner step's name; ``data-*`` chunks go to the top level as they are."""
+    data = chunk_to_dict(chunk)
+    if "runId" in data:
+        data["runId"] = run_id
+    payload = data.get("payload")
+    if isinstance(payload, dict):
+        payload = dict(payload)
+        if data.get("type") in _STEP_EVENTS and isinstance(payload.get("id"), str):
+            payload["id"] = f"{step_id}.{payload['id']}"
+            if "stepName" in payload or data["type"] != "workflow-step-finish":
+                payload["stepName"] = payload["id"]
+        elif data.get("type") == "workflow-step-output" and "runId" in payload:
+            payload["runId"] = run_id
+        data["payload"] = payload
+    return decode_chunk(data, unknown="keep")
 
 
 _PENDING: set[asyncio.Task[Any]] = set()

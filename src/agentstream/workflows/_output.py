@@ -22,11 +22,11 @@ from ..chunks import (
     WorkflowStepOutput,
     WorkflowStepResult,
     WorkflowStepSuspended,
-    error_to_dict,
     to_jsonable,
     zero_workflow_usage,
 )
 from ..stream import ChunkLog, ChunkStream, Delayed
+from ._errors import error_instance_json, error_json
 
 __all__ = ["WorkflowResult", "WorkflowRunOutput", "WorkflowRunStatus"]
 
@@ -49,22 +49,32 @@ class WorkflowResult:
     error: BaseException | None = None
     suspended: list[list[str]] = field(default_factory=list)
     suspend_payload: dict[str, Any] = field(default_factory=dict)
+    tripwire: dict[str, Any] | None = None
+    """``{reason, retry?, metadata?, processorId?}`` of the guardrail that ended a ``tripwire`` run."""
 
     def to_dict(self) -> dict[str, Any]:
         """Mastra's JSON: ``{status, steps, input, stepExecutionPath, result | error | suspended..., runId}``."""
+        steps = {
+            k: {**v, "error": error_instance_json(v["error"])}
+            if isinstance(v, dict) and isinstance(v.get("error"), BaseException)
+            else v
+            for k, v in self.steps.items()
+        }
         out: dict[str, Any] = {
             "status": self.status,
-            "steps": to_jsonable(self.steps),
+            "steps": to_jsonable(steps),
             "input": self.input,
             "stepExecutionPath": list(self.step_execution_path),
         }
         if self.status == "success":
             out["result"] = self.result
         elif self.status == "failed" and self.error is not None:
-            out["error"] = error_to_dict(self.error)
+            out["error"] = error_json(self.error)
         elif self.status == "suspended":
             out["suspended"] = [list(p) for p in self.suspended]
             out["suspendPayload"] = dict(self.suspend_payload)
+        elif self.status == "tripwire" and self.tripwire is not None:
+            out["tripwire"] = dict(self.tripwire)
         out["runId"] = self.run_id
         return out
 
@@ -193,7 +203,7 @@ class WorkflowRunOutput(ChunkLog):
             self._status = "failed"
         metadata: dict[str, Any] = {}
         if error is not None:
-            metadata = {"error": error_to_dict(error), "errorMessage": str(error)}
+            metadata = {"error": error_json(error), "errorMessage": str(error)}
         finish = WorkflowFinishPayload(
             workflow_status=self._status,
             metadata=metadata,

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController
+from ..agent import Tripwire
 from ..chunks import Chunk, error_to_dict, to_jsonable
 from ..tools import validate_value
 from ._checkpoint import Checkpoint
@@ -205,8 +206,9 @@ class Run:
     def stream(self, *, input_data: Any = None, initial_state: Any = None) -> WorkflowRunOutput:
         """Start the run (Mastra's ``run.stream({inputData})``) and return its `WorkflowRunOutput`.
 
-        Raises `WorkflowInputValidationError` (naming the field) if `input_data` does not match the
-        workflow's `input_schema`.
+        Input that does not match the workflow's `input_schema` runs nothing: the stream is
+        ``workflow-start`` then ``workflow-finish`` (failed, the `WorkflowInputValidationError` naming
+        the field in its metadata), ``result`` raises that error, ``status`` is ``failed``.
         """
         if self._output is not None and self._status != "pending":
             return self._output
@@ -214,7 +216,15 @@ class Run:
             raise WorkflowError(
                 f"run {self.run_id!r} of workflow {self.workflow_id!r} has already run ({self._status})"
             )
-        input_data = self.check_input(input_data)
+        try:
+            input_data = self.check_input(input_data)
+        except WorkflowInputValidationError as exc:
+            # Mastra's stream rejects the result and closes with the error in the finish's metadata
+            # (packages/core/src/stream/RunOutput.ts, rejectResults / close).
+            output = self._open()
+            self._status = "failed"
+            output.close(None, exc)
+            return output
         self._execution.state[0] = initial_state
         output = self._open()
         execution = self._execution
@@ -240,7 +250,10 @@ class Run:
         return to_jsonable(outcome.value)
 
     async def start(self, *, input_data: Any = None, initial_state: Any = None) -> WorkflowResult:
-        """Run to the end (or a suspension) and return the `WorkflowResult` (Mastra's ``run.start``)."""
+        """Run to the end (or a suspension) and return the `WorkflowResult` (Mastra's ``run.start``).
+
+        Raises `WorkflowInputValidationError` for input that does not match the `input_schema` (as
+        Mastra's ``start`` throws its ``WORKFLOW_SCHEMA_VALIDATION_FAILED`` error)."""
         return await self.stream(input_data=input_data, initial_state=initial_state).result
 
     def _open(self) -> WorkflowRunOutput:
@@ -425,6 +438,7 @@ class Run:
                 nested_path(s, execution.records.get(s, {}).get("suspendPayload")) for s in end.suspended
             ],
             suspend_payload={s: execution.records.get(s, {}).get("suspendPayload") for s in end.suspended},
+            tripwire=end.error.data() if isinstance(end.error, Tripwire) else None,
         )
 
     def abort(self) -> None:

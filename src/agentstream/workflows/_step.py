@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 from .._abort import AbortSignal
-from ..agent import Agent
+from ..agent import Agent, Tripwire
 from ..chunks import (
+    UNSET,
     BaseChunk,
     Chunk,
     ChunkFrom,
@@ -20,6 +21,7 @@ from ..chunks import (
     WorkflowStepOutputPayload,
     chunk_to_dict,
 )
+from ..chunks import Tripwire as TripwireChunk
 from ..tools import Schema, Tool, ToolContext, ToolWriter, json_schema_of, validate_value
 from ._errors import StepSuspendValidationError, WorkflowDefinitionError, _Bail, _Suspend
 
@@ -62,6 +64,10 @@ class StepWriter:
                 ),
             )
         )
+
+    def _relay(self, chunk: Chunk) -> None:
+        """Emit `chunk` as it is, as a chunk of this run (a nested workflow's, already restamped)."""
+        self._emit(chunk)
 
     def custom(self, chunk: DataChunk | Mapping[str, Any]) -> None:
         """Stream a `data-*` chunk (a `DataChunk` or its dict `{type: 'data-x', data, id?, transient?}`)."""
@@ -112,6 +118,9 @@ class StepContext:
     _results: Callable[[str], Any] = field(default=lambda _id: None, repr=False)
     _state: list[Any] = field(default_factory=lambda: [None], repr=False)
     _suspend_schema: Schema | None = field(default=None, repr=False)
+    _clock: Callable[[], float] | None = field(default=None, repr=False)
+    _sleep: Callable[[float], Any] | None = field(default=None, repr=False)
+    """The run's injected clock and sleep, which a nested workflow's run keeps."""
 
     def get_init_data(self) -> Any:
         """The workflow run's input data."""
@@ -282,6 +291,16 @@ def _agent_step(agent: Agent, *, structured_output: Any = None, **agent_options:
             if type(chunk) is TextDelta:
                 texts.append(chunk.payload.text)
             context.writer.write(chunk)
+            if type(chunk) is TripwireChunk:
+                # Mastra's agent step (workflows/workflow.ts, createStepFromAgent): the tripwire is
+                # forwarded, then the step fails with it and the run ends with status "tripwire"
+                p = chunk.payload
+                raise Tripwire(
+                    p.reason or "Agent tripwire triggered",
+                    retry=bool(p.retry),
+                    metadata=None if p.metadata is UNSET else p.metadata,
+                    processor_id=p.processor_id,
+                )
         if structured_output is not None:
             return await output.object
         # Mastra's onFinish text: every step's text (ModelOutput.text is the last step's)

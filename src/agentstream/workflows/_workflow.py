@@ -69,6 +69,7 @@ class StepEntry:
     step: Step
     # steps run by .then / .map are on Mastra's stepExecutionPath (their results drop `payload`)
     in_path: bool = True
+    mapping: bool = False
 
 
 @dataclass(frozen=True)
@@ -295,8 +296,17 @@ class Workflow:
             raise WorkflowDefinitionError(
                 f"map(): expected a function of the step context, got {type(fn).__name__}"
             )
-        step = Step(id=id or f"mapping_{uuid.uuid4()}", execute=fn)
-        return self._add(StepEntry(step), [step])
+        step = Step(id=id or self._mapping_id(), execute=fn)
+        return self._add(StepEntry(step, mapping=True), [step])
+
+    def _mapping_id(self) -> str:
+        # Mastra (packages/core/src/workflows/workflow.ts, map()): the workflow id and the ordinal of
+        # this mapping in the flow, skipping ids already taken, so a workflow built again in another
+        # process names its mappings alike and a snapshot taken there resumes here.
+        ordinal = sum(1 for e in self.entries if isinstance(e, StepEntry) and e.mapping)
+        while f"mapping_{self.id}_{ordinal}" in self.steps:
+            ordinal += 1
+        return f"mapping_{self.id}_{ordinal}"
 
     def commit(self) -> Workflow:
         """Finish building: no step can be added afterwards; a workflow must be committed to run."""
@@ -345,13 +355,19 @@ class Workflow:
         await run._load()
         return run
 
-    def _fresh_run(self, run_id: str) -> Run:
+    def _fresh_run(
+        self,
+        run_id: str,
+        *,
+        clock: Callable[[], float] | None = None,
+        sleep: Callable[[float], Any] | None = None,
+    ) -> Run:
         """A run under ``run_id`` that starts from nothing, whatever is saved under that id: a nested
         workflow's run, started afresh each time its step executes (every loop iteration, every
         retry, the re-run of a step whose worker died), as Mastra re-runs a nested run under its id."""
         from ._run import Run
 
-        return Run(self, run_id, resource_id=None, clock=None, sleep=None, cancel_grace_ms=2000)
+        return Run(self, run_id, resource_id=None, clock=clock, sleep=sleep, cancel_grace_ms=2000)
 
     @property
     def storage(self) -> Storage:
@@ -396,8 +412,8 @@ class Workflow:
         return out
 
     def as_step(self) -> Step:
-        """This workflow as a step of another workflow: runs to completion as one step; its chunks are
-        forwarded as ``workflow-step-output``."""
+        """This workflow as a step of another workflow: runs to completion as one step; its steps
+        stream as steps of the outer run (ids prefixed ``{this id}.``, see `nested_step`)."""
         if self._as_step is None:
             from ._nested import nested_step
 
@@ -420,7 +436,8 @@ def create_workflow(
     """A new `Workflow` (Mastra's ``createWorkflow``): chain steps, then ``.commit()``.
 
     ``retry_config={"attempts": n, "delay": ms}`` (default no retries). ``input_schema`` checks the run's
-    input (a `WorkflowInputValidationError` naming the field before anything runs).
+    input (nothing runs on bad input: ``run.start`` raises a `WorkflowInputValidationError` naming the
+    field, ``run.stream`` ends failed with it).
     """
     return Workflow(
         id=id,
