@@ -14,9 +14,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("dbos")
-pytest.importorskip("uvicorn")
-
 from tests.durable.conftest import durable_db, pg_dsn
 from tests.resumable.conftest import redis_url
 
