@@ -40,7 +40,7 @@ REPAIRED_RESULT = {"city": "Oslo", "temperatureC": 21, "conditions": "sunny"}
 def _run_with_repaired_args(vector: dict[str, Any]) -> None:
     """``malformed-tool-json``: Mastra runs the tool with ``{}`` (validation fails) and reports ``{}``
     in ``toolCalls`` although the history holds the repaired input. We deliberately do better
-    (docs/decisions.md): the tool runs with the provider's repaired arguments, so its result, the
+    (docs/decisions/agent-loop.md): the tool runs with the provider's repaired arguments, so its result, the
     tool message fed back to the model and the tool calls carry them. Everything else (the chunk
     sequence, the streamed synthetic tool-call with ``{}``, texts, usage) is checked unchanged."""
 
@@ -447,7 +447,7 @@ def _judge_prompt_in_time(expected: list[dict[str, Any]]) -> list[Any]:
     """A later judge call as we make it: the judge's history (its earlier questions and verdicts)
     before the new question, which carries the JSON instruction. The recording (a frozen clock:
     every message has the same timestamp) put the new question first, without the instruction;
-    with time moving, the new question is the latest message (docs/decisions.md "Goals")."""
+    with time moving, the new question is the latest message (docs/decisions/goals.md)."""
     system, question, *history = expected
     instruction = history[0]["content"][-1]
     reordered = [system, *history, {**question, "content": [*question["content"], instruction]}]
