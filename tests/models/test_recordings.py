@@ -14,8 +14,8 @@ from ._drive import drive
 from ._typed_parts import assert_typed_parts
 from .conftest import (
     API_KEY,
-    EXPECTED,
     RECORDINGS,
+    SNAPSHOTS,
     ReplayServer,
     collapse,
     counter_ids,
@@ -38,11 +38,19 @@ def make(api: str, server: ReplayServer, recording: dict[str, Any], base: str, *
     )
 
 
+# Recorded providers we have no model class for yet: their files need no case until one is built.
+NOT_BUILT_PROVIDERS = frozenset({"azure", "bedrock", "bedrock-mantle", "cohere", "google", "google-vertex"})
+
+
 def test_every_streaming_recording_has_a_case() -> None:
     streaming = {
-        str(p.relative_to(RECORDINGS)) for p in RECORDINGS.glob("*/*.json") if not p.name.startswith("error-")
+        str(p.relative_to(RECORDINGS))
+        for p in RECORDINGS.glob("*/*.json")
+        if not p.name.startswith("error-")
+        and not p.stem.endswith("-nonstream")  # the providers stream; a non-streaming body is not replayed
+        and p.parent.name not in NOT_BUILT_PROVIDERS
     }
-    expected = {str(p.relative_to(EXPECTED)) for p in EXPECTED.glob("*/*.json")}
+    expected = {str(p.relative_to(SNAPSHOTS)) for p in SNAPSHOTS.glob("*/*.json")}
     assert streaming == set(CASES) == expected
 
 
@@ -53,7 +61,7 @@ async def test_recording_stream_parts(server: ReplayServer, name: str) -> None:
     model = make(api, server, recording, base, **kw)
     outputs = await drive(server, model, recording, turns, recorded_prompts=name in RECORDED_PROMPTS)
     # one list of collapsed parts per turn; `--inline-snapshot=fix` rewrites the file (tests/data/README.md)
-    assert [snapshot(parts) for parts in outputs] == external_file(EXPECTED / name)
+    assert [snapshot(parts) for parts in outputs] == external_file(SNAPSHOTS / name)
     for parts in outputs:
         assert_typed_parts(parts)
         assert parts[0] == {"type": "stream-start", "warnings": []}
