@@ -585,12 +585,14 @@ def managers(
 
 async def test_live_lease_is_never_taken_and_an_expired_one_exactly_once(store: BaseStore) -> None:
     clock = Clock()
-    release = asyncio.Event()
+    release, three_ran = asyncio.Event(), asyncio.Event()
     runs: list[tuple[str, str]] = []
 
     def tools(owner: str) -> dict[str, Any]:
         async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
             runs.append((owner, ctx.task_id))
+            if len(runs) == 3:
+                three_ran.set()
             await release.wait()
             return {"by": owner}
 
@@ -602,8 +604,7 @@ async def test_live_lease_is_never_taken_and_an_expired_one_exactly_once(store: 
     retry = await m1.dispatch("slow", {}, max_retries=1, **IDS)
     once = await m1.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-2"})
     queued = await m1.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-3"})  # waits: per_agent 5
-    while len(runs) < 3:
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(three_ran.wait(), 10)
     held = await m1.get_task(retry.id)
     assert (held.status, held.owner_id, held.lease_expires_at) == (
         "running",
