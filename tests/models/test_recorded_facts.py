@@ -22,8 +22,18 @@ from .conftest import ReplayServer, load
 from .test_recordings import make
 
 # The provider's finish reason -> the AI SDK's (LanguageModelV2FinishReason).
-CHAT_FINISH = {"stop": "stop", "length": "length", "tool_calls": "tool-calls", "content_filter": "content-filter"}
-ANTHROPIC_FINISH = {"end_turn": "stop", "stop_sequence": "stop", "tool_use": "tool-calls", "max_tokens": "length"}
+CHAT_FINISH = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool-calls",
+    "content_filter": "content-filter",
+}
+ANTHROPIC_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool-calls",
+    "max_tokens": "length",
+}
 
 
 @dataclass
