@@ -24,6 +24,20 @@ DIRECTORY_SERVICES: dict[str, tuple[str, ...]] = {
 }
 
 
+@pytest.fixture(scope="session")
+def pg_dsn() -> str:
+    """The PostgreSQL the tests use (``AGENTSTREAM_TEST_PG_DSN``); the run ends if it is unreachable."""
+    _services.require("postgres")
+    return _services.pg_dsn()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """The Redis the tests use (``AGENTSTREAM_TEST_REDIS_URL``); the run ends if it is unreachable."""
+    _services.require("redis")
+    return _services.redis_url()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", f"services(*names): the test needs these services (of {sorted(_services.CHECKS)})"

@@ -13,15 +13,8 @@ from pathlib import Path
 import pytest
 
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
-from tests import _services
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.services("postgres"))]
-
-
-@pytest.fixture(scope="session")
-def pg_dsn() -> str:
-    _services.require("postgres")
-    return _services.pg_dsn()
 
 
 @pytest.fixture(params=BACKENDS)

@@ -14,11 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.background.conftest import pg_dsn
-from tests.resumable.conftest import redis_url
-
-__all__ = ["pg_dsn", "redis_url"]
-
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -11,13 +11,6 @@ from typing import Any
 import pytest
 
 from agentstream.resumable import MemoryStreamStore, RedisStreamStore, StreamStore
-from tests import _services
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    _services.require("redis")
-    return _services.redis_url()
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.services("redis"))])

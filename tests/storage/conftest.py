@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
-from tests import _services
 
 BACKENDS = [
     "memory",
@@ -21,12 +20,6 @@ BACKENDS = [
     "sqlite-file",
     pytest.param("postgres", marks=pytest.mark.services("postgres")),
 ]
-
-
-@pytest.fixture(scope="session")
-def pg_dsn() -> str:
-    _services.require("postgres")
-    return _services.pg_dsn()
 
 
 StoreFactory = Callable[[], BaseStore]

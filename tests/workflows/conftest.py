@@ -11,9 +11,7 @@ from typing import Any
 import pytest
 
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
-from tests.background.conftest import _drop_schema, pg_dsn
-
-__all__ = ["pg_dsn"]
+from tests.background.conftest import _drop_schema
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.services("postgres"))]
 
