@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
+from tests.conftest import pg_dsn
+
+# Defined once in tests/conftest.py; re-exported for test modules that import it from here.
+__all__ = ["pg_dsn"]
 
 BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.services("postgres"))]
 

@@ -11,6 +11,10 @@ from typing import Any
 import pytest
 
 from agentstream.resumable import MemoryStreamStore, RedisStreamStore, StreamStore
+from tests.conftest import redis_url
+
+# Defined once in tests/conftest.py; re-exported for test modules that import it from here.
+__all__ = ["redis_url"]
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.services("redis"))])
