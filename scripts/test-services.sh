@@ -1,7 +1,28 @@
 #!/usr/bin/env bash
-# Services and tools the test suite needs that pip cannot install.
-set -euo pipefail
+# Services and tools the test suite needs that pip cannot install: PostgreSQL, Redis, node's client
+# checks and chromium. Each starts (or is reused) quietly; a service that cannot start ends this
+# script with ONE line naming it and why (the last line its script printed), and a non-zero status,
+# so `make test` stops there instead of running a suite that would fail on it. Full output of each
+# step: $AGENTSTREAM_SERVICES_LOG (default <temp dir>/agentstream-test-services.<user>.log).
+set -uo pipefail
 here="$(dirname "$0")"
-bash "$here/postgres.sh"
-bash "$here/redis.sh"  # resumable streams over Redis (AGENTSTREAM_TEST_REDIS_URL)
-bash "$here/clients.sh" --browser  # chromium (Debian) for the chat page test
+log="${AGENTSTREAM_SERVICES_LOG:-${TMPDIR:-/tmp}/agentstream-test-services.$(id -un).log}"
+: >"$log"
+
+start() {
+  local name="$1"
+  shift
+  echo "== $name: $*" >>"$log"
+  local status=0 why
+  bash "$@" >>"$log" 2>&1 || status=$?
+  if [[ $status != 0 ]]; then
+    why="$(grep -v '^==' "$log" | grep -v '^[[:space:]]*$' | tail -n 1)"
+    echo "test-services: $name cannot start (exit $status): ${why:-no output}; full log $log" >&2
+    exit 1
+  fi
+}
+
+start postgres "$here/postgres.sh"
+start redis "$here/redis.sh" # resumable streams over Redis (AGENTSTREAM_TEST_REDIS_URL)
+start "node clients and chromium" "$here/clients.sh" --browser # chromium (Debian) for the chat page tests
+echo "test-services: postgres, redis, node clients and chromium ready (log $log)"

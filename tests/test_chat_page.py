@@ -4,8 +4,8 @@ The app (demo agent, smoothing on) runs on loopback in a uvicorn thread; ``node`
 ``playwright-core`` (installed into ``.cache/clients`` by ``scripts/clients.sh``) drives
 Debian's ``chromium`` (``$AGENTSTREAM_CHROMIUM``, else ``chromium`` on ``PATH``): type, send, wait for the answer, read the rendered DOM, then a second turn
 that sends the first turn's assistant message (with its tool part) back. Screenshot:
-``.cache/e2e/page.png``. Skipped (with the reason) when chromium / node / playwright-core are missing,
-unless ``CI`` is set, where that is a failure.
+``.cache/e2e/page.png``. Without chromium / node / playwright-core the run ends with one line saying
+which (``tests/_services.py``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests import _services
 
 ROOT = Path(__file__).resolve().parent.parent
 PLAYWRIGHT = ROOT / ".cache" / "clients" / "node_modules" / "playwright-core"
@@ -86,26 +88,12 @@ const { chromium } = require(playwrightPath);
 """
 
 
-def _missing() -> str | None:
-    if CHROMIUM is None or not Path(CHROMIUM).exists():
-        return f"chromium is missing ({CHROMIUM or 'not on PATH'}; scripts/clients.sh --browser installs it)"
-    if shutil.which("node") is None:
-        return "node is not on PATH"
-    if not (PLAYWRIGHT / "package.json").exists():
-        return f"{PLAYWRIGHT.relative_to(ROOT)} is missing (run scripts/clients.sh)"
-    return None
-
-
 @contextlib.contextmanager
 def serving(app: Any) -> Iterator[str]:
     """``app`` on a real uvicorn server on a free loopback port; yields its base URL.
 
-    Skips (fails on CI) when the browser tooling is missing."""
-    reason = _missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"chat page check cannot run on CI: {reason}")
-        pytest.skip(reason)
+    The run ends with one line when the browser tooling is missing (``tests/_services.py``)."""
+    _services.require("chromium")
     import uvicorn
 
     with socket.socket() as s:

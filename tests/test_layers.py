@@ -1,57 +1,81 @@
 """The import directions docs/architecture.md promises: each package imports only from the packages
 below it at module level. Imports inside functions (made at call time, the documented upward
-references) and under ``if TYPE_CHECKING:`` (never executed) are not module-level imports."""
+references) and under ``if TYPE_CHECKING:`` (never executed) are not module-level imports.
+
+The layer table in docs/architecture.md ("Layers") is the only copy of the rules: this test reads it,
+so the page and the check cannot differ."""
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 import agentstream
 
 SRC = Path(agentstream.__file__).parent
+ARCHITECTURE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+_HEADER = ["layer", "package", "owns", "imports from agentstream"]
+_NAME = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)`")
 
-# package -> the agentstream packages it may import at module level (docs/architecture.md, "Layers")
+
+@dataclass(frozen=True)
+class Row:
+    layer: int | None  # None: outside the stack ("—")
+    packages: tuple[str, ...]
+    imports: frozenset[str] | None  # None: "everything"
+
+
+def parse_layer_table(text: str) -> list[Row]:
+    """The rows of the first table under ``## Layers``; `ValueError` naming the line that is not
+    a row of the expected shape."""
+    section = re.search(r"^## Layers\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
+    if section is None:
+        raise ValueError("docs/architecture.md has no '## Layers' section")
+    lines = [line for line in section.group(1).splitlines() if line.startswith("|")]
+    if len(lines) < 3:
+        raise ValueError("the '## Layers' section of docs/architecture.md has no table")
+    cells = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    if cells[0] != _HEADER:
+        raise ValueError(f"the layer table's header is {cells[0]}; expected {_HEADER}")
+    rows = []
+    for line, row in zip(lines[2:], cells[2:], strict=True):
+        if len(row) != 4:
+            raise ValueError(f"layer table row has {len(row)} cells, expected 4: {line}")
+        layer_cell, package_cell, _, imports_cell = row
+        if not (layer_cell.isdigit() or layer_cell == "—"):
+            raise ValueError(f"layer table row: layer {layer_cell!r} is neither a number nor '—': {line}")
+        packages = tuple(_NAME.findall(package_cell))
+        if not packages:
+            raise ValueError(f"layer table row names no package in backticks: {line}")
+        imports: frozenset[str] | None
+        if imports_cell == "everything":
+            imports = None
+        elif imports_cell == "nothing":
+            imports = frozenset()
+        else:
+            imports = frozenset(_NAME.findall(imports_cell))
+            if not imports or _NAME.sub("", imports_cell).strip(", ") != "":
+                raise ValueError(
+                    f"layer table row: imports {imports_cell!r} are not 'nothing', 'everything' or "
+                    f"backticked package names separated by commas: {line}"
+                )
+        rows.append(Row(int(layer_cell) if layer_cell.isdigit() else None, packages, imports))
+    return rows
+
+
+ROWS = parse_layer_table(ARCHITECTURE.read_text(encoding="utf-8"))
+LAYER = {package: row.layer for row in ROWS for package in row.packages}
+# package -> the agentstream packages it imports at module level
 ALLOWED: dict[str, frozenset[str]] = {
-    "chunks": frozenset(),
-    "_abort": frozenset(),
-    "_secrets": frozenset(),
-    "_validate": frozenset(),
-    "storage": frozenset(),
-    "resumable": frozenset(),
-    "stream": frozenset({"chunks", "_secrets"}),
-    "models": frozenset({"_abort", "_secrets"}),
-    "tools": frozenset({"chunks", "_abort", "_secrets", "_validate"}),
-    "memory": frozenset({"chunks", "storage"}),
-    "agent": frozenset({"chunks", "stream", "models", "tools", "memory", "tracing", "_abort"}),
-    "tracing": frozenset({"_abort", "_secrets"}),
-    "background": frozenset(
-        {
-            "agent",
-            "chunks",
-            "stream",
-            "tools",
-            "memory",
-            "storage",
-            "tracing",
-            "_abort",
-            "_secrets",
-            "_validate",
-        }
-    ),
-    "processors": frozenset({"agent", "chunks", "stream", "models"}),
-    "workflows": frozenset({"agent", "chunks", "stream", "tools", "storage", "tracing", "_abort", "_validate"}),
-    "durable": frozenset(
-        {"agent", "ai_sdk", "background", "chunks", "models", "resumable", "tools", "workflows", "_abort"}
-    ),
-    "_mastra": frozenset({"agent", "storage", "workflows"}),
-    "ai_sdk": frozenset({"chunks", "resumable", "stream", "tracing", "_abort", "_secrets"}),
-    "server": frozenset({"ai_sdk", "resumable", "tracing", "_abort"}),
-    "testing": frozenset({"models", "_abort"}),
+    package: row.imports for row in ROWS if row.imports is not None for package in row.packages
 }
 # the top of the stack may import anything
-UNRESTRICTED = frozenset({"__init__", "__main__", "_app", "_cli", "cli", "_web", "_demo", "_demo_workflow"})
+UNRESTRICTED = frozenset(package for row in ROWS if row.imports is None for package in row.packages)
 
 
 def _package_of(path: Path) -> str:
@@ -102,15 +126,71 @@ def _imported_packages(path: Path) -> Iterator[tuple[str, int]]:
 
 def test_packages_import_only_downward_at_module_level() -> None:
     violations = []
+    used: dict[str, set[str]] = {package: set() for package in ALLOWED}
     for path in sorted(SRC.rglob("*.py")):
         own = _package_of(path)
         if own in UNRESTRICTED:
             continue
-        assert own in ALLOWED, f"{path.relative_to(SRC)}: package {own!r} is missing from the layer table"
+        assert own in ALLOWED, (
+            f"{path.relative_to(SRC)}: package {own!r} has no row in the layer table of docs/architecture.md"
+        )
         for imported, line in _imported_packages(path):
-            if imported != own and imported not in ALLOWED[own]:
+            if imported == own:
+                continue
+            used[own].add(imported)
+            if imported not in ALLOWED[own]:
                 violations.append(f"{path.relative_to(SRC)}:{line}: {own} imports {imported}")
-    assert not violations, "imports against the layer order:\n" + "\n".join(violations)
+    assert not violations, "imports against docs/architecture.md's layer table:\n" + "\n".join(violations)
+    stale = {
+        package: sorted(ALLOWED[package] - found)
+        for package, found in used.items()
+        if ALLOWED[package] - found
+    }
+    assert not stale, (
+        f"docs/architecture.md's layer table lists imports no module makes (remove them): {stale}"
+    )
+
+
+def test_every_listed_import_is_of_a_lower_layer() -> None:
+    wrong = []
+    for package, imports in ALLOWED.items():
+        own = LAYER[package]
+        if own is None:  # outside the stack (`testing`)
+            continue
+        for imported in sorted(imports):
+            theirs = LAYER.get(imported)
+            if theirs is None or theirs >= own:
+                wrong.append(f"{package} (layer {own}) imports {imported} (layer {theirs})")
+    assert not wrong, "docs/architecture.md's layer table breaks its own order: " + "; ".join(wrong)
+
+
+def test_every_row_names_a_real_package() -> None:
+    missing = [
+        package for package in LAYER if not (SRC / package).is_dir() and not (SRC / f"{package}.py").exists()
+    ]
+    assert not missing, f"docs/architecture.md's layer table names packages that do not exist: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ("no section here", "no '## Layers' section"),
+        ("## Layers\n\n| a | b |\n|---|---|\n| 0 | `x` |\n", "header is"),
+        (
+            "## Layers\n\n| layer | package | owns | imports from agentstream |\n|---|---|---|---|\n"
+            "| one | `x` | y | nothing |\n",
+            "layer 'one' is neither a number",
+        ),
+        (
+            "## Layers\n\n| layer | package | owns | imports from agentstream |\n|---|---|---|---|\n"
+            "| 1 | `x` | y | `chunks` and stream |\n",
+            "are not 'nothing', 'everything' or backticked",
+        ),
+    ],
+)
+def test_a_malformed_table_is_refused_with_the_line(table: str, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        parse_layer_table(table)
 
 
 def test_the_check_resolves_relative_imports_and_skips_call_time_ones() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.background.conftest import _drop_schema, pg_dsn  # noqa: F401 - the fixture is used by name
+from tests.background.conftest import _drop_schema
 
 ROOT = Path(__file__).parents[2]
 

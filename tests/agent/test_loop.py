@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -187,22 +187,34 @@ def test_rate_limited_without_the_header() -> None:
     assert not rate_limited(None) and not rate_limited({}) and not rate_limited({"x-other": "5"})
 
 
+def _pause_seen(clock: FakeClock) -> tuple[Callable[[float], Awaitable[None]], asyncio.Event]:
+    """``clock.sleep``, and an event set once the loop calls it (the run is paused)."""
+    pausing = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        pausing.set()
+        await clock.sleep(seconds)
+
+    return sleep, pausing
+
+
 async def test_rate_limit_pause_waits_ten_virtual_seconds_before_the_next_step() -> None:
     clock = FakeClock()
     low = {"x-ratelimit-remaining-tokens": "1500"}
     model = WireModel([_tool_step(), _text_step()], [low, low])
     seen: list[str] = []
+    sleep, pausing = _pause_seen(clock)
 
     async def consume() -> None:
-        async for chunk in run_loop(_config(model, sleep=clock.sleep)):
+        async for chunk in run_loop(_config(model, sleep=sleep)):
             seen.append(chunk.type)
 
     task = asyncio.create_task(consume())
-    for _ in range(50):
-        await asyncio.sleep(0.005)  # the tool runs, step 1 finishes
+    await asyncio.wait_for(pausing.wait(), 10)  # the tool ran, step 1 finished, the loop pauses
     assert seen[-1] == "step-finish" and len(model.calls) == 1
     await clock.advance(9.9)
-    await asyncio.sleep(0.01)
+    for _ in range(20):  # loop turns, not wall time: a woken sleeper would call the model in these
+        await asyncio.sleep(0)
     assert len(model.calls) == 1, "the next model call waits 10 s"
     await clock.advance(0.1)
     await asyncio.wait_for(task, 1)  # no pause after the last step: the run ends without more time
@@ -251,14 +263,14 @@ async def test_abort_during_the_pause_ends_the_run() -> None:
     ctrl = AbortController()
     model = WireModel([_tool_step(), _text_step()], [{"x-ratelimit-remaining-tokens": "5"}, {}])
     seen: list[str] = []
+    sleep, pausing = _pause_seen(clock)
 
     async def consume() -> None:
-        async for chunk in run_loop(_config(model, sleep=clock.sleep, signal=ctrl.signal)):
+        async for chunk in run_loop(_config(model, sleep=sleep, signal=ctrl.signal)):
             seen.append(chunk.type)
 
     task = asyncio.create_task(consume())
-    for _ in range(50):
-        await asyncio.sleep(0.005)
+    await asyncio.wait_for(pausing.wait(), 10)
     assert seen[-1] == "step-finish"
     ctrl.abort()
     await asyncio.wait_for(task, 1)

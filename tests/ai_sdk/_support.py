@@ -5,16 +5,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from agentstream.chunks import decode_chunk
+from tests import _services
 
 REPO = Path(__file__).resolve().parents[2]
 CLIENTS = REPO / ".cache" / "clients"
@@ -122,10 +120,7 @@ def options_of(vector: dict[str, Any]) -> dict[str, Any]:
 def smooth_factory(options: dict[str, Any]) -> Any:
     from agentstream import ai_sdk
 
-    try:
-        smooth_stream = ai_sdk.smooth_stream
-    except AttributeError:
-        pytest.skip("agentstream.stream.smooth_stream_factory has not landed yet")
+    smooth_stream = ai_sdk.smooth_stream
     kwargs: dict[str, Any] = {}
     if "delayInMs" in options:
         kwargs["delay_in_ms"] = options["delayInMs"]
@@ -134,25 +129,9 @@ def smooth_factory(options: dict[str, Any]) -> Any:
     return smooth_stream(**kwargs)
 
 
-def node_available() -> bool:
-    return shutil.which("node") is not None
-
-
 def require_clients() -> Path:
-    """The installed client checks; skip (or fail under ``CI``) when node is missing."""
-    if not node_available():
-        if os.environ.get("CI"):
-            pytest.fail("node is required when CI is set (run scripts/clients.sh)")
-        pytest.skip("node is not installed: the real AI SDK client checks are skipped")
-    if not (CLIENTS / "node_modules").is_dir():
-        result = subprocess.run(
-            [str(REPO / "scripts" / "clients.sh")], capture_output=True, text=True, timeout=600
-        )
-        if result.returncode != 0:
-            message = f"scripts/clients.sh failed: {result.stderr[-2000:]}"
-            if os.environ.get("CI"):
-                pytest.fail(message)
-            pytest.skip(message)
+    """The installed client checks (installed on first use); the run ends with one line without node."""
+    _services.require("node")
     return CLIENTS
 
 

@@ -1,59 +1,24 @@
 """Backends for the background-task tests: in-memory, SQLite (file) and PostgreSQL.
 
 PostgreSQL: `AGENTSTREAM_TEST_PG_DSN` (default: the cluster `scripts/postgres.sh` starts on 54329). If it
-is unreachable those cases are skipped with the reason printed at the end, unless `CI` is set (then they fail).
+is unreachable the run ends with one line saying so (`tests/_services.py`); nothing is skipped.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
+from tests.conftest import pg_dsn
 
-DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:54329/postgres"
-BACKENDS = ["memory", "sqlite", "postgres"]
+# Defined once in tests/conftest.py; re-exported for test modules that import it from here.
+__all__ = ["pg_dsn"]
 
-_pg_skip_reason: list[str] = []
-
-
-def pg_reachable() -> tuple[str | None, str]:
-    dsn = os.environ.get("AGENTSTREAM_TEST_PG_DSN", DEFAULT_PG_DSN)
-    try:
-        import psycopg
-    except ImportError as exc:  # pragma: no cover
-        return None, f"psycopg not installed ({exc})"
-    try:
-        with psycopg.connect(dsn, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-        return dsn, ""
-    except Exception as exc:
-        detail = " ".join(str(exc).split())[:160]
-        return (
-            None,
-            f"PostgreSQL unreachable at {dsn} ({type(exc).__name__}: {detail}); run scripts/postgres.sh",
-        )
-
-
-@pytest.fixture(scope="session")
-def pg_dsn() -> str:
-    dsn, reason = pg_reachable()
-    if dsn is not None:
-        return dsn
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {reason}", pytrace=False)
-    _pg_skip_reason.append(reason)
-    pytest.skip(reason)
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _pg_skip_reason:
-        terminalreporter.write_line(f"background: postgres cases SKIPPED: {_pg_skip_reason[0]}", yellow=True)
+BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.services("postgres"))]
 
 
 @pytest.fixture(params=BACKENDS)

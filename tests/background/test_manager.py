@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -26,11 +27,23 @@ IDS = {"tool_call_id": "call-1", "agent_id": "agent-a", "run_id": "run-1"}
 
 
 class Recorder:
-    """Collects manager-stream chunks as wire dicts."""
+    """Collects manager-stream chunks as wire dicts; ``until`` waits for one to arrive."""
 
     def __init__(self, manager: BackgroundTaskManager, **filters: Any) -> None:
         self.chunks: list[dict[str, Any]] = []
-        self.unsubscribe = manager.subscribe(lambda c: self.chunks.append(chunk_to_dict(c)), **filters)
+        self._arrived = asyncio.Event()
+        self.unsubscribe = manager.subscribe(self._add, **filters)
+
+    def _add(self, chunk: Any) -> None:
+        self.chunks.append(chunk_to_dict(chunk))
+        self._arrived.set()
+
+    async def until(self, done: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Returns once ``done()`` holds, checked after each chunk (a hang guard, not a pause)."""
+        async with asyncio.timeout(timeout):
+            while not done():
+                self._arrived.clear()
+                await self._arrived.wait()
 
     def types(self, task_id: str | None = None) -> list[str]:
         return [c["type"] for c in self.chunks if task_id is None or c["payload"]["taskId"] == task_id]
@@ -130,14 +143,17 @@ async def test_timeout_is_timed_out_surfaced_as_failed(store: BaseStore) -> None
 
 
 async def test_cancel_mid_write_and_errors(store: BaseStore) -> None:
-    started = asyncio.Event()
+    started, stopped = asyncio.Event(), asyncio.Event()
 
     async def chatty(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
-        for i in range(10_000):
-            ctx.writer.write(i)
-            started.set()
-            await asyncio.sleep(0.001)
-        return "never"
+        try:
+            for i in range(10_000):
+                ctx.writer.write(i)
+                started.set()
+                await asyncio.sleep(0)
+            return "never"
+        finally:
+            stopped.set()
 
     async with BackgroundTaskManager(store, tools={"chatty": chatty}) as m:
         rec = Recorder(m)
@@ -145,7 +161,7 @@ async def test_cancel_mid_write_and_errors(store: BaseStore) -> None:
         await started.wait()
         cancelled = await m.cancel(task.id)
         assert cancelled.status == "cancelled"
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(stopped.wait(), 10)  # the tool itself was stopped, not only its record
         stored = await m.get_task(task.id)
         assert stored.status == "cancelled" and stored.completed_at is not None and stored.result is None
         types = rec.types()
@@ -178,10 +194,7 @@ async def test_suspend_then_resume(store: BaseStore) -> None:
     async with BackgroundTaskManager(store, tools={"approve": approve}) as m:
         rec = Recorder(m)
         task = await m.dispatch("approve", {"what": "x"}, **IDS)
-        for _ in range(200):
-            if (await m.get_task(task.id)).status == "suspended":
-                break
-            await asyncio.sleep(0.01)
+        await rec.until(lambda: "background-task-suspended" in rec.types())
         parked = await m.get_task(task.id)
         assert parked.status == "suspended" and parked.suspend_payload == {"question": "approve x?"}
         assert parked.suspended_at is not None
@@ -214,9 +227,9 @@ async def test_concurrent_resume_runs_once(store: BaseStore) -> None:
         return ctx.resume_data
 
     async with BackgroundTaskManager(store, tools={"gate": gate}) as m:
+        rec = Recorder(m)
         task = await m.dispatch("gate", {}, **IDS)
-        while (await m.get_task(task.id)).status != "suspended":
-            await asyncio.sleep(0.01)
+        await rec.until(lambda: "background-task-suspended" in rec.types())
         results = await asyncio.gather(*(m.resume(task.id, i) for i in range(1, 6)), return_exceptions=True)
         ok = [r for r in results if isinstance(r, BackgroundTask)]
         assert len(ok) == 1
@@ -244,14 +257,14 @@ async def test_cancel_races_completion(store: BaseStore) -> None:
                 pass
 
         await asyncio.gather(*(try_cancel(t) for t in tasks))
-        await asyncio.sleep(0.1)
-        for t in tasks:
-            final = await m.get_task(t.id)
-            assert final.status in ("completed", "cancelled")
-            terminal = [
-                x for x in rec.types(t.id) if x in ("background-task-completed", "background-task-cancelled")
-            ]
-            assert terminal == [f"background-task-{final.status}"], (t.id, rec.types(t.id))
+        ended = ("background-task-completed", "background-task-cancelled")
+        await rec.until(lambda: all(any(x in ended for x in rec.types(t.id)) for t in tasks))
+    # The manager is closed: every task has ended and no chunk can still arrive.
+    for t in tasks:
+        final = await store.get_task(t.id)
+        assert final.status in ("completed", "cancelled")
+        terminal = [x for x in rec.types(t.id) if x in ended]
+        assert terminal == [f"background-task-{final.status}"], (t.id, rec.types(t.id))
 
 
 async def test_200_tasks_respect_concurrency_limits(store: BaseStore) -> None:
@@ -383,23 +396,25 @@ async def test_stream_include_existing_and_filters(store: BaseStore) -> None:
         return args
 
     async with BackgroundTaskManager(store, tools={"b": block}) as m:
+        rec = Recorder(m)
         a = await m.dispatch("b", {"n": 1}, thread_id="t1", **IDS)
         await m.dispatch("b", {"n": 2}, thread_id="t2", **IDS)
-        while (await m.get_task(a.id)).status != "running":
-            await asyncio.sleep(0.01)
+        await rec.until(lambda: rec.types(a.id) == ["background-task-running"])
         from agentstream._abort import AbortController
 
         ctrl = AbortController()
         got: list[dict[str, Any]] = []
+        listed = asyncio.Event()
 
         async def read() -> None:
             async for chunk in m.stream(thread_id="t1", abort_signal=ctrl.signal):
                 got.append(chunk_to_dict(chunk))
+                listed.set()
                 if chunk.type == "background-task-completed":
                     ctrl.abort()
 
         reader = asyncio.create_task(read())
-        await asyncio.sleep(0.02)
+        await asyncio.wait_for(listed.wait(), 10)  # the running task came from the listing
         release.set()
         await asyncio.wait_for(reader, 5)
     assert [c["type"] for c in got] == ["background-task-running", "background-task-completed"]
@@ -445,7 +460,7 @@ async def test_sync_tool_in_thread_writes(store: BaseStore) -> None:
         rec = Recorder(m)
         t = await m.dispatch("blocking", {}, **IDS)
         assert (await m.wait_for_completion(t.id)).result == 42
-        await asyncio.sleep(0.01)
+        await rec.until(lambda: "background-task-output" in rec.types())
     assert "background-task-output" in rec.types()
 
 
@@ -570,12 +585,14 @@ def managers(
 
 async def test_live_lease_is_never_taken_and_an_expired_one_exactly_once(store: BaseStore) -> None:
     clock = Clock()
-    release = asyncio.Event()
+    release, three_ran = asyncio.Event(), asyncio.Event()
     runs: list[tuple[str, str]] = []
 
     def tools(owner: str) -> dict[str, Any]:
         async def slow(args: dict[str, Any], ctx: BackgroundTaskContext) -> Any:
             runs.append((owner, ctx.task_id))
+            if len(runs) == 3:
+                three_ran.set()
             await release.wait()
             return {"by": owner}
 
@@ -587,8 +604,7 @@ async def test_live_lease_is_never_taken_and_an_expired_one_exactly_once(store: 
     retry = await m1.dispatch("slow", {}, max_retries=1, **IDS)
     once = await m1.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-2"})
     queued = await m1.dispatch("slow", {}, **{**IDS, "tool_call_id": "call-3"})  # waits: per_agent 5
-    while len(runs) < 3:
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(three_ran.wait(), 10)
     held = await m1.get_task(retry.id)
     assert (held.status, held.owner_id, held.lease_expires_at) == (
         "running",
@@ -741,7 +757,7 @@ async def test_stream_drops_progress_not_lifecycle_for_a_slow_consumer(store: Ba
     async with BackgroundTaskManager(store, tools={"chatty": chatty}) as m:
         stream = m.stream(include_existing=False, max_buffered_output=3)
         first = asyncio.ensure_future(stream.__anext__())
-        await asyncio.sleep(0.01)  # the stream is subscribed once its generator waits
+        await asyncio.sleep(0)  # one loop turn: the stream's generator subscribes before its first await
         task = await m.dispatch("chatty", {}, **IDS)
         await m.wait_for_completion(task.id, timeout_ms=10_000)
         chunks = [await first]

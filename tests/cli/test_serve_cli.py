@@ -13,8 +13,6 @@ import pytest
 
 from ._support import assert_one_line, clean_env
 
-pytest.importorskip("uvicorn")
-
 SCRIPT = Path(sys.executable).with_name("agentstream")  # sys.path[0] is its bin/, not the cwd
 
 APP = """
@@ -33,7 +31,7 @@ async def raw(scope, receive, send):
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     if not SCRIPT.exists():
-        pytest.skip("the agentstream console script is not installed next to this Python")
+        pytest.fail(f"{SCRIPT} is missing: the agentstream console script is installed by pip install -e '.[dev]'")
     (tmp_path / "myproject.py").write_text(APP)
     (tmp_path / "broken.py").write_text("raise RuntimeError('config missing')\n")
     return tmp_path

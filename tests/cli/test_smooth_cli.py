@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests import _services
+
 
 def delta(text: str, id: str = "t1") -> str:
     return json.dumps(
@@ -115,7 +117,7 @@ def test_chunking_modes(args: list[str], expected: list[str]) -> None:
 
 
 def test_segmenter_chunking() -> None:
-    pytest.importorskip("icu4py")
+    _services.require("icu4py")
     proc = spawn("--delay-ms", "none", "--chunking", "segmenter:ja")
     out, err = proc.communicate(f"{delta('こんにちは世界')}\n".encode(), timeout=60)
     assert proc.returncode == 0, err

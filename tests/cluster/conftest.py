@@ -14,13 +14,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("dbos")
-pytest.importorskip("uvicorn")
+from tests.durable.conftest import durable_db
 
-from tests.durable.conftest import durable_db, pg_dsn
-from tests.resumable.conftest import redis_url
-
-__all__ = ["Cluster", "durable_db", "pg_dsn", "redis_url", "start_cluster"]
+__all__ = ["Cluster", "durable_db", "start_cluster"]
 
 ROOT = Path(__file__).resolve().parents[2]
 _SERVER = re.compile(r"agentstream cluster: (server \d+) (http://\S+)/ \(pid (\d+)\)")

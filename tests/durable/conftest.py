@@ -1,4 +1,6 @@
-"""Real worker processes on a fresh PostgreSQL database per test (scripts/postgres.sh's server)."""
+"""Real worker processes on a fresh PostgreSQL database per test (scripts/postgres.sh's server).
+
+DBOS and PostgreSQL are required (``tests/conftest.py`` checks them before collecting this directory)."""
 
 from __future__ import annotations
 
@@ -12,15 +14,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("dbos")
-
-from tests.background.conftest import pg_dsn, pg_reachable
-from tests.resumable.conftest import redis_url
-
-__all__ = ["pg_dsn", "redis_url"]
-
 ROOT = Path(__file__).resolve().parents[2]
-_ = pg_reachable
 
 
 @pytest.fixture

@@ -20,12 +20,9 @@ from agentstream.chunks import chunk_to_dict
 from agentstream.durable import DurableBackground
 from agentstream.resumable import RedisStreamStore
 from agentstream.storage import SQLiteStore
-from tests.resumable.conftest import redis_url
 
 from ._server import LEASE
 from .conftest import ROOT, Workers, read_lines
-
-__all__ = ["redis_url"]
 
 
 async def _until(predicate: Callable[[], bool], what: str, limit: float = 90.0) -> None:

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
-pytest.importorskip("dbos")
-
 import psycopg
 
 from agentstream.durable._leases import ExecutorLeases

@@ -17,8 +17,10 @@ from urllib.parse import urlsplit
 import pytest
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "provider-recordings"
-EXPECTED = RECORDINGS.parent / "provider-expected"
-"""The collapsed parts (``snapshot``) each recording must replay to, one file per recording."""
+SNAPSHOTS = RECORDINGS.parent / "provider-snapshots"
+"""Regression snapshots: the collapsed parts (``snapshot``) our providers produced from each recording,
+reviewed by eye (our own output, not the provider's; `test_recorded_facts.py` checks the facts the
+recordings themselves show)."""
 API_KEY = "sk-test-SECRET-key-0123456789"
 
 

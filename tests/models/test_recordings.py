@@ -22,8 +22,8 @@ from ._drive import drive
 from ._typed_parts import assert_typed_parts
 from .conftest import (
     API_KEY,
-    EXPECTED,
     RECORDINGS,
+    SNAPSHOTS,
     ReplayServer,
     collapse,
     counter_ids,
@@ -50,7 +50,7 @@ def test_every_streaming_recording_has_a_case() -> None:
     streaming = {
         str(p.relative_to(RECORDINGS)) for p in RECORDINGS.glob("*/*.json") if not p.name.startswith("error-")
     }
-    expected = {str(p.relative_to(EXPECTED)) for p in EXPECTED.glob("*/*.json")}
+    expected = {str(p.relative_to(SNAPSHOTS)) for p in SNAPSHOTS.glob("*/*.json")}
     own = set(GOOGLE_STREAMED + GOOGLE_ONE_SHOT) | set(OWN_TESTS) | set(NON_STREAMING_ONLY)
     assert streaming - set(NOT_BUILT) - own == set(CASES) == expected
     assert {n for n in streaming if n.startswith("google")} == set(GOOGLE_STREAMED + GOOGLE_ONE_SHOT)
@@ -99,7 +99,7 @@ async def test_recording_stream_parts(server: ReplayServer, name: str) -> None:
     model = make(api, server, recording, base, **kw)
     outputs = await drive(server, model, recording, turns, recorded_prompts=name in RECORDED_PROMPTS)
     # one list of collapsed parts per turn; `--inline-snapshot=fix` rewrites the file (tests/data/README.md)
-    assert [snapshot(parts) for parts in outputs] == external_file(EXPECTED / name)
+    assert [snapshot(parts) for parts in outputs] == external_file(SNAPSHOTS / name)
     for parts in outputs:
         assert_typed_parts(parts)
         assert parts[0] == {"type": "stream-start", "warnings": []}

@@ -1,10 +1,9 @@
 """Stream store backends for the tests: memory, and Redis at `AGENTSTREAM_TEST_REDIS_URL` (default:
-the server `scripts/redis.sh` starts). If Redis is unreachable its cases are skipped, unless `CI` is
-set, in which case they fail."""
+the server `scripts/redis.sh` starts). If Redis is unreachable the run ends with one line saying so
+(`tests/_services.py`); nothing is skipped."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -12,29 +11,13 @@ from typing import Any
 import pytest
 
 from agentstream.resumable import MemoryStreamStore, RedisStreamStore, StreamStore
+from tests.conftest import redis_url
 
-DEFAULT_REDIS_URL = "redis://127.0.0.1:56379/0"
-
-
-@pytest.fixture(scope="session")
-def redis_url() -> str:
-    url = os.environ.get("AGENTSTREAM_TEST_REDIS_URL", DEFAULT_REDIS_URL)
-    try:
-        import redis
-    except ImportError as exc:  # pragma: no cover
-        reason = f"redis-py not installed ({exc}); pip install -e '.[dev]'"
-    else:
-        try:
-            redis.Redis.from_url(url, socket_connect_timeout=3).ping()
-            return url
-        except Exception as exc:
-            reason = f"Redis unreachable at {url} ({type(exc).__name__}: {exc}); run scripts/redis.sh"
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {reason}", pytrace=False)
-    pytest.skip(reason)
+# Defined once in tests/conftest.py; re-exported for test modules that import it from here.
+__all__ = ["redis_url"]
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.services("redis"))])
 async def store(request: pytest.FixtureRequest) -> AsyncIterator[StreamStore]:
     made: Any
     if request.param == "memory":

@@ -49,7 +49,7 @@ CASES = [
         marks=pytest.mark.xfail(
             strict=True,
             reason="ai 5 keeps its partial message after a network error and appends the replay to it "
-            "(ai 6.0.2xx+ and 7 reset on the replay's start); see docs/decisions.md",
+            "(ai 6.0.2xx+ and 7 reset on the replay's start); see docs/decisions/serving.md",
         ),
     ),
 ]

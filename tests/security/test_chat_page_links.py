@@ -8,13 +8,11 @@ the renderer is checked to assign ``href`` only from it.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import subprocess
 from importlib import resources
 
-import pytest
+from tests import _services
 
 PAGE = resources.files("agentstream._web").joinpath("chat.html").read_text(encoding="utf-8")
 
@@ -36,10 +34,7 @@ SAFE = {
 
 
 def test_safe_href_allows_only_http_and_https() -> None:
-    if shutil.which("node") is None:
-        if os.environ.get("CI"):
-            pytest.fail("node is needed to check the chat page's link filter")
-        pytest.skip("node is not on PATH")
+    _services.require("node")
     match = re.search(r"^const safeHref = .*$", PAGE, re.MULTILINE)
     assert match, "chat.html defines no safeHref"
     script = (

@@ -6,18 +6,17 @@ continues the same assistant message. Screenshot: ``.cache/e2e/usechat-approval.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 from starlette.applications import Starlette
 
 from agentstream._demo import demo_mastra
 from agentstream.models._demo import DemoModel
 from agentstream.server import RequestGuard, chat_route
+from tests import _services
 from tests.test_chat_page import CHROMIUM, ROOT, serving
 
 CLIENTS = ROOT / ".cache" / "clients"
@@ -31,10 +30,7 @@ def _free_port() -> int:
 
 
 def _check(answer: str, prompt: str) -> dict[str, Any]:
-    if not (CLIENTS / "web" / "dist" / "index.html").exists():
-        if os.environ.get("CI"):
-            pytest.fail("the useChat page is not built (scripts/clients.sh --browser)")
-        pytest.skip("the useChat page is not built (scripts/clients.sh --browser)")
+    _services.require("usechat-page")
     page_port = _free_port()
     guard = RequestGuard(allowed_origins=[f"http://127.0.0.1:{page_port}"])
     route = chat_route(

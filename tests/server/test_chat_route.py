@@ -134,7 +134,7 @@ async def test_route_streams_sse() -> None:
 
 
 async def test_fastapi_style_mount() -> None:
-    fastapi = pytest.importorskip("fastapi")
+    import fastapi
     app = fastapi.FastAPI()
     app.router.routes.append(
         chat_route(mastra_with(ScriptedModel([text_step("Hi")])), "/api/chat", agent="weather")

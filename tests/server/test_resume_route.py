@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import subprocess
 import tempfile
 import threading
@@ -22,6 +23,7 @@ from agentstream._abort import AbortError
 from agentstream.agent import Agent
 from agentstream.resumable import MemoryStreamStore
 from agentstream.server import AuthError, RequestGuard, chat_route, resume_route, stop_route
+from tests import _services
 from tests.ai_sdk._support import require_clients
 from tests.server.test_chat_route import _free_port
 
@@ -250,17 +252,9 @@ def test_the_real_client_resumes_mid_stream(client: str) -> None:
 @contextlib.contextmanager
 def page_on(model: GatedModel, store: MemoryStreamStore) -> Iterator[tuple[str, Any]]:
     """A server for ``model`` and ``browser_check(*options)``, which drives the real `useChat` page
-    against it in headless Chromium (skipped without chromium or the built page; failed in CI)."""
-    import os
-    import shutil
-
+    against it in headless Chromium (the run ends with one line without chromium or the built page)."""
     clients = require_clients()
-    chromium = os.environ.get("AGENTSTREAM_CHROMIUM") or shutil.which("chromium")
-    if chromium is None or not (clients / "web" / "dist").is_dir():
-        reason = "chromium or the built useChat page is missing (scripts/clients.sh --browser)"
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    _services.require("usechat-page")
     page_port = _free_port()  # the page has its own origin, which the server must allow
     guard = RequestGuard(allowed_origins=[f"http://127.0.0.1:{page_port}"])
     with serve(model, store, guard) as url, tempfile.TemporaryDirectory() as tmp:
@@ -268,7 +262,7 @@ def page_on(model: GatedModel, store: MemoryStreamStore) -> Iterator[tuple[str, 
         def browser_check(*options: str) -> dict[str, Any]:
             command = ["node", str(clients / "browser-check.mjs"), "--backend", url, "--page-port", str(page_port)]
             command += ["--screenshot", f"{tmp}/p.png", "--prompt", "Weather in Berlin?", *options]
-            env = {**os.environ, "AGENTSTREAM_CHROMIUM": chromium}
+            env = {**os.environ, "AGENTSTREAM_CHROMIUM": str(_services.chromium_path())}
             result = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=clients, env=env)
             report: dict[str, Any] = json.loads(result.stdout)
             assert result.returncode == 0, (result.stderr[-2000:], report)

@@ -123,9 +123,11 @@ class Unstarted:
     def __init__(self, started: bool) -> None:
         self.started = started
         self.turns: list[ChatTurn] = []
+        self.dispatched = asyncio.Event()
 
     async def dispatch(self, turn: ChatTurn) -> None:
         self.turns.append(turn)
+        self.dispatched.set()
 
     async def cancel(self, stream_id: str) -> bool:
         return self.started
@@ -138,8 +140,7 @@ async def test_an_answer_no_worker_ends_is_ended_by_the_server(started: bool) ->
     runner = Unstarted(started)
     async with app(mastra, store, runner, stop_timeout_s=0.2) as c:
         answer = asyncio.create_task(c.post("/api/chat", json=body(), headers=ALICE))
-        while not runner.turns:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(runner.dispatched.wait(), 10)
         stopped = await c.delete(STREAM, headers=ALICE)
         text = (await answer).text
     assert stopped.status_code == 204

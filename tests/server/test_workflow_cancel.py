@@ -154,9 +154,11 @@ class NeverStarted:
     def __init__(self) -> None:
         self.jobs: list[WorkflowJob] = []
         self.cancelled: list[str] = []
+        self.dispatched = asyncio.Event()
 
     async def dispatch(self, job: WorkflowJob) -> None:
         self.jobs.append(job)
+        self.dispatched.set()
 
     async def cancel(self, stream_id: str) -> bool:
         self.cancelled.append(stream_id)
@@ -170,8 +172,7 @@ async def test_a_leg_cancelled_before_any_worker_started_it_is_ended_by_the_serv
     async with client(app(mastra, store, runner)) as c:
         body = {"runId": "r1", "inputData": {"n": 1}}
         started = asyncio.create_task(c.post("/api/workflows/w/stream", json=body, headers=ALICE))
-        while not runner.jobs:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(runner.dispatched.wait(), 10)
         stranger = await c.post(CANCEL, headers=BOB)
         assert runner.cancelled == []
         cancelled = await c.post(CANCEL, headers=ALICE)
@@ -192,11 +193,13 @@ class TakenButSilent:
     def __init__(self, store: StreamStore, release: asyncio.Event | None) -> None:
         self.store, self.release = store, release
         self.jobs: list[WorkflowJob] = []
+        self.dispatched = asyncio.Event()
         self.cancel_called = asyncio.Event()
         self._ending: set[asyncio.Task[None]] = set()
 
     async def dispatch(self, job: WorkflowJob) -> None:
         self.jobs.append(job)
+        self.dispatched.set()
 
     async def cancel(self, stream_id: str) -> bool:
         self.cancel_called.set()
@@ -221,11 +224,11 @@ async def test_the_cancel_answers_once_the_worker_ended_the_stream() -> None:
         started = asyncio.create_task(
             c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
         )
-        while not runner.jobs:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(runner.dispatched.wait(), 10)
         cancelling = asyncio.create_task(c.post(CANCEL, headers=ALICE))
         await runner.cancel_called.wait()
-        await asyncio.sleep(0.05)
+        for _ in range(50):  # loop turns, not wall time (all in-process): a cancel that did not wait ends here
+            await asyncio.sleep(0)
         assert not cancelling.done()  # the worker has not stopped yet
         release.set()
         cancelled, answer = await cancelling, await started
@@ -247,8 +250,7 @@ async def test_a_leg_the_worker_never_ends_is_ended_by_the_server_after_stop_tim
         started = asyncio.create_task(
             c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
         )
-        while not runner.jobs:
-            await asyncio.sleep(0.01)
+        await asyncio.wait_for(runner.dispatched.wait(), 10)
         cancelled = await c.post(CANCEL, headers=ALICE)
         answer = await started
     assert cancelled.status_code == 200

@@ -1,53 +1,25 @@
 """Backends for the storage contract suite: memory, SQLite (`:memory:` and a file), PostgreSQL.
 
 PostgreSQL: `AGENTSTREAM_TEST_PG_DSN` (default: the cluster `scripts/postgres.sh` starts). If it is
-unreachable the postgres cases are skipped (reason printed at the end of the run), unless `CI` is set,
-in which case they fail.
+unreachable the run ends with one line saying so (`tests/_services.py`); nothing is skipped.
 """
 
 from __future__ import annotations
 
-import os
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
 
-DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:54329/postgres"
-BACKENDS = ["memory", "sqlite-memory", "sqlite-file", "postgres"]
-
-_pg_skip_reason: list[str] = []
-
-
-@pytest.fixture(scope="session")
-def pg_dsn() -> str:
-    dsn = os.environ.get("AGENTSTREAM_TEST_PG_DSN", DEFAULT_PG_DSN)
-    try:
-        import psycopg
-    except ImportError as exc:  # pragma: no cover
-        reason = f"psycopg not installed ({exc}); pip install -e '.[dev]'"
-    else:
-        try:
-            with psycopg.connect(dsn, connect_timeout=3) as conn:
-                conn.execute("SELECT 1")
-            return dsn
-        except Exception as exc:
-            reason = f"PostgreSQL unreachable at {dsn} ({type(exc).__name__}: {' '.join(str(exc).split())[:160]}); run scripts/postgres.sh"
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {reason}", pytrace=False)
-    _pg_skip_reason.append(reason)
-    pytest.skip(reason)
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    if _pg_skip_reason:
-        terminalreporter.write_line(
-            f"storage: postgres contract tests SKIPPED: {_pg_skip_reason[0]}", yellow=True
-        )
+BACKENDS = [
+    "memory",
+    "sqlite-memory",
+    "sqlite-file",
+    pytest.param("postgres", marks=pytest.mark.services("postgres")),
+]
 
 
 StoreFactory = Callable[[], BaseStore]

@@ -28,6 +28,12 @@ from .conftest import StoreFactory
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
 PLUS2 = timezone(timedelta(hours=2))
 
+# Two stores sharing one database: only the SQLite file and PostgreSQL backends can (this overrides
+# the `backend` fixture's params rather than skipping the other two).
+SHARED_DATABASE = pytest.mark.parametrize(
+    "backend", ["sqlite-file", pytest.param("postgres", marks=pytest.mark.services("postgres"))]
+)
+
 
 def at(seconds: float) -> datetime:
     return T0 + timedelta(seconds=seconds)
@@ -421,9 +427,8 @@ async def test_concurrent_cas_exactly_one_wins(store: BaseStore) -> None:
         assert (await store.get_task(f"t{n}")).status == "running"
 
 
+@SHARED_DATABASE
 async def test_concurrent_cas_across_two_stores(backend: str, store_factory: StoreFactory) -> None:
-    if backend in ("memory", "sqlite-memory"):
-        pytest.skip("two stores share one database only for sqlite-file and postgres")
     a, b = store_factory(), store_factory()
     await a.init()
     await b.init()
@@ -440,10 +445,9 @@ async def test_concurrent_cas_across_two_stores(backend: str, store_factory: Sto
         assert seen_by_b.status == "running"
 
 
+@SHARED_DATABASE
 async def test_concurrent_reclaim_across_two_stores(backend: str, store_factory: StoreFactory) -> None:
     """Two managers sweeping one expired lease at once: exactly one takes it over."""
-    if backend in ("memory", "sqlite-memory"):
-        pytest.skip("two stores share one database only for sqlite-file and postgres")
     a, b = store_factory(), store_factory()
     await a.init()
     await b.init()
@@ -657,9 +661,8 @@ async def test_workflow_snapshot_claim_exactly_one_wins(store: BaseStore) -> Non
         assert await store.load_workflow_snapshot("w", f"r{n}") == {"status": "running", "by": winner}
 
 
+@SHARED_DATABASE
 async def test_workflow_snapshot_claim_across_two_stores(backend: str, store_factory: StoreFactory) -> None:
-    if backend in ("memory", "sqlite-memory"):
-        pytest.skip("two stores share one database only for sqlite-file and postgres")
     a, b = store_factory(), store_factory()
     await a.init()
     await b.init()

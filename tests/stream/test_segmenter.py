@@ -10,9 +10,10 @@ import pytest
 
 from agentstream.chunks import ChunkFrom, TextDelta, TextDeltaPayload
 from agentstream.stream import Segment, Segmenter, smooth_stream
+from tests import _services
 from tests.conformance import load, vector_files
 
-icu = pytest.importorskip("icu4py")
+_services.require("icu4py")
 
 
 def words(text: str, locale: str = "en", granularity: Any = "word") -> list[str]:

@@ -30,6 +30,7 @@ from agentstream.stream import (
     smooth_stream_factory,
 )
 from agentstream.stream._smooth import EMPTY_DETECTION, EMPTY_MATCH, INVALID_CHUNKING, NOT_A_PREFIX
+from tests import _services
 
 
 def td(text: str, id: str = "text-1", **kw: Any) -> TextDelta:
@@ -344,7 +345,7 @@ async def test_whitespace_free_text_is_linear(chunking: str, char: str) -> None:
 
 
 async def test_one_huge_delta_with_segmenter_is_linear() -> None:
-    pytest.importorskip("icu4py")
+    _services.require("icu4py")
     from agentstream.stream import Segmenter
 
     text = "こんにちは世界。" * 5_000

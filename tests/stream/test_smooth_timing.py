@@ -17,6 +17,7 @@ import pytest
 
 from agentstream.chunks import ChunkFrom, TextDelta, TextDeltaPayload
 from agentstream.stream import Segmenter, smooth_stream
+from tests import _services
 
 pytestmark = pytest.mark.looptime(noop_cycles=0)
 
@@ -92,7 +93,7 @@ async def test_max_lag_without_delay_and_long_answer() -> None:
 
 
 async def test_hold_back_keeps_the_last_segment() -> None:
-    pytest.importorskip("icu4py")
+    _services.require("icu4py")
 
     async def main(hold_back: bool) -> list[str]:
         src = Producer(["こんに", "ちは", "世界"], 0.01)

@@ -12,6 +12,7 @@ from agentstream.ai_sdk import handle_chat_stream
 from agentstream.ai_sdk import smooth_stream as reusable_smooth_stream
 from agentstream.stream import ModelOutput, smooth_stream
 from agentstream.stream._smooth import check_transform_factories
+from tests import _services
 
 REQUEST = {"messages": [{"id": "m1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}]}
 NAMED = r"agentstream\.ai_sdk\.smooth_stream"
@@ -49,7 +50,7 @@ def test_what_cannot_make_a_fresh_transform_is_refused(value: Any, message: str)
 
 
 def test_chat_route_refuses_it_at_construction() -> None:
-    pytest.importorskip("starlette")
+    _services.require("starlette")
     from agentstream.server import chat_route
 
     mastra = Mastra(agents={"a": Agent(id="a", name="A", instructions="", model="demo")})

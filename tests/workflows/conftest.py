@@ -1,5 +1,5 @@
-"""Stores for the workflow snapshot tests: in-memory, SQLite (file) and PostgreSQL (skipped with the reason
-when unreachable, failing under ``CI``), as in the background-task tests."""
+"""Stores for the workflow snapshot tests: in-memory, SQLite (file) and PostgreSQL (a run without it ends
+with one line saying so, ``tests/_services.py``), as in the background-task tests."""
 
 from __future__ import annotations
 
@@ -11,11 +11,9 @@ from typing import Any
 import pytest
 
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
-from tests.background.conftest import _drop_schema, pg_dsn
+from tests.background.conftest import _drop_schema
 
-__all__ = ["pg_dsn"]
-
-BACKENDS = ["memory", "sqlite", "postgres"]
+BACKENDS = ["memory", "sqlite", pytest.param("postgres", marks=pytest.mark.services("postgres"))]
 
 
 @pytest.fixture(params=BACKENDS)

@@ -3,7 +3,7 @@
 The agent package does not know the engine (``agentstream.durable`` sits above it): the engine
 registers a `CheckpointSeam` once (``agentstream.durable`` does so when imported), and every run
 asks it, at the start, whether it runs inside one of the engine's workflows. Without a registered
-seam a run pays one list check; with one, one context lookup (docs/decisions.md, "Checkpointed
+seam a run pays one list check; with one, one context lookup (docs/decisions/durable.md, "Checkpointed
 agent runs").
 """
 

@@ -296,7 +296,7 @@ def _tool_call(st: StepState, part: ToolCallPart) -> Handled:
     exec_args = args if ok else {}
     if cid in st.streamed:
         # Mastra runs the tool with {} when the streamed JSON does not parse; we run it with the
-        # provider's repaired input (docs/decisions.md).
+        # provider's repaired input (docs/decisions/agent-loop.md).
         parsed_ok, streamed_args = try_parse_streamed_args("".join(st.streamed[cid]))
         if parsed_ok or not ok:
             exec_args = streamed_args

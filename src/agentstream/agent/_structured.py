@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import pydantic
 
-from ..chunks import UNSET, ChunkFrom, Object, ObjectResult
+from ..chunks import UNSET, ChunkFrom, Object, ObjectResult, error_to_dict
 from ..tools import Schema, compile_schema, format_issues, json_schema_of, validate_value
 from ._convert import parse_partial_json
 
@@ -28,6 +28,14 @@ class StructuredOutputError(Exception):
         self.code = code
         self.details = {"domain": "AGENT", "category": "SYSTEM", "code": code, "details": {"value": value}}
         self.__cause__ = cause
+
+    def to_wire(self) -> dict[str, Any]:
+        """The error as Mastra 1.71 writes a ``MastraError`` in a chunk: no ``name``, the cause as
+        ``{message, name}`` (recorded in ``conformance/agent/structured-output-invalid.json``)."""
+        out: dict[str, Any] = {"message": str(self), **self.details}
+        if self.__cause__ is not None:
+            out["cause"] = error_to_dict(self.__cause__)
+        return out
 
 
 class _SchemaIssuesError(Exception):

@@ -185,7 +185,12 @@ def format_date(value: datetime) -> str:
 
 
 def error_to_dict(error: BaseException) -> dict[str, Any]:
-    """An exception as Mastra writes an Error: ``{name, message}`` plus JSON-safe public details."""
+    """An exception as Mastra writes an Error: ``{name, message}`` plus JSON-safe public details;
+    an error with a ``to_wire()`` method (a ``MastraError``'s own ``toJSON``) writes itself."""
+    to_wire = getattr(error, "to_wire", None)
+    if callable(to_wire):
+        wire: dict[str, Any] = to_wire()
+        return wire
     name = getattr(error, "name", None)
     out: dict[str, Any] = {
         "name": name if isinstance(name, str) else type(error).__name__,

@@ -45,7 +45,7 @@ from ._remote import DurableBackground, RemoteTaskError, attempt_id
 from ._worker import DurableWorker, step
 from ._workflows import WORKFLOW_QUEUE_NAME, WORKFLOW_RUN_NAME, DBOSCheckpoint, DurableWorkflows
 
-# Agent runs inside DBOS workflow code are checkpointed from now on (docs/decisions.md, "Checkpointed
+# Agent runs inside DBOS workflow code are checkpointed from now on (docs/decisions/durable.md, "Checkpointed
 # agent runs"); outside a workflow this costs a run one context lookup.
 set_checkpoint_seam(DBOSCheckpoints())
 

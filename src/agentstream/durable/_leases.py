@@ -2,7 +2,7 @@
 
 DBOS recovers a crashed executor's workflows when that executor restarts, or through its hosted
 Conductor. Workers here get a fresh id per process, so the takeover is ours: the project's lease
-rule (see docs/decisions.md, "owners and leases") applied to whole workers."""
+rule (see docs/decisions/background.md, "owners and leases") applied to whole workers."""
 
 from __future__ import annotations
 

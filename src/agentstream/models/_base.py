@@ -4,7 +4,7 @@ Stream parts are plain dicts in the exact JSON shape of the AI SDK's ``LanguageM
 (``@ai-sdk/provider``), so the agent layer's ``convertFullStreamChunkToMastra`` port can consume
 them unchanged. Each part type is a ``TypedDict`` discriminated by its ``type`` literal; ``StreamPart``
 is their union. They are types only: a part is still a plain dict at run time, so nothing is
-validated or copied on the per-token path (docs/decisions.md).
+validated or copied on the per-token path (docs/decisions/models.md).
 """
 
 # No `from __future__ import annotations`: the TypedDicts' NotRequired keys must be seen at run time

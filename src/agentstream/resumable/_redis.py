@@ -8,7 +8,7 @@ Explicit ids make "after the first N chunks" one ``XREAD`` from ``0-<N+1>``. Bot
 ``ttl_s`` after the last write. Readers replay with ``XREAD`` and then follow rather than
 subscribe, so nothing is lost between the two; the followers of a store share one blocking
 ``XREAD`` over all their streams (`._redis_follow`), so they hold no connection each (see
-docs/decisions.md).
+docs/decisions/serving.md).
 """
 
 from __future__ import annotations

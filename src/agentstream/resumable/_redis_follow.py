@@ -4,7 +4,7 @@ A follower that has caught up with its stream waits on its own `asyncio.Event`; 
 multiplexer task (`_Follow`), on a dedicated connection, blocks in one ``XREAD`` over every
 followed stream key plus a private *wake key*, and on each answer hands the new entries of a key
 to that key's followers and sets their events. So the connections a process holds no longer grow
-with its followers (see docs/decisions.md, "One Redis reader per process").
+with its followers (see docs/decisions/serving.md, "One Redis reader per process").
 
 Followers stay pull readers: each keeps its own position, replays from Redis on its own (a late
 reader, or one that fell behind the multiplexer's last batch), and takes the multiplexer's batch
