@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
 from ._errors import InternalServerError, error_response
 from ._guard import DEFAULT_MAX_BODY_BYTES, AuthError, AuthHook, RequestGuard, bearer_token_auth
+from ._owner import owner_key
 from ._resume import resume_route
 from ._route import chat_route
 from ._stop import stop_route
@@ -29,6 +30,7 @@ __all__ = [
     "bearer_token_auth",
     "chat_route",
     "error_response",
+    "owner_key",
     "resume_route",
     "stop_route",
     "workflow_cancel_route",
