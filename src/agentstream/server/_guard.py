@@ -13,12 +13,14 @@ import inspect
 import ipaddress
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..ai_sdk import ChatRequestError
+from ..ai_sdk import ChatRequestError, parse_json_body
+from ._storable import check_storable
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AuthError", "AuthHook", "RequestGuard", "bearer_token_auth"]
 
@@ -202,6 +204,13 @@ class RequestGuard:
             raise AuthError("authentication required")
         request.state.principal = principal
         return principal
+
+    async def read_json(self, request: Request) -> Any:
+        """The body read by `read_body`, parsed (400 beyond ``max_json_depth``) and checked for what
+        storage cannot hold (400 naming the field with a NUL character)."""
+        body = parse_json_body(await self.read_body(request), max_depth=self.max_json_depth)
+        check_storable(body)
+        return body
 
     async def read_body(self, request: Request) -> bytes:
         """The body if it is ``application/json`` (415) and at most ``max_body_bytes`` (413, decided

@@ -31,7 +31,6 @@ from ..ai_sdk import (
     check_transform_factories,
     end_cancelled_turn,
     handle_chat_stream,
-    parse_json_body,
 )
 from ..resumable import ChatRunner, ChatTurn, ChatTurnOptions, StreamStore, chat_stream_key
 from ..tracing import incoming_trace
@@ -211,7 +210,7 @@ def chat_route(
         if request.method == "OPTIONS":
             return checks.preflight(request)
         principal = await checks.admit(request)
-        body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
+        body = await checks.read_json(request)
         if not isinstance(body, Mapping):
             raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
         controller = AbortController()

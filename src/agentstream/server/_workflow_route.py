@@ -29,7 +29,6 @@ from ..ai_sdk import (
     WorkflowStreamOptions,
     assert_valid_heartbeat_ms,
     check_workflow_request,
-    parse_json_body,
     start_workflow_stream,
 )
 from ..resumable import (
@@ -169,7 +168,7 @@ def workflow_route(
         if request.method == "OPTIONS":
             return checks.preflight(request)
         principal = await checks.admit(request)
-        body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
+        body = await checks.read_json(request)
         if not isinstance(body, Mapping):
             raise ChatRequestError("expected the request body to be a JSON object")
         stream = await answer(request, body, principal)
