@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
 from ._keys import STREAM_KEY_KINDS, chat_stream_key, workflow_stream_key
-from ._memory import MemoryStreamStore
+from ._memory import DEFAULT_MAX_BYTES, MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
 from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
 from ._workflow_run import WorkflowJob, WorkflowRunner
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
     "STREAM_KEY_KINDS",
     "ActiveStream",
     "ChatRunner",
