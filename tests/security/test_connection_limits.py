@@ -269,3 +269,15 @@ async def test_rss_under_300_stalled_bodies_just_under_1_mib_stays_within_50_mib
         close_all([w for _, w in streams])
         await chat(port)
     assert peak - idle < 50 * MiB, f"RSS grew by {(peak - idle) / MiB:.1f} MiB"
+
+
+async def test_a_legitimate_body_near_the_size_limit_still_goes_through() -> None:
+    """The read-ahead and budget limits slow no one down: a 900 KB chat body, ten at once."""
+    body = {**BODY, "pad": " " * 900_000}
+    with serving({}) as (port, _pid):
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as client:
+            answers = await asyncio.gather(
+                *(client.post("/api/chat", json=body, headers={"authorization": "Bearer t"}) for _ in range(10))
+            )
+    assert [a.status_code for a in answers] == [200] * 10
+    assert all(a.text.rstrip().endswith("data: [DONE]") for a in answers)

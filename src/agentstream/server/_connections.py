@@ -18,9 +18,10 @@ adds what is missing:
 * a response that ends while the client is still sending the body (a 413 or 401 before the body
   was read) closes the connection instead of reading the rest of the body for nothing.
 
-The bytes a request may buffer before auth is known are uvicorn's: at most ``max_header_bytes``
-for the head (h11) and 64 KiB of body before reading pauses; `RequestGuard.max_buffered_bytes`
-caps the bodies being read after auth, in total.
+Before auth is known a request buffers at most ``max_header_bytes`` of head (h11) and 16 KiB of
+body: reading pauses there until the app asks for more (uvicorn alone reads 64 KiB ahead), and a
+socket is read 64 KiB at a time (asyncio: 256 KiB). `RequestGuard.max_buffered_bytes` caps the
+bodies being read after auth, in total.
 """
 
 from __future__ import annotations
@@ -36,6 +37,9 @@ __all__ = ["ConnectionLimits", "LimitedH11Protocol", "default_max_connections", 
 
 # File descriptors kept for everything else the server opens (storage, Redis, logs, models' HTTP).
 _FD_RESERVE = 128
+# Bytes read from a socket at a time, and of a body ahead of the app reading it.
+_READ_SIZE = 64 * 1024
+_READ_AHEAD = 16 * 1024
 
 
 def default_max_connections() -> int:
@@ -131,6 +135,9 @@ def _make_protocol_class() -> type[Any]:
                     return
                 victim.evict()
             super().connection_made(transport)
+            if isinstance(getattr(transport, "max_size", None), int):
+                # asyncio reads up to 256 KiB at a time; hundreds of slow bodies make that count.
+                transport.max_size = min(transport.max_size, _READ_SIZE)  # type: ignore[attr-defined]
             self._track()
 
         def connection_lost(self, exc: Exception | None) -> None:
@@ -150,8 +157,12 @@ def _make_protocol_class() -> type[Any]:
             if self._phase == "head":
                 self._head_bytes = True
             super().data_received(data)
-            if not self.transport.is_closing():
-                self._track()
+            if self.transport.is_closing():
+                return
+            self._track()
+            if self._phase == "body" and self.cycle is not None and len(self.cycle.body) > _READ_AHEAD:
+                # uvicorn reads 64 KiB of body ahead of the app; less, until the app asks for it.
+                self.flow.pause_reading()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
