@@ -24,6 +24,7 @@ from agentstream._abort import AbortError, AbortSignal
 from agentstream._app import create_app
 from agentstream._mastra import Mastra
 from agentstream.agent import Agent
+from agentstream.resumable import MemoryStreamStore
 from agentstream.server import AuthError, RequestGuard, owner_key
 from agentstream.testing import ScriptedModel
 from agentstream.tools import Tool, ToolContext
@@ -91,6 +92,26 @@ class Gate:
         yield {"type": "finish", "finishReason": "stop", "usage": USAGE}
 
 
+class ReaderStore(MemoryStreamStore):
+    """A memory store that tells when a stream has got one more reader (so a test stops or
+    cancels only once the follower it started is following)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.readers = 0
+        self.changed = asyncio.Event()
+
+    def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        self.readers += 1
+        self.changed.set()
+        return super().read(stream_id, after=after)
+
+    async def one_more_reader(self, since: int) -> None:
+        while self.readers <= since:
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), 10)
+
+
 class World:
     """The app under test and the handles a test needs into it."""
 
@@ -100,7 +121,10 @@ class World:
         self.leg_go = asyncio.Event()
         self.transfers: list[Any] = []
         self.mastra = Mastra(agents={"slow": self._slow(), "bank": self._bank()}, workflows={"w": self._flow()})
-        self.app = create_app(self.mastra, smooth=False, heartbeat_ms=0, guard=RequestGuard(auth=hook))
+        self.store = ReaderStore()
+        self.app = create_app(
+            self.mastra, smooth=False, heartbeat_ms=0, guard=RequestGuard(auth=hook), stream_store=self.store
+        )
         self.walked: set[tuple[str, str]] = set()
 
     def _slow(self) -> Agent:
@@ -161,8 +185,9 @@ async def _chat_answer(world: World, c: httpx.AsyncClient, chat: str, resume: st
     taken = await c.post(agent_path, json=body, headers=BOB)
     assert taken.status_code == 403, taken.text
     assert not answer.done()  # nothing Bob did reached it
+    readers = world.store.readers
     follower = asyncio.create_task(c.get(resume, headers=ALICE))
-    await asyncio.sleep(0.05)
+    await world.store.one_more_reader(readers)
     assert (await c.delete(resume, headers=ALICE)).status_code == 204
     done, resumed = await asyncio.wait_for(asyncio.gather(answer, follower), 10)
     assert done.status_code == resumed.status_code == 200
@@ -216,8 +241,9 @@ async def _workflow(world: World, c: httpx.AsyncClient) -> None:
     await asyncio.wait_for(world.leg_running.wait(), 10)
     assert (await c.get(watch, headers=BOB)).status_code == 204
     assert (await c.post(cancel, headers=BOB)).status_code == 404
+    readers = world.store.readers
     watcher = asyncio.create_task(c.get(watch, headers=ALICE))
-    await asyncio.sleep(0.05)
+    await world.store.one_more_reader(readers)
     world.leg_go.set()
     finished, watched = await asyncio.wait_for(asyncio.gather(leg, watcher), 10)
     assert finished.status_code == watched.status_code == 200
@@ -299,8 +325,9 @@ async def test_a_chat_named_after_a_run_s_stream_key_does_not_take_the_run_s_str
         resume = {"runId": "r1", "resumeData": {"ok": True}, "step": "ask"}
         leg = asyncio.create_task(c.post("/api/workflows/w/resume", json=resume, headers=ALICE))
         await asyncio.wait_for(world.leg_running.wait(), 10)
+        readers = world.store.readers
         watched = asyncio.create_task(c.get("/api/workflows/w/runs/r1/stream", headers=ALICE))
-        await asyncio.sleep(0.05)
+        await world.store.one_more_reader(readers)
         cancelled = await c.post("/api/workflows/w/runs/r1/cancel", headers=ALICE)
         finished, seen = await asyncio.wait_for(asyncio.gather(leg, watched), 10)
         assert not any(a.done() for a in answers)  # Bob's chats ran on, untouched
