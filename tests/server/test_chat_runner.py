@@ -17,7 +17,7 @@ from agentstream._abort import AbortController
 from agentstream._demo import demo_agent
 from agentstream._mastra import Mastra
 from agentstream.ai_sdk import handle_chat_stream, run_chat_turn
-from agentstream.resumable import ChatRunner, ChatTurn, MemoryStreamStore, StreamStore
+from agentstream.resumable import ChatRunner, ChatTurn, MemoryStreamStore, StreamStore, chat_stream_key
 from agentstream.server import RequestGuard, chat_route
 
 
@@ -80,7 +80,7 @@ async def test_a_turn_answered_through_a_runner_is_the_answer_the_route_gives_it
     assert turn["traceparent"] == "00-" + "a" * 32 + "-" + "b" * 16 + "-01"
     assert turn["options"]["send_reasoning"] is True and turn["options"]["version"] == "v5"
     assert turn["body"] == request()
-    assert await store.active("chat-1") is None  # the worker finished the stream
+    assert await store.active(chat_stream_key("chat-1")) is None  # the worker finished the stream
 
 
 async def test_the_turn_carries_the_principals_owner_key() -> None:
@@ -101,7 +101,7 @@ async def test_a_new_answer_for_the_chat_cancels_the_previous_turn() -> None:
     store = MemoryStreamStore()
     runner = LocalRunner(Mastra(agents={"demo": demo_agent()}), store)
     async with client(stream_store=store, runner=runner) as app:
-        first_stream = await store.start("chat-1", owner=None)  # a turn still running elsewhere
+        first_stream = await store.start(chat_stream_key("chat-1"), owner=None)  # a turn still running elsewhere
         answer = await app.post("/chat/demo", json=request())
     assert answer.status_code == 200
     assert runner.cancelled == [first_stream]
@@ -126,7 +126,7 @@ async def test_a_refused_request_is_json_and_nothing_is_dispatched_or_claimed(
         answer = await app.post(path, json=body)
     assert answer.status_code == status
     assert message in answer.json()["error"]["message"]
-    assert runner.turns == [] and await store.active("c") is None
+    assert runner.turns == [] and await store.active(chat_stream_key("c")) is None
 
 
 def test_a_runner_needs_a_store_and_no_local_callables() -> None:
@@ -170,7 +170,7 @@ def turn(stream_id: str, agent_id: str = "demo") -> ChatTurn:
 
 async def test_a_worker_without_the_agent_answers_with_one_error_chunk() -> None:
     store = MemoryStreamStore()
-    stream_id = await store.start("chat-1", owner=None)
+    stream_id = await store.start(chat_stream_key("chat-1"), owner=None)
     await run_chat_turn(Mastra(agents={"demo": demo_agent()}), store, turn(stream_id, "other"))
     chunks = [json.loads(c) async for c in store.read(stream_id)]
     assert chunks == [{"type": "error", "errorText": "Agent other not found"}]
@@ -179,7 +179,7 @@ async def test_a_worker_without_the_agent_answers_with_one_error_chunk() -> None
 async def test_a_rerun_of_a_finished_turn_writes_nothing() -> None:
     store = MemoryStreamStore()
     mastra = Mastra(agents={"demo": demo_agent()})
-    stream_id = await store.start("chat-1", owner=None)
+    stream_id = await store.start(chat_stream_key("chat-1"), owner=None)
     await run_chat_turn(mastra, store, turn(stream_id))
     written = [c async for c in store.read(stream_id)]
     await run_chat_turn(mastra, store, turn(stream_id))  # a worker that took over too late
@@ -189,10 +189,10 @@ async def test_a_rerun_of_a_finished_turn_writes_nothing() -> None:
 async def test_a_rerun_after_a_crash_continues_where_the_first_stopped() -> None:
     store = MemoryStreamStore()
     mastra = Mastra(agents={"demo": demo_agent()})
-    reference = await store.start("chat-0", owner=None)
+    reference = await store.start(chat_stream_key("chat-0"), owner=None)
     await run_chat_turn(mastra, store, turn(reference))
     full = [json.loads(c) async for c in store.read(reference)]
-    stream_id = await store.start("chat-1", owner=None)
+    stream_id = await store.start(chat_stream_key("chat-1"), owner=None)
     # The first worker wrote five chunks, then died; the re-run starts again from chunk 0.
     await store.append(stream_id, *[json.dumps(c).encode() for c in full[:5]], at=0)
     await run_chat_turn(mastra, store, turn(stream_id))
@@ -211,12 +211,12 @@ async def test_another_user_cannot_cancel_or_take_over_a_chats_running_turn() ->
     async def auth(request: Request) -> object:
         return {"id": request.headers["x-user"]}
 
-    running = await store.start("chat-1", owner=stream_owner(owner_key({"id": "alice"})))
+    running = await store.start(chat_stream_key("chat-1"), owner=stream_owner(owner_key({"id": "alice"})))
     async with client(stream_store=store, runner=runner, guard=RequestGuard(auth=auth)) as app:
         answer = await app.post("/chat/demo", json=request(), headers={"x-user": "mallory"})
     assert answer.status_code == 403 and answer.json()["error"]["path"] == "id"
     assert runner.cancelled == [] and runner.turns == []
-    found = await store.active("chat-1")
+    found = await store.active(chat_stream_key("chat-1"))
     assert found is not None and found.stream_id == running
 
 
@@ -261,7 +261,7 @@ async def test_a_rerun_names_the_run_as_the_first_attempt_did() -> None:
     approval_at = [c["type"] for c in first].index("data-tool-call-approval")
     assert approval_at == len(first) - 1  # the answer ends waiting for the approval
     store = CrashingStore(after=len(first))  # dies after the last chunk, before finishing
-    stream_id = await store.start("chat-1", owner=None)
+    stream_id = await store.start(chat_stream_key("chat-1"), owner=None)
     with pytest.raises(Killed):
         await run_chat_turn(mastra, store, turn(stream_id) | {"body": book})
     written: list[dict[str, Any]] = []

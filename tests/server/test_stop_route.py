@@ -17,7 +17,7 @@ from agentstream._abort import AbortError, AbortSignal
 from agentstream._mastra import Mastra
 from agentstream.agent import Agent
 from agentstream.ai_sdk import ChatRequestError
-from agentstream.resumable import ChatTurn, MemoryStreamStore, StreamStore
+from agentstream.resumable import ChatTurn, MemoryStreamStore, StreamStore, chat_stream_key
 from agentstream.server import RequestGuard, chat_route, resume_route, stop_route
 from tests.security._support import x_user
 from tests.server.test_chat_runner import LocalRunner
@@ -89,7 +89,7 @@ async def test_the_owner_stops_an_answer_running_here_and_nobody_else_can() -> N
         anonymous = await c.delete(STREAM)
         assert not answer.done() and not model.signals[0].aborted  # still running
         stopped = await c.delete(STREAM, headers=ALICE)
-        assert await store.active("chat-1") is None  # the 204 came once the answer had ended
+        assert await store.active(chat_stream_key("chat-1")) is None  # the 204 came once the answer had ended
         await answer
         resumed = await c.get(STREAM, headers=ALICE)
         again = await c.delete(STREAM, headers=ALICE)
@@ -109,7 +109,7 @@ async def test_an_answer_on_a_worker_is_cancelled_through_the_runner() -> None:
         answer = asyncio.create_task(c.post("/api/chat", json=body(), headers=ALICE))
         await model.started.wait()
         stopped = await c.delete(STREAM, headers=ALICE)
-        assert await store.active("chat-1") is None
+        assert await store.active(chat_stream_key("chat-1")) is None
         await answer
     assert stopped.status_code == 204
     assert runner.cancelled == [runner.turns[0]["stream_id"]]
@@ -153,7 +153,7 @@ async def test_an_answer_another_server_runs_in_its_process_is_409() -> None:
     async with app(mastra, store) as c:
         from agentstream.server._resume import stream_owner
 
-        await store.start("chat-1", owner=stream_owner("alice"))  # recorded by another server
+        await store.start(chat_stream_key("chat-1"), owner=stream_owner("alice"))  # recorded by another server
         refused = await c.delete(STREAM, headers=ALICE)
     assert refused.status_code == 409
     assert "running in another server process" in refused.json()["error"]["message"]
@@ -182,7 +182,7 @@ async def test_the_built_in_apps_until_idle_answer_ends_with_abort_and_finish() 
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30) as c:
         answer = asyncio.create_task(c.post("/api/chat", json=request))
         # Mid-answer: a few chunks written (the demo model streams for seconds).
-        while (active := await store.active("chat-1")) is None or await store.length(active.stream_id) < 5:
+        while (active := await store.active(chat_stream_key("chat-1"))) is None or await store.length(active.stream_id) < 5:
             await asyncio.sleep(0.01)
         stopped = await c.delete(STREAM)
         text = (await answer).text
@@ -212,9 +212,9 @@ async def test_an_answer_that_ended_meanwhile_is_no_conflict() -> None:
     from agentstream.server._stop import stop_answer
 
     store = MemoryStreamStore()
-    stream_id = await store.start("chat-1", owner=None)
+    stream_id = await store.start(chat_stream_key("chat-1"), owner=None)
     await store.finish(stream_id)  # ended between the route's lookup and the stop
     await stop_answer(store, "chat-1", stream_id)  # no 409: nothing is left to stop
-    other = await store.start("chat-1", owner=None)  # another server's newer answer: that one is 409
+    other = await store.start(chat_stream_key("chat-1"), owner=None)  # another server's newer answer: that one is 409
     with pytest.raises(ChatRequestError, match="running in another server process"):
         await stop_answer(store, "chat-1", other)

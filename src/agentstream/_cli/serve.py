@@ -253,8 +253,10 @@ def run(args: argparse.Namespace) -> int:
     fragment = f"#token={args.token}" if args.token else ""
     print(f"agentstream serve: http://{shown}:{port}/{fragment}", file=sys.stderr, flush=True)
     _log_to_stderr()
-    # Open streams get a short grace on SIGTERM, then are cancelled (uvicorn's default waits forever).
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2))
+    from agentstream.server import serving_config
+
+    # Head/body deadlines, a connection cap, a 2 s grace on SIGTERM (docs/serving.md, "Limits").
+    server = uvicorn.Server(serving_config(app, log_level="warning"))
     with sock:
         server.run(sockets=[sock])
     return 0

@@ -3,13 +3,30 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any
 
 from .._secrets import redact
 
-__all__ = ["ChatRequestError", "UIMessageError", "UIMessageStreamError", "default_error_text", "js_string"]
+__all__ = [
+    "STORAGE_ERROR_TEXT",
+    "ChatRequestError",
+    "UIMessageError",
+    "UIMessageStreamError",
+    "default_error_text",
+    "is_storage_error",
+    "js_string",
+]
+
+logger = logging.getLogger("agentstream.server")
+
+STORAGE_ERROR_TEXT = "the server's storage failed (details are in the server log)"
+"""What a client is told of a database error: its text (SQL, parameters, schema) stays in the log."""
+
+# Errors raised by these modules' drivers are database errors, whatever wraps them.
+_STORAGE_MODULES = frozenset({"psycopg", "psycopg_pool", "psycopg2", "asyncpg", "sqlite3", "_sqlite3", "aiosqlite"})
 
 # Left out of the JSON form, unlike Mastra's safeParseErrorObject (which stringifies everything):
 # provider request/response dumps and endpoints can carry secrets and internal addresses. Both
@@ -136,6 +153,19 @@ def _default(value: Any) -> Any:
     return to_jsonable(value)
 
 
+def is_storage_error(error: object) -> bool:
+    """Whether ``error``, or an exception it was raised from or while handling, is a database
+    driver's (psycopg, sqlite3 ...): its text may quote SQL, parameters and the schema."""
+    seen: set[int] = set()
+    current: object = error
+    while isinstance(current, BaseException) and id(current) not in seen:
+        seen.add(id(current))
+        if any(cls.__module__.split(".")[0] in _STORAGE_MODULES for cls in type(current).__mro__):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def default_error_text(error: Any) -> str:
     """Mastra's default ``onError``: compact JSON of the error, ``String(error)`` when that says nothing.
 
@@ -143,8 +173,12 @@ def default_error_text(error: Any) -> str:
     provider's `APICallError`) is sent as that short line
     (``openai (status 401): Incorrect API key provided: ***.``), and keys holding provider
     request/response dumps or endpoints (``responseBody``/``response_body``, ``url``, ``data`` ...)
-    are left out. Every configured key is then redacted from the text.
+    are left out. Every configured key is then redacted from the text. A database error (see
+    `is_storage_error`) is `STORAGE_ERROR_TEXT`, its details logged.
     """
+    if is_storage_error(error):
+        logger.error("a storage error is reported to the client as %r", STORAGE_ERROR_TEXT, exc_info=error)
+        return STORAGE_ERROR_TEXT
     return redact(_error_text(error))
 
 

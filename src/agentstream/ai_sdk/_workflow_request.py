@@ -19,6 +19,7 @@ from ..chunks import zero_workflow_usage
 from ..resumable import StreamExpiredError, StreamStore, WorkflowJob
 from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
 from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
+from ._errors import default_error_text, is_storage_error
 from ._turn import end_cancelled, write_chunks
 
 __all__ = [
@@ -213,6 +214,8 @@ async def run_workflow_spec(
         stream = start_workflow_stream(run, spec, on_error=on_error)
     except Exception as exc:
         message = str(exc) if isinstance(exc, ChatRequestError) else f"{type(exc).__name__}: {exc}"
+        if is_storage_error(exc):
+            message = default_error_text(exc)  # the database's text stays in the log
         yield {"type": "error", "errorText": message}
         return
     canceller, unlisten = None, None

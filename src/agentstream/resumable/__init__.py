@@ -14,12 +14,15 @@ chunks positionally.
 from __future__ import annotations
 
 from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
-from ._memory import MemoryStreamStore
+from ._keys import STREAM_KEY_KINDS, chat_stream_key, workflow_stream_key
+from ._memory import DEFAULT_MAX_BYTES, MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
 from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
-from ._workflow_run import WorkflowJob, WorkflowRunner, workflow_stream_key
+from ._workflow_run import WorkflowJob, WorkflowRunner
 
 __all__ = [
+    "DEFAULT_MAX_BYTES",
+    "STREAM_KEY_KINDS",
     "ActiveStream",
     "ChatRunner",
     "ChatTurn",
@@ -31,6 +34,7 @@ __all__ = [
     "StreamStore",
     "WorkflowJob",
     "WorkflowRunner",
+    "chat_stream_key",
     "check_at",
     "check_ttl",
     "stream_store_from_url",

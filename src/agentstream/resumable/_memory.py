@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -10,7 +11,12 @@ from dataclasses import dataclass, field
 
 from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, check_at, check_ttl
 
-__all__ = ["MemoryStreamStore"]
+__all__ = ["DEFAULT_MAX_BYTES", "MemoryStreamStore"]
+
+logger = logging.getLogger("agentstream.resumable")
+
+DEFAULT_MAX_BYTES = 128 * 1024 * 1024
+"""What a `MemoryStreamStore` keeps of streams' chunks, in total, before it evicts finished ones."""
 
 
 @dataclass
@@ -19,6 +25,7 @@ class _Stream:
     owner: str | None
     expires: float
     chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
     done: bool = False
     # Replaced on every write: readers wait on the one current when they caught up.
     changed: asyncio.Event = field(default_factory=asyncio.Event)
@@ -33,13 +40,53 @@ class MemoryStreamStore:
 
     Streams expire ``ttl_s`` (600) seconds after their last write; expired ones are dropped on the
     next `start`. ``clock`` (``time.monotonic``) is the time source, replaceable in tests.
+
+    ``max_bytes`` (128 MiB) bounds the chunks kept, in total: past it the finished streams are
+    evicted, the longest finished first, until the total fits (a reader already following one
+    reads it to its end; a resume finds nothing). A running stream is never evicted: when running
+    streams alone hold more than ``max_bytes``, every finished one is gone, the total exceeds the
+    bound until they finish (a warning is logged), and each is evicted as it finishes.
     """
 
-    def __init__(self, *, ttl_s: float = 600, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        *,
+        ttl_s: float = 600,
+        clock: Callable[[], float] = time.monotonic,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:
+            raise ValueError(f"max_bytes must be a positive number of bytes, got {max_bytes!r}")
         self.ttl_s = check_ttl(ttl_s)
+        self.max_bytes = max_bytes
         self._clock = clock
         self._streams: dict[str, _Stream] = {}
         self._active: dict[str, str] = {}
+        # Finished streams, the longest finished first (dicts keep insertion order).
+        self._finished: dict[str, None] = {}
+        self._bytes = 0
+        self._over_warned = False
+
+    @property
+    def size(self) -> int:
+        """The bytes of chunks kept now, over all streams."""
+        return self._bytes
+
+    def _evict(self) -> None:
+        """Drop finished streams, the longest finished first, until the total fits ``max_bytes``."""
+        while self._bytes > self.max_bytes and self._finished:
+            stream_id = next(iter(self._finished))
+            self._drop(stream_id, self._streams[stream_id])
+        if self._bytes > self.max_bytes and not self._over_warned:
+            self._over_warned = True
+            logger.warning(
+                "running answers hold %d bytes, more than the stream store's max_bytes (%d): "
+                "they are kept whole until they finish",
+                self._bytes,
+                self.max_bytes,
+            )
+        elif self._bytes <= self.max_bytes:
+            self._over_warned = False
 
     def _live(self, stream_id: str) -> _Stream | None:
         stream = self._streams.get(stream_id)
@@ -50,6 +97,8 @@ class MemoryStreamStore:
 
     def _drop(self, stream_id: str, stream: _Stream) -> None:
         del self._streams[stream_id]
+        self._finished.pop(stream_id, None)
+        self._bytes -= stream.size
         if self._active.get(stream.chat_id) == stream_id:
             del self._active[stream.chat_id]
         stream.wake()  # a reader waiting on it ends
@@ -78,9 +127,15 @@ class MemoryStreamStore:
         `StreamStore.append`); `StreamExpiredError` if the stream is gone or finished."""
         stream = self._writable(stream_id)
         start = check_at(at, len(stream.chunks), stream_id)
-        stream.chunks.extend(bytes(chunk) for chunk in chunks[len(stream.chunks) - start :])
+        added = [bytes(chunk) for chunk in chunks[len(stream.chunks) - start :]]
+        stream.chunks.extend(added)
+        grown = sum(len(chunk) for chunk in added)
+        stream.size += grown
+        self._bytes += grown
         stream.expires = self._clock() + self.ttl_s
         stream.wake()
+        if self._bytes > self.max_bytes:
+            self._evict()
 
     async def length(self, stream_id: str) -> int:
         """How many chunks the stream holds; `StreamExpiredError` if it is gone."""
@@ -94,11 +149,15 @@ class MemoryStreamStore:
         stream = self._live(stream_id)
         if stream is None:
             return
+        if stream.done:
+            return
         stream.done = True
         stream.expires = self._clock() + self.ttl_s
         if self._active.get(stream.chat_id) == stream_id:
             del self._active[stream.chat_id]
+        self._finished[stream_id] = None
         stream.wake()
+        self._evict()
 
     async def active(self, chat_id: str) -> ActiveStream | None:
         """The chat's unfinished stream, or ``None``."""
@@ -111,15 +170,18 @@ class MemoryStreamStore:
     async def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
         """The chunks after the first ``after``, following the stream until it finishes or expires."""
         index = max(after, 0)
+        # Held from here on: a finished stream evicted meanwhile is still read to its end.
+        stream = self._live(stream_id)
+        if stream is None:
+            return
         while True:
-            stream = self._live(stream_id)
-            if stream is None:
-                return
             while index < len(stream.chunks):
                 yield stream.chunks[index]
                 index += 1
             if stream.done:
                 return
+            if self._live(stream_id) is not stream:
+                return  # expired while running
             await stream.changed.wait()
 
     async def aclose(self) -> None:

@@ -14,13 +14,7 @@ from typing import TYPE_CHECKING, Protocol, TypedDict, runtime_checkable
 if TYPE_CHECKING:
     from ..ai_sdk import WorkflowRunSpec
 
-__all__ = ["WorkflowJob", "WorkflowRunner", "workflow_stream_key"]
-
-
-def workflow_stream_key(workflow_id: str, run_id: str) -> str:
-    """The key a workflow run's active stream is claimed under in a `StreamStore` (the store's
-    ``chat_id``): prefixed, so a chat id can never name a run's stream."""
-    return f"workflow-run\x1f{workflow_id}\x1f{run_id}"
+__all__ = ["WorkflowJob", "WorkflowRunner"]
 
 
 class WorkflowJob(TypedDict):

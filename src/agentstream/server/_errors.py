@@ -10,6 +10,7 @@ from starlette.responses import JSONResponse, Response
 
 from ..ai_sdk import ChatRequestError
 from ._guard import RequestGuard
+from ._storable import check_path_params
 
 __all__ = ["InternalServerError", "answering_errors", "error_response"]
 
@@ -43,6 +44,7 @@ def answering_errors(start: Handler, guard: RequestGuard, what: str) -> Handler:
 
     async def endpoint(request: Request) -> Response:
         try:
+            check_path_params(request.path_params)
             return await start(request)
         except ChatRequestError as exc:
             return error_response(exc, guard.cors_headers(request))

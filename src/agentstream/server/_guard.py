@@ -12,17 +12,39 @@ import hmac
 import inspect
 import ipaddress
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from ..ai_sdk import ChatRequestError
+from ..ai_sdk import ChatRequestError, parse_json_body
+from ._storable import check_storable
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "AuthError", "AuthHook", "RequestGuard", "bearer_token_auth"]
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
+DEFAULT_MAX_BUFFERED_BYTES = 16 * 1024 * 1024
+
+
+class _BodyBudget:
+    """The bytes of request bodies being read now, for all the routes of one guard: a body that
+    would take the total past ``limit`` is refused (503), so many stalled or slow bodies cannot
+    make the server hold ``max_body_bytes`` each."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    def take(self, size: int) -> bool:
+        if self.used + size > self.limit:
+            return False
+        self.used += size
+        return True
+
+    def give(self, size: int) -> None:
+        self.used -= size
 
 AuthHook = Callable[[Request], "Awaitable[object] | object"]
 """Receives the request; returns a principal (anything but ``None``) or raises `AuthError`.
@@ -56,6 +78,14 @@ def bearer_token_auth(token: str) -> AuthHook:
         return "token"
 
     return check
+
+
+def _busy(budget: _BodyBudget) -> ChatRequestError:
+    return ChatRequestError(
+        f"the server is reading {budget.limit} bytes of request bodies already (max_buffered_bytes); retry shortly",
+        status_code=503,
+        headers={"retry-after": "1"},
+    )
 
 
 def _host_name(host: str) -> str:
@@ -101,6 +131,9 @@ class RequestGuard:
       request without ``Origin`` (curl, a server) passes.
     * ``cors``: answer CORS preflights and add CORS headers for ``allowed_origins``.
     * ``max_body_bytes`` (1 MiB) and ``max_json_depth`` (64): 413 / 400 beyond them.
+    * ``max_buffered_bytes`` (16 MiB): the request bodies all routes of this guard are reading at
+      once, in total (a declared ``Content-Length`` counts in full from the start); a body that
+      does not fit is a 503 with ``Retry-After``. Bodies are only read once ``auth`` passed.
     * ``auth``: an `AuthHook`; its principal is kept in ``request.state.principal``.
     """
 
@@ -110,9 +143,11 @@ class RequestGuard:
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     max_json_depth: int = 64
     auth: AuthHook | None = None
+    max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_BYTES
+    _budget: _BodyBudget = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name in ("max_body_bytes", "max_json_depth"):
+        for name in ("max_body_bytes", "max_json_depth", "max_buffered_bytes"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"RequestGuard {name} must be a positive integer, got {value!r}")
@@ -120,6 +155,8 @@ class RequestGuard:
             raise TypeError("RequestGuard allowed_hosts / allowed_origins must be lists of strings")
         if self.cors and not self.allowed_origins:
             raise ValueError("RequestGuard cors=True needs allowed_origins (the origins CORS is for)")
+        # One budget for every route sharing this guard.
+        object.__setattr__(self, "_budget", _BodyBudget(self.max_buffered_bytes))
 
     def check_host(self, request: Request) -> None:
         """403 unless the ``Host`` header names a served host."""
@@ -203,6 +240,13 @@ class RequestGuard:
         request.state.principal = principal
         return principal
 
+    async def read_json(self, request: Request) -> Any:
+        """The body read by `read_body`, parsed (400 beyond ``max_json_depth``) and checked for what
+        storage cannot hold (400 naming the field with a NUL character)."""
+        body = parse_json_body(await self.read_body(request), max_depth=self.max_json_depth)
+        check_storable(body)
+        return body
+
     async def read_body(self, request: Request) -> bytes:
         """The body if it is ``application/json`` (415) and at most ``max_body_bytes`` (413, decided
         from ``Content-Length`` or while streaming: an over-long body is never read whole)."""
@@ -215,16 +259,32 @@ class RequestGuard:
             status_code=413,
         )
         declared = request.headers.get("content-length")
+        expected = 0
         if declared is not None:
             if not declared.strip().isdigit():
                 raise ChatRequestError(f"Content-Length {declared[:40]!r} is not a number")
             if int(declared) > self.max_body_bytes:
                 raise too_large
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                raise too_large
-            chunks.append(chunk)
+            expected = int(declared)
+        budget = self._budget
+        held = 0
+        try:
+            if not budget.take(expected):
+                raise _busy(budget)
+            held = expected
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > self.max_body_bytes:
+                    raise too_large
+                if size > held:
+                    if not budget.take(size - held):
+                        raise _busy(budget)
+                    held = size
+                chunks.append(chunk)
+        except ClientDisconnect:
+            raise ChatRequestError("the client went away (or timed out) while sending the body", status_code=408) from None
+        finally:
+            budget.give(held)
         return b"".join(chunks)

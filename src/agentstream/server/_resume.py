@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -32,9 +31,10 @@ from ..ai_sdk import (
     assert_valid_heartbeat_ms,
     write_chunks,
 )
-from ..resumable import StreamExpiredError, StreamOwnerError, StreamStore
+from ..resumable import StreamExpiredError, StreamOwnerError, StreamStore, chat_stream_key
 from ._errors import answering_errors
 from ._guard import RequestGuard
+from ._owner import principal_stream_owner, stream_owner
 
 __all__ = [
     "DEFAULT_STOP_TIMEOUT_S",
@@ -58,16 +58,11 @@ _decode = msgspec.json.Decoder().decode
 DEFAULT_STOP_TIMEOUT_S = 10.0
 
 
-def stream_owner(owner: str | None) -> str | None:
-    """The owner a stream is recorded under: a digest of the principal's `owner_key` (``None``
-    without auth), so no user name or record is written to the store."""
-    return None if owner is None else hashlib.sha256(owner.encode()).hexdigest()
-
-
 async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
-    """Start the chat's new stream; another user's active chat is refused (403)."""
+    """Start the chat's new stream (under its `chat_stream_key`); another user's active chat is
+    refused (403)."""
     try:
-        return await store.start(chat_id, owner=owner)
+        return await store.start(chat_stream_key(chat_id), owner=owner)
     except StreamOwnerError:
         raise ChatRequestError(
             f"chat {chat_id!r} has a response in progress for another user; use another chat id",
@@ -96,24 +91,25 @@ async def _produce(
 
 def record_response(
     store: StreamStore,
-    chat_id: str,
+    key: str,
     stream_id: str,
     chunks: AsyncIterator[Any],
     controller: AbortController,
 ) -> AsyncIterator[Any]:
     """Run ``chunks`` to completion in a task of its own, writing them to ``stream_id``; returns a
     reader of that stream (the answer to send). Closing the reader does not stop the run; a new
-    response for the same chat (in this process) does, as a chat streams one answer at a time."""
-    key = (id(store), chat_id)
-    previous = _CURRENT.get(key)
+    response under the same stream ``key`` (in this process) does, as a chat streams one answer at
+    a time."""
+    here = (id(store), key)
+    previous = _CURRENT.get(here)
     if previous is not None:
         previous[1].abort()
-    current = _CURRENT[key] = (stream_id, controller)
+    current = _CURRENT[here] = (stream_id, controller)
 
     def done(task: asyncio.Task[None]) -> None:
         _RUNNING.discard(task)
-        if _CURRENT.get(key) is current:
-            del _CURRENT[key]
+        if _CURRENT.get(here) is current:
+            del _CURRENT[here]
 
     task = asyncio.create_task(_produce(store, stream_id, chunks, controller), name=f"record {stream_id}")
     _RUNNING.add(task)
@@ -121,9 +117,9 @@ def record_response(
     return follow(store, stream_id)
 
 
-def stop_here(store: StreamStore, chat_id: str, stream_id: str) -> bool:
-    """Abort the run writing ``stream_id`` for ``chat_id`` if it runs in this process; whether it does."""
-    current = _CURRENT.get((id(store), chat_id))
+def stop_here(store: StreamStore, key: str, stream_id: str) -> bool:
+    """Abort the run writing ``stream_id`` under stream ``key`` if it runs in this process; whether it does."""
+    current = _CURRENT.get((id(store), key))
     if current is None or current[0] != stream_id:
         return False
     current[1].abort()
@@ -251,15 +247,13 @@ def resume_route(
     checks = guard or RequestGuard()
 
     async def start(request: Request) -> Response:
-        from ._route import owner_key
-
         if request.method == "OPTIONS":
             return checks.preflight(request, "GET, OPTIONS")
         principal = await checks.admit(request)
         after = _after(request)
-        active = await store.active(_chat_id(request))
+        active = await store.active(chat_stream_key(_chat_id(request)))
         headers = checks.cors_headers(request)
-        if active is None or active.owner != stream_owner(owner_key(principal)):
+        if active is None or active.owner != principal_stream_owner(principal):
             return Response(status_code=204, headers=headers)
         chunks = follow(store, active.stream_id, after)
         return SSEStreamResponse(chunks, heartbeat_ms=heartbeat_ms, headers=headers)

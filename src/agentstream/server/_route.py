@@ -31,13 +31,13 @@ from ..ai_sdk import (
     check_transform_factories,
     end_cancelled_turn,
     handle_chat_stream,
-    parse_json_body,
 )
-from ..resumable import ChatRunner, ChatTurn, ChatTurnOptions, StreamStore
+from ..resumable import ChatRunner, ChatTurn, ChatTurnOptions, StreamStore, chat_stream_key
 from ..tracing import incoming_trace
 from ._errors import answering_errors
 from ._guard import RequestGuard
-from ._resume import claim, follow, record_response, stream_owner
+from ._owner import owner_key, principal_stream_owner, stream_owner
+from ._resume import claim, follow, record_response
 
 __all__ = ["chat_route"]
 
@@ -50,17 +50,6 @@ def _json_kind(value: Any) -> str:
         return "a boolean"
     kinds = {str: "a string", list: "an array", int: "a number", float: "a number"}
     return kinds.get(type(value), type(value).__name__)
-
-
-def owner_key(principal: object) -> str | None:
-    """The owner a principal stands for (who may resume the runs it saw suspend): a string or
-    number as is, anything else by its type and ``id`` (attribute or key), else its ``repr``."""
-    if principal is None:
-        return None
-    if isinstance(principal, (str, int)):
-        return str(principal)
-    ident = principal.get("id") if isinstance(principal, Mapping) else getattr(principal, "id", None)
-    return f"{type(principal).__name__}:{ident if ident is not None else repr(principal)}"
 
 
 def _check_runner(
@@ -103,7 +92,7 @@ async def _dispatch_turn(
     chat_id = body.get("id")
     if not isinstance(chat_id, str) or not chat_id:
         chat_id = f"anonymous-{uuid.uuid4().hex}"  # answered, but not resumable: no chat id
-    previous = await store.active(chat_id)
+    previous = await store.active(chat_stream_key(chat_id))
     stream_id = await claim(store, chat_id, stream_owner(owner))
     turn = ChatTurn(
         agent_id=agent_id,
@@ -221,7 +210,7 @@ def chat_route(
         if request.method == "OPTIONS":
             return checks.preflight(request)
         principal = await checks.admit(request)
-        body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
+        body = await checks.read_json(request)
         if not isinstance(body, Mapping):
             raise ChatRequestError(f"expected the request body to be a JSON object, got {_json_kind(body)}")
         controller = AbortController()
@@ -235,14 +224,14 @@ def chat_route(
             return SSEStreamResponse(
                 stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=headers
             )
-        stream_id = await claim(stream_store, chat_id, stream_owner(owner_key(principal)))
+        stream_id = await claim(stream_store, chat_id, principal_stream_owner(principal))
         try:
             stream = await run(request, body, controller, principal)
         except BaseException:
             await stream_store.finish(stream_id)
             raise
         # No controller: the client going away (a reload) must not stop a response it can resume.
-        answer = record_response(stream_store, chat_id, stream_id, stream, controller)
+        answer = record_response(stream_store, chat_stream_key(chat_id), stream_id, stream, controller)
         return SSEStreamResponse(answer, heartbeat_ms=heartbeat_ms, headers=headers)
 
     async def dispatch(

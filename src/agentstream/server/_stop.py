@@ -15,9 +15,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from ..ai_sdk import ChatRequestError, end_cancelled_turn
-from ..resumable import ChatRunner, StreamStore
+from ..resumable import ChatRunner, StreamStore, chat_stream_key
 from ._errors import answering_errors
 from ._guard import RequestGuard
+from ._owner import principal_stream_owner
 from ._resume import (
     DEFAULT_STOP_TIMEOUT_S,
     SegmentRoute,
@@ -25,9 +26,7 @@ from ._resume import (
     check_stop_timeout,
     ends_within,
     stop_here,
-    stream_owner,
 )
-from ._route import owner_key
 
 __all__ = ["stop_answer", "stop_route"]
 
@@ -45,12 +44,13 @@ async def stop_answer(
     for its stream to end. An answer on a worker that does not end it in time (never started, or
     its worker died) is ended here. Raises `ChatRequestError` (409) for an answer running in
     another server's process, which this one cannot reach."""
-    if stop_here(store, chat_id, stream_id):
+    key = chat_stream_key(chat_id)
+    if stop_here(store, key, stream_id):
         if not await ends_within(store, stream_id, stop_timeout_s):
             logger.warning("stream %s: the stopped answer is still running after %ss", stream_id, stop_timeout_s)
         return
     if runner is None:
-        active = await store.active(chat_id)
+        active = await store.active(key)
         if active is None or active.stream_id != stream_id:
             return  # it ended (here) in the meantime: nothing left to stop
         raise ChatRequestError(
@@ -89,8 +89,8 @@ def stop_route(
             return checks.preflight(request, "DELETE, OPTIONS")
         principal = await checks.admit(request)
         chat_id = _chat_id(request)
-        active = await store.active(chat_id)
-        if active is not None and active.owner == stream_owner(owner_key(principal)):
+        active = await store.active(chat_stream_key(chat_id))
+        if active is not None and active.owner == principal_stream_owner(principal):
             await stop_answer(store, chat_id, active.stream_id, runner, stop_timeout_s)
         return Response(status_code=204, headers=checks.cors_headers(request))
 

@@ -13,8 +13,9 @@ from ..ai_sdk import ChatRequestError, WorkflowRegistry, end_cancelled_workflow_
 from ..resumable import StreamStore, WorkflowRunner, workflow_stream_key
 from ._errors import answering_errors
 from ._guard import RequestGuard
-from ._resume import DEFAULT_STOP_TIMEOUT_S, check_stop_timeout, ends_within, stream_owner
-from ._workflow_route import _check_runner, _resource_id, _running
+from ._owner import owner_key, stream_owner
+from ._resume import DEFAULT_STOP_TIMEOUT_S, check_stop_timeout, ends_within
+from ._workflow_route import _check_runner, _running
 
 __all__ = ["cancel_workflow_run", "workflow_cancel_route"]
 
@@ -152,7 +153,7 @@ def workflow_cancel_route(
             mastra,
             workflow_id,
             run_id,
-            _resource_id(principal),
+            owner_key(principal),
             stream_store,
             runner,
             stop_timeout_s=stop_timeout_s,

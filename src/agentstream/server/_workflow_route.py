@@ -29,7 +29,6 @@ from ..ai_sdk import (
     WorkflowStreamOptions,
     assert_valid_heartbeat_ms,
     check_workflow_request,
-    parse_json_body,
     start_workflow_stream,
 )
 from ..resumable import (
@@ -41,7 +40,8 @@ from ..resumable import (
 )
 from ._errors import answering_errors
 from ._guard import RequestGuard
-from ._resume import _after, follow, record_response, stream_owner
+from ._owner import owner_key, principal_stream_owner, stream_owner
+from ._resume import _after, follow, record_response
 
 __all__ = ["workflow_route", "workflow_stream_route"]
 
@@ -65,10 +65,6 @@ async def _untracked_after(key: tuple[str, str], run: Any, chunks: AsyncIterator
     finally:
         if _running.get(key) is run:
             del _running[key]
-
-
-def _resource_id(principal: object) -> str | None:
-    return None if principal is None else str(principal)
 
 
 def _check_runner(runner: object, store: StreamStore | None, on_error: object) -> None:
@@ -144,7 +140,7 @@ def workflow_route(
     )
 
     async def answer(request: Request, body: Mapping[str, Any], principal: object) -> AsyncIterator[Any]:
-        resource_id = _resource_id(principal)
+        resource_id = owner_key(principal)
         workflow_id = workflow or request.path_params["workflow_id"]
         spec, run = await check_workflow_request(
             mastra=mastra,
@@ -172,7 +168,7 @@ def workflow_route(
         if request.method == "OPTIONS":
             return checks.preflight(request)
         principal = await checks.admit(request)
-        body = parse_json_body(await checks.read_body(request), max_depth=checks.max_json_depth)
+        body = await checks.read_json(request)
         if not isinstance(body, Mapping):
             raise ChatRequestError("expected the request body to be a JSON object")
         stream = await answer(request, body, principal)
@@ -218,7 +214,7 @@ def workflow_stream_route(
         key = workflow_stream_key(workflow_id, request.path_params["run_id"])
         active = await store.active(key)
         headers = checks.cors_headers(request)
-        if active is None or active.owner != stream_owner(_resource_id(principal)):
+        if active is None or active.owner != principal_stream_owner(principal):
             return Response(status_code=204, headers=headers)
         return SSEStreamResponse(
             follow(store, active.stream_id, after), heartbeat_ms=heartbeat_ms, headers=headers

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,12 +42,66 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 Pool = AsyncConnectionPool[psycopg.AsyncConnection[tuple[Any, ...]]]
 
 
+# jsonb cannot hold U+0000 ("\u0000 cannot be converted to text") and UTF-8 no lone surrogate, yet
+# a model's tool arguments may hold either. Such strings (keys too) are stored escaped with a
+# private-use character: _ESC itself as _ESC _ESC, NUL as _ESC "0", a surrogate as _ESC "u" and
+# four hex digits; values that need none of it (nearly all) are stored as they are.
+_ESC = "\ue000"
+_ESCAPED = re.compile("[\ue000\x00\ud800-\udfff]")
+_UNESCAPED = re.compile("\ue000(\ue000|0|u[0-9a-f]{4})")
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == _ESC:
+        return _ESC + _ESC
+    return _ESC + "0" if char == "\x00" else f"{_ESC}u{ord(char):04x}"
+
+
+def _unescape_char(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code == _ESC:
+        return _ESC
+    return "\x00" if code == "0" else chr(int(code[1:], 16))
+
+
+def _walk(value: Any, text: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        return text(value)
+    if isinstance(value, dict):
+        return {text(k) if isinstance(k, str) else k: _walk(v, text) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_walk(v, text) for v in value]
+    return value
+
+
+def pg_json_text(value: Any) -> str:
+    """``value`` as JSON PostgreSQL's jsonb accepts: strings holding NUL, a lone surrogate or
+    `_ESC` escaped (see `pg_json_loads`, which restores them exactly)."""
+    try:
+        text = json_text(value)
+    except UnicodeEncodeError:  # a lone surrogate somewhere
+        text = None
+    if text is not None and "\\u0000" not in text and _ESC not in text:
+        return text
+    return json_text(_walk(value, lambda s: _ESCAPED.sub(_escape_char, s)))
+
+
+def pg_json_loads(data: bytes | str) -> Any:
+    """A jsonb value read back: parsed, its escaped strings restored."""
+    value = msgspec.json.decode(data)
+    marker = _ESC if isinstance(data, str) else _ESC.encode()
+    if marker not in data:  # type: ignore[operator]
+        return value
+    return _walk(value, lambda s: _UNESCAPED.sub(_unescape_char, s) if _ESC in s else s)
+
+
 def _enc_json(value: Any) -> Jsonb:
-    return Jsonb(value, dumps=json_text)
+    return Jsonb(value, dumps=pg_json_text)
 
 
 def _dec_json(value: Any) -> Any:
-    # jsonb columns arrive already parsed (by msgspec on our pool's connections, json.loads otherwise).
+    # jsonb columns arrive already parsed (by pg_json_loads: see _configure and _connection).
     return value
 
 
@@ -62,7 +117,7 @@ _codec = Codec(ph="%s", enc_json=_enc_json, dec_json=_dec_json, enc_dt=_enc_dt, 
 
 
 async def _configure(conn: psycopg.AsyncConnection[Any]) -> None:
-    set_json_loads(msgspec.json.decode, conn)
+    set_json_loads(pg_json_loads, conn)
 
 
 class PostgresStore(SQLStore):
@@ -98,6 +153,15 @@ class PostgresStore(SQLStore):
         self._q = f'"{schema}"'
         super().__init__(_codec, Tables.prefixed(f"{self._q}."))
         self._migrations: Sequence[Migration] = POSTGRES_MIGRATIONS
+
+    @contextlib.asynccontextmanager
+    async def _connection(self) -> AsyncIterator[psycopg.AsyncConnection[tuple[Any, ...]]]:
+        """A pooled connection reading jsonb with `pg_json_loads` (set here on a pool given by the
+        caller, whose connections this store did not configure)."""
+        async with self.pool.connection() as conn:
+            if not self._owns_pool:
+                set_json_loads(pg_json_loads, conn)
+            yield conn
 
     @property
     def pool(self) -> Pool:
@@ -138,7 +202,7 @@ class PostgresStore(SQLStore):
         if all(m.version in done for m in migrations):
             # Nothing due: no advisory lock, no DDL, so a migrated schema opens with read access only.
             return applied
-        async with self.pool.connection() as conn:
+        async with self._connection() as conn:
             async with conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (lock_key,))
                 await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._q}")
@@ -180,17 +244,17 @@ class PostgresStore(SQLStore):
     # ------------------------------------------------------------------------------- helpers
 
     async def _fetchone(self, op: str, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        async with self.pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(sql, params)
             return await cur.fetchone()
 
     async def _fetchall(self, op: str, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        async with self.pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(sql, params)
             return list(await cur.fetchall())
 
     async def _rowcount(self, op: str, sql: str, params: Sequence[Any] = ()) -> int:
-        async with self.pool.connection() as conn:
+        async with self._connection() as conn:
             cur = await conn.execute(sql, params)
             return cur.rowcount
 
@@ -200,7 +264,7 @@ class PostgresStore(SQLStore):
     # ---------------------------------------------------------------------- threads & messages
 
     async def _delete_thread(self, thread_id: str) -> bool:
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self._connection() as conn, conn.transaction():
             await conn.execute(f"DELETE FROM {self._t.messages} WHERE thread_id = %s", (thread_id,))
             await conn.execute(f"DELETE FROM {self._t.state} WHERE thread_id = %s", (thread_id,))
             cur = await conn.execute(f"DELETE FROM {self._t.threads} WHERE id = %s", (thread_id,))
@@ -209,7 +273,7 @@ class PostgresStore(SQLStore):
     async def _save_messages(self, messages: list[MessageRecord]) -> None:
         thread_ids = list(dict.fromkeys(m.thread_id for m in messages))
         upsert = self._message_upsert_sql()
-        async with self.pool.connection() as conn, conn.transaction():
+        async with self._connection() as conn, conn.transaction():
             # Lock the threads (shared) so they cannot vanish between the check and the insert.
             cur = await conn.execute(
                 f"SELECT id FROM {self._t.threads} WHERE id = ANY(%s) FOR KEY SHARE", (thread_ids,)

@@ -1,0 +1,340 @@
+"""One owner rule for every route `create_app` mounts (issue 22, item 1).
+
+Every owner-bearing route is walked with three kinds of principal an auth hook may return: a
+string, a token's claims (a mapping with ``id``) and an object with ``.id`` (a new one per
+request, whose ``repr`` differs each time, as a real user record's does). For each kind the owner
+reaches her chat answer, approval follow-up and workflow runs, and another principal of the same
+kind is refused (204 / 403 / 404: nothing seen, nothing stopped, nothing cancelled). The walk
+fails if `create_app` mounts an API route it did not exercise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+from starlette.requests import Request
+from starlette.routing import Route
+
+from agentstream._abort import AbortError, AbortSignal
+from agentstream._app import create_app
+from agentstream._mastra import Mastra
+from agentstream.agent import Agent
+from agentstream.resumable import MemoryStreamStore
+from agentstream.server import AuthError, RequestGuard, owner_key
+from agentstream.testing import ScriptedModel
+from agentstream.tools import Tool, ToolContext
+from agentstream.workflows import StepContext, create_step, create_workflow
+
+USAGE = {"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}
+
+
+class User:
+    """A user record as an app's auth hook returns it: no ``__repr__`` of its own."""
+
+    def __init__(self, ident: str) -> None:
+        self.id = ident
+
+
+def _string(request: Request) -> object:
+    user = request.headers.get("x-user")
+    if not user:
+        raise AuthError("missing x-user")
+    return user
+
+
+def _token(request: Request) -> object:
+    user = request.headers.get("x-user")
+    if not user:
+        raise AuthError("missing x-user")
+    return {"id": user, "scopes": ["chat"], "issued": id(request)}  # a new mapping per request
+
+
+def _object(request: Request) -> object:
+    user = request.headers.get("x-user")
+    if not user:
+        raise AuthError("missing x-user")
+    return User(user)
+
+
+HOOKS: dict[str, Callable[[Request], object]] = {"string": _string, "token": _token, "object": _object}
+ALICE, BOB = {"x-user": "alice"}, {"x-user": "bob"}
+
+
+class Gate:
+    """A model that streams a word, then waits for ``go`` or the abort signal."""
+
+    specification_version = "v2"
+    provider = "test"
+    model_id = "gate"
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.go = asyncio.Event()
+
+    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+        return self._play(options["abort_signal"])
+
+    async def _play(self, signal: AbortSignal) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "text-start", "id": "t1"}
+        yield {"type": "text-delta", "id": "t1", "delta": "Working "}
+        self.started.set()
+        signal.add_listener(lambda _reason: self.go.set())
+        await self.go.wait()
+        if signal.aborted:
+            raise AbortError("aborted")
+        yield {"type": "text-end", "id": "t1"}
+        yield {"type": "finish", "finishReason": "stop", "usage": USAGE}
+
+
+class ReaderStore(MemoryStreamStore):
+    """A memory store that tells when a stream has got one more reader (so a test stops or
+    cancels only once the follower it started is following)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.readers = 0
+        self.changed = asyncio.Event()
+
+    def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        self.readers += 1
+        self.changed.set()
+        return super().read(stream_id, after=after)
+
+    async def one_more_reader(self, since: int) -> None:
+        while self.readers <= since:
+            self.changed.clear()
+            await asyncio.wait_for(self.changed.wait(), 10)
+
+
+class World:
+    """The app under test and the handles a test needs into it."""
+
+    def __init__(self, hook: Callable[[Request], object]) -> None:
+        self.gate = Gate()
+        self.leg_running = asyncio.Event()
+        self.leg_go = asyncio.Event()
+        self.transfers: list[Any] = []
+        self.mastra = Mastra(agents={"slow": self._slow(), "bank": self._bank()}, workflows={"w": self._flow()})
+        self.store = ReaderStore()
+        self.app = create_app(
+            self.mastra, smooth=False, heartbeat_ms=0, guard=RequestGuard(auth=hook), stream_store=self.store
+        )
+        self.walked: set[tuple[str, str]] = set()
+
+    def _slow(self) -> Agent:
+        return Agent(id="slow", instructions="x", model=self.gate)
+
+    def _bank(self) -> Agent:
+        async def transfer(args: dict[str, Any], ctx: ToolContext) -> Any:
+            self.transfers.append(args)
+            return {"sent": args["amount"]}
+
+        call = {"type": "tool-call", "toolCallId": "call-1", "toolName": "transfer", "input": '{"amount":5}'}
+        text = [{"type": "text-start", "id": "t"}, {"type": "text-delta", "id": "t", "delta": "Sent."}]
+        steps = [
+            [{"type": "stream-start", "warnings": []}, call, {"type": "finish", "finishReason": "tool-calls", "usage": USAGE}],
+            [{"type": "stream-start", "warnings": []}, *text, {"type": "text-end", "id": "t"},
+             {"type": "finish", "finishReason": "stop", "usage": USAGE}],
+        ]  # fmt: skip
+        schema = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
+        tool = Tool(id="transfer", description="Send", input_schema=schema, execute=transfer, require_approval=True)
+        return Agent(id="bank", instructions="x", model=ScriptedModel(steps), tools=[tool])
+
+    def _flow(self) -> Any:
+        async def ask(c: StepContext) -> Any:
+            if c.resume_data is None:
+                return await c.suspend({"question": "go?"})
+            self.leg_running.set()
+            await self.leg_go.wait()
+            return c.resume_data
+
+        return create_workflow(id="w").then(create_step(id="ask", execute=ask)).commit()
+
+    def client(self) -> httpx.AsyncClient:
+        transport = httpx.ASGITransport(app=self.app)
+        return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30)
+
+    def mark(self, method: str, path: str) -> None:
+        self.walked.add((method, path))
+
+
+def _events(text: str) -> list[dict[str, Any]]:
+    frames = [f.removeprefix("data: ") for f in text.split("\n\n") if f.startswith("data: ")]
+    return [json.loads(f) for f in frames if f != "[DONE]"]
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+async def _chat_answer(world: World, c: httpx.AsyncClient, chat: str, resume: str, agent_path: str) -> None:
+    """Alice's running answer: Bob neither resumes, stops nor replaces it; Alice resumes and stops it."""
+    world.gate.started.clear()
+    world.gate.go.clear()
+    body = {"id": chat, "trigger": "submit-message", "messages": [_user("go")]}
+    answer = asyncio.create_task(c.post(agent_path, json=body, headers=ALICE))
+    await asyncio.wait_for(world.gate.started.wait(), 10)
+    assert (await c.get(resume, headers=BOB)).status_code == 204
+    assert (await c.delete(resume, headers=BOB)).status_code == 204
+    taken = await c.post(agent_path, json=body, headers=BOB)
+    assert taken.status_code == 403, taken.text
+    assert not answer.done()  # nothing Bob did reached it
+    readers = world.store.readers
+    follower = asyncio.create_task(c.get(resume, headers=ALICE))
+    await world.store.one_more_reader(readers)
+    assert (await c.delete(resume, headers=ALICE)).status_code == 204
+    done, resumed = await asyncio.wait_for(asyncio.gather(answer, follower), 10)
+    assert done.status_code == resumed.status_code == 200
+    assert [e["type"] for e in _events(done.text)][-2:] == ["abort", "finish"]
+    assert [e["type"] for e in _events(resumed.text)][-2:] == ["abort", "finish"]
+    for method in ("GET", "DELETE"):
+        world.mark(method, resume)
+    world.mark("POST", agent_path)
+
+
+async def test_owner_key_is_one_rule_for_every_kind_of_principal() -> None:
+    assert owner_key(None) is None
+    assert owner_key("alice") == owner_key("alice") == "alice"
+    assert owner_key(User("alice")) == owner_key(User("alice")) == "User:alice"
+    assert owner_key({"id": "alice", "x": 1}) == owner_key({"id": "alice", "x": 2}) == "dict:alice"
+    assert len({owner_key("alice"), owner_key(User("alice")), owner_key({"id": "alice"})}) == 3
+
+    class Anonymous:
+        pass
+
+    with pytest.raises(TypeError, match="no 'id' and no repr of its own"):
+        owner_key(Anonymous())
+
+
+async def _approval(world: World, c: httpx.AsyncClient) -> None:
+    first = {"id": "chat-bank", "trigger": "submit-message", "messages": [_user("send 5")]}
+    events = _events((await c.post("/api/chat/bank", json=first, headers=ALICE)).text)
+    run_id = next(e for e in events if e["type"] == "data-tool-call-approval")["data"]["runId"]
+    follow_up = {"id": "chat-bank", "messages": [], "resumeData": {"approved": True}, "runId": run_id}
+    refused = await c.post("/api/chat/bank", json=follow_up, headers=BOB)
+    assert refused.status_code == 403, refused.text
+    assert world.transfers == []
+    approved = await c.post("/api/chat/bank", json=follow_up, headers=ALICE)
+    assert approved.status_code == 200
+    assert {"type": "tool-output-available", "toolCallId": "call-1", "output": {"sent": 5}} in _events(approved.text)
+    assert world.transfers == [{"amount": 5}]
+
+
+async def _workflow(world: World, c: httpx.AsyncClient) -> None:
+    start, resume = "/api/workflows/w/stream", "/api/workflows/w/resume"
+    watch, cancel = "/api/workflows/w/runs/r1/stream", "/api/workflows/w/runs/r1/cancel"
+    suspended = await c.post(start, json={"runId": "r1", "inputData": {}}, headers=ALICE)
+    assert suspended.status_code == 200
+    assert [e["data"]["status"] for e in _events(suspended.text) if e["type"] == "data-workflow"][-1] == "suspended"
+    again = {"runId": "r1", "resumeData": {"ok": True}, "step": "ask"}
+    for path in (start, resume):
+        foreign = await c.post(path, json=again, headers=BOB)
+        assert foreign.status_code == 404, foreign.text
+    assert (await c.post(cancel, headers=BOB)).status_code == 404
+    leg = asyncio.create_task(c.post(resume, json=again, headers=ALICE))
+    await asyncio.wait_for(world.leg_running.wait(), 10)
+    assert (await c.get(watch, headers=BOB)).status_code == 204
+    assert (await c.post(cancel, headers=BOB)).status_code == 404
+    readers = world.store.readers
+    watcher = asyncio.create_task(c.get(watch, headers=ALICE))
+    await world.store.one_more_reader(readers)
+    world.leg_go.set()
+    finished, watched = await asyncio.wait_for(asyncio.gather(leg, watcher), 10)
+    assert finished.status_code == watched.status_code == 200
+    for answer in (finished, watched):
+        assert [e["data"]["status"] for e in _events(answer.text) if e["type"] == "data-workflow"][-1] == "success"
+    # A second run, suspended: only its owner cancels it.
+    r2 = await c.post(start, json={"runId": "r2", "inputData": {}}, headers=ALICE)
+    assert r2.status_code == 200
+    assert (await c.post("/api/workflows/w/runs/r2/cancel", headers=BOB)).status_code == 404
+    cancelled = await c.post("/api/workflows/w/runs/r2/cancel", headers=ALICE)
+    assert cancelled.status_code == 200, cancelled.text
+    snapshot = await world.mastra.storage.load_workflow_snapshot("w", "r2")
+    assert snapshot["status"] == "canceled"
+    world.walked |= {("POST", start), ("POST", resume), ("GET", watch), ("POST", cancel)}
+
+
+def _api_routes(app: Any) -> set[tuple[str, str]]:
+    mounted = set()
+    for route in app.routes:
+        if isinstance(route, Route) and route.path.startswith("/api/"):
+            mounted |= {(m, route.path) for m in (route.methods or ()) if m not in ("HEAD", "OPTIONS")}
+    return mounted
+
+
+def _template(method: str, path: str) -> tuple[str, str]:
+    templates = {
+        "/api/chat/chat-a/stream": "/api/chat/{chat_id}/stream",
+        "/api/chat/slow/chat-b/stream": "/api/chat/{agent_id}/{chat_id}/stream",
+        "/api/chat/slow": "/api/chat/{agent_id}",
+        "/api/chat/bank": "/api/chat/{agent_id}",
+        "/api/workflows/w/stream": "/api/workflows/{workflow_id}/stream",
+        "/api/workflows/w/resume": "/api/workflows/{workflow_id}/resume",
+        "/api/workflows/w/runs/r1/stream": "/api/workflows/{workflow_id}/runs/{run_id}/stream",
+        "/api/workflows/w/runs/r1/cancel": "/api/workflows/{workflow_id}/runs/{run_id}/cancel",
+    }
+    return method, templates.get(path, path)
+
+
+@pytest.mark.parametrize("kind", sorted(HOOKS))
+async def test_every_route_serves_the_owner_and_refuses_another_principal(kind: str) -> None:
+    world = World(HOOKS[kind])
+    async with world.client() as c:
+        await _chat_answer(world, c, "chat-a", "/api/chat/chat-a/stream", "/api/chat")
+        await _chat_answer(world, c, "chat-b", "/api/chat/slow/chat-b/stream", "/api/chat/slow")
+        await _approval(world, c)
+        await _workflow(world, c)
+        for listing in ("/api/agents", "/api/workflows"):
+            assert (await c.get(listing, headers=BOB)).status_code == 200
+            assert (await c.get(listing)).status_code == 401
+            world.mark("GET", listing)
+    walked = {_template(m, p) for m, p in world.walked}
+    assert _api_routes(world.app) <= walked, f"not walked: {_api_routes(world.app) - walked}"
+
+
+async def test_a_workflow_run_is_stored_under_the_owner_key_of_an_object_principal() -> None:
+    world = World(_object)
+    async with world.client() as c:
+        r = await c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
+        assert r.status_code == 200
+    snapshot = await world.mastra.storage.load_workflow_snapshot("w", "r1")
+    assert snapshot["resourceId"] == "User:alice"  # not "<...User object at 0x...>"
+
+
+async def test_a_chat_named_after_a_run_s_stream_key_does_not_take_the_run_s_stream() -> None:
+    """Issue 22, item 2: Bob's chat whose id is Alice's run's stream key (this round's or the
+    first round's spelling) runs, and Alice still resumes, watches and cancels her run."""
+    from agentstream.resumable import workflow_stream_key
+
+    world = World(_string)
+    async with world.client() as c:
+        suspended = await c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
+        assert suspended.status_code == 200
+        answers = []
+        for chat_id in (workflow_stream_key("w", "r1"), "workflow-run\x1fw\x1fr1"):
+            world.gate.started.clear()
+            body = {"id": chat_id, "trigger": "submit-message", "messages": [_user("go")]}
+            answers.append(asyncio.create_task(c.post("/api/chat/slow", json=body, headers=BOB)))
+            await asyncio.wait_for(world.gate.started.wait(), 10)
+        resume = {"runId": "r1", "resumeData": {"ok": True}, "step": "ask"}
+        leg = asyncio.create_task(c.post("/api/workflows/w/resume", json=resume, headers=ALICE))
+        await asyncio.wait_for(world.leg_running.wait(), 10)
+        readers = world.store.readers
+        watched = asyncio.create_task(c.get("/api/workflows/w/runs/r1/stream", headers=ALICE))
+        await world.store.one_more_reader(readers)
+        cancelled = await c.post("/api/workflows/w/runs/r1/cancel", headers=ALICE)
+        finished, seen = await asyncio.wait_for(asyncio.gather(leg, watched), 10)
+        assert not any(a.done() for a in answers)  # Bob's chats ran on, untouched
+        world.gate.go.set()
+        chats = await asyncio.wait_for(asyncio.gather(*answers), 10)
+    assert cancelled.status_code == 200, cancelled.text
+    assert finished.status_code == seen.status_code == 200
+    for answer in (finished, seen):
+        assert [e["data"]["status"] for e in _events(answer.text) if e["type"] == "data-workflow"][-1] == "canceled"
+    assert all(chat.status_code == 200 for chat in chats)
