@@ -18,10 +18,10 @@ def check_identity(id: Any, name: Any, model: Any) -> str:
     if not agent_id:
         raise ValueError("an agent needs a non-empty id (or a name, which then is its id, as in Mastra)")
     if isinstance(model, list | tuple):
-        from ..models._fallback import check_fallback_list
+        from ..models import FallbackModel
 
         try:
-            check_fallback_list(model)
+            FallbackModel.check(model)
         except (TypeError, ValueError) as exc:
             raise type(exc)(f"agent {agent_id!r}: {exc}") from None
     return agent_id

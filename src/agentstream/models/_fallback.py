@@ -106,6 +106,11 @@ class FallbackModel:
     def __repr__(self) -> str:
         return f"FallbackModel([{', '.join(_name(e.model) for e in self.entries)}])"
 
+    @staticmethod
+    def check(spec: Sequence[Any]) -> None:
+        """Refuse a malformed fallback list at once (naming the entry), without resolving any model."""
+        check_fallback_list(spec)
+
     def do_stream(self, options: CallOptions) -> ModelStream:
         """Stream the first answer any model gives (the parts of failed attempts are not shown)."""
         info = ModelStream()
