@@ -38,6 +38,7 @@ from ._base import (
     ToolInputStartPart,
     ToolResultPart,
 )
+from ._offline import OfflineModel
 from ._openai_chat import OpenAIChatModel, OpenAICompatible, convert_to_openai_chat_messages
 from ._openai_responses import OpenAIResponsesModel, convert_to_openai_responses_input
 from ._prompt import InvalidPromptError
@@ -56,6 +57,7 @@ __all__ = [
     "LanguageModel",
     "MissingAPIKeyError",
     "ModelStream",
+    "OfflineModel",
     "OpenAIChatModel",
     "OpenAICompatible",
     "OpenAIResponsesModel",

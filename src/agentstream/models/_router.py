@@ -10,6 +10,7 @@ from typing import Any
 from ._anthropic import AnthropicModel
 from ._base import LanguageModel
 from ._demo import DemoModel
+from ._offline import OfflineModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 
@@ -73,7 +74,8 @@ _factories: dict[str, ModelFactory] = {}
 def register_model_factory(prefix: str, factory: ModelFactory) -> None:
     """Make ``resolve_model(f"{prefix}/<id>")`` (or just ``prefix``) call ``factory(model_id, **kw)``.
 
-    Registered prefixes win over built-in providers (``"demo"``: the offline demo model).
+    Registered prefixes win over built-in providers (``"demo"``: the demo agent's model;
+    ``"offline"``: the offline model for your own agent).
     """
     if not prefix or "/" in prefix:
         raise ValueError(f"invalid model prefix {prefix!r}")
@@ -82,7 +84,7 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
 
 def known_providers() -> list[str]:
     """Every prefix `resolve_model` accepts (built-in providers and registered factories), sorted."""
-    return sorted({*_COMPAT, "anthropic", "demo", "openai.chat", "openai.responses", *_factories})
+    return sorted({*_COMPAT, "anthropic", "demo", "offline", "openai.chat", "openai.responses", *_factories})
 
 
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
@@ -114,6 +116,8 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
         return _factories[prefix](model_id, **kwargs)
     if prefix == "demo":
         return DemoModel(model_id=model_id or "demo", **kwargs)
+    if prefix == "offline":
+        return OfflineModel(model_id=model_id or "offline", **kwargs)
     if not sep:
         raise UnknownProviderError(
             f"model {spec!r} names no provider: use 'provider/model-id' (e.g. 'openai/gpt-4o-mini'); "
