@@ -220,6 +220,7 @@ class OfflineModel:
         self.delay_ms = delay_ms
 
     def do_stream(self, options: CallOptions) -> AsyncIterator[StreamPart]:
+        """Stream this call's answer: a tool call, a JSON value or text, then ``finish``."""
         return self._stream(options)
 
     async def _pause(self, signal: AbortSignal | None) -> None:
