@@ -11,7 +11,7 @@ import pydantic
 import pytest
 
 from agentstream import Agent, Mastra, ToolContext, tool
-from agentstream.models import CallOptions, resolve_model
+from agentstream.models import CallOptions, MissingAPIKeyError, resolve_model
 from agentstream.models._offline import OfflineModel, select_tools, structured_value, tool_arguments
 from agentstream.storage import SQLiteStore
 
@@ -431,3 +431,22 @@ async def test_memory_turn_two_sees_turn_one(tmp_path: Any) -> None:
     )
     other = await agent.generate("What is my favourite colour?", memory={"thread": "t2", "resource": "u1"})
     assert other.text == "You have not told me your favourite colour in this conversation."
+
+
+def test_agentstream_offline_sends_every_provider_string_to_the_offline_model(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("AGENTSTREAM_OFFLINE", "1")
+    model = resolve_model("openai/gpt-4o-mini", api_key=None, base_url="https://gateway.internal/v1")
+    assert isinstance(model, OfflineModel) and model.model_id == "openai/gpt-4o-mini"
+    assert isinstance(resolve_model("anthropic/claude-sonnet-4-5"), OfflineModel)
+    assert type(resolve_model("demo")).__name__ == "DemoModel"  # the demo agent keeps its script
+    monkeypatch.setenv("AGENTSTREAM_OFFLINE", "0")
+    with pytest.raises(MissingAPIKeyError):
+        resolve_model("openai/gpt-4o-mini")
+    monkeypatch.setenv("AGENTSTREAM_OFFLINE", "maybe")
+    with pytest.raises(
+        ValueError, match="AGENTSTREAM_OFFLINE must be 1, true, yes, 0, false or no, got 'maybe'"
+    ):
+        resolve_model("openai/gpt-4o-mini")

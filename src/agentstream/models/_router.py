@@ -18,6 +18,7 @@ __all__ = [
     "MissingAPIKeyError",
     "UnknownProviderError",
     "known_providers",
+    "offline_forced",
     "register_model_factory",
     "resolve_model",
 ]
@@ -87,6 +88,19 @@ def known_providers() -> list[str]:
     return sorted({*_COMPAT, "anthropic", "demo", "offline", "openai.chat", "openai.responses", *_factories})
 
 
+OFFLINE_ENV = "AGENTSTREAM_OFFLINE"
+
+
+def offline_forced() -> bool:
+    """Whether ``AGENTSTREAM_OFFLINE`` (``1``, ``true``, ``yes``) sends every model string to the offline model."""
+    value = os.environ.get(OFFLINE_ENV, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise ValueError(f"{OFFLINE_ENV} must be 1, true, yes, 0, false or no, got {value!r}")
+
+
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
     if given:
         return given
@@ -106,12 +120,19 @@ def resolve_model(spec: str | LanguageModel, **kwargs: Any) -> LanguageModel:
     ``sleep``, ``http_client``, …) go to the provider class. API keys and base URLs default to the
     provider's environment variables (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``
     / ``ANTHROPIC_BASE_URL``, ``GROQ_API_KEY``, ``OPENROUTER_API_KEY``, ``DEEPSEEK_API_KEY`` …).
+
+    With ``AGENTSTREAM_OFFLINE=1`` in the environment every string except ``"demo"`` resolves to
+    the offline model (`OfflineModel`, keeping the string as its ``model_id``): an app written for
+    a real provider runs without a key or a network.
     """
     if not isinstance(spec, str):
         if isinstance(spec, LanguageModel):
             return spec
         raise TypeError(f"expected a model string or a LanguageModel, got {type(spec).__name__}")
     prefix, sep, model_id = spec.partition("/")
+    if prefix not in ("demo", "offline") and offline_forced():
+        # the app's own model strings stay as written; only what answers them changes
+        return OfflineModel(model_id=spec)
     if prefix in _factories:
         return _factories[prefix](model_id, **kwargs)
     if prefix == "demo":
