@@ -4,7 +4,7 @@ The blocks of one page run in order in one namespace (a page is read top to bott
 may use the ``agent`` an earlier one defined), in a fresh working directory. Python blocks may use
 top-level ``await`` (as in ``python -m asyncio``); ``asyncio.run`` runs on the page's event loop so
 objects made by one block can be awaited by the next. ``>>>`` blocks are doctests. ``bash`` blocks
-run under ``bash -euo pipefail`` with ``agentstream`` being this checkout's command.
+run under ``bash -euo pipefail`` with ``agentstream`` and ``python`` being this checkout's.
 
 Model strings stay as the docs write them (``"openai/gpt-4o-mini"``): ``AGENTSTREAM_OFFLINE=1``
 sends every one but ``"demo"`` to the offline model (docs/offline-model.md), here and in the
@@ -26,6 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agentstream.models import _router
+from agentstream.tracing import _settings as _tracing_settings
 
 from ._markdown import ROOT, RUN_LANGUAGES, Block, blocks, doc_files
 
@@ -79,7 +82,11 @@ def _run_python(block: Block, namespace: dict[str, Any], loop: asyncio.AbstractE
 
 
 def _run_bash(block: Block, cwd: Path) -> None:
-    script = f'set -euo pipefail\nagentstream() {{ "{sys.executable}" -m agentstream "$@"; }}\n' + block.code
+    script = (
+        "set -euo pipefail\n"
+        f'agentstream() {{ "{sys.executable}" -m agentstream "$@"; }}\n'
+        f'python() {{ "{sys.executable}" "$@"; }}\n' + block.code
+    )
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT / "src") + os.pathsep + str(cwd),
@@ -107,6 +114,10 @@ def test_snippets_run(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("AGENTSTREAM_OFFLINE", "1")
     monkeypatch.setenv("GATEWAY_KEY", "gateway-key-for-the-docs")  # docs/models.md reads it
     monkeypatch.setenv("CHAT_TOKEN", "chat-token-for-the-docs")  # docs/serving.md reads it
+    # process-wide settings a snippet may change (a registered model prefix, global tracing) are
+    # put back afterwards, so the pages leave nothing behind for the tests after them
+    monkeypatch.setattr(_router, "_factories", dict(_router._factories))
+    monkeypatch.setattr(_tracing_settings, "_global", _tracing_settings._global)
     loop = asyncio.new_event_loop()
     monkeypatch.setattr(asyncio, "run", lambda main, **_: loop.run_until_complete(main))
     namespace: dict[str, Any] = {"__name__": "__docs__"}

@@ -450,3 +450,16 @@ def test_agentstream_offline_sends_every_provider_string_to_the_offline_model(
         ValueError, match="AGENTSTREAM_OFFLINE must be 1, true, yes, 0, false or no, got 'maybe'"
     ):
         resolve_model("openai/gpt-4o-mini")
+
+
+def test_identifiers_by_the_description_example_or_the_field_name() -> None:
+    described = {
+        "type": "object",
+        "properties": {"order_id": {"type": "string", "description": "The order's id, such as ORD-7."}},
+        "required": ["order_id"],
+    }
+    assert _args(described, "What is the status of order ORD-12?", "order_status") == {"order_id": "ORD-12"}
+    bare = {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]}
+    assert _args(bare, "Please cancel order ORD-8", "cancel_order") == {"order_id": "ORD-8"}
+    email = {"type": "object", "properties": {"email": {"type": "string"}}, "required": ["email"]}
+    assert _args(email, "Look up customer ada@example.com", "customer") == {"email": "ada@example.com"}

@@ -32,7 +32,8 @@ STOPWORDS = frozenset(
     "on at for from by with about into over under and or but not no do does did can could would should "
     "will shall may might must please what whats what's which who whom whose when where why how tell "
     "give show get find make let lets let's some any all just now today tomorrow there here them they "
-    "he she his her up out if then than so as use using call run want like need".split()
+    "he she his her up out if then than so as use using call run want like need look read see check "
+    "know".split()
 )
 _PREPOSITIONS = ("in", "at", "to", "for", "about", "on", "from", "near", "of", "with", "called", "named")
 _PHRASE_STOP = frozenset(
@@ -379,8 +380,26 @@ def _fallback_string(schema: dict[str, Any], name: str) -> str:
     return name.replace("_", " ") if name else "value"
 
 
+_FORMAT_BY_NAME = {
+    "email": "email",
+    "mail": "email",
+    "url": "uri",
+    "uri": "uri",
+    "link": "uri",
+    "website": "uri",
+    "date": "date",
+    "day": "date",
+}
+
+
 def _string_candidate(schema: dict[str, Any], evidence: Evidence, name: str) -> str | None:
     fmt, pattern = schema.get("format"), schema.get("pattern")
+    if fmt is None and pattern is None:
+        # an "email" field without a format still wants the address the prompt gives
+        inferred = next((_FORMAT_BY_NAME[w] for w in words_of(name) if w in _FORMAT_BY_NAME), None)
+        found = _string_candidate({"format": inferred}, evidence, "") if inferred else None
+        if found:
+            return found
     if fmt == "email":
         return evidence.fresh(_EMAIL.findall(evidence.text))
     if fmt in ("uri", "url"):
@@ -398,6 +417,16 @@ def _string_candidate(schema: dict[str, Any], evidence: Evidence, name: str) -> 
     if evidence.fresh(evidence.quoted):
         return evidence.fresh(evidence.quoted)
     key_words = words_of(name)
+    tokens = [t.strip(".:") for t in _TOKEN.findall(evidence.text)]
+    shape = _example_shape(schema.get("description"))
+    if shape is not None:
+        found = evidence.fresh(t for t in tokens if shape.fullmatch(t))
+        if found:
+            return found
+    if key_words and key_words[-1] in _ID_WORDS:
+        found = evidence.fresh(t for t in tokens if _IDENTIFIER.fullmatch(t) and t.lower() not in key_words)
+        if found:
+            return found
     after = _after_name(evidence, key_words) if key_words else None
     if after:
         return after
@@ -407,10 +436,29 @@ def _string_candidate(schema: dict[str, Any], evidence: Evidence, name: str) -> 
         return rest if rest and lowered in ("query", "q", "search", "term") else evidence.text.strip() or None
     order = _preposition_order(lowered, key_words)
     for preposition in order:
-        phrase = evidence.fresh(_phrases_after(evidence.text, preposition))
+        phrase = evidence.fresh(_phrases_after(evidence.text, preposition, frozenset(key_words)))
         if phrase:
             return phrase
     return _remaining(evidence)
+
+
+_ID_WORDS = frozenset("id ids code number no ref reference sku key slug".split())
+_IDENTIFIER = re.compile(r"(?=[\w-]*\d)[\w-]+|[A-Z][A-Z0-9]*(?:[-_][A-Z0-9]+)+")
+_EXAMPLE = re.compile(r"(?:such as|e\.g\.|for example|like)\s+[\"'`]?([\w-]+)", re.I)
+
+
+def _example_shape(description: Any) -> re.Pattern[str] | None:
+    """``"The order's id, such as ORD-7."`` → the shape of ``ORD-7`` (letters, digits, the dash)."""
+    if not isinstance(description, str):
+        return None
+    m = _EXAMPLE.search(description)
+    if m is None or not any(c.isdigit() for c in m.group(1)):
+        return None
+    pattern = "".join(
+        "[A-Z]" if c.isupper() else "[a-z]" if c.isalpha() else r"\d" if c.isdigit() else re.escape(c)
+        for c in m.group(1)
+    )
+    return re.compile(re.sub(r"(\[A-Z\]|\[a-z\]|\\d)(?:\1)+", r"\1+", pattern).replace(r"\d", r"\d+"))
 
 
 def _preposition_order(lowered: str, key_words: list[str]) -> tuple[str, ...]:
@@ -441,7 +489,7 @@ def _after_name(evidence: Evidence, key_words: list[str]) -> str | None:
     return value
 
 
-def _phrases_after(text: str, preposition: str) -> list[str]:
+def _phrases_after(text: str, preposition: str, skip: frozenset[str] = frozenset()) -> list[str]:
     """``in New York today`` → ``New York``: the words after ``preposition`` until a stop word."""
     out = []
     for m in re.finditer(r"(?<![\w-])" + preposition + r"\s+(.+)", text, re.I):
@@ -450,7 +498,7 @@ def _phrases_after(text: str, preposition: str) -> list[str]:
             clean = token.strip("?.!,;:\"“”'()")
             if not clean or (clean.lower() in _PHRASE_STOP and words):
                 break
-            if clean.lower() in ("the", "a", "an", "my", "our"):
+            if clean.lower() in ("the", "a", "an", "my", "our") or clean.lower() in skip:
                 continue
             words.append(clean)
             if token != clean and token.rstrip("?.!,;:\"”')") != token:
