@@ -265,7 +265,10 @@ def _number_near(evidence: Evidence, key_words: list[str]) -> str | None:
 
 def _number(schema: dict[str, Any], evidence: Evidence, name: str, *, integer: bool) -> int | float:
     chosen = _number_near(evidence, words_of(name)) if name else None
-    if chosen is None:
+    fraction = isinstance(schema.get("maximum"), int | float) and schema["maximum"] <= 1
+    if chosen is None and not fraction:
+        # any number the prompt gives, but not for a score or a confidence (0..1): a "1" in the
+        # text is not a certainty
         chosen = next((n for s, n in evidence.numbers if f"#{s}" not in evidence.used), None)
     if chosen is not None:
         start = next(s for s, n in evidence.numbers if n == chosen and f"#{s}" not in evidence.used)
