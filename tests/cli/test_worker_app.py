@@ -4,8 +4,11 @@ and an app whose background tools no worker will run says so (instead of tasks w
 from __future__ import annotations
 
 import os
+import socket
 import sys
 from pathlib import Path
+
+import pytest
 
 from ._support import agentstream, clean_env
 
@@ -30,7 +33,17 @@ tools = {"research": research}
 '''
 
 
+def _redis_or_skip() -> None:
+    try:
+        socket.create_connection(("127.0.0.1", 56379), timeout=1).close()
+    except OSError:
+        if os.environ.get("CI"):
+            pytest.fail("Redis is not running on 127.0.0.1:56379 (scripts/redis.sh)")
+        pytest.skip("Redis is not running on 127.0.0.1:56379 (scripts/redis.sh)")
+
+
 def _worker(tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    _redis_or_skip()
     (tmp_path / "bgapp.py").write_text(APP, encoding="utf-8")
     env = clean_env(PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
     env.pop("AGENTSTREAM_DURABLE_DB", None)
