@@ -80,8 +80,10 @@ def test_1_tools_memory_and_smoothing(app_dir: Path) -> None:
     assert proc.wait(30) == 0
     out_first = b"".join(d for _, d in reads).decode()
     answer_reads = [(t, d) for t, d in reads if b"[order_status" not in d]
-    assert len(answer_reads) >= 8, answer_reads  # word by word, not the whole answer at once
-    assert answer_reads[-1][0] - answer_reads[0][0] >= 0.1  # 20 ms between words
+    # word by word, 20 ms apart (11 pauses): not the whole answer at once. A loaded machine may
+    # join a few words into one read, never the pacing.
+    assert len(answer_reads) >= 3, answer_reads
+    assert answer_reads[-1][0] - answer_reads[0][0] >= 0.15
     # the second question is a new process: the thread comes back from shop.db
     out_second = _ok(shell(second, app_dir))
     assert out_first + out_second == shown_output(1)
