@@ -477,3 +477,14 @@ async def test_judged_guardrails_on_the_offline_model_flag_nothing(content: str)
         assert verdict is not None, guard.id  # a valid verdict, not a failed judge
         jsonschema_rs.validate(guard.schema(), verdict)
         assert guard.flagged(verdict) == [], (guard.id, verdict)
+
+
+def test_words_after_the_field_name() -> None:
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    assert _args(schema, "create a note with title: Groceries about milk", "create_note") == {
+        "title": "Groceries"
+    }
+    named = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    assert _args(named, "greet the person whose name is Ada Lovelace please", "greet") == {
+        "name": "Ada Lovelace"
+    }

@@ -480,7 +480,7 @@ def _after_name(evidence: Evidence, key_words: list[str]) -> str | None:
     found = re.search(
         r"(?<![\w-])"
         + name
-        + r"(?:\s+(?:is|=|of)|\s*[:=])?\s+([\"“']?)([^\s,;!?\"”']+(?:\s+[A-Z][\w-]*)*)\1",
+        + r"(?:\s+(?:is|=|of)|\s*[:=])?\s+([\"“']?)([^\s,;!?\"”']+(?-i:\s+[A-Z][\w-]*)*)\1",
         evidence.text,
         re.I,
     )
