@@ -488,3 +488,20 @@ def test_words_after_the_field_name() -> None:
     assert _args(named, "greet the person whose name is Ada Lovelace please", "greet") == {
         "name": "Ada Lovelace"
     }
+
+
+async def test_the_next_message_answers_a_pending_approval() -> None:
+    # auto_resume_suspended_tools: the model reads the user's reply into the approval's resume data
+    mastra = Mastra(agents={"bank": Agent(id="bank", model="offline", tools=[transfer])})
+    agent = mastra.get_agent("bank")
+    memory = {"thread": "t1", "resource": "u1"}
+    first = agent.stream("Send 50 to ACC-1", memory=memory, auto_resume_suspended_tools=True)
+    assert await first.finish_reason == "suspended"
+    yes = agent.stream("yes, approve it", memory=memory, auto_resume_suspended_tools=True)
+    assert await yes.text == 'The transfer tool returned sent 50, to "ACC-1".'
+    again = agent.stream("Send 20 to BOB-2", memory=memory, auto_resume_suspended_tools=True)
+    assert await again.finish_reason == "suspended"
+    no = agent.stream("no, do not do that", memory=memory, auto_resume_suspended_tools=True)
+    assert (
+        await no.text == "The transfer tool answered: \u201cno, do not do that\u201d."
+    )  # declined, with the reply

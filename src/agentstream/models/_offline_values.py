@@ -52,7 +52,21 @@ _PLACE_NAMES = (
     "where",
 )
 _TOPIC_NAMES = ("topic", "query", "subject", "q", "search", "term", "keyword", "question", "about")
-_TEXT_NAMES = ("text", "prompt", "message", "content", "input", "body", "note", "description")
+_TEXT_NAMES = (
+    "text",
+    "prompt",
+    "message",
+    "content",
+    "input",
+    "body",
+    "note",
+    "description",
+    "reason",
+    "comment",
+    "feedback",
+    "answer",
+    "explanation",
+)
 
 
 def words_of(text: str) -> list[str]:
