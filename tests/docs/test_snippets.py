@@ -50,7 +50,7 @@ def test_every_block_is_run_or_says_why_not() -> None:
     assert sum(1 for path in doc_files() for b in blocks(path) if b.not_run is None) >= 35
 
 
-def test_a_not_run_comment_needs_a_reason(tmp_path: Path) -> None:
+def test_blocks_are_found_with_their_not_run_reasons(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
     page.write_text(
         "<!-- not run: needs Redis -->\n```python\nx = 1\n```\n\n```python\ny = 2\n```\n"
