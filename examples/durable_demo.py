@@ -1,5 +1,6 @@
 """The demo agent on `agentstream worker` processes: chat answers run on the workers (streamed by any
-server through Redis), and so does its background `research` tool.
+server through Redis), and so does its background `research` tool. Run the commands below from the
+root of the source checkout (``examples`` is found in the current directory, not installed).
 
     export AGENTSTREAM_DURABLE_DB=postgresql://postgres@127.0.0.1:54329/postgres
     export AGENTSTREAM_STREAM_STORE=redis://127.0.0.1:56379/0
@@ -32,7 +33,12 @@ tools = {"research": research}
 
 
 def mastra() -> Mastra:
-    url = os.environ["AGENTSTREAM_DURABLE_DB"]
+    url = os.environ.get("AGENTSTREAM_DURABLE_DB")
+    if not url:
+        raise RuntimeError(
+            "examples.durable_demo needs the PostgreSQL URL: set AGENTSTREAM_DURABLE_DB=postgresql://… "
+            "(agentstream worker --database-url sets it)"
+        )
     agent = demo_agent("demo", default_options={"until_idle": {"max_idle_ms": 120_000}})
     background: dict[str, Any] = {"remote": DurableBackground(url)}
     shared = os.environ.get("AGENTSTREAM_STREAM_STORE")

@@ -184,7 +184,10 @@ def run(args: argparse.Namespace) -> int:
     tools = load_tools(args.tools) if args.tools is not None else {}
     if args.tools is not None and not tools:
         raise UsageError(f"{args.tools} has no tools; name a module:attr with at least one")
+    # an app that reads $AGENTSTREAM_DURABLE_DB (examples/durable_demo.py) gets --database-url too
+    os.environ.setdefault("AGENTSTREAM_DURABLE_DB", url)
     mastra, store, chat_options = _chat(args)
+    _warn_untaken_tasks(mastra, tools, args.app)
     from agentstream.durable import DurableWorker
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -218,6 +221,29 @@ def run(args: argparse.Namespace) -> int:
     stop.wait()
     worker.shutdown()
     return 0
+
+
+def _warn_untaken_tasks(mastra: Any, tools: dict[str, Any], app: str | None) -> None:
+    """Say so when the app's background tools will not run here: without TOOLS a worker takes no
+    background task, and a task no worker takes waits (a chat until-idle on it never ends)."""
+    if mastra is None or tools:
+        return
+    background = sorted(
+        {
+            name
+            for agent in mastra.get_agents().values()
+            for name, tool in agent.tools.items()
+            if getattr(getattr(tool, "background", None), "enabled", False)
+        }
+    )
+    if background:
+        print(
+            f"agentstream worker: warning: {app} has background tools ({', '.join(background)}) but no "
+            "TOOLS were given, so this worker takes no background tasks; they wait for a worker started "
+            "with them (e.g. agentstream worker MODULE:tools --app ...)",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _redacted(url: str) -> str:

@@ -41,6 +41,7 @@ from ._base import (
 )
 from ._fallback import FallbackModel
 from ._google import GoogleModel
+from ._offline import OfflineModel
 from ._openai_chat import OpenAIChatModel, OpenAICompatible, convert_to_openai_chat_messages
 from ._openai_responses import OpenAIResponsesModel, convert_to_openai_responses_input
 from ._prompt import InvalidPromptError
@@ -62,6 +63,7 @@ __all__ = [
     "LanguageModel",
     "MissingAPIKeyError",
     "ModelStream",
+    "OfflineModel",
     "OpenAIChatModel",
     "OpenAICompatible",
     "OpenAIResponsesModel",

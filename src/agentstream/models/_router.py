@@ -14,6 +14,7 @@ from ._demo import DemoModel
 from ._errors import MissingAPIKeyError, UnknownProviderError
 from ._fallback import FallbackModel, fallback_entries
 from ._google import GoogleModel
+from ._offline import OfflineModel
 from ._openai_chat import OpenAIChatModel
 from ._openai_responses import OpenAIResponsesModel
 
@@ -21,6 +22,7 @@ __all__ = [
     "MissingAPIKeyError",
     "UnknownProviderError",
     "known_providers",
+    "offline_forced",
     "register_model_factory",
     "resolve_model",
 ]
@@ -69,7 +71,8 @@ _factories: dict[str, ModelFactory] = {}
 def register_model_factory(prefix: str, factory: ModelFactory) -> None:
     """Make ``resolve_model(f"{prefix}/<id>")`` (or just ``prefix``) call ``factory(model_id, **kw)``.
 
-    Registered prefixes win over built-in providers (``"demo"``: the offline demo model).
+    Registered prefixes win over built-in providers (``"demo"``: the demo agent's model;
+    ``"offline"``: the offline model for your own agent).
     """
     if not prefix or "/" in prefix:
         raise ValueError(f"invalid model prefix {prefix!r}")
@@ -79,8 +82,33 @@ def register_model_factory(prefix: str, factory: ModelFactory) -> None:
 def known_providers() -> list[str]:
     """Every prefix `resolve_model` accepts (built-in providers and registered factories), sorted."""
     return sorted(
-        {*_COMPAT, "anthropic", "azure", "demo", "google", "openai.chat", "openai.responses", *_factories}
+        {
+            *_COMPAT,
+            "anthropic",
+            "azure",
+            "bedrock",
+            "demo",
+            "google",
+            "offline",
+            "vertex",
+            "openai.chat",
+            "openai.responses",
+            *_factories,
+        }
     )
+
+
+OFFLINE_ENV = "AGENTSTREAM_OFFLINE"
+
+
+def offline_forced() -> bool:
+    """Whether ``AGENTSTREAM_OFFLINE`` (``1``, ``true``, ``yes``) sends every model string to the offline model."""
+    value = os.environ.get(OFFLINE_ENV, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    if value in ("1", "true", "yes"):
+        return True
+    raise ValueError(f"{OFFLINE_ENV} must be 1, true, yes, 0, false or no, got {value!r}")
 
 
 def _key(name: str, env: str | None, given: str | None, required: bool) -> str | None:
@@ -103,6 +131,10 @@ def resolve_model(spec: str | LanguageModel | Sequence[Any], **kwargs: Any) -> L
     provider's environment variables (``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``ANTHROPIC_API_KEY``
     / ``ANTHROPIC_BASE_URL``, ``GROQ_API_KEY``, ``OPENROUTER_API_KEY``, ``DEEPSEEK_API_KEY`` …).
     A list (Mastra's ``[{"model": …, "max_retries": n}, …]``) is a `FallbackModel`.
+
+    With ``AGENTSTREAM_OFFLINE=1`` in the environment every string except ``"demo"`` resolves to
+    the offline model (`OfflineModel`, keeping the string as its ``model_id``): an app written for
+    a real provider runs without a key or a network.
     """
     if isinstance(spec, list | tuple):
         return FallbackModel(fallback_entries(spec, resolve_model), **kwargs)
@@ -111,10 +143,15 @@ def resolve_model(spec: str | LanguageModel | Sequence[Any], **kwargs: Any) -> L
             return spec
         raise TypeError(f"expected a model string or a LanguageModel, got {type(spec).__name__}")
     prefix, sep, model_id = spec.partition("/")
+    if prefix not in ("demo", "offline") and offline_forced():
+        # the app's own model strings stay as written; only what answers them changes
+        return OfflineModel(model_id=spec)
     if prefix in _factories:
         return _factories[prefix](model_id, **kwargs)
     if prefix == "demo":
         return DemoModel(model_id=model_id or "demo", **kwargs)
+    if prefix == "offline":
+        return OfflineModel(model_id=model_id or "offline", **kwargs)
     if not sep:
         raise UnknownProviderError(
             f"model {spec!r} names no provider: use 'provider/model-id' (e.g. 'openai/gpt-4o-mini'); "

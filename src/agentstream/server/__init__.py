@@ -9,6 +9,8 @@ configuration with `ConnectionLimits` (head and body deadlines, a connection cap
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
 from ._connections import ConnectionLimits, default_max_connections, serving_config
 from ._errors import InternalServerError, error_response
@@ -27,6 +29,9 @@ from ._stop import stop_route
 from ._workflow_cancel import workflow_cancel_route
 from ._workflow_route import workflow_route, workflow_stream_route
 
+if TYPE_CHECKING:
+    from .._mastra import Mastra
+
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_BUFFERED_BYTES",
@@ -40,6 +45,7 @@ __all__ = [
     "assert_valid_heartbeat_ms",
     "bearer_token_auth",
     "chat_route",
+    "create_app",
     "default_max_connections",
     "error_response",
     "owner_key",
@@ -50,3 +56,15 @@ __all__ = [
     "workflow_route",
     "workflow_stream_route",
 ]
+
+
+def create_app(mastra: Mastra | None = None, **options: Any) -> Any:
+    """The app `agentstream serve` serves, for your own ``uvicorn`` or ASGI host: the chat page at
+    ``/``, ``/api/agents``, the chat, resume and stop routes and the workflow routes, for ``mastra``
+    (the demo's when ``None``). ``options``: ``default_agent``, ``smooth``, ``delay_in_ms``,
+    ``heartbeat_ms``, ``send_reasoning`` / ``send_sources`` / ``send_goals``, ``guard``,
+    ``stream_store``, ``runner``, ``workflow_runner`` (see docs/serving.md)."""
+    # the app sits above this layer (it loads apps and the demo): imported when called
+    from .._app import create_app as build
+
+    return build(mastra, **options)
