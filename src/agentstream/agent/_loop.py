@@ -24,7 +24,7 @@ import inspect
 import logging
 import re
 import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,15 +38,11 @@ from ..chunks import (
     ChunkFrom,
     Error,
     ErrorPayload,
-    Finish,
-    FinishPayload,
     ReasoningDelta,
     ReasoningEnd,
     ReasoningEndPayload,
     Start,
     StartPayload,
-    StepFinish,
-    StepFinishPayload,
     StepStart,
     StepStartPayload,
     TextDelta,
@@ -59,6 +55,7 @@ from ..chunks import (
 from ..models import CallOptions, LanguageModel, StreamPart
 from ..tools import Tool, ToolErrorMask
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
+from ._endings import INPUT_PHASES, Ending, StepOutcome, finish_chunk, step_finish_chunk
 from ._hooks import LoopHooks, StepDecision, StepInfo, StopCondition
 from ._parts import (
     FATAL,
@@ -138,126 +135,61 @@ class RunConfig:
 
 
 async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
-    """The run's chunk stream (see the module docstring)."""
+    """The run's chunk stream (see the module docstring): the phases of `_Run`, each naming the
+    next phase or an `Ending`, which `_Run.end` turns into the run's last chunks. Streaming the
+    model is written out here, not as a phase: it is the per-token path, and a generator in
+    between would cost every token a hop."""
     run = _Run(cfg)
+    phase: Phase = run.start
     try:
-        await run.begin()
-    except Tripwire as trip:  # an input processor blocked the run: one tripwire chunk, nothing else
-        run.deadlines.close()
-        yield trip.chunk(cfg.run_id)
-        return
-    except BaseException:
-        run.deadlines.close()
-        raise
-    if cfg.resume is None:  # a resumed run goes on in the same conversation: no second start
-        yield Start(
-            run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
-        )
-    last_finish: dict[str, Any] | None = None
-    try:
-        for chunk in await cfg.hooks.start_of_run():
-            yield chunk
-        while True:
-            st = run.new_step()
-            deadline = run.deadlines.step()
-            try:
-                for chunk in await run.open(st, deadline):
-                    yield chunk
-                if st.tripwire is not None:
-                    return
-                parts = run.parts(st)
-                if parts is not None:
-                    try:
-                        signal, routed, aroute = cfg.signal, run.routed, run.aroute
-                        lookup: Callable[[str, Handler], Handler] = HANDLERS.get
-                        async for part in parts:  # the per-token path: no generator in between
-                            if signal.aborted:
-                                st.aborted = True
-                                break
-                            out = lookup(part["type"], convert_unknown)(st, part)
-                            if routed and out is not None:
-                                out = run.route(st, out) if aroute is None else await aroute(st, out)
-                            if st.pending:
-                                for early in await run.flush(st):
-                                    yield early
-                            if out is not None:
-                                yield out
-                            if st.fatal:
-                                break
-                    except Exception as exc:
-                        for chunk in run.failed(st, deadline, exc):
-                            yield chunk
-                    finally:
-                        await run.close_model(st)
-                    for chunk in await run.drain(st):
-                        yield chunk
-            finally:
-                deadline.close()
-            if st.tripwire is not None:
-                return  # an output-stream processor blocked a part: the tripwire chunk ends the stream
-            metadata = run.step_metadata(st)
-            if st.aborted:
-                yield Abort(run_id=cfg.run_id, from_=AGENT)
-                last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
-                break
-            if st.timed_out is not None:
-                yield Error(run_id=cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.timed_out))
-                if run.deadlines.total_expired:
-                    return  # total timeout: the run fails without step-finish / finish (spec §4.6)
-                st.error = st.timed_out
-            for chunk in run.settle(st):
-                yield chunk
-            if not await run.after_model(st):  # an output-step processor asked for another try
-                last_finish = run.retry_step(st, metadata)
-                yield StepFinish(
-                    run_id=cfg.run_id,
-                    from_=AGENT,
-                    payload=StepFinishPayload(**_step_finish_fields(last_finish)),
-                )
-                continue
-            runner = run.tool_runner()
-            pending = st.client_calls() if _reason(st) not in NO_TOOLS_REASONS else []
-            if pending:
-                async with aclosing(runner.stream(pending, run.messages)) as chunks:
+        while not isinstance(phase, Ending):
+            if not isinstance(phase, _Stream):
+                async with aclosing(phase()) as chunks:
                     async for chunk in chunks:
                         yield chunk
-                if runner.tripwire is not None:
-                    return  # a tool result was blocked: the tripwire chunk ends the stream
-                if runner.aborted:
-                    yield Abort(run_id=cfg.run_id, from_=AGENT)
-                    last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
-                    break
-                if runner.suspended is not None:
-                    # a call waits for a human: the stream ends here, without step-finish / finish
-                    yield run.suspend(st, runner, metadata)
-                    return
-            info, decision = await run.decide(st, runner, bool(pending))
-            if isinstance(decision, StepDecision):
-                async for chunk in _decision_chunks(decision):
+                phase = run.next
+                continue
+            st = run.st
+            parts = run.parts(st)
+            if parts is not None:
+                try:
+                    signal, routed, aroute = cfg.signal, run.routed, run.aroute
+                    lookup: Callable[[str, Handler], Handler] = HANDLERS.get
+                    async for part in parts:  # the per-token path: no generator in between
+                        if signal.aborted:
+                            st.aborted = True
+                            break
+                        out = lookup(part["type"], convert_unknown)(st, part)
+                        if routed and out is not None:
+                            out = run.route(st, out) if aroute is None else await aroute(st, out)
+                        if st.pending:
+                            for early in await run.flush(st):
+                                yield early
+                        if out is not None:
+                            yield out
+                        if st.fatal:
+                            break
+                except Exception as exc:
+                    for chunk in run.failed(st, exc):
+                        yield chunk
+                finally:
+                    await run.close_model(st)
+                for chunk in await run.drain(st):
                     yield chunk
-                if cfg.signal.aborted:  # aborted while a judge was deciding
-                    yield Abort(run_id=cfg.run_id, from_=AGENT)
-                    last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
-                    break
-            last_finish, continued = await run.finish_step(st, runner, info, decision, metadata)
-            yield StepFinish(
-                run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
-            )
-            if not continued:
-                for chunk in await run.end_of_run():
-                    yield chunk
-                break
-            if rate_limited(_response_headers(st.stream)):
-                # model.loop.ts: few tokens left in the provider's window; wait before the next call
-                await pause(cfg.sleep, RATE_LIMIT_PAUSE_S, cfg.signal)
-                if cfg.signal.aborted:
-                    yield Abort(run_id=cfg.run_id, from_=AGENT)
-                    last_finish = _aborted_finish(cfg.message_id, metadata, "")
-                    break
+            phase = run.streamed()
     finally:
-        run.deadlines.close()
-    if last_finish is not None:
-        yield _finish(cfg.run_id, last_finish)
+        run.close()
+    for chunk in await run.end(phase):
+        yield chunk
+
+
+class _Stream:
+    """The model-streaming phase's marker (`run_loop` streams it itself)."""
+
+
+STREAM = _Stream()
+Phase = Callable[[], AsyncGenerator[Chunk, None]] | _Stream | Ending
+"""What a phase names next: another phase, `STREAM`, or how the run ends."""
 
 
 class _Run:
@@ -291,12 +223,150 @@ class _Run:
         step tripped a processor."""
         self.tripped = False
         self.notify_raw = cfg.on_chunk is not None and cfg.include_raw_chunks
+        self.next: Phase = STREAM
+        """The phase a phase names next (read by `run_loop` once the phase has streamed)."""
+        self.st = StepState(run_id=cfg.run_id, number=0, created_at=0)
+        """The step in flight."""
+        self.deadline: StepDeadline | None = None
+        self.metadata: dict[str, Any] = {}
+        self.runner: ToolRunner | None = None
+        self.ran_tools = False
+        self.judged: tuple[StepInfo, bool | StepDecision | None] | None = None
         model = cfg.model
         self.model_metadata = {
             "modelId": model.model_id,
             "modelVersion": getattr(model, "specification_version", "v2"),
             "modelProvider": model.provider,
         }
+
+    # ------------------------------------------------------------------ phases
+
+    async def start(self) -> AsyncGenerator[Chunk, None]:
+        """The input seam, ``start`` (not on a resumed leg: same conversation) and the chunks
+        hooks stream before the first step."""
+        try:
+            await self.begin()
+        except Tripwire as trip:  # an input processor blocked the run: no start, no model call
+            self.next = Ending("tripwire", phase="input", trip=trip)
+            return
+        cfg = self.cfg
+        if cfg.resume is None:
+            payload = StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
+            yield Start(run_id=cfg.run_id, from_=AGENT, payload=payload)
+        for chunk in await cfg.hooks.start_of_run():
+            yield chunk
+        self.next = self.open_step
+
+    async def open_step(self) -> AsyncGenerator[Chunk, None]:
+        """A new step: the model call, ``step-start`` (and the error of a call that failed at once)."""
+        st = self.st = self.new_step()
+        deadline = self.deadline = self.deadlines.step()
+        for chunk in await self.open(st, deadline):
+            yield chunk
+        if st.tripwire is not None:  # an input-step / LLM-request processor blocked the call
+            self.next = Ending("tripwire", phase="input-step", trip=st.tripwire)
+        else:
+            self.next = STREAM
+
+    def streamed(self) -> Phase:
+        """After the model's stream: an output-stream processor may have blocked a part."""
+        if self.deadline is not None:
+            self.deadline.close()
+        if self.st.tripwire is not None:
+            return Ending("tripwire", phase="output-stream", trip=self.st.tripwire)
+        return self.settle_step
+
+    def _aborted(self, text: str) -> Ending:
+        return Ending("aborted", outcome=StepOutcome.aborted(self.cfg.message_id, self.metadata, text))
+
+    async def settle_step(self) -> AsyncGenerator[Chunk, None]:
+        """Close the model's answer: abort, timeouts, the step's errors, the output-step seam."""
+        st = self.st
+        self.metadata = self.step_metadata(st)
+        if st.aborted:
+            self.next = self._aborted(st.text)
+            return
+        if st.timed_out is not None:
+            if self.deadlines.total_expired:  # the run fails without step-finish / finish (spec §4.6)
+                self.next = Ending("timed_out", error=st.timed_out)
+                return
+            yield Error(run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.timed_out))
+            st.error = st.timed_out
+        for chunk in self.settle(st):
+            yield chunk
+        if not await self.after_model(st):  # an output-step processor asked for another try
+            yield step_finish_chunk(self.cfg.run_id, self.retry_step(st, self.metadata))
+            self.next = self.open_step
+            return
+        self.next = self.run_tools
+
+    async def run_tools(self) -> AsyncGenerator[Chunk, None]:
+        """The step's client tool calls (``tool-output`` live, then results in call order)."""
+        st = self.st
+        runner = self.runner = self.tool_runner()
+        pending = st.client_calls() if _reason(st) not in NO_TOOLS_REASONS else []
+        self.ran_tools = bool(pending)
+        self.next = self.decide_step
+        if not pending:
+            return
+        async with aclosing(runner.stream(pending, self.messages)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        if runner.tripwire is not None:  # a tool result was blocked
+            self.next = Ending("tripwire", phase="tool-result", trip=runner.tripwire)
+        elif runner.aborted:
+            self.next = self._aborted(st.text)
+        elif runner.suspended is not None:  # a call waits for a human: no step-finish / finish
+            self.next = Ending("suspended", chunks=[self.suspend(st, runner, self.metadata)])
+
+    async def decide_step(self) -> AsyncGenerator[Chunk, None]:
+        """``after_tools`` and ``end_of_step``: the chunks a judge streams, its verdict."""
+        assert self.runner is not None
+        _, decision = self.judged = await self.decide(self.st, self.runner, self.ran_tools)
+        self.next = self.close_step
+        if isinstance(decision, StepDecision):
+            async for chunk in _decision_chunks(decision):
+                yield chunk
+            if self.cfg.signal.aborted:  # aborted while a judge was deciding
+                self.next = self._aborted(self.st.text)
+
+    async def close_step(self) -> AsyncGenerator[Chunk, None]:
+        """``step-finish``; then the next step (after a rate-limit pause) or the run's end."""
+        cfg, st = self.cfg, self.st
+        assert self.runner is not None and self.judged is not None
+        outcome, continued = await self.finish_step(st, self.runner, *self.judged, self.metadata)
+        yield step_finish_chunk(cfg.run_id, outcome)
+        self.next = self.open_step
+        if not continued:
+            self.next = Ending("finished", outcome=outcome)
+        elif rate_limited(_response_headers(st.stream)):
+            # model.loop.ts: few tokens left in the provider's window; wait before the next call
+            await pause(cfg.sleep, RATE_LIMIT_PAUSE_S, cfg.signal)
+            if cfg.signal.aborted:
+                self.next = self._aborted("")
+
+    async def end(self, ending: Ending) -> list[Chunk]:
+        """The one place a run's end becomes chunks (docs/architecture.md, "Endings")."""
+        run_id = self.cfg.run_id
+        if ending.kind == "finished":
+            assert ending.outcome is not None
+            return [*await self.end_of_run(), finish_chunk(run_id, ending.outcome)]
+        if ending.kind == "aborted":
+            assert ending.outcome is not None
+            return [Abort(run_id=run_id, from_=AGENT), finish_chunk(run_id, ending.outcome)]
+        if ending.kind == "tripwire":
+            assert ending.trip is not None  # the chunk ends the stream: no step-finish, no finish
+            return [ending.trip.chunk(run_id if ending.phase in INPUT_PHASES else None)]
+        if ending.kind == "timed_out":
+            return [Error(run_id=run_id, from_=AGENT, payload=ErrorPayload(error=ending.error))]
+        return list(ending.chunks)  # suspended
+
+    def close(self) -> None:
+        if self.deadline is not None:
+            self.deadline.close()
+        self.deadlines.close()
+
+    # ------------------------------------------------------------------ the phases' parts
 
     async def begin(self) -> None:
         """Run the input seam and split the prompt into system / user messages (a resumed run
@@ -383,7 +453,7 @@ class _Run:
             return []  # the suspended step's model call happened in the leg that suspended
         st.first = await self._open(st, deadline)
         if st.tripwire is not None:
-            return [st.tripwire.chunk(cfg.run_id)]
+            return []  # the tripwire ends the run (`end`)
         payload = StepStartPayload(
             request=st.request, warnings=st.warnings, message_id=cfg.message_id, started_at=st.created_at
         )
@@ -436,10 +506,10 @@ class _Run:
             st.text_closed.add(chunk.payload.id)
         try:
             processed = await self.process(chunk)
-        except Tripwire as trip:
+        except Tripwire as trip:  # the part is dropped; `end` streams the tripwire
             st.tripwire, st.fatal = trip, True
             _retext(st, chunk, None)
-            return trip.chunk()
+            return None
         if type(processed) is list:
             *written, processed = processed
             st.early.extend(written)
@@ -477,7 +547,6 @@ class _Run:
                 processed = await self.process(probe)
             except Tripwire as trip:
                 st.tripwire = trip
-                out.append(trip.chunk())
                 break
             if type(processed) is list:
                 written = processed[:-1]
@@ -493,9 +562,10 @@ class _Run:
                 await call_on_chunk(self.on_chunk, chunk)
         return early
 
-    def failed(self, st: StepState, deadline: StepDeadline, exc: Exception) -> list[Chunk]:
+    def failed(self, st: StepState, exc: Exception) -> list[Chunk]:
         """The model stream raised: an abort, a timeout, or a step error (streamed as ``error``)."""
-        st.aborted, st.timed_out, st.error = deadline.classify(exc)
+        assert self.deadline is not None
+        st.aborted, st.timed_out, st.error = self.deadline.classify(exc)
         if st.error is UNSET:
             return []
         return [
@@ -566,7 +636,7 @@ class _Run:
             return not trip.will_retry
         return True
 
-    def retry_step(self, st: StepState, metadata: dict[str, Any]) -> dict[str, Any]:
+    def retry_step(self, st: StepState, metadata: dict[str, Any]) -> StepOutcome:
         """Roll the step back (its messages are not kept, its tools not run) and add the feedback
         for the next call: Mastra's ``[Processor Feedback]`` system message after the instructions."""
         trip = st.tripwire
@@ -580,14 +650,16 @@ class _Run:
         }
         self.messages.insert(self.first_non_system, feedback)
         self.first_non_system += 1
-        step_result: dict[str, Any] = {"reason": "retry", "isContinued": True, "retryReason": trip.reason}
-        if trip.metadata is not None:
-            step_result["retryMetadata"] = trip.metadata
-        if trip.processor_id is not None:
-            step_result["retryProcessorId"] = trip.processor_id
-        fields = self._fields(st, step_result, metadata, tool_calls=[])
-        fields.update(processorRetryCount=trip.retry_count, processorRetryFeedback=feedback["content"])
-        return fields
+        return self._outcome(
+            st,
+            "retry",
+            True,
+            metadata,
+            tool_calls=[],
+            retry=trip,
+            retry_count=trip.retry_count,
+            retry_feedback=feedback["content"],
+        )
 
     def _record(self, st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
         # kept as is and turned into Mastra's ``output.steps`` entries only if a step trips
@@ -610,30 +682,34 @@ class _Run:
             record["tripwire"] = st.tripwire.data()
         return record
 
-    def _fields(
+    def _outcome(
         self,
         st: StepState,
-        step_result: dict[str, Any],
+        reason: str,
+        continued: bool,
         metadata: dict[str, Any],
         *,
         tool_calls: list[dict[str, Any]],
-    ) -> dict[str, Any]:
+        **fields: Any,
+    ) -> StepOutcome:
+        """The step as ``step-finish`` reports it, with the conversation so far."""
         all_messages = self.messages[self.first_non_system :]
-        output: dict[str, Any] = {"text": st.text, "toolCalls": tool_calls, "usage": st.usage}
-        if self.tripped:
-            output["steps"] = [self._step_record(*r) for r in self.records]
-        return {
-            "messageId": self.cfg.message_id,
-            "stepResult": step_result,
-            "metadata": metadata,
-            "output": output,
-            "messages": {
+        return StepOutcome(
+            message_id=self.cfg.message_id,
+            reason=reason,
+            is_continued=continued,
+            metadata=metadata,
+            text=st.text,
+            tool_calls=tool_calls,
+            usage=st.usage,
+            messages={
                 "all": all_messages,
                 "user": self.user_messages,
                 "nonUser": all_messages[len(self.user_messages) :],
             },
-            "processorRetryCount": 0,  # a step that is not retried (Mastra counts consecutive retries)
-        }
+            steps=[self._step_record(*r) for r in self.records] if self.tripped else None,
+            **fields,
+        )
 
     async def end_of_run(self) -> list[Chunk]:
         """The output-result seam: chunks to stream before ``finish``; a `Tripwire` there shows only
@@ -742,8 +818,8 @@ class _Run:
         info: StepInfo,
         decision: bool | StepDecision | None,
         metadata: dict[str, Any],
-    ) -> tuple[dict[str, Any], bool]:
-        """Record the step: ``(step-finish fields, continued)``."""
+    ) -> tuple[StepOutcome, bool]:
+        """Record the step: ``(its outcome, continued)``."""
         cfg = self.cfg
         forced = decision.continue_ if isinstance(decision, StepDecision) else decision
         if forced is not None:
@@ -758,12 +834,17 @@ class _Run:
         self._record(st, new_messages, metadata)
         if isinstance(decision, StepDecision):
             self.messages.extend(decision.messages)
-        step_result: dict[str, Any] = {"reason": reason, "isContinued": continued, "warnings": st.warnings}
-        if st.raw_reason is not None:
-            step_result["rawReason"] = st.raw_reason
-        if st.resumed is not None:
-            step_result["messageId"] = cfg.message_id  # as recorded for the step a leg resumed
-        return self._fields(st, step_result, metadata, tool_calls=tool_calls), continued
+        outcome = self._outcome(
+            st,
+            reason,
+            continued,
+            metadata,
+            tool_calls=tool_calls,
+            warnings=st.warnings,
+            raw_reason=st.raw_reason,
+            resumed_message_id=st.resumed is not None,  # as recorded for the step a leg resumed
+        )
+        return outcome, continued
 
 
 def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
@@ -839,34 +920,6 @@ def _reason(st: StepState) -> str:
     return "error" if st.error is not UNSET else (st.finish_reason or "other")
 
 
-_RETRY_KEYS = ("processorRetryCount", "processorRetryFeedback")
-
-
-def _step_finish_fields(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "message_id": data["messageId"],
-        "step_result": data["stepResult"],
-        "metadata": data["metadata"],
-        "output": data["output"],
-        "messages": data["messages"],
-        "extra": {k: data[k] for k in _RETRY_KEYS if k in data},
-    }
-
-
-def _finish(run_id: str, data: dict[str, Any]) -> Finish:
-    return Finish(
-        run_id=run_id,
-        from_=AGENT,
-        payload=FinishPayload(
-            step_result=dict(data["stepResult"]),
-            output=dict(data["output"]),
-            metadata=data["metadata"],
-            messages=data.get("messages"),
-            extra={"messageId": data["messageId"], **{k: data[k] for k in _RETRY_KEYS if k in data}},
-        ),
-    )
-
-
 def _tool_choice(choice: Any) -> dict[str, Any] | None:
     if choice is None:
         return None
@@ -912,15 +965,6 @@ def rate_limited(headers: Mapping[str, str] | None) -> bool:
         value = next((v for k, v in headers.items() if k.lower() == RATE_LIMIT_HEADER), None)
     match = _LEADING_INT.match(value) if isinstance(value, str) else None
     return match is not None and 0 < int(match.group(1)) < RATE_LIMIT_THRESHOLD
-
-
-def _aborted_finish(message_id: str, metadata: dict[str, Any], step_text: str) -> dict[str, Any]:
-    return {
-        "messageId": message_id,
-        "stepResult": {"reason": "tripwire", "isContinued": False},
-        "metadata": metadata,
-        "output": {"text": step_text, "toolCalls": [], "usage": {}},
-    }
 
 
 def _timestamp(value: Any, now_ms: float) -> str:
