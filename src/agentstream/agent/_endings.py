@@ -14,7 +14,16 @@ from typing import Any, Literal
 from ..chunks import Chunk, ChunkFrom, Finish, FinishPayload, StepFinish, StepFinishPayload
 from ._tripwire import Tripwire
 
-__all__ = ["INPUT_PHASES", "Ending", "EndingKind", "StepOutcome", "finish_chunk", "step_finish_chunk"]
+__all__ = [
+    "INPUT_PHASES",
+    "Ending",
+    "EndingKind",
+    "StepOutcome",
+    "finish_chunk",
+    "finish_response",
+    "step_finish_chunk",
+    "ui_parts",
+]
 
 AGENT = ChunkFrom.AGENT
 
@@ -136,3 +145,70 @@ def finish_chunk(run_id: str, outcome: StepOutcome, response: dict[str, Any] | N
             extra={"messageId": outcome.message_id, **outcome.extra()},
         ),
     )
+
+
+def finish_response(outcome: StepOutcome) -> dict[str, Any]:
+    """``finish.payload.response`` as Mastra's final output sets it after its output processors
+    ran: the last step's response metadata (without ``request`` / ``providerMetadata``), the
+    run's response messages, and the same answer as one assistant UI message."""
+    response = {k: v for k, v in outcome.metadata.items() if k not in ("request", "providerMetadata")}
+    # the response messages only: a message the loop added for the model (a goal's reminder) is
+    # the user's side of the conversation, as in Mastra's MessageList
+    messages = [m for m in (outcome.messages or {}).get("nonUser") or [] if m.get("role") != "user"]
+    response["messages"] = messages
+    model = outcome.metadata.get("modelMetadata") or {}
+    ui: dict[str, Any] = {
+        "id": outcome.message_id,
+        "role": "assistant",
+        "metadata": {"modelId": model.get("modelId"), "provider": model.get("modelProvider")},
+        "parts": ui_parts(messages),
+    }
+    response["uiMessages"] = [ui] if ui["parts"] else []
+    return response
+
+
+def ui_parts(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The AI SDK UI parts of the response's model messages: text and reasoning as they are,
+    each tool call as one ``tool-<name>`` part holding its result (``state`` as the AI SDK's)."""
+    results: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        if message.get("role") == "tool" and isinstance(message.get("content"), list):
+            for part in message["content"]:
+                if part.get("type") == "tool-result":
+                    results[str(part.get("toolCallId"))] = part
+    parts: list[dict[str, Any]] = []
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        for part in content:
+            kind = part.get("type")
+            if kind in ("text", "reasoning"):
+                ui_part: dict[str, Any] = {"type": kind, "text": part.get("text", "")}
+                if part.get("providerOptions") is not None:
+                    ui_part["providerMetadata"] = part["providerOptions"]
+                parts.append(ui_part)
+            elif kind == "tool-call":
+                parts.append(_tool_part(part, results.get(str(part.get("toolCallId")))))
+    return parts
+
+
+def _tool_part(call: dict[str, Any], result: dict[str, Any] | None) -> dict[str, Any]:
+    part: dict[str, Any] = {
+        "type": f"tool-{call.get('toolName')}",
+        "toolCallId": call.get("toolCallId"),
+        "input": call.get("input"),
+    }
+    if result is None:
+        part["state"] = "input-available"
+        return part
+    output = result.get("output")
+    if isinstance(output, dict) and output.get("type") in ("error-text", "error-json"):
+        part["errorText"] = (
+            output.get("value") if isinstance(output.get("value"), str) else str(output.get("value"))
+        )
+        part["state"] = "output-error"
+        return part
+    part["output"] = output.get("value") if isinstance(output, dict) and "value" in output else output
+    part["state"] = "output-available"
+    return part

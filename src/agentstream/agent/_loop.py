@@ -55,7 +55,7 @@ from ..chunks import (
 from ..models import CallOptions, LanguageModel, StreamPart
 from ..tools import Tool, ToolErrorMask
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
-from ._endings import INPUT_PHASES, Ending, StepOutcome, finish_chunk, step_finish_chunk
+from ._endings import INPUT_PHASES, Ending, StepOutcome, finish_chunk, finish_response, step_finish_chunk
 from ._hooks import LoopHooks, StepDecision, StepInfo, StopCondition
 from ._parts import (
     FATAL,
@@ -129,6 +129,9 @@ class RunConfig:
     on_suspend: Callable[[dict[str, Any]], None] | None = None
     """Called with the loop's state (`ResumePoint.to_json` plus ``pending``) just before the
     suspension chunk is streamed; the agent stores it with the output's state."""
+    finish_response: bool = False
+    """Fill ``finish.payload.response`` (Mastra does once output processors ran on the result:
+    the run's own, or memory's)."""
     on_result_tripwire: Callable[[Tripwire], None] | None = None
     """Told when ``end_of_run`` (an output-result processor) raised `Tripwire`: no chunk shows it,
     the output's results do (text ``""``, finish reason ``other``, ``tripwire`` set)."""
@@ -232,6 +235,7 @@ class _Run:
         self.runner: ToolRunner | None = None
         self.ran_tools = False
         self.judged: tuple[StepInfo, bool | StepDecision | None] | None = None
+        self.result_blocked = False
         model = cfg.model
         self.model_metadata = {
             "modelId": model.model_id,
@@ -350,16 +354,22 @@ class _Run:
         run_id = self.cfg.run_id
         if ending.kind == "finished":
             assert ending.outcome is not None
-            return [*await self.end_of_run(), finish_chunk(run_id, ending.outcome)]
+            chunks = await self.end_of_run()
+            return [*chunks, finish_chunk(run_id, ending.outcome, self._response(ending.outcome))]
         if ending.kind == "aborted":
             assert ending.outcome is not None
-            return [Abort(run_id=run_id, from_=AGENT), finish_chunk(run_id, ending.outcome)]
+            finish = finish_chunk(run_id, ending.outcome, self._response(ending.outcome))
+            return [Abort(run_id=run_id, from_=AGENT), finish]
         if ending.kind == "tripwire":
             assert ending.trip is not None  # the chunk ends the stream: no step-finish, no finish
             return [ending.trip.chunk(run_id if ending.phase in INPUT_PHASES else None)]
         if ending.kind == "timed_out":
             return [Error(run_id=run_id, from_=AGENT, payload=ErrorPayload(error=ending.error))]
         return list(ending.chunks)  # suspended
+
+    def _response(self, outcome: StepOutcome) -> dict[str, Any] | None:
+        # a result processor's tripwire leaves it out, as in Mastra (its processors did not finish)
+        return finish_response(outcome) if self.cfg.finish_response and not self.result_blocked else None
 
     def close(self) -> None:
         if self.deadline is not None:
@@ -722,6 +732,7 @@ class _Run:
                 trip.reason,
                 trip.processor_id,
             )
+            self.result_blocked = True
             if self.cfg.on_result_tripwire is not None:
                 self.cfg.on_result_tripwire(trip)
             return []

@@ -122,6 +122,9 @@ class RunPlan:
     sleep: Callable[[float], Awaitable[None]]
     approval: bool | ApprovalPolicy
     """``require_tool_approval``: the call's, else the agent's."""
+    output_processed: bool
+    """Output processors see the result (the run's, or memory's, as Mastra's memory is a
+    processor): ``finish`` then carries ``response``."""
 
     def config(self) -> RunConfig:
         """The loop's configuration of this run."""
@@ -162,6 +165,7 @@ class RunPlan:
             sleep=self.sleep,
             on_tool_error=opts.get("on_tool_error"),
             approval=approval_check(policy, self.tools),
+            finish_response=self.output_processed,
         )
 
 
@@ -249,44 +253,7 @@ def plan_run(
             prompt=prompt,
             thread_id=scope.thread_id if scope is not None else None,
         )
-    task_complete = opts.get("is_task_complete")
-    goal = agent.goal if scope is not None else None
-    chain: list[tuple[str, Layer | None]] = [
-        ("processors", _processor_layer(agent, opts, signal)),
-        (
-            "is_task_complete",
-            None
-            if task_complete is None
-            else lambda inner: IsTaskCompleteHooks(
-                inner,
-                IsTaskCompleteConfig.from_value(task_complete),
-                run_id=str(run_id),
-                agent_id=agent.id,
-                max_steps=opts.get("max_steps"),
-                now_ms=now_ms,
-                thread_id=scope.thread_id if scope else None,
-                resource_id=scope.resource_id if scope else None,
-            ),
-        ),
-        (
-            "goal",
-            None
-            if goal is None or scope is None
-            else lambda inner: GoalHooks(
-                inner,
-                goal,
-                agent._goal_storage(),
-                thread_id=scope.thread_id,
-                resource_id=scope.resource_id,
-                run_id=str(run_id),
-                now_ms=now_ms,
-                signal=signal,
-                resumed=resumed,
-            ),
-        ),
-        ("checkpoint", checkpoint.hooks if checkpoint is not None else None),
-        ("tracing", (lambda inner: TracingHooks(inner, traced)) if traced is not None else None),
-    ]
+    chain = _chain(agent, opts, signal, str(run_id), scope, now_ms, checkpoint, traced, resumed)
     hooks = compose_hooks(base, chain)
     layers += [name for name, layer in chain if layer is not None]
     if checkpoint is not None:
@@ -314,4 +281,63 @@ def plan_run(
         now_ms=now_ms,
         sleep=sleep,
         approval=opts.get("require_tool_approval", agent.require_tool_approval),
+        output_processed=scope is not None or _has_output_processors(agent, opts),
     )
+
+
+def _has_output_processors(agent: Agent, opts: Mapping[str, Any]) -> bool:
+    given = opts.get("output_processors")
+    return bool(given if given is not None else agent.output_processors)
+
+
+def _chain(
+    agent: Agent,
+    opts: Mapping[str, Any],
+    signal: AbortSignal,
+    run_id: str,
+    scope: MemoryScope | None,
+    now_ms: Callable[[], float],
+    checkpoint: RunCheckpoint | None,
+    traced: RunTrace | None,
+    resumed: Mapping[str, Any] | None,
+) -> list[tuple[str, Layer | None]]:
+    """The run's concerns above the base, innermost first (`CONCERNS`); ``None``: not in this run."""
+    task_complete = opts.get("is_task_complete")
+    goal = agent.goal if scope is not None else None
+    chain: list[tuple[str, Layer | None]] = [
+        ("processors", _processor_layer(agent, opts, signal)),
+        (
+            "is_task_complete",
+            None
+            if task_complete is None
+            else lambda inner: IsTaskCompleteHooks(
+                inner,
+                IsTaskCompleteConfig.from_value(task_complete),
+                run_id=run_id,
+                agent_id=agent.id,
+                max_steps=opts.get("max_steps"),
+                now_ms=now_ms,
+                thread_id=scope.thread_id if scope else None,
+                resource_id=scope.resource_id if scope else None,
+            ),
+        ),
+        (
+            "goal",
+            None
+            if goal is None or scope is None
+            else lambda inner: GoalHooks(
+                inner,
+                goal,
+                agent._goal_storage(),
+                thread_id=scope.thread_id,
+                resource_id=scope.resource_id,
+                run_id=run_id,
+                now_ms=now_ms,
+                signal=signal,
+                resumed=resumed,
+            ),
+        ),
+        ("checkpoint", checkpoint.hooks if checkpoint is not None else None),
+        ("tracing", (lambda inner: TracingHooks(inner, traced)) if traced is not None else None),
+    ]
+    return chain
