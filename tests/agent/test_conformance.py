@@ -309,8 +309,9 @@ def _response_matches(expected: Any, actual: Any, where: str) -> None:
     for key in ("id", "modelId", "modelMetadata", "messages"):
         if key in expected:
             _matches(expected[key], actual[key], f"{where}.response.{key}")
-    parts = [part for message in expected["uiMessages"] for part in message["parts"]]
-    _matches(parts, [part for message in actual["uiMessages"] for part in message["parts"]], f"{where}.uiMessages")
+    exp_parts = [part for message in expected["uiMessages"] for part in message["parts"]]
+    act_parts = [part for message in actual["uiMessages"] for part in message["parts"]]
+    _matches(exp_parts, act_parts, f"{where}.uiMessages")
 
 
 async def _settle(awaitable: Any) -> tuple[bool, Any]:
