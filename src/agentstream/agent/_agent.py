@@ -574,9 +574,12 @@ class Agent:
         checkpoint = begin_checkpointed_run()
         message_id = new_id(checkpoint)
         holder: list[ModelOutput] = []
-        source = self._leg_source(decision, dict(options), cancel, recorder, message_id, lambda: holder[0])
         # the output's callbacks are the call's or the defaults' (a snapshot stores JSON options only)
-        output = self._output(source, self.merged_options(options), cancel, recorder, run_id, message_id)
+        opts = self.merged_options(options)
+        source = self._leg_source(
+            decision, dict(options), cancel, recorder, message_id, lambda: holder[0], merged=opts
+        )
+        output = self._output(source, opts, cancel, recorder, run_id, message_id)
         holder.append(output)
         return output
 
@@ -589,10 +592,14 @@ class Agent:
         message_id: str,
         output: Callable[[], ModelOutput],
         inputs: list[dict[str, Any]] | None = None,
+        *,
+        merged: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Chunk]:
         """The chunks of a leg continuing run ``recorder.run_id`` (see `resumed_source`); its options
-        are the stored run's, overridden by ``explicit``. ``inputs``: user messages this leg answers
+        are the stored run's, overridden by ``explicit`` (``merged``: ``explicit`` with the defaults
+        under it, when the caller merged them already). ``inputs``: user messages this leg answers
         (auto-resume), stored with its response."""
+        given = self.merged_options(explicit) if merged is None else merged
 
         # made now, not when the leg starts streaming: its span's parent is the caller's context
         traced = trace_run(
@@ -607,14 +614,15 @@ class Agent:
         def leg_config(snapshot: Mapping[str, Any]) -> Leg:
             stored: Mapping[str, Any] = snapshot.get("options") or {}
             _same_thread(recorder.run_id, stored.get("memory"), explicit.get("memory"))
-            merged = self.merged_options({**stored, **explicit})
-            merged.pop("auto_resume_suspended_tools", None)
+            # the stored run's options over the defaults, under the leg's own
+            opts = {**given, **{k: v for k, v in stored.items() if k not in explicit}}
+            opts.pop("auto_resume_suspended_tools", None)
             loop: Mapping[str, Any] = snapshot.get("loop") or {}
             if traced is not None:  # outermost, as in a first leg
                 traced.continues(snapshot.get("trace"), decision.action, list(loop.get("messages") or []))
             plan = plan_run(
                 self,
-                merged,
+                opts,
                 cancel,
                 checkpoint=begin_checkpointed_run(),
                 message_id=message_id,
