@@ -286,3 +286,15 @@ async def test_every_processor_phase_runs_once_with_every_combination_of_concern
     assert ("background-task-started" in types) == ("background" in concerns)
     assert ("is-task-complete" in types) == ("is_task_complete" in concerns)
     assert checkpoint_seam == (["lookup"] if "checkpoint" in concerns else [])
+
+
+async def test_an_override_reaches_the_inner_link_with_super() -> None:
+    inner = _Recorder()
+
+    class Tweaks(ChainedHooks):
+        async def prepare_step(self, step_number: int, options: Any) -> Any:
+            return await super().prepare_step(step_number, {**options, "seen": True})
+
+    hooks = Tweaks(inner)
+    assert await hooks.prepare_step(1, {}) == {"seen": True}
+    assert inner.seen == ["prepare_step"]

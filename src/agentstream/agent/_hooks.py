@@ -222,8 +222,23 @@ class ChainedHooks(LoopHooks):
         self.inner = inner
         cls = type(self)
         for name in SEAMS:
-            if name == "process_chunk" or getattr(cls, name) is getattr(LoopHooks, name):
+            if name == "process_chunk" or getattr(cls, name) is getattr(ChainedHooks, name):
                 setattr(self, name, getattr(inner, name))
+
+
+def _forwarder(name: str) -> Callable[..., Awaitable[Any]]:
+    async def forward(self: ChainedHooks, *args: Any) -> Any:
+        return await getattr(self.inner, name)(*args)
+
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"``inner.{name}`` (what an override reaches with ``super().{name}(...)``)."
+    return forward
+
+
+# ``super().<seam>(...)`` in an override forwards too: one method per declared seam, made here
+for _name in SEAMS:
+    if _name != "process_chunk":
+        setattr(ChainedHooks, _name, _forwarder(_name))
 
 
 Layer = Callable[[LoopHooks], LoopHooks]
