@@ -90,7 +90,9 @@ class RunPlan:
 
     agent_id: str
     run_id: str
+    """The run's id: the call's ``run_id``, a new one, or (a leg) the suspended run's."""
     message_id: str
+    """The response message's id (new for every turn and leg)."""
     options: Mapping[str, Any]
     """The merged options: ``default_options`` under the stored run's (a leg) under the call's."""
     model: LanguageModel
@@ -103,6 +105,8 @@ class RunPlan:
     tools: dict[str, Tool]
     """The agent's tools, as background tasks wrap them, plus the delegation tools."""
     instructions: str
+    """The system message: the agent's (or the call's ``instructions``) and what background
+    tasks add."""
     cancel: AbortController
     """Cancelling the output aborts the run through it."""
     signal: AbortSignal
@@ -116,10 +120,13 @@ class RunPlan:
     memory: Memory | None
     """The memory that loads and stores the thread (``None`` without ``memory=``)."""
     trace: RunTrace | None
+    """The run's spans (``None``: not traced)."""
     checkpoint: RunCheckpoint | None
     """Set inside a durable workflow: model and tool calls are its steps."""
     now_ms: Callable[[], float]
+    """The run's clock (``clock``), in ms."""
     sleep: Callable[[float], Awaitable[None]]
+    """How the run waits (``sleep``): timeouts, the rate-limit pause."""
     approval: bool | ApprovalPolicy
     """``require_tool_approval``: the call's, else the agent's."""
     output_processed: bool
