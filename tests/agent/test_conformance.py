@@ -358,6 +358,8 @@ def _chunk_matches(exp: dict[str, Any], act: dict[str, Any], where: str) -> None
         for key in ("processorRetryCount", "processorRetryFeedback"):  # absent on an aborted finish
             assert act["payload"].get(key, ABSENT) == exp["payload"].get(key, ABSENT), f"{where}.{key}"
         assert act["payload"]["output"].get("text") == exp["payload"]["output"].get("text"), where
+        if kind == "finish":
+            _response_matches(exp["payload"].get("response"), act["payload"].get("response"), where)
         assert act.get("runId") == exp.get("runId") or _ID.match(exp.get("runId", "")), where
     elif kind in ("start", "step-start"):
         assert act["payload"]["messageId"], where
@@ -370,6 +372,22 @@ def _chunk_matches(exp: dict[str, Any], act: dict[str, Any], where: str) -> None
         _chunk_matches(exp_inner, act_inner, f"{where} > {exp_inner['type']}")
     else:
         _content_matches(exp, act, where)
+
+
+def _response_matches(expected: Any, actual: Any, where: str) -> None:
+    """``finish.payload.response``: present exactly when Mastra sends it; the response's metadata
+    keys, its model messages, and the UI message's parts (ids and ``createdAt`` are MessageList's)."""
+    assert (actual is None) == (expected is None), f"{where}.response"
+    if expected is None:
+        return
+    harness = {"headers"}  # the recording harness's HTTP metadata, which a scripted model has not
+    assert set(actual) - harness == set(expected) - harness, f"{where}.response keys"
+    for key in ("id", "modelId", "modelMetadata", "messages"):
+        if key in expected:
+            _matches(expected[key], actual[key], f"{where}.response.{key}")
+    exp_parts = [part for message in expected["uiMessages"] for part in message["parts"]]
+    act_parts = [part for message in actual["uiMessages"] for part in message["parts"]]
+    _matches(exp_parts, act_parts, f"{where}.uiMessages")
 
 
 async def _settle(awaitable: Any) -> tuple[bool, Any]:

@@ -281,7 +281,9 @@ async def test_retry_without_budget_is_a_plain_tripwire(caplog: pytest.LogCaptur
         assert await output.finish_reason == "tripwire"
     assert "max_processor_retries is not set" in caplog.text
     assert output.tripwire is not None and output.tripwire.retry is True
-    assert await output.text == "" and len(model.calls) == 1
+    # Mastra (llm-execution-step.ts): a denied retry is an abort that leaves the answer in the
+    # response messages, and the output's text is the last response message's
+    assert await output.text == "first" and len(model.calls) == 1
 
 
 async def test_retries_are_consecutive_and_bounded_with_one_feedback_message_each() -> None:
@@ -298,7 +300,8 @@ async def test_retries_are_consecutive_and_bounded_with_one_feedback_message_eac
         "[Processor Feedback] Your previous response was not accepted: blocked by g. Please try again with the feedback in mind.",
     ]
     assert "bad 1" not in " ".join(texts(model.calls[2].prompt))  # rejected answers are rolled back
-    assert await output.finish_reason == "tripwire" and await output.text == ""
+    # the retried answers are rolled back; the last one, denied, stays (as in Mastra)
+    assert await output.finish_reason == "tripwire" and await output.text == "bad 3"
     assert [s.text for s in await output.steps] == ["", "", ""]
     # Mastra's processorRetryCount / processorRetryFeedback on each step-finish and the finish
     wire = [chunk_to_dict(c)["payload"] for c in chunks if c.type in ("step-finish", "finish")]

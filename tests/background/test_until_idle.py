@@ -68,7 +68,7 @@ def _research_tool(gate: asyncio.Event, spec: dict[str, Any]) -> Tool:
 
 
 async def _run_vector(
-    store: BaseStore,
+    store: BaseStore, *, finish_by_default: bool = False
 ) -> tuple[
     dict[str, Any], list[dict[str, Any]], ScriptedModel, Any, BackgroundTaskManager, dict[str, list[Any]]
 ]:
@@ -76,7 +76,10 @@ async def _run_vector(
     spec = vector["agent"]
     gate = asyncio.Event()
     model = ScriptedModel(vector["modelSteps"])
+    calls: dict[str, list[Any]] = {"onFinish": [], "onStepFinish": []}
+    finish = {"on_finish": calls["onFinish"].append}
     agent = Agent(
+        default_options=finish if finish_by_default else None,
         id=spec["id"],
         name=spec["name"],
         instructions=spec["instructions"],
@@ -86,14 +89,13 @@ async def _run_vector(
     manager = BackgroundTaskManager(store, {"enabled": True}, clock=lambda: FROZEN)
     mastra = Mastra(agents={spec["registeredAs"]: agent}, storage=store, background_tasks=manager)
     assert mastra.background_task_manager is manager
-    calls: dict[str, list[Any]] = {"onFinish": [], "onStepFinish": []}
     out = agent.stream(
         vector["prompt"],
         until_idle=True,
         memory={"thread": "thread-1", "resource": "user-1"},
         run_id="run-1",
         clock=lambda: FROZEN_MS,
-        on_finish=calls["onFinish"].append,
+        **({} if finish_by_default else finish),
         on_step_finish=calls["onStepFinish"].append,
     )
     chunks: list[dict[str, Any]] = []
@@ -417,3 +419,11 @@ async def test_an_abort_mid_turn_ends_the_stream_as_an_aborted_run_does(store: B
         await asyncio.wait_for(read(), 10)
     # The turn in flight ends itself (`abort`, `finish`); the combined stream carries that end.
     assert seen[-2:] == ["abort", "finish"]
+
+
+async def test_a_default_on_finish_is_called_once_too(store: BaseStore) -> None:
+    """``default_options`` are merged once per run: the continuation turns, which leave
+    ``on_finish`` out, do not get the default's back."""
+    _, _, _, out, _, calls = await _run_vector(store, finish_by_default=True)
+    assert await out.text == "Research started.\n\nThe research is complete."
+    assert len(calls["onFinish"]) == 1

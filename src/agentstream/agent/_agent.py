@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._abort import AbortController, AbortSignal
+from .._abort import AbortController
 from ..chunks import Chunk
 from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
@@ -16,8 +15,8 @@ from ..tools import AgentBackgroundConfig, Tool
 from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
 from ._call_index import SuspendedCalls, thread_of
 from ._checkpoints import begin_checkpointed_run, new_id
-from ._delegation import DelegationRun, check_sub_agents, check_workflows, delegation_tools
-from ._goal import GoalConfig, judged_hooks
+from ._delegation import check_sub_agents, check_workflows
+from ._goal import GoalConfig
 from ._goal_record import GoalObjective, GoalStatus
 from ._goal_record import load_objective as _load_objective
 from ._goal_record import set_objective as _set_objective
@@ -25,14 +24,14 @@ from ._goal_record import update_objective as _update_objective
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._identity import check_identity
 from ._loop import RunConfig, run_loop
-from ._messages import MessageInput, to_prompt
+from ._messages import MessageInput
 from ._options import RESUME_OPTIONS, ResumeOptions, StreamOptions, TurnOptions, check_options
+from ._plan import RunPlan, check_retries, merge_options, plan_run
 from ._processors import (
     ERROR_METHODS,
     INPUT_METHODS,
     OUTPUT_METHODS,
     Processor,
-    ProcessorHooks,
     check_processors,
 )
 from ._resume import (
@@ -40,14 +39,10 @@ from ._resume import (
     SuspendRecorder,
     approval_check,
     auto_resume_turn,
-    forces_serial_tools,
     resumed_source,
     stored_options,
 )
-from ._settings import normalize_model_settings
-from ._structured import StructuredOutputConfig
 from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, RunSnapshots
-from ._traced import TracingHooks
 from ._tripwire import Tripwire
 
 if TYPE_CHECKING:
@@ -69,18 +64,6 @@ def has_tool_call(name: str) -> StopCondition:
     return lambda steps: bool(steps) and any(c["toolName"] == name for c in steps[-1].tool_calls)
 
 
-def _option(opts: Mapping[str, Any], name: str, default: list[Any], methods: Sequence[str]) -> list[Any]:
-    return check_processors(opts[name], name, methods) if opts.get(name) is not None else default
-
-
-def check_retries(value: Any) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"max_processor_retries must be an int >= 0 or None, got {value!r}")
-    return value
-
-
 def _same_thread(run_id: str, stored: Any, given: Any) -> None:
     """A leg may not move a run that lives in one memory thread into another (someone else's)."""
     if stored is None or given is None:
@@ -93,10 +76,6 @@ def _same_thread(run_id: str, stored: Any, given: Any) -> None:
             run_id=run_id,
             status="mismatch",
         )
-
-
-def _now_ms() -> float:
-    return time.time() * 1000.0
 
 
 class Agent:
@@ -246,7 +225,7 @@ class Agent:
         return storage
 
     def _clock_ms(self) -> int:
-        clock = self.default_options.get("clock") or _now_ms
+        clock = self.default_options.get("clock") or (lambda: time.time() * 1000.0)
         return int(clock())
 
     async def set_objective(
@@ -345,11 +324,14 @@ class Agent:
         stream instead.
         """
         check_options(options)
-        opts: dict[str, Any] = {**self.default_options, **options}
-        until_idle = opts.pop("until_idle", None)
+        until_idle = options.get("until_idle", self.default_options.get("until_idle"))
         if until_idle is not None and until_idle is not False:
-            return self._until_idle(messages, until_idle, opts)  # type: ignore[return-value]
-        return self._stream_turn(messages, opts)
+            return self._until_idle(messages, until_idle, options)  # type: ignore[return-value]
+        return self._stream_turn(messages, self.merged_options(options))
+
+    def merged_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """A run's options: ``default_options`` under ``options`` (merged once, where a run starts)."""
+        return merge_options(self.default_options, options)
 
     def stream_until_idle(
         self, messages: MessageInput, *, max_idle_ms: float | None = None, **options: Unpack[TurnOptions]
@@ -363,14 +345,13 @@ class Agent:
         `stream`; ``agentstream.background.stream_until_idle`` takes an explicit manager.
         """
         check_options(options)
-        opts: dict[str, Any] = {**self.default_options, **options}
-        opts.pop("until_idle", None)
         spec: dict[str, Any] = {} if max_idle_ms is None else {"max_idle_ms": max_idle_ms}
-        return self._until_idle(messages, spec or True, opts)
+        return self._until_idle(messages, spec or True, options)
 
     def _until_idle(
-        self, messages: MessageInput, spec: Any, opts: dict[str, Any]
+        self, messages: MessageInput, spec: Any, options: Mapping[str, Any]
     ) -> UntilIdleOutput | ModelOutput:
+        """``options`` are the call's: the until-idle stream merges them (once) for all its turns."""
         max_idle_ms: float | None = None
         if isinstance(spec, Mapping):
             unknown = set(spec) - {"max_idle_ms"}
@@ -386,7 +367,9 @@ class Agent:
             raise TypeError(f'until_idle must be True or {{"max_idle_ms": n}}, got {spec!r}')
         background = self._background
         if background is None or not background.enabled:
-            return self._stream_turn(messages, opts)  # as in Mastra: no manager → a plain stream
+            # as in Mastra: no manager → a plain stream
+            return self._stream_turn(messages, self.merged_options(options))
+        opts = {k: v for k, v in options.items() if k != "until_idle"}
         return background.stream_until_idle(self, messages, max_idle_ms=max_idle_ms, options=opts)
 
     def _stream_turn(
@@ -398,14 +381,15 @@ class Agent:
         background: BackgroundSeam | None = None,
         background_scope: tuple[str | None, str | None] | None = None,
     ) -> ModelOutput:
-        """One turn. ``continuation``: an until-idle continuation whose ``messages`` already hold the
-        history (memory is not reloaded and only the response is stored).
+        """One turn with the run's merged ``options`` (`merged_options`). ``continuation``: an
+        until-idle continuation whose ``messages`` already hold the history (memory is not
+        reloaded and only the response is stored).
 
         With enabled background tasks (``background`` or the Mastra's), the run gets the tools,
         instructions and hooks of `BackgroundSeam.prepare_run`; its tasks belong to
         ``background_scope`` (thread, resource), by default the memory thread's.
         """
-        opts = {**self.default_options, **options}
+        opts = dict(options)
         opts.pop("until_idle", None)
         auto_resume = opts.pop("auto_resume_suspended_tools", False)
         cancel = AbortController()
@@ -446,138 +430,39 @@ class Agent:
         message_id: str | None = None,
     ) -> tuple[AsyncIterator[Chunk], RunConfig]:
         """The chunk source of one new turn and its loop configuration."""
-        memory_option = opts.get("memory")
-        scope = resolve_memory_option(memory_option) if memory_option is not None else None
-        memory = self._memory_for_run() if scope is not None else None
-        now_ms: Callable[[], float] = opts.get("clock") or _now_ms
-        sleep: Callable[[float], Awaitable[None]] = opts.get("sleep") or asyncio.sleep
-        tools, instructions, hooks = self.tools, self.instructions, self.hooks
-        background = background or self._background
-        if background is not None and background.enabled:
-            if background_scope is None:
-                background_scope = (scope.thread_id, scope.resource_id) if scope else (None, None)
-            setup = background.prepare_run(
-                self, thread_id=background_scope[0], resource_id=background_scope[1]
-            )
-            tools, instructions, hooks = setup.tools, setup.instructions, setup.hooks
-        if opts.get("instructions") is not None:
-            # Keep what the background seam appended to the agent's own instructions.
-            tail = (
-                instructions[len(self.instructions) :] if instructions.startswith(self.instructions) else ""
-            )
-            instructions = str(opts["instructions"]) + tail
-        if self.agents or self.workflows:
-            tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
-        checkpoint = begin_checkpointed_run()  # inside a durable workflow: model and tool calls are steps
-        run_id = str(opts.get("run_id") or new_id(checkpoint))
-        message_id = message_id or new_id(checkpoint)
-        prompt: list[dict[str, Any]] = []
-        if instructions:
-            prompt.append({"role": "system", "content": instructions})
-        inputs = to_prompt(messages, created_at=int(now_ms()))
-        prompt.extend(inputs)
-        hooks = self._with_processors(hooks, opts, cancel)
-        model = self.model
-        traced = trace_run(
-            self.instrument,
-            agent_id=self.id,
-            agent_name=self.name,
-            run_id=run_id,
-            model=model,
-            prompt=prompt,
-            thread_id=scope.thread_id if scope is not None else None,
+        plan = plan_run(
+            self,
+            opts,
+            cancel,
+            checkpoint=begin_checkpointed_run(),  # inside a durable workflow: model and tool calls are steps
+            messages=messages,
+            message_id=message_id,
+            background=background,
+            background_scope=background_scope,
         )
-        user_signal: AbortSignal | None = opts.get("abort_signal")
-        hooks = judged_hooks(
-            hooks,
-            opts.get("is_task_complete"),
-            self.goal,
-            self._goal_storage if memory else None,
-            agent_id=self.id,
-            scope=scope,
-            run_id=run_id,
-            max_steps=opts.get("max_steps"),
-            now_ms=now_ms,
-            signal=AbortSignal.any([user_signal, cancel.signal])
-            if user_signal is not None
-            else cancel.signal,
-        )
-        if checkpoint is not None:
-            hooks, model = checkpoint.hooks(hooks), checkpoint.model(model)
-        if traced is not None:  # outermost in the hooks chain (docs/decisions.md, "Phase 2 seams")
-            hooks, model = TracingHooks(hooks, traced), traced.model(model)
-        config = self._run_config(
-            opts, run_id, message_id, prompt, tools, hooks, cancel, now_ms, sleep, model
-        )
-        recorder.start(run_id, stored_options(opts), scope)
-        recorder.trace = traced
-        config.on_suspend = recorder.on_loop_suspend
+        config = self._loop_config(plan, recorder)
         source: AsyncIterator[Chunk] = run_loop(config)
-        if scope is not None and memory is not None:
-            source = memory.remember(
+        if plan.memory is not None and plan.scope is not None:
+            source = plan.memory.remember(
                 source,
-                scope,
+                plan.scope,
                 config.prompt,
-                [] if continuation else inputs,
-                message_id=message_id,
+                [] if continuation else plan.inputs,
+                message_id=plan.message_id,
                 load=not continuation,
             )
-        if traced is not None:
-            source = traced.wrap(source)
+        if plan.trace is not None:
+            source = plan.trace.wrap(source)
         return source, config
 
-    def _run_config(
-        self,
-        opts: Mapping[str, Any],
-        run_id: str,
-        message_id: str,
-        prompt: list[dict[str, Any]],
-        tools: dict[str, Tool],
-        hooks: LoopHooks,
-        cancel: AbortController,
-        now_ms: Callable[[], float],
-        sleep: Callable[[float], Awaitable[None]],
-        model: LanguageModel | None = None,
-    ) -> RunConfig:
-        """The loop's configuration of one run (or one leg of a resumed run) from its options."""
-        user_signal: AbortSignal | None = opts.get("abort_signal")
-        signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
-        stop_when = opts.get("stop_when")
-        conditions: list[StopCondition] = (
-            [] if stop_when is None else list(stop_when) if isinstance(stop_when, Sequence) else [stop_when]
-        )
-        max_steps = opts.get("max_steps")
-        structured = opts.get("structured_output")
-        so = StructuredOutputConfig.from_option(structured) if structured is not None else None
-        concurrency = opts.get("tool_call_concurrency", 10)
-        if isinstance(concurrency, Mapping):
-            concurrency = concurrency.get("limit", 10)
-        policy = opts.get("require_tool_approval", self.require_tool_approval)
-        if forces_serial_tools(policy, tools):
-            concurrency = 1  # a call that waits for a human must not race the others
-        return RunConfig(
-            agent_id=self.id,
-            run_id=run_id,
-            message_id=message_id,
-            model=model if model is not None else self.model,
-            prompt=prompt,
-            tools=tools,
-            signal=signal,
-            now_ms=now_ms,
-            max_steps=int(max_steps) if max_steps is not None else (5 if not conditions else 10**9),
-            stop_when=conditions,
-            on_chunk=opts.get("on_chunk"),
-            include_raw_chunks=bool(opts.get("include_raw_chunks", False)),
-            structured_output=so,
-            tool_choice=opts.get("tool_choice"),
-            active_tools=opts.get("active_tools"),
-            model_settings=normalize_model_settings(opts.get("model_settings")),
-            tool_call_concurrency=int(concurrency),
-            hooks=hooks,
-            sleep=sleep,
-            on_tool_error=opts.get("on_tool_error"),
-            approval=approval_check(policy, tools),
-        )
+    @staticmethod
+    def _loop_config(plan: RunPlan, recorder: SuspendRecorder) -> RunConfig:
+        """The loop's configuration of ``plan``, kept by ``recorder`` should it suspend."""
+        config = plan.config()
+        recorder.start(plan.run_id, stored_options(plan.options), plan.scope)
+        recorder.trace = plan.trace
+        config.on_suspend = recorder.on_loop_suspend
+        return config
 
     def _output(
         self,
@@ -604,27 +489,6 @@ class Agent:
             on_cancel=cancel.abort,
             on_suspended=recorder.on_output_suspended,
             result_tripwire=result_tripwire,
-        )
-
-    def _with_processors(
-        self, hooks: LoopHooks, opts: Mapping[str, Any], cancel: AbortController
-    ) -> LoopHooks:
-        """The run's hooks with its processors around them (the agent's, or the call's options)."""
-        inputs = _option(opts, "input_processors", self.input_processors, INPUT_METHODS)
-        outputs = _option(opts, "output_processors", self.output_processors, OUTPUT_METHODS)
-        errors = _option(opts, "error_processors", self.error_processors, ERROR_METHODS)
-        if not (inputs or outputs or errors):
-            return hooks
-        user_signal: AbortSignal | None = opts.get("abort_signal")
-        signal = AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal
-        retries = opts.get("max_processor_retries", self.max_processor_retries)
-        return ProcessorHooks(
-            hooks,
-            input_processors=inputs,
-            output_processors=outputs,
-            error_processors=errors,
-            max_processor_retries=check_retries(retries),
-            signal=signal,
         )
 
     # ------------------------------------------------------------------------- human in the loop
@@ -707,14 +571,16 @@ class Agent:
     def _resume_leg(self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
         run_id = self._suspended_calls.run_for(self.id, run_id, decision.tool_call_id, thread_of(options))
         check_options(options, RESUME_OPTIONS)
-        opts: dict[str, Any] = {**self.default_options, **options}
-        opts.pop("until_idle", None)
         cancel = AbortController()
         recorder = SuspendRecorder(self._run_snapshots(), run_id=run_id, options={})
         checkpoint = begin_checkpointed_run()
         message_id = new_id(checkpoint)
         holder: list[ModelOutput] = []
-        source = self._leg_source(decision, dict(options), cancel, recorder, message_id, lambda: holder[0])
+        # the output's callbacks are the call's or the defaults' (a snapshot stores JSON options only)
+        opts = self.merged_options(options)
+        source = self._leg_source(
+            decision, dict(options), cancel, recorder, message_id, lambda: holder[0], merged=opts
+        )
         output = self._output(source, opts, cancel, recorder, run_id, message_id)
         holder.append(output)
         return output
@@ -728,55 +594,46 @@ class Agent:
         message_id: str,
         output: Callable[[], ModelOutput],
         inputs: list[dict[str, Any]] | None = None,
+        *,
+        merged: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Chunk]:
         """The chunks of a leg continuing run ``recorder.run_id`` (see `resumed_source`); its options
-        are the stored run's, overridden by ``explicit``. ``inputs``: user messages this leg answers
+        are the stored run's, overridden by ``explicit`` (``merged``: ``explicit`` with the defaults
+        under it, when the caller merged them already). ``inputs``: user messages this leg answers
         (auto-resume), stored with its response."""
+        given = self.merged_options(explicit) if merged is None else merged
 
         # made now, not when the leg starts streaming: its span's parent is the caller's context
         traced = trace_run(
-            self.instrument, agent_id=self.id, agent_name=self.name, run_id=recorder.run_id, model=self.model, prompt=[]
+            self.instrument,
+            agent_id=self.id,
+            agent_name=self.name,
+            run_id=recorder.run_id,
+            model=self.model,
+            prompt=[],
         )
 
         def leg_config(snapshot: Mapping[str, Any]) -> Leg:
             stored: Mapping[str, Any] = snapshot.get("options") or {}
             _same_thread(recorder.run_id, stored.get("memory"), explicit.get("memory"))
-            merged = {**self.default_options, **stored, **explicit}
-            merged.pop("until_idle", None)
-            merged.pop("auto_resume_suspended_tools", None)
-            memory_option = merged.get("memory")
-            scope = resolve_memory_option(memory_option) if memory_option is not None else None
-            tools, hooks = self.tools, self.hooks
-            background = self._background
-            if background is not None and background.enabled:
-                thread, resource = (scope.thread_id, scope.resource_id) if scope else (None, None)
-                setup = background.prepare_run(self, thread_id=thread, resource_id=resource)
-                tools, hooks = setup.tools, setup.hooks
-            hooks = self._with_processors(hooks, merged, cancel)
-            now_ms: Callable[[], float] = merged.get("clock") or _now_ms
-            sleep: Callable[[float], Awaitable[None]] = merged.get("sleep") or asyncio.sleep
-            if self.agents or self.workflows:
-                tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
-            run_id = recorder.run_id
+            # the stored run's options over the defaults, under the leg's own
+            opts = {**given, **{k: v for k, v in stored.items() if k not in explicit}}
+            opts.pop("auto_resume_suspended_tools", None)
             loop: Mapping[str, Any] = snapshot.get("loop") or {}
-            user_signal: AbortSignal | None = merged.get("abort_signal")
-            hooks = judged_hooks(
-                hooks, None, self.goal, self._goal_storage if scope is not None else None,
-                agent_id=self.id, scope=scope, run_id=run_id, max_steps=merged.get("max_steps"), now_ms=now_ms,
-                signal=AbortSignal.any([user_signal, cancel.signal]) if user_signal is not None else cancel.signal,
-                resumed=loop,
-            )
-            model, checkpoint = self.model, begin_checkpointed_run()
-            if checkpoint is not None:
-                hooks, model = checkpoint.hooks(hooks), checkpoint.model(model)
             if traced is not None:  # outermost, as in a first leg
                 traced.continues(snapshot.get("trace"), decision.action, list(loop.get("messages") or []))
-                hooks, model = TracingHooks(hooks, traced), traced.model(model)
-            config = self._run_config(merged, run_id, message_id, [], tools, hooks, cancel, now_ms, sleep, model)
-            recorder.start(run_id, stored_options(merged), scope)
-            recorder.trace = traced
-            config.on_suspend = recorder.on_loop_suspend
-            return config, scope, traced.wrap if traced is not None else None
+            plan = plan_run(
+                self,
+                opts,
+                cancel,
+                checkpoint=begin_checkpointed_run(),
+                message_id=message_id,
+                run_id=recorder.run_id,
+                trace=traced,
+                resumed=loop,
+            )
+            config = self._loop_config(plan, recorder)
+            return config, plan.scope, traced.wrap if traced is not None else None
 
         return resumed_source(
             decision,
@@ -794,7 +651,7 @@ class Agent:
         if options.get("until_idle") not in (None, False):
             raise TypeError("generate() does not take until_idle: use stream(..., until_idle=True)")
         check_options(options)
-        return await self._stream_turn(messages, {**self.default_options, **options}).get_full_output()
+        return await self._stream_turn(messages, self.merged_options(options)).get_full_output()
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, model={self._model_spec!r}, tools={list(self.tools)})"

@@ -35,13 +35,12 @@ from ._goal_judge import (
     LLMGoalJudge,
 )
 from ._goal_record import STATE_KEY, GoalObjective, GoalStatus, budget_reason, load_objective, save_objective
-from ._hooks import LoopHooks, StepDecision, StepInfo
-from ._task_complete import IsTaskCompleteConfig, IsTaskCompleteHooks
+from ._hooks import ChainedHooks, LoopHooks, StepDecision, StepInfo
 
 if TYPE_CHECKING:
     from ..storage import Storage
 
-__all__ = ["DEFAULT_GOAL_MAX_RUNS", "GoalConfig", "GoalHooks", "judged_hooks"]
+__all__ = ["DEFAULT_GOAL_MAX_RUNS", "GoalConfig", "GoalHooks"]
 
 DEFAULT_GOAL_MAX_RUNS = 50
 SCORER_TIMEOUT_S = 600.0
@@ -127,49 +126,6 @@ class GoalConfig:
         return resolve_model(spec) if spec else None
 
 
-def judged_hooks(
-    hooks: LoopHooks,
-    task_complete: IsTaskCompleteConfig | Mapping[str, Any] | None,
-    goal: GoalConfig | None,
-    storage: Callable[[], Storage] | None,
-    *,
-    agent_id: str,
-    scope: MemoryScope | None,
-    run_id: str,
-    max_steps: int | None,
-    now_ms: Callable[[], float],
-    signal: AbortSignal,
-    resumed: Mapping[str, Any] | None = None,
-) -> LoopHooks:
-    """A run's hooks with is-task-complete and then the goal step around them, where configured
-    (goals need the run's memory thread; ``storage`` gives the memory's storage). ``resumed``: the
-    stored loop state (`ResumePoint.to_json`) of a leg resuming a suspended run."""
-    if task_complete is not None:
-        hooks = IsTaskCompleteHooks(
-            hooks,
-            IsTaskCompleteConfig.from_value(task_complete),
-            run_id=run_id,
-            agent_id=agent_id,
-            max_steps=max_steps,
-            now_ms=now_ms,
-            thread_id=scope.thread_id if scope else None,
-            resource_id=scope.resource_id if scope else None,
-        )
-    if goal is not None and scope is not None and storage is not None:
-        hooks = GoalHooks(
-            hooks,
-            goal,
-            storage(),
-            thread_id=scope.thread_id,
-            resource_id=scope.resource_id,
-            run_id=run_id,
-            now_ms=now_ms,
-            signal=signal,
-            resumed=resumed,
-        )
-    return hooks
-
-
 # --------------------------------------------------------------------------------- the goal step
 
 
@@ -200,8 +156,8 @@ def _text_of(message: Mapping[str, Any]) -> str:
     return ""
 
 
-class GoalHooks(LoopHooks):
-    """The goal step around ``inner`` (every other hook chains to it)."""
+class GoalHooks(ChainedHooks):
+    """The goal step around ``inner`` (every other seam is ``inner``'s: `ChainedHooks`)."""
 
     def __init__(
         self,
@@ -216,7 +172,7 @@ class GoalHooks(LoopHooks):
         signal: AbortSignal,
         resumed: Mapping[str, Any] | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.config = config
         self.storage = storage
         self.thread_id = thread_id
@@ -224,7 +180,6 @@ class GoalHooks(LoopHooks):
         self.run_id = run_id
         self.now_ms = now_ms
         self.signal = signal
-        self.process_chunk = inner.process_chunk
         self.clock = _MessageClock()
         self.start: list[Chunk] = []
         self.active_since = 0.0
@@ -233,19 +188,6 @@ class GoalHooks(LoopHooks):
         self.judging = False
         """The objective was active when the run started: its answers are judged."""
         self.resumed = resumed
-
-    # -- chained seams
-    async def prepare_step(self, step_number: int, options: Any) -> Any:
-        return await self.inner.prepare_step(step_number, options)
-
-    async def execute_tool(self, call: Any, tool: Any, context: Any, default: Any) -> Any:
-        return await self.inner.execute_tool(call, tool, context, default)
-
-    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
-        await self.inner.after_tools(step, results)
-
-    async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
-        return await self.inner.end_of_run(steps)
 
     async def start_of_run(self) -> list[Chunk]:
         if self.resumed is not None:

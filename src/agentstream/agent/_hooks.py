@@ -41,14 +41,18 @@ if TYPE_CHECKING:
     from ._messages import MessageInput
 
 __all__ = [
+    "SEAMS",
     "BackgroundSeam",
     "ChainedHooks",
+    "Layer",
     "LoopHooks",
+    "LoopSeams",
     "PendingToolCall",
     "RunSetup",
     "StepDecision",
     "StepInfo",
     "StopCondition",
+    "compose_hooks",
 ]
 
 
@@ -182,45 +186,74 @@ class LoopHooks:
         return []
 
 
+class LoopSeams(Protocol):
+    """Every seam of the loop, declared once: what `ChainedHooks` forwards and `compose_hooks`
+    chains. A seam added here is forwarded by every link of every chain without another line."""
+
+    process_chunk: Callable[[Chunk], Any] | None
+
+    async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+    async def start_of_run(self) -> list[Chunk]: ...
+    async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions: ...
+    async def on_model_error(self, step: StepInfo, error: Any) -> bool: ...
+    async def after_model(self, step: StepInfo) -> None: ...
+    async def execute_tool(
+        self, call: PendingToolCall, tool: Tool, context: ToolContext, default: Callable[[], Awaitable[Any]]
+    ) -> Any: ...
+    async def after_tools(self, step: StepInfo, results: list[Any]) -> None: ...
+    async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None: ...
+    async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]: ...
+
+
+SEAMS: tuple[str, ...] = (
+    *LoopSeams.__annotations__,
+    *(name for name, value in vars(LoopSeams).items() if not name.startswith("_") and callable(value)),
+)
+"""The names of the loop's seams, in `LoopSeams`' order."""
+
+
 class ChainedHooks(LoopHooks):
-    """Hooks that wrap ``inner``: every method not overridden chains to it (``process_chunk`` too)."""
+    """One link of a run's hooks chain (a middleware): it wraps ``inner`` and overrides the seams
+    its concern needs; every other seam of `LoopSeams` is ``inner``'s own (bound) method, set here
+    once, so forwarding costs nothing per call and no seam can be left out. An override reaches
+    the rest of the chain through ``self.inner``."""
 
     def __init__(self, inner: LoopHooks) -> None:
         self.inner = inner
-        self.process_chunk = inner.process_chunk
+        cls = type(self)
+        for name in SEAMS:
+            if name == "process_chunk" or getattr(cls, name) is getattr(ChainedHooks, name):
+                setattr(self, name, getattr(inner, name))
 
-    async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return await self.inner.process_input(messages)
 
-    async def start_of_run(self) -> list[Chunk]:
-        return await self.inner.start_of_run()
+def _forwarder(name: str) -> Callable[..., Awaitable[Any]]:
+    async def forward(self: ChainedHooks, *args: Any) -> Any:
+        return await getattr(self.inner, name)(*args)
 
-    async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
-        return await self.inner.prepare_step(step_number, options)
+    forward.__name__ = forward.__qualname__ = name
+    forward.__doc__ = f"``inner.{name}`` (what an override reaches with ``super().{name}(...)``)."
+    return forward
 
-    async def on_model_error(self, step: StepInfo, error: Any) -> bool:
-        return await self.inner.on_model_error(step, error)
 
-    async def after_model(self, step: StepInfo) -> None:
-        await self.inner.after_model(step)
+# ``super().<seam>(...)`` in an override forwards too: one method per declared seam, made here
+for _name in SEAMS:
+    if _name != "process_chunk":
+        setattr(ChainedHooks, _name, _forwarder(_name))
 
-    async def execute_tool(
-        self,
-        call: PendingToolCall,
-        tool: Tool,
-        context: ToolContext,
-        default: Callable[[], Awaitable[Any]],
-    ) -> Any:
-        return await self.inner.execute_tool(call, tool, context, default)
 
-    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
-        await self.inner.after_tools(step, results)
+Layer = Callable[[LoopHooks], LoopHooks]
+"""One concern of a run as a middleware: given the chain so far (inside it), the chain with the
+concern around it (usually a `ChainedHooks`)."""
 
-    async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
-        return await self.inner.end_of_step(step)
 
-    async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
-        return await self.inner.end_of_run(steps)
+def compose_hooks(base: LoopHooks, layers: Sequence[tuple[str, Layer | None]]) -> LoopHooks:
+    """The run's one chain: ``base`` (the agent's hooks) wrapped by each ``(name, layer)`` in order,
+    innermost first; a ``None`` layer (a concern the run does not have) is left out."""
+    hooks = base
+    for _, layer in layers:
+        if layer is not None:
+            hooks = layer(hooks)
+    return hooks
 
 
 @dataclass

@@ -19,18 +19,12 @@ the loop pauses 10 s before the next model call (Mastra's ``model.loop.ts``; ``R
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
-import re
-import uuid
-from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any
 
-from .._abort import AbortSignal
 from ..chunks import (
     UNSET,
     Abort,
@@ -38,43 +32,26 @@ from ..chunks import (
     ChunkFrom,
     Error,
     ErrorPayload,
-    Finish,
-    FinishPayload,
-    ReasoningDelta,
-    ReasoningEnd,
-    ReasoningEndPayload,
     Start,
     StartPayload,
-    StepFinish,
-    StepFinishPayload,
-    StepStart,
-    StepStartPayload,
-    TextDelta,
-    TextEnd,
-    TextEndPayload,
     ToolCallApproval,
     ToolCallSuspended,
-    format_date,
 )
-from ..models import CallOptions, LanguageModel, StreamPart
-from ..tools import Tool, ToolErrorMask
+from ._config import RunConfig
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
-from ._hooks import LoopHooks, StepDecision, StepInfo, StopCondition
+from ._endings import INPUT_PHASES, Ending, StepOutcome, finish_chunk, finish_response, step_finish_chunk
+from ._hooks import StepDecision, StepInfo, StopCondition
+from ._model_call import AgentStreamError, ModelCall, rate_limited, response_headers
 from ._parts import (
-    FATAL,
     HANDLERS,
-    ON_CHUNK_TYPES,
-    RAW,
-    STANDARD,
     Handler,
     convert_unknown,
-    finish_structured_output,
 )
-from ._settings import ModelSettings, call_options
+from ._settings import call_options
 from ._state import StepState
-from ._structured import StructuredOutputConfig, StructuredOutputState
+from ._structured import StructuredOutputState
 from ._suspension import ResumePoint
-from ._tool_runner import ApprovalCheck, ToolRunner, call_on_chunk
+from ._tool_runner import ToolRunner
 from ._tripwire import Tripwire
 
 __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
@@ -84,183 +61,68 @@ log = logging.getLogger("agentstream.agent")
 AGENT = ChunkFrom.AGENT
 TERMINAL_FINISH_REASONS = frozenset({"stop", "error", "length", "content-filter"})
 NO_TOOLS_REASONS = frozenset({"error", "length", "content-filter"})
-RATE_LIMIT_HEADER = "x-ratelimit-remaining-tokens"
-RATE_LIMIT_THRESHOLD = 2000
 RATE_LIMIT_PAUSE_S = 10.0
-_LEADING_INT = re.compile(r"\s*([+-]?\d+)")
-
-
-class AgentStreamError(Exception):
-    """A synthetic loop error (``AGENT_STREAM_ERROR``, empty ``other`` step, timeouts)."""
-
-    def __init__(self, message: str, code: str = "AGENT_STREAM_ERROR") -> None:
-        super().__init__(message)
-        self.code = code
-        self.details = {"id": code, "domain": "AGENT", "category": "THIRD_PARTY"}
-
-
-@dataclass
-class RunConfig:
-    agent_id: str
-    run_id: str
-    message_id: str
-    model: LanguageModel
-    prompt: list[dict[str, Any]]
-    tools: dict[str, Tool]
-    signal: AbortSignal
-    """Fires on user abort or when the output is cancelled: ends the run with an ``abort`` chunk."""
-    now_ms: Callable[[], float]
-    max_steps: int = 5
-    stop_when: list[StopCondition] = field(default_factory=list)
-    on_chunk: Callable[[Chunk], Any] | None = None
-    include_raw_chunks: bool = False
-    structured_output: StructuredOutputConfig | None = None
-    tool_choice: Any = None
-    active_tools: list[str] | None = None
-    model_settings: ModelSettings = field(default_factory=lambda: ModelSettings())
-    tool_call_concurrency: int = 10
-    hooks: LoopHooks = field(default_factory=LoopHooks)
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
-    """How the run waits (timeouts, the rate-limit pause): inject a fake clock's in tests."""
-    on_tool_error: ToolErrorMask | None = None
-    """What the client and the model see of a tool's exception (see `tool_error`)."""
-    approval: ApprovalCheck | None = None
-    """Whether a validated tool call must wait for approval (``require_tool_approval``, the
-    tool's ``require_approval``); ``None``: no call does."""
-    resume: ResumePoint | None = None
-    """Continue a suspended run from here instead of starting it (no ``start`` chunk)."""
-    on_suspend: Callable[[dict[str, Any]], None] | None = None
-    """Called with the loop's state (`ResumePoint.to_json` plus ``pending``) just before the
-    suspension chunk is streamed; the agent stores it with the output's state."""
-    on_result_tripwire: Callable[[Tripwire], None] | None = None
-    """Told when ``end_of_run`` (an output-result processor) raised `Tripwire`: no chunk shows it,
-    the output's results do (text ``""``, finish reason ``other``, ``tripwire`` set)."""
 
 
 async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
-    """The run's chunk stream (see the module docstring)."""
+    """The run's chunk stream (see the module docstring): the phases of `_Run`, each naming the
+    next phase or an `Ending`, which `_Run.end` turns into the run's last chunks. Streaming the
+    model is written out here, not as a phase: it is the per-token path, and a generator in
+    between would cost every token a hop."""
     run = _Run(cfg)
+    phase: Phase = run.start
     try:
-        await run.begin()
-    except Tripwire as trip:  # an input processor blocked the run: one tripwire chunk, nothing else
-        run.deadlines.close()
-        yield trip.chunk(cfg.run_id)
-        return
-    except BaseException:
-        run.deadlines.close()
-        raise
-    if cfg.resume is None:  # a resumed run goes on in the same conversation: no second start
-        yield Start(
-            run_id=cfg.run_id, from_=AGENT, payload=StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
-        )
-    last_finish: dict[str, Any] | None = None
-    try:
-        for chunk in await cfg.hooks.start_of_run():
-            yield chunk
-        while True:
-            st = run.new_step()
-            deadline = run.deadlines.step()
-            try:
-                for chunk in await run.open(st, deadline):
-                    yield chunk
-                if st.tripwire is not None:
-                    return
-                parts = run.parts(st)
-                if parts is not None:
-                    try:
-                        signal, routed, aroute = cfg.signal, run.routed, run.aroute
-                        lookup: Callable[[str, Handler], Handler] = HANDLERS.get
-                        async for part in parts:  # the per-token path: no generator in between
-                            if signal.aborted:
-                                st.aborted = True
-                                break
-                            out = lookup(part["type"], convert_unknown)(st, part)
-                            if routed and out is not None:
-                                out = run.route(st, out) if aroute is None else await aroute(st, out)
-                            if st.pending:
-                                for early in await run.flush(st):
-                                    yield early
-                            if out is not None:
-                                yield out
-                            if st.fatal:
-                                break
-                    except Exception as exc:
-                        for chunk in run.failed(st, deadline, exc):
-                            yield chunk
-                    finally:
-                        await run.close_model(st)
-                    for chunk in await run.drain(st):
-                        yield chunk
-            finally:
-                deadline.close()
-            if st.tripwire is not None:
-                return  # an output-stream processor blocked a part: the tripwire chunk ends the stream
-            metadata = run.step_metadata(st)
-            if st.aborted:
-                yield Abort(run_id=cfg.run_id, from_=AGENT)
-                last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
-                break
-            if st.timed_out is not None:
-                yield Error(run_id=cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.timed_out))
-                if run.deadlines.total_expired:
-                    return  # total timeout: the run fails without step-finish / finish (spec §4.6)
-                st.error = st.timed_out
-            for chunk in run.settle(st):
-                yield chunk
-            if not await run.after_model(st):  # an output-step processor asked for another try
-                last_finish = run.retry_step(st, metadata)
-                yield StepFinish(
-                    run_id=cfg.run_id,
-                    from_=AGENT,
-                    payload=StepFinishPayload(**_step_finish_fields(last_finish)),
-                )
-                continue
-            runner = run.tool_runner()
-            pending = st.client_calls() if _reason(st) not in NO_TOOLS_REASONS else []
-            if pending:
-                async with aclosing(runner.stream(pending, run.messages)) as chunks:
+        while not isinstance(phase, Ending):
+            if not isinstance(phase, _Stream):
+                async with aclosing(phase()) as chunks:
                     async for chunk in chunks:
                         yield chunk
-                if runner.tripwire is not None:
-                    return  # a tool result was blocked: the tripwire chunk ends the stream
-                if runner.aborted:
-                    yield Abort(run_id=cfg.run_id, from_=AGENT)
-                    last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
-                    break
-                if runner.suspended is not None:
-                    # a call waits for a human: the stream ends here, without step-finish / finish
-                    yield run.suspend(st, runner, metadata)
-                    return
-            info, decision = await run.decide(st, runner, bool(pending))
-            if isinstance(decision, StepDecision):
-                async for chunk in _decision_chunks(decision):
+                phase = run.next
+                continue
+            st = run.st
+            parts = run.parts(st)
+            if parts is not None:
+                try:
+                    signal, routed, aroute = cfg.signal, run.routed, run.aroute
+                    lookup: Callable[[str, Handler], Handler] = HANDLERS.get
+                    async for part in parts:  # the per-token path: no generator in between
+                        if signal.aborted:
+                            st.aborted = True
+                            break
+                        out = lookup(part["type"], convert_unknown)(st, part)
+                        if routed and out is not None:
+                            out = run.route(st, out) if aroute is None else await aroute(st, out)
+                        if st.pending:
+                            for early in await run.flush(st):
+                                yield early
+                        if out is not None:
+                            yield out
+                        if st.fatal:
+                            break
+                except Exception as exc:
+                    for chunk in run.failed(st, exc):
+                        yield chunk
+                finally:
+                    await run.close_model(st)
+                for chunk in await run.drain(st):
                     yield chunk
-                if cfg.signal.aborted:  # aborted while a judge was deciding
-                    yield Abort(run_id=cfg.run_id, from_=AGENT)
-                    last_finish = _aborted_finish(cfg.message_id, metadata, st.text)
-                    break
-            last_finish, continued = await run.finish_step(st, runner, info, decision, metadata)
-            yield StepFinish(
-                run_id=cfg.run_id, from_=AGENT, payload=StepFinishPayload(**_step_finish_fields(last_finish))
-            )
-            if not continued:
-                for chunk in await run.end_of_run():
-                    yield chunk
-                break
-            if rate_limited(_response_headers(st.stream)):
-                # model.loop.ts: few tokens left in the provider's window; wait before the next call
-                await pause(cfg.sleep, RATE_LIMIT_PAUSE_S, cfg.signal)
-                if cfg.signal.aborted:
-                    yield Abort(run_id=cfg.run_id, from_=AGENT)
-                    last_finish = _aborted_finish(cfg.message_id, metadata, "")
-                    break
+            phase = run.streamed()
     finally:
-        run.deadlines.close()
-    if last_finish is not None:
-        yield _finish(cfg.run_id, last_finish)
+        run.close()
+    for chunk in await run.end(phase):
+        yield chunk
 
 
-class _Run:
+class _Stream:
+    """The model-streaming phase's marker (`run_loop` streams it itself)."""
+
+
+STREAM = _Stream()
+Phase = Callable[[], AsyncGenerator[Chunk, None]] | _Stream | Ending
+"""What a phase names next: another phase, `STREAM`, or how the run ends."""
+
+
+class _Run(ModelCall):
     """What lives across the steps of one run: the prompt so far, the finished steps, the timers."""
 
     def __init__(self, cfg: RunConfig) -> None:
@@ -291,12 +153,157 @@ class _Run:
         step tripped a processor."""
         self.tripped = False
         self.notify_raw = cfg.on_chunk is not None and cfg.include_raw_chunks
+        self.next: Phase = STREAM
+        """The phase a phase names next (read by `run_loop` once the phase has streamed)."""
+        self.st = StepState(run_id=cfg.run_id, number=0, created_at=0)
+        """The step in flight."""
+        self.deadline: StepDeadline | None = None
+        self.metadata: dict[str, Any] = {}
+        self.runner: ToolRunner | None = None
+        self.ran_tools = False
+        self.judged: tuple[StepInfo, bool | StepDecision | None] | None = None
+        self.result_blocked = False
         model = cfg.model
         self.model_metadata = {
             "modelId": model.model_id,
             "modelVersion": getattr(model, "specification_version", "v2"),
             "modelProvider": model.provider,
         }
+
+    # ------------------------------------------------------------------ phases
+
+    async def start(self) -> AsyncGenerator[Chunk, None]:
+        """The input seam, ``start`` (not on a resumed leg: same conversation) and the chunks
+        hooks stream before the first step."""
+        try:
+            await self.begin()
+        except Tripwire as trip:  # an input processor blocked the run: no start, no model call
+            self.next = Ending("tripwire", phase="input", trip=trip)
+            return
+        cfg = self.cfg
+        if cfg.resume is None:
+            payload = StartPayload(id=cfg.agent_id, message_id=cfg.message_id)
+            yield Start(run_id=cfg.run_id, from_=AGENT, payload=payload)
+        for chunk in await cfg.hooks.start_of_run():
+            yield chunk
+        self.next = self.open_step
+
+    async def open_step(self) -> AsyncGenerator[Chunk, None]:
+        """A new step: the model call, ``step-start`` (and the error of a call that failed at once)."""
+        st = self.st = self.new_step()
+        deadline = self.deadline = self.deadlines.step()
+        for chunk in await self.open(st, deadline):
+            yield chunk
+        if st.tripwire is not None:  # an input-step / LLM-request processor blocked the call
+            self.next = Ending("tripwire", phase="input-step", trip=st.tripwire)
+        else:
+            self.next = STREAM
+
+    def streamed(self) -> Phase:
+        """After the model's stream: an output-stream processor may have blocked a part."""
+        if self.deadline is not None:
+            self.deadline.close()
+        if self.st.tripwire is not None:
+            return Ending("tripwire", phase="output-stream", trip=self.st.tripwire)
+        return self.settle_step
+
+    def _aborted(self, text: str) -> Ending:
+        return Ending("aborted", outcome=StepOutcome.aborted(self.cfg.message_id, self.metadata, text))
+
+    async def settle_step(self) -> AsyncGenerator[Chunk, None]:
+        """Close the model's answer: abort, timeouts, the step's errors, the output-step seam."""
+        st = self.st
+        self.metadata = self.step_metadata(st)
+        if st.aborted:
+            self.next = self._aborted(st.text)
+            return
+        if st.timed_out is not None:
+            if self.deadlines.total_expired:  # the run fails without step-finish / finish (spec §4.6)
+                self.next = Ending("timed_out", error=st.timed_out)
+                return
+            yield Error(run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.timed_out))
+            st.error = st.timed_out
+        for chunk in self.settle(st):
+            yield chunk
+        if not await self.after_model(st):  # an output-step processor asked for another try
+            yield step_finish_chunk(self.cfg.run_id, self.retry_step(st, self.metadata))
+            self.next = self.open_step
+            return
+        self.next = self.run_tools
+
+    async def run_tools(self) -> AsyncGenerator[Chunk, None]:
+        """The step's client tool calls (``tool-output`` live, then results in call order)."""
+        st = self.st
+        runner = self.runner = self.tool_runner()
+        pending = st.client_calls() if _reason(st) not in NO_TOOLS_REASONS else []
+        self.ran_tools = bool(pending)
+        self.next = self.decide_step
+        if not pending:
+            return
+        async with aclosing(runner.stream(pending, self.messages)) as chunks:
+            async for chunk in chunks:
+                yield chunk
+        if runner.tripwire is not None:  # a tool result was blocked
+            self.next = Ending("tripwire", phase="tool-result", trip=runner.tripwire)
+        elif runner.aborted:
+            self.next = self._aborted(st.text)
+        elif runner.suspended is not None:  # a call waits for a human: no step-finish / finish
+            self.next = Ending("suspended", chunks=[self.suspend(st, runner, self.metadata)])
+
+    async def decide_step(self) -> AsyncGenerator[Chunk, None]:
+        """``after_tools`` and ``end_of_step``: the chunks a judge streams, its verdict."""
+        assert self.runner is not None
+        _, decision = self.judged = await self.decide(self.st, self.runner, self.ran_tools)
+        self.next = self.close_step
+        if isinstance(decision, StepDecision):
+            async for chunk in _decision_chunks(decision):
+                yield chunk
+            if self.cfg.signal.aborted:  # aborted while a judge was deciding
+                self.next = self._aborted(self.st.text)
+
+    async def close_step(self) -> AsyncGenerator[Chunk, None]:
+        """``step-finish``; then the next step (after a rate-limit pause) or the run's end."""
+        cfg, st = self.cfg, self.st
+        assert self.runner is not None and self.judged is not None
+        outcome, continued = await self.finish_step(st, self.runner, *self.judged, self.metadata)
+        yield step_finish_chunk(cfg.run_id, outcome)
+        self.next = self.open_step
+        if not continued:
+            self.next = Ending("finished", outcome=outcome)
+        elif rate_limited(response_headers(st.stream)):
+            # model.loop.ts: few tokens left in the provider's window; wait before the next call
+            await pause(cfg.sleep, RATE_LIMIT_PAUSE_S, cfg.signal)
+            if cfg.signal.aborted:
+                self.next = self._aborted("")
+
+    async def end(self, ending: Ending) -> list[Chunk]:
+        """The one place a run's end becomes chunks (docs/architecture.md, "Endings")."""
+        run_id = self.cfg.run_id
+        if ending.kind == "finished":
+            assert ending.outcome is not None
+            chunks = await self.end_of_run()
+            return [*chunks, finish_chunk(run_id, ending.outcome, self._response(ending.outcome))]
+        if ending.kind == "aborted":
+            assert ending.outcome is not None
+            finish = finish_chunk(run_id, ending.outcome, self._response(ending.outcome))
+            return [Abort(run_id=run_id, from_=AGENT), finish]
+        if ending.kind == "tripwire":
+            assert ending.trip is not None  # the chunk ends the stream: no step-finish, no finish
+            return [ending.trip.chunk(run_id if ending.phase in INPUT_PHASES else None)]
+        if ending.kind == "timed_out":
+            return [Error(run_id=run_id, from_=AGENT, payload=ErrorPayload(error=ending.error))]
+        return list(ending.chunks)  # suspended
+
+    def _response(self, outcome: StepOutcome) -> dict[str, Any] | None:
+        # a result processor's tripwire leaves it out, as in Mastra (its processors did not finish)
+        return finish_response(outcome) if self.cfg.finish_response and not self.result_blocked else None
+
+    def close(self) -> None:
+        if self.deadline is not None:
+            self.deadline.close()
+        self.deadlines.close()
+
+    # ------------------------------------------------------------------ the phases' parts
 
     async def begin(self) -> None:
         """Run the input seam and split the prompt into system / user messages (a resumed run
@@ -325,229 +332,6 @@ class _Run:
         )
         return StepState(run_id=self.cfg.run_id, number=len(self.steps) + 1, created_at=created_at, so=so)
 
-    async def _call_options(self, st: StepState, signal: AbortSignal) -> CallOptions:
-        cfg = self.cfg
-        options: CallOptions = {
-            **self.call_settings,
-            "prompt": list(self.messages),
-            "include_raw_chunks": cfg.include_raw_chunks,
-            "abort_signal": signal,
-        }
-        if self.tool_defs:
-            options["tools"] = self.tool_defs
-            options["tool_choice"] = _tool_choice(cfg.tool_choice) or {"type": "auto"}
-        if cfg.structured_output is not None:
-            options["response_format"] = {"type": "json", "schema": cfg.structured_output.json_schema}
-        return await cfg.hooks.prepare_step(st.number, options)
-
-    async def _open(self, st: StepState, deadline: StepDeadline) -> StreamPart | None:
-        """Start the model call and wait for its first part; a call that fails before any content
-        is made again while ``on_model_error`` says so (error processors)."""
-        while True:
-            first = await self._open_once(st, deadline)
-            error = st.error
-            if error is UNSET and first is not None and first["type"] == "error":
-                error = first["error"]
-            if error is UNSET or st.tripwire is not None:
-                return first
-            info = StepInfo(st.number, "", "error", False, [], [], {}, errored=True)
-            if not await self.cfg.hooks.on_model_error(info, error):
-                return first
-            await self.close_model(st)
-            st.stream, st.error, st.warnings = None, UNSET, []
-
-    async def _open_once(self, st: StepState, deadline: StepDeadline) -> StreamPart | None:
-        """Start the model call and wait for its first part (``stream-start`` is read here)."""
-        first: StreamPart | None = None
-        try:
-            st.stream = self.cfg.model.do_stream(await self._call_options(st, deadline.signal))
-            first = await st.stream.__anext__()
-        except StopAsyncIteration:
-            first = None
-        except Tripwire as trip:  # an input-step / LLM-request processor blocked this call
-            st.tripwire = trip
-            return None
-        except Exception as exc:
-            st.aborted, st.timed_out, st.error = deadline.classify(exc)
-        deadline.first_chunk_arrived()
-        if first is not None and first["type"] == "stream-start":
-            st.warnings = list(first["warnings"] or [])
-            first = None
-        st.request = _sent_request(st.stream)
-        return first
-
-    async def open(self, st: StepState, deadline: StepDeadline) -> list[Chunk]:
-        """Start the model call: ``step-start`` (and the error if the call failed at once)."""
-        cfg = self.cfg
-        if st.resumed is not None:
-            return []  # the suspended step's model call happened in the leg that suspended
-        st.first = await self._open(st, deadline)
-        if st.tripwire is not None:
-            return [st.tripwire.chunk(cfg.run_id)]
-        payload = StepStartPayload(
-            request=st.request, warnings=st.warnings, message_id=cfg.message_id, started_at=st.created_at
-        )
-        out: list[Chunk] = [StepStart(run_id=cfg.run_id, from_=AGENT, payload=payload)]
-        if st.error is not UNSET:
-            out.append(
-                Error(
-                    run_id=cfg.run_id,
-                    from_=AGENT,
-                    payload=ErrorPayload(error=st.error, extra={"type": "error"}),
-                )
-            )
-        return out
-
-    def parts(self, st: StepState) -> AsyncIterator[StreamPart] | None:
-        """The rest of the model's parts (``None``: the step already ended)."""
-        if st.stream is None or st.ended:
-            return None
-        first, st.first = st.first, None
-        return st.stream if first is None else _prepend(first, st.stream)
-
-    def route(self, st: StepState, chunk: Chunk) -> Chunk | None:
-        """A converted chunk through the output seam, queued for ``on_chunk`` by its route
-        (`_parts`); ``None`` when a processor dropped it. Only called when a run processes
-        chunks or has ``on_chunk``: otherwise every chunk is streamed as converted."""
-        route, st.route = st.route, STANDARD
-        if route == RAW:
-            if self.notify_raw:
-                st.notify.append(chunk)
-                st.pending = True
-            return chunk
-        if self.process is not None:
-            processed = self.process(chunk)
-            if processed is None and route != FATAL:
-                return None
-            chunk = processed or chunk
-        if route == STANDARD and self.on_chunk is not None and chunk.type in ON_CHUNK_TYPES:
-            st.notify.append(chunk)
-            st.pending = True
-        return chunk
-
-    async def _aroute(self, st: StepState, chunk: Chunk) -> Chunk | None:
-        """`route` for async output processing (processors): awaits it, keeps the step's text in
-        step with the processed deltas, and turns a `Tripwire` into the chunk that ends the stream."""
-        if st.route == RAW:
-            return self.route(st, chunk)
-        route, st.route = st.route, STANDARD
-        assert self.process is not None
-        if type(chunk) is TextEnd or type(chunk) is ReasoningEnd:
-            st.text_closed.add(chunk.payload.id)
-        try:
-            processed = await self.process(chunk)
-        except Tripwire as trip:
-            st.tripwire, st.fatal = trip, True
-            _retext(st, chunk, None)
-            return trip.chunk()
-        if type(processed) is list:
-            *written, processed = processed
-            st.early.extend(written)
-            st.pending = True
-            _account_written(st, chunk, written)
-        _retext(st, chunk, processed)
-        if processed is None and route != FATAL:
-            return None
-        chunk = processed or chunk
-        if route == STANDARD and self.on_chunk is not None and chunk.type in ON_CHUNK_TYPES:
-            st.notify.append(chunk)
-            st.pending = True
-        return chunk
-
-    async def drain(self, st: StepState) -> list[Chunk]:
-        """Text parts the model left open (no ``text-end``: the stream ended or broke): processors
-        that hold text back release it now. What they write is streamed; the ``text-end`` they are
-        shown is not (the model never sent one)."""
-        if self.aroute is None or st.tripwire is not None:
-            return []
-        assert self.process is not None
-        out: list[Chunk] = []
-        probes: list[Chunk] = [
-            ReasoningEnd(run_id=self.cfg.run_id, from_=AGENT, payload=ReasoningEndPayload(id=rid))
-            for rid in st.reasoning_acc
-            if rid not in st.text_closed
-        ]
-        probes += [
-            TextEnd(run_id=self.cfg.run_id, from_=AGENT, payload=TextEndPayload(id=tid))
-            for tid in st.text_acc
-            if tid not in st.text_closed
-        ]
-        for probe in probes:
-            try:
-                processed = await self.process(probe)
-            except Tripwire as trip:
-                st.tripwire = trip
-                out.append(trip.chunk())
-                break
-            if type(processed) is list:
-                written = processed[:-1]
-                _account_written(st, probe, written)
-                out.extend(written)
-        return out
-
-    async def flush(self, st: StepState) -> list[Chunk]:
-        """Show ``on_chunk`` what the last part queued for it; the chunks to stream before its own."""
-        notify, st.notify, early, st.early, st.pending = st.notify, [], st.early, [], False
-        if self.on_chunk is not None:
-            for chunk in notify:
-                await call_on_chunk(self.on_chunk, chunk)
-        return early
-
-    def failed(self, st: StepState, deadline: StepDeadline, exc: Exception) -> list[Chunk]:
-        """The model stream raised: an abort, a timeout, or a step error (streamed as ``error``)."""
-        st.aborted, st.timed_out, st.error = deadline.classify(exc)
-        if st.error is UNSET:
-            return []
-        return [
-            Error(
-                run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=exc, extra={"type": "error"})
-            )
-        ]
-
-    @staticmethod
-    async def close_model(st: StepState) -> None:
-        aclose = getattr(st.stream, "aclose", None)
-        if aclose is not None:
-            try:
-                await aclose()
-            except Exception:
-                log.debug("closing the model stream failed", exc_info=True)
-
-    def step_metadata(self, st: StepState) -> dict[str, Any]:
-        if st.resumed is not None:
-            return dict(st.resumed["metadata"])
-        response = st.response
-        metadata: dict[str, Any] = {
-            "id": response.get("id") or str(uuid.uuid4()),
-            "timestamp": _timestamp(response.get("timestamp"), self.cfg.now_ms()),
-            "modelId": response.get("modelId") or self.cfg.model.model_id,
-        }
-        headers = _response_headers(st.stream)
-        if headers is not None:
-            metadata["headers"] = headers
-        metadata["modelMetadata"] = self.model_metadata
-        metadata["request"] = st.request
-        if st.provider_metadata is not None:
-            metadata["providerMetadata"] = st.provider_metadata
-        return metadata
-
-    def settle(self, st: StepState) -> list[Chunk]:
-        """The step's closing errors: structured output never validated, ``error`` / empty ``other``."""
-        if st.error is UNSET and st.finish_reason is None and st.stream is not None:
-            st.finish_reason = "other"
-        if st.error is UNSET and st.so is not None and not st.client_calls():
-            finish_structured_output(st, st.finish_reason or "other")  # stream ended without a finish part
-        out, st.early = st.early, []
-        message = None
-        if st.error is UNSET and st.finish_reason == "error":
-            message = 'Agent stream finished with finishReason "error" but no error part was received from the model'
-        elif st.error is UNSET and st.finish_reason == "other" and not st.has_content:
-            message = 'The model finished with finishReason "other" without producing any content; stopping the loop'
-        if message is not None:
-            st.error = AgentStreamError(message)
-            out.append(Error(run_id=self.cfg.run_id, from_=AGENT, payload=ErrorPayload(error=st.error)))
-        return out
-
     def _step_info(self, st: StepState) -> StepInfo:
         tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
         return StepInfo(
@@ -566,7 +350,7 @@ class _Run:
             return not trip.will_retry
         return True
 
-    def retry_step(self, st: StepState, metadata: dict[str, Any]) -> dict[str, Any]:
+    def retry_step(self, st: StepState, metadata: dict[str, Any]) -> StepOutcome:
         """Roll the step back (its messages are not kept, its tools not run) and add the feedback
         for the next call: Mastra's ``[Processor Feedback]`` system message after the instructions."""
         trip = st.tripwire
@@ -580,14 +364,16 @@ class _Run:
         }
         self.messages.insert(self.first_non_system, feedback)
         self.first_non_system += 1
-        step_result: dict[str, Any] = {"reason": "retry", "isContinued": True, "retryReason": trip.reason}
-        if trip.metadata is not None:
-            step_result["retryMetadata"] = trip.metadata
-        if trip.processor_id is not None:
-            step_result["retryProcessorId"] = trip.processor_id
-        fields = self._fields(st, step_result, metadata, tool_calls=[])
-        fields.update(processorRetryCount=trip.retry_count, processorRetryFeedback=feedback["content"])
-        return fields
+        return self._outcome(
+            st,
+            "retry",
+            True,
+            metadata,
+            tool_calls=[],
+            retry=trip,
+            retry_count=trip.retry_count,
+            retry_feedback=feedback["content"],
+        )
 
     def _record(self, st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
         # kept as is and turned into Mastra's ``output.steps`` entries only if a step trips
@@ -610,30 +396,34 @@ class _Run:
             record["tripwire"] = st.tripwire.data()
         return record
 
-    def _fields(
+    def _outcome(
         self,
         st: StepState,
-        step_result: dict[str, Any],
+        reason: str,
+        continued: bool,
         metadata: dict[str, Any],
         *,
         tool_calls: list[dict[str, Any]],
-    ) -> dict[str, Any]:
+        **fields: Any,
+    ) -> StepOutcome:
+        """The step as ``step-finish`` reports it, with the conversation so far."""
         all_messages = self.messages[self.first_non_system :]
-        output: dict[str, Any] = {"text": st.text, "toolCalls": tool_calls, "usage": st.usage}
-        if self.tripped:
-            output["steps"] = [self._step_record(*r) for r in self.records]
-        return {
-            "messageId": self.cfg.message_id,
-            "stepResult": step_result,
-            "metadata": metadata,
-            "output": output,
-            "messages": {
+        return StepOutcome(
+            message_id=self.cfg.message_id,
+            reason=reason,
+            is_continued=continued,
+            metadata=metadata,
+            text=st.text,
+            tool_calls=tool_calls,
+            usage=st.usage,
+            messages={
                 "all": all_messages,
                 "user": self.user_messages,
                 "nonUser": all_messages[len(self.user_messages) :],
             },
-            "processorRetryCount": 0,  # a step that is not retried (Mastra counts consecutive retries)
-        }
+            steps=[self._step_record(*r) for r in self.records] if self.tripped else None,
+            **fields,
+        )
 
     async def end_of_run(self) -> list[Chunk]:
         """The output-result seam: chunks to stream before ``finish``; a `Tripwire` there shows only
@@ -646,6 +436,7 @@ class _Run:
                 trip.reason,
                 trip.processor_id,
             )
+            self.result_blocked = True
             if self.cfg.on_result_tripwire is not None:
                 self.cfg.on_result_tripwire(trip)
             return []
@@ -742,8 +533,8 @@ class _Run:
         info: StepInfo,
         decision: bool | StepDecision | None,
         metadata: dict[str, Any],
-    ) -> tuple[dict[str, Any], bool]:
-        """Record the step: ``(step-finish fields, continued)``."""
+    ) -> tuple[StepOutcome, bool]:
+        """Record the step: ``(its outcome, continued)``."""
         cfg = self.cfg
         forced = decision.continue_ if isinstance(decision, StepDecision) else decision
         if forced is not None:
@@ -758,49 +549,17 @@ class _Run:
         self._record(st, new_messages, metadata)
         if isinstance(decision, StepDecision):
             self.messages.extend(decision.messages)
-        step_result: dict[str, Any] = {"reason": reason, "isContinued": continued, "warnings": st.warnings}
-        if st.raw_reason is not None:
-            step_result["rawReason"] = st.raw_reason
-        if st.resumed is not None:
-            step_result["messageId"] = cfg.message_id  # as recorded for the step a leg resumed
-        return self._fields(st, step_result, metadata, tool_calls=tool_calls), continued
-
-
-def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
-    """A processor changed or dropped a text or reasoning delta: the step's text (and the history
-    the model is sent next) follows what was streamed."""
-    if processed is original or not isinstance(original, (TextDelta, ReasoningDelta)):
-        return
-    text = processed.payload.text if isinstance(processed, type(original)) else ""
-    if text == original.payload.text:
-        return
-    if isinstance(original, ReasoningDelta):
-        acc = st.reasoning_acc.get(original.payload.id)
-    else:
-        st.text_chunks[-1] = text
-        acc = st.text_acc.get(original.payload.id)
-    if acc:
-        acc[-1] = text
-
-
-def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> None:
-    """Text and reasoning deltas a processor wrote (held-back text released when its part ends)
-    are step text, before the part that made them."""
-    for chunk in written:
-        if not isinstance(chunk, (TextDelta, ReasoningDelta)):
-            continue
-        text, pid = chunk.payload.text, chunk.payload.id
-        # the handler already appended the original delta's text: insert before it
-        same = isinstance(original, type(chunk)) and original.payload.id == pid
-        if isinstance(chunk, ReasoningDelta):
-            acc = st.reasoning_acc.get(pid)
-            acc = st.reasoning_entry(pid, None) if acc is None else acc
-        else:
-            acc = st.text_acc.get(pid)
-            acc = st.text_entry(pid, None) if acc is None else acc
-            st.text_chunks.insert(len(st.text_chunks) - isinstance(original, TextDelta), text)
-            st.has_content = True
-        acc.insert(len(acc) - same, text)
+        outcome = self._outcome(
+            st,
+            reason,
+            continued,
+            metadata,
+            tool_calls=tool_calls,
+            warnings=st.warnings,
+            raw_reason=st.raw_reason,
+            resumed_message_id=st.resumed is not None,  # as recorded for the step a leg resumed
+        )
+        return outcome, continued
 
 
 async def _decision_chunks(decision: StepDecision) -> AsyncIterator[Chunk]:
@@ -828,57 +587,8 @@ def _resumed_step(run_id: str, resume: ResumePoint) -> StepState:
     return st
 
 
-async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:
-    """``first``, then ``rest`` (only when the model's first part was not ``stream-start``)."""
-    yield first
-    async for part in rest:
-        yield part
-
-
 def _reason(st: StepState) -> str:
     return "error" if st.error is not UNSET else (st.finish_reason or "other")
-
-
-_RETRY_KEYS = ("processorRetryCount", "processorRetryFeedback")
-
-
-def _step_finish_fields(data: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "message_id": data["messageId"],
-        "step_result": data["stepResult"],
-        "metadata": data["metadata"],
-        "output": data["output"],
-        "messages": data["messages"],
-        "extra": {k: data[k] for k in _RETRY_KEYS if k in data},
-    }
-
-
-def _finish(run_id: str, data: dict[str, Any]) -> Finish:
-    return Finish(
-        run_id=run_id,
-        from_=AGENT,
-        payload=FinishPayload(
-            step_result=dict(data["stepResult"]),
-            output=dict(data["output"]),
-            metadata=data["metadata"],
-            messages=data.get("messages"),
-            extra={"messageId": data["messageId"], **{k: data[k] for k in _RETRY_KEYS if k in data}},
-        ),
-    )
-
-
-def _tool_choice(choice: Any) -> dict[str, Any] | None:
-    if choice is None:
-        return None
-    if isinstance(choice, str):
-        if choice in ("auto", "none", "required"):
-            return {"type": choice}
-        return {"type": "tool", "toolName": choice}
-    if isinstance(choice, dict):
-        if "toolName" in choice or "tool_name" in choice:
-            return {"type": "tool", "toolName": choice.get("toolName", choice.get("tool_name"))}
-        return dict(choice)
-    raise TypeError(f"tool_choice must be 'auto', 'none', 'required', a tool name or a dict, got {choice!r}")
 
 
 async def _any_stop(conditions: list[StopCondition], steps: list[StepInfo]) -> bool:
@@ -889,43 +599,3 @@ async def _any_stop(conditions: list[StopCondition], steps: list[StepInfo]) -> b
         if result:
             return True
     return False
-
-
-def _sent_request(stream: Any) -> dict[str, Any]:
-    """``{"body": ...}`` a `ModelStream` reports; ``{}`` for other streams."""
-    request = getattr(stream, "request", None)
-    return dict(request) if isinstance(request, Mapping) else {}
-
-
-def _response_headers(stream: Any) -> dict[str, str] | None:
-    response = getattr(stream, "response", None)
-    headers = response.get("headers") if isinstance(response, Mapping) else None
-    return dict(headers) if isinstance(headers, Mapping) else None
-
-
-def rate_limited(headers: Mapping[str, str] | None) -> bool:
-    """``x-ratelimit-remaining-tokens`` parses (``parseInt``) to ``0 < n < 2000``."""
-    if not headers:
-        return False
-    value = headers.get(RATE_LIMIT_HEADER)
-    if value is None:
-        value = next((v for k, v in headers.items() if k.lower() == RATE_LIMIT_HEADER), None)
-    match = _LEADING_INT.match(value) if isinstance(value, str) else None
-    return match is not None and 0 < int(match.group(1)) < RATE_LIMIT_THRESHOLD
-
-
-def _aborted_finish(message_id: str, metadata: dict[str, Any], step_text: str) -> dict[str, Any]:
-    return {
-        "messageId": message_id,
-        "stepResult": {"reason": "tripwire", "isContinued": False},
-        "metadata": metadata,
-        "output": {"text": step_text, "toolCalls": [], "usage": {}},
-    }
-
-
-def _timestamp(value: Any, now_ms: float) -> str:
-    if isinstance(value, datetime):
-        return format_date(value)
-    if isinstance(value, str):
-        return value
-    return format_date(datetime.fromtimestamp(now_ms / 1000, tz=UTC))

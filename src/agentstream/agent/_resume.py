@@ -331,8 +331,8 @@ def auto_resume_turn(
             explicit = {k: v for k, v in opts.items() if k in RESUME_OPTIONS}
             clock = opts.get("clock")
             inputs = to_prompt(messages, created_at=int(clock() if clock else time.time() * 1000))
-            inner = agent._leg_source(
-                decision, explicit, cancel, recorder, message_id, lambda: holder[0], inputs
+            inner = agent._leg_source(  # ``opts`` were merged with the defaults already
+                decision, explicit, cancel, recorder, message_id, lambda: holder[0], inputs, merged=opts
             )
         else:
             inner, _ = agent._turn_source(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..chunks import Chunk, ChunkFrom, chunk_from_dict
-from ._hooks import LoopHooks, StepDecision, StepInfo
+from ._hooks import ChainedHooks, LoopHooks, StepDecision, StepInfo
 
 __all__ = [
     "CompletionContext",
@@ -136,8 +136,8 @@ def completion_feedback(result: Mapping[str, Any], max_iteration_reached: bool) 
     return "\n".join(lines)
 
 
-class IsTaskCompleteHooks(LoopHooks):
-    """The is-task-complete step around ``inner`` (every other hook chains to it)."""
+class IsTaskCompleteHooks(ChainedHooks):
+    """The is-task-complete step around ``inner`` (every other seam is ``inner``'s: `ChainedHooks`)."""
 
     def __init__(
         self,
@@ -151,7 +151,7 @@ class IsTaskCompleteHooks(LoopHooks):
         thread_id: str | None = None,
         resource_id: str | None = None,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.config = config
         self.run_id = run_id
         self.agent_id = agent_id
@@ -159,7 +159,6 @@ class IsTaskCompleteHooks(LoopHooks):
         self.now_ms = now_ms
         self.thread_id = thread_id
         self.resource_id = resource_id
-        self.process_chunk = inner.process_chunk
         self.task = "Unknown task"
         self.messages: list[dict[str, Any]] = []
         self.iteration = 0
@@ -175,21 +174,6 @@ class IsTaskCompleteHooks(LoopHooks):
                 self.task = str(content[0].get("text", ""))
         self.messages = messages
         return messages
-
-    async def start_of_run(self) -> list[Chunk]:
-        return await self.inner.start_of_run()
-
-    async def prepare_step(self, step_number: int, options: Any) -> Any:
-        return await self.inner.prepare_step(step_number, options)
-
-    async def execute_tool(self, call: Any, tool: Any, context: Any, default: Any) -> Any:
-        return await self.inner.execute_tool(call, tool, context, default)
-
-    async def after_tools(self, step: StepInfo, results: list[Any]) -> None:
-        await self.inner.after_tools(step, results)
-
-    async def end_of_run(self, steps: list[StepInfo]) -> list[Chunk]:
-        return await self.inner.end_of_run(steps)
 
     async def end_of_step(self, step: StepInfo) -> bool | StepDecision | None:
         inner = await self.inner.end_of_step(step)

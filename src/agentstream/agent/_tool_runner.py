@@ -156,7 +156,7 @@ class ToolRunner:
         self.completed: dict[str, tuple[bool, Any]] = {}
         self.denied: set[str] = set()
         self.tripwire: Tripwire | None = None
-        """A processor blocked a tool result or chunk: the stream ended with its ``tripwire`` chunk."""
+        """A processor blocked a tool result or chunk: the run ends with its ``tripwire`` chunk."""
 
     async def stream(
         self, calls: list[PendingToolCall], messages: list[dict[str, Any]]
@@ -202,8 +202,7 @@ class ToolRunner:
             return
         for call, (failed, value) in zip(calls, outcome, strict=True):
             if isinstance(value, Tripwire):  # process_tool_result blocked it: not committed, the run ends
-                self.tripwire = value
-                yield value.chunk()
+                self.tripwire = value  # the loop's ending streams its chunk
                 return
             self.results.append((call, failed, value))
             self.errored = self.errored or failed
@@ -218,14 +217,14 @@ class ToolRunner:
 
     async def _processed(self, process: Callable[[Chunk], Any], chunk: Chunk) -> list[Chunk]:
         """``chunk`` through the output seam: what to stream (written chunks first; nothing if
-        dropped; the ``tripwire`` chunk if a processor blocked it)."""
+        dropped or if a processor blocked it: ``tripwire`` is set and the loop's ending streams it)."""
         try:
             out = process(chunk)
             if inspect.isawaitable(out):
                 out = await out
         except Tripwire as trip:
             self.tripwire = trip
-            return [trip.chunk()]
+            return []
         if type(out) is list:
             return [c for c in out if c is not None]
         return [] if out is None else [out]

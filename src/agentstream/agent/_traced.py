@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from ._hooks import LoopHooks, PendingToolCall
+from ._hooks import ChainedHooks, LoopHooks, PendingToolCall
 
 if TYPE_CHECKING:
     from ..tools import Tool, ToolContext
@@ -15,17 +15,13 @@ if TYPE_CHECKING:
 __all__ = ["TracingHooks"]
 
 
-class TracingHooks(LoopHooks):
-    """``execute_tool`` inside the run's ``execute_tool`` span; every other seam is ``inner``'s own
-    method, bound here once, so chaining costs nothing per call and seams added to `LoopHooks`
-    later chain too."""
+class TracingHooks(ChainedHooks):
+    """``execute_tool`` inside the run's ``execute_tool`` span; every other seam is ``inner``'s
+    (`ChainedHooks`)."""
 
     def __init__(self, inner: LoopHooks, trace: RunTrace) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.trace = trace
-        for name in dir(LoopHooks):
-            if not name.startswith("_") and name != "execute_tool":
-                setattr(self, name, getattr(inner, name))
 
     async def execute_tool(
         self,

@@ -447,6 +447,7 @@ def stream_until_idle(
     (continuation turns and injected results included). Continuation turns reuse the run id and
     drop ``on_finish``. ``idle_sleep(seconds)`` times the idle window (injectable for fake time).
     """
+    options = agent.merged_options(options)  # once for every turn: continuations drop on_finish
     remembered: tuple[Memory, MemoryScope] | None = None
     if options.get("memory") is not None:
         mscope = resolve_memory_option(options["memory"])

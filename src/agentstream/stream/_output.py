@@ -821,6 +821,9 @@ class ModelOutput(ChunkLog):
             text = self._all_text()
         if self._steps and self._steps[-1].tripwire is not None and reason == "tripwire":
             self._tripwire = self._steps[-1].tripwire  # an output-step processor stopped the run
+            # Mastra's text is then its last response message's (the rejected answer stays in
+            # the list; after a tool call that message is the tool result: no text)
+            text = _message_text(((payload.messages or {}).get("nonUser") or [{}])[-1])
         # the on_finish event shows the run as streamed; the results what the processors let through
         event_reason, event_text = reason, self._all_text(dropped=True)
         blocked = self._result_tripwire() if self._result_tripwire is not None else None
@@ -1003,6 +1006,17 @@ class _RunError(Exception):
             message = value if isinstance(value, str) else json.dumps(value, default=str)
         super().__init__(message)
         self.value = value
+
+
+def _message_text(message: Any) -> str:
+    """An assistant model message's text (``""`` for any other message)."""
+    if not isinstance(message, dict) or message.get("role") != "assistant":
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(p.get("text", "") for p in parts if isinstance(p, dict) and p.get("type") == "text")
 
 
 def _error_payload(exc: BaseException) -> ErrorPayload:
