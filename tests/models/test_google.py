@@ -479,3 +479,33 @@ async def test_an_agent_sends_the_thought_signature_back(server: ReplayServer) -
     assert await output.text == "done"
     replayed = server.received[1].body["contents"][1]
     assert replayed == {"role": "model", "parts": [call]}
+
+
+async def test_the_signature_survives_a_tool_s_model_output(server: ReplayServer) -> None:
+    """A tool with ``to_model_output`` adds Mastra's own provider option; Gemini's stays beside it."""
+    from agentstream import Agent
+    from agentstream.tools import Tool
+
+    async def run(args: dict[str, Any], context: Any) -> dict[str, Any]:
+        return {"a": args["a"], "secret": "not for the model"}
+
+    tool = Tool(
+        id="f",
+        description="F.",
+        input_schema={"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+        execute=run,
+        to_model_output=lambda result: {"type": "json", "value": {"a": result["a"]}},
+    )
+
+    def event(obj: dict[str, Any]) -> str:
+        return "data: " + json.dumps(obj) + "\r\n\r\n"
+
+    call = {"functionCall": {"name": "f", "args": {"a": 1}}, "thoughtSignature": "SIG"}
+    for parts in ([call], [{"text": "done"}]):
+        candidate = {"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}
+        server.replies.append(Reply(body=event({"candidates": [candidate]})))
+    model = GoogleModel("gemini-3-pro", base_url=server.url + "/v1beta", api_key=API_KEY, max_retries=0)
+    assert await Agent(id="a", model=model, tools=[tool]).stream("go").text == "done"
+    contents = server.received[1].body["contents"]
+    assert contents[1] == {"role": "model", "parts": [call]}
+    assert contents[2]["parts"][0]["functionResponse"]["response"]["content"] == {"a": 1}

@@ -144,7 +144,13 @@ class StepState:
         if projected:
             # A tool's ``to_model_output`` rides on both parts of its call, as Mastra records them.
             assistant = [
-                {**p, "providerOptions": {"mastra": {"modelOutput": projected[p["toolCallId"]]}}}
+                {
+                    **p,
+                    "providerOptions": {
+                        **(p.get("providerOptions") or {}),  # a provider's own (Gemini's thought signature)
+                        "mastra": {"modelOutput": projected[p["toolCallId"]]},
+                    },
+                }
                 if p.get("type") == "tool-call" and p.get("toolCallId") in projected
                 else p
                 for p in assistant
