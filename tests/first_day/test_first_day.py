@@ -184,13 +184,10 @@ def test_6_chat_page(app_dir: Path, tmp_path: Path) -> None:
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]
         assert 'id="send"' in page.text and 'id="input"' in page.text
         assert httpx.get(base + "api/agents", timeout=10).json()["agents"] == [{"id": "shop", "name": "shop"}]
-        from ..test_chat_page import _missing, drive
+        from .. import _services
+        from ..test_chat_page import drive
 
-        reason = _missing()
-        if reason is not None:
-            if os.environ.get("CI"):
-                pytest.fail(f"the chat page check cannot run on CI: {reason}")
-            pytest.skip(reason)
+        _services.require("chromium")
         out = drive(base, tmp_path, "What is the status of order ORD-7?")
     assert out["agents"] == ["shop"] and out["consoleErrors"] == []
     (turn,) = out["turns"]

@@ -194,6 +194,9 @@ def _listen(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        # Listening now (not when uvicorn starts) queues a client that connects as soon as the URL
+        # is printed, instead of refusing it while the app is still being loaded.
+        sock.listen(2048)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
