@@ -14,6 +14,7 @@ import logging as _logging
 
 from ._abort import AbortController, AbortError, AbortSignal
 from ._mastra import Mastra
+from ._request_context import RequestContext
 from .agent import Agent
 from .chunks import Chunk, ChunkFrom, decode_chunk, encode_chunk
 from .memory import Memory
@@ -33,6 +34,7 @@ __all__ = [
     "Mastra",
     "Memory",
     "ModelOutput",
+    "RequestContext",
     "Tool",
     "ToolContext",
     "Workflow",

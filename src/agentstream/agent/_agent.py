@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController
+from .._request_context import as_request_context
 from ..chunks import Chunk
 from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
@@ -16,6 +17,7 @@ from ..tracing import InstrumentationSettings, check_instrument_option, trace_ru
 from ._call_index import SuspendedCalls, thread_of
 from ._checkpoints import begin_checkpointed_run, new_id
 from ._delegation import check_sub_agents, check_workflows
+from ._dynamic import Dynamic, check_dynamic_defaults, dynamic_fields, resolved_agent
 from ._goal import GoalConfig
 from ._goal_record import GoalObjective, GoalStatus
 from ._goal_record import load_objective as _load_objective
@@ -123,12 +125,15 @@ class Agent:
         *,
         id: str | None = None,
         name: str | None = None,
-        instructions: str = "",
-        model: LanguageModel | str | list[Any],
-        tools: Iterable[Tool] | Mapping[str, Tool] | None = None,
-        default_options: Mapping[str, Any] | None = None,
+        instructions: str | Dynamic[str] = "",
+        model: LanguageModel | str | list[Any] | Dynamic[LanguageModel | str | list[Any]],
+        tools: Iterable[Tool]
+        | Mapping[str, Tool]
+        | Dynamic[Iterable[Tool] | Mapping[str, Tool]]
+        | None = None,
+        default_options: Mapping[str, Any] | Dynamic[Mapping[str, Any]] | None = None,
         hooks: LoopHooks | None = None,
-        memory: Memory | None = None,
+        memory: Memory | Dynamic[Memory | None] | None = None,
         background_tasks: AgentBackgroundConfig | Mapping[str, Any] | None = None,
         description: str | None = None,
         agents: Mapping[str, Agent] | None = None,
@@ -145,28 +150,35 @@ class Agent:
         self.id = id
         self.name = name or id
         self._suspended_calls = SuspendedCalls()
-        self.instructions = instructions
         self.description = description
-        self._model_spec = model
-        self._model: LanguageModel | None = None if isinstance(model, str | list) else model
-        if tools is None:
-            self.tools: dict[str, Tool] = {}
-        elif isinstance(tools, Mapping):
-            self.tools = dict(tools)
-        else:
-            self.tools = {}
-            for t in tools:
-                if not isinstance(t, Tool):
-                    raise TypeError(
-                        f"agent {id!r}: tools must be Tool objects (use @tool), got {type(t).__name__}"
-                    )
-                self.tools[t.id] = t
-        self.default_options = dict(default_options or {})
-        check_options(self.default_options)
+        self.instructions: str = ""
+        self.tools: dict[str, Tool] = {}
+        self.default_options: dict[str, Any] = {}
+        self.memory: Memory | None = None
+        self._model_spec: Any = None
+        self._model: LanguageModel | None = None
+        self._dynamic: dict[str, Callable[..., Any]] = dynamic_fields(
+            id,
+            {
+                "instructions": instructions,
+                "model": model,
+                "tools": tools,
+                "default_options": default_options,
+                "memory": memory,
+            },
+        )
+        # A dynamic field holds its neutral value here; each run resolves it (`resolved_agent`).
+        given = {
+            "instructions": instructions,
+            "model": model,
+            "tools": tools,
+            "default_options": default_options,
+        }
+        neutral: dict[str, Any] = {"instructions": "", "model": None, "tools": None, "default_options": None}
+        for field_name, value in given.items():
+            self._set_field(field_name, neutral[field_name] if field_name in self._dynamic else value)
         self.hooks = hooks or LoopHooks()
-        if memory is not None and not isinstance(memory, Memory):
-            raise TypeError(f"agent {id!r}: memory must be a Memory, got {type(memory).__name__}")
-        self.memory = memory
+        self._set_field("memory", None if "memory" in self._dynamic else memory)
         self.background_config: AgentBackgroundConfig | None = None
         if background_tasks is not None:
             self.background_config = AgentBackgroundConfig.from_value(background_tasks)
@@ -304,11 +316,45 @@ class Agent:
             storage = self._local_runs
         return RunSnapshots(storage, self.id, self._suspended_calls)
 
+    def _set_field(self, name: str, value: Any) -> None:
+        """Set a field that may be dynamic (``instructions``, ``model``, ``tools``, ``default_options``,
+        ``memory``), checked as the constructor checks it: at construction, and for each run of a
+        dynamic agent with the value its function returned."""
+        where = f"agent {self.id!r}"
+        if name == "instructions":
+            if not isinstance(value, str):
+                raise TypeError(f"{where}: instructions must be a string, got {type(value).__name__}")
+            self.instructions = value
+        elif name == "model":
+            if value is not None and not isinstance(value, str | list | tuple | LanguageModel):
+                raise TypeError(
+                    f"{where}: model must be a model string, a LanguageModel or a list of fallbacks, "
+                    f"got {type(value).__name__}"
+                )
+            if isinstance(value, list | tuple):
+                check_identity(self.id, None, value)
+            self._model_spec = value
+            self._model = value if isinstance(value, LanguageModel) else None
+        elif name == "tools":
+            self.tools = _tool_map(self.id, value)
+        elif name == "default_options":
+            options = dict(value or {})
+            check_options(options)
+            self.default_options = options
+        elif name == "memory":
+            if value is not None and not isinstance(value, Memory):
+                raise TypeError(f"{where}: memory must be a Memory, got {type(value).__name__}")
+            self.memory = value
+
     @property
     def model(self) -> LanguageModel:
         """The resolved `LanguageModel` (a model string such as `"openai/gpt-4o-mini"` is resolved on first
         use).
         """
+        if self._model is None and self._model_spec is None:
+            raise TypeError(
+                f"agent {self.id!r}: its model is a function of the request context, chosen for each run"
+            )
         if self._model is None:
             from .. import models
 
@@ -389,6 +435,14 @@ class Agent:
         instructions and hooks of `BackgroundSeam.prepare_run`; its tasks belong to
         ``background_scope`` (thread, resource), by default the memory thread's.
         """
+        if self._dynamic:
+            return self._dynamic_turn(
+                messages,
+                options,
+                continuation=continuation,
+                background=background,
+                background_scope=background_scope,
+            )
         opts = dict(options)
         opts.pop("until_idle", None)
         auto_resume = opts.pop("auto_resume_suspended_tools", False)
@@ -414,6 +468,61 @@ class Agent:
             recorder,
             config.run_id,
             config.message_id,
+            result_tripwire=lambda: blocked[-1].data() if blocked else None,
+        )
+
+    def _dynamic_turn(
+        self,
+        messages: MessageInput,
+        options: Mapping[str, Any],
+        *,
+        continuation: bool,
+        background: BackgroundSeam | None,
+        background_scope: tuple[str | None, str | None] | None,
+    ) -> ModelOutput:
+        """A turn of a dynamic agent: its fields are resolved for the run's request context when
+        the run starts (the output exists at once, as for any turn)."""
+        opts = dict(options)
+        if opts.pop("auto_resume_suspended_tools", False):
+            raise TypeError(
+                f"agent {self.id!r}: auto_resume_suspended_tools needs an agent without dynamic fields"
+            )
+        opts.pop("until_idle", None)
+        context = as_request_context(opts.get("request_context"))
+        opts["request_context"] = context
+        opts["run_id"] = str(opts.get("run_id") or new_id(None))
+        message_id = new_id(None)
+        cancel = AbortController()
+        recorder = SuspendRecorder(self._run_snapshots(), run_id="", options={})
+        blocked: list[Tripwire] = []
+
+        async def source() -> AsyncIterator[Chunk]:
+            agent = await resolved_agent(self, self._dynamic, context)
+            run_opts = opts  # static defaults were merged by the caller, once
+            if "default_options" in self._dynamic:
+                check_dynamic_defaults(self.id, agent.default_options)
+                run_opts = merge_options(agent.default_options, opts)
+            chunks, config = agent._turn_source(
+                messages,
+                run_opts,
+                cancel,
+                recorder,
+                continuation=continuation,
+                background=background,
+                background_scope=background_scope,
+                message_id=message_id,
+            )
+            config.on_result_tripwire = blocked.append
+            async for chunk in chunks:
+                yield chunk
+
+        return self._output(
+            source(),
+            opts,
+            cancel,
+            recorder,
+            opts["run_id"],
+            message_id,
             result_tripwire=lambda: blocked[-1].data() if blocked else None,
         )
 
@@ -568,7 +677,9 @@ class Agent:
             "resourceId": scope.resource_id if scope is not None else None,
         }
 
-    def _resume_leg(self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]) -> ModelOutput:
+    def _resume_leg(
+        self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]
+    ) -> ModelOutput:
         run_id = self._suspended_calls.run_for(self.id, run_id, decision.tool_call_id, thread_of(options))
         check_options(options, RESUME_OPTIONS)
         cancel = AbortController()
@@ -578,12 +689,38 @@ class Agent:
         holder: list[ModelOutput] = []
         # the output's callbacks are the call's or the defaults' (a snapshot stores JSON options only)
         opts = self.merged_options(options)
-        source = self._leg_source(
-            decision, dict(options), cancel, recorder, message_id, lambda: holder[0], merged=opts
+        source = (
+            self._dynamic_leg(decision, options, cancel, recorder, message_id, lambda: holder[0])
+            if self._dynamic
+            else self._leg_source(
+                decision, dict(options), cancel, recorder, message_id, lambda: holder[0], merged=opts
+            )
         )
         output = self._output(source, opts, cancel, recorder, run_id, message_id)
         holder.append(output)
         return output
+
+    async def _dynamic_leg(
+        self,
+        decision: ResumeDecision,
+        options: Mapping[str, Any],
+        cancel: AbortController,
+        recorder: SuspendRecorder,
+        message_id: str,
+        output: Callable[[], ModelOutput],
+    ) -> AsyncIterator[Chunk]:
+        """A leg of a dynamic agent's run, resolved for the leg's ``request_context``."""
+        explicit = dict(options)
+        context = as_request_context(explicit.get("request_context"))
+        explicit["request_context"] = context
+        agent = await resolved_agent(self, self._dynamic, context)
+        if "default_options" in self._dynamic:
+            check_dynamic_defaults(self.id, agent.default_options)
+        merged = agent.merged_options(explicit)
+        async for chunk in agent._leg_source(
+            decision, explicit, cancel, recorder, message_id, output, merged=merged
+        ):
+            yield chunk
 
     def _leg_source(
         self,
@@ -655,3 +792,19 @@ class Agent:
 
     def __repr__(self) -> str:
         return f"Agent(id={self.id!r}, model={self._model_spec!r}, tools={list(self.tools)})"
+
+
+def _tool_map(agent_id: str, tools: Any) -> dict[str, Tool]:
+    """``tools=`` as the agent's ``{id: Tool}``: a mapping, or an iterable of `Tool` objects."""
+    if tools is None:
+        return {}
+    if isinstance(tools, Mapping):
+        return dict(tools)
+    found: dict[str, Tool] = {}
+    for t in tools:
+        if not isinstance(t, Tool):
+            raise TypeError(
+                f"agent {agent_id!r}: tools must be Tool objects (use @tool), got {type(t).__name__}"
+            )
+        found[t.id] = t
+    return found

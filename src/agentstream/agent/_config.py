@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._abort import AbortSignal
+from .._request_context import RequestContext
 from ..chunks import Chunk
 from ..models import LanguageModel
 from ..tools import Tool, ToolErrorMask
@@ -55,6 +56,8 @@ class RunConfig:
     """Called with the loop's state (`ResumePoint.to_json` plus ``pending``) just before the
     suspension chunk is streamed; the agent stores it with the output's state."""
     finish_response: bool = False
+    request_context: RequestContext = field(default_factory=RequestContext)
+    """The run's `RequestContext`, handed to its tools (``context.request_context``)."""
     """Fill ``finish.payload.response`` (Mastra does once output processors ran on the result:
     the run's own, or memory's)."""
     on_result_tripwire: Callable[[Tripwire], None] | None = None

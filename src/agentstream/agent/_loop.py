@@ -457,6 +457,7 @@ class _Run(ModelCall):
             approved=self.approved,
             decision=resume.decision if resume is not None else None,
             restored=resume.completed if resume is not None else None,
+            request_context=cfg.request_context,
         )
 
     def suspend(self, st: StepState, runner: ToolRunner, metadata: dict[str, Any]) -> Chunk:

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Literal, TypedDict
 
 from .._abort import AbortSignal
+from .._request_context import RequestContext
 from ..chunks import Chunk
 from ..stream import AbortEvent, ErrorEvent, FinishEvent, StepResult, TransformFactory
 from ..tools import ToolErrorMask
@@ -70,6 +71,9 @@ class ResumeOptions(TypedDict, total=False):
     sleep: Callable[[float], Awaitable[None]]
     """How the run waits (timeouts, the rate-limit pause); inject a fake clock's ``sleep`` in tests."""
     memory: MemoryOptions
+    request_context: RequestContext | Mapping[str, Any]
+    """Mastra's ``requestContext``: what this request knows of its caller, for the agent's dynamic
+    fields and its tools (``context.request_context``)."""
     require_tool_approval: bool | Callable[[str, Any], bool | Awaitable[bool]]
     """``True``: every tool call waits for approval; a callable ``(tool_name, args) -> bool`` (may
     be async) decides per call. The run ends suspended on ``tool-call-approval``."""

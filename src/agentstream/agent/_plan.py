@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController, AbortSignal
+from .._request_context import as_request_context
 from ..memory import resolve_memory_option
 from ..tracing import trace_run
 from ._checkpoints import RunCheckpoint, new_id
@@ -173,6 +174,7 @@ class RunPlan:
             on_tool_error=opts.get("on_tool_error"),
             approval=approval_check(policy, self.tools),
             finish_response=self.output_processed,
+            request_context=as_request_context(opts.get("request_context")),
         )
 
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from typing import Any
 
 from .._abort import AbortableQueue, AbortSignal
+from .._request_context import RequestContext
 from ..chunks import (
     Chunk,
     ChunkFrom,
@@ -133,6 +134,7 @@ class ToolRunner:
         concurrency: int,
         on_tool_error: ToolErrorMask | None = None,
         approval: ApprovalCheck | None = None,
+        request_context: RequestContext | None = None,
         approved: set[str] | None = None,
         decision: ResumeDecision | None = None,
         restored: Mapping[str, tuple[bool, Any]] | None = None,
@@ -149,6 +151,7 @@ class ToolRunner:
         self.errored = False
         self.results: list[ToolOutcome] = []
         self.approval = approval
+        self.request_context = request_context if request_context is not None else RequestContext()
         self.approved: set[str] = approved if approved is not None else set()
         self.decision = decision
         self.restored = dict(restored or {})
@@ -263,6 +266,7 @@ class ToolRunner:
             writer=ToolWriter(emit, run_id=self.run_id, tool_call_id=call.call_id, tool_name=call.name),
             messages=list(messages),
             resume_data=decision.resume_data if decision is not None else None,
+            request_context=self.request_context,
         )
 
         async def default() -> Any:

@@ -14,6 +14,7 @@ import pydantic
 from pydantic.fields import FieldInfo
 
 from .._abort import AbortSignal
+from .._request_context import RequestContext
 from ..chunks import (
     BaseChunk,
     Chunk,
@@ -123,6 +124,9 @@ class ToolContext:
     resume_data: Any = None
     """What `agent.resume_stream(resume_data, ...)` passed (validated against the tool's
     ``resume_schema``); ``None`` on the first run of the call."""
+    request_context: RequestContext = field(default_factory=RequestContext)
+    """The run's `RequestContext` (``stream(..., request_context=...)``, or what ``chat_route``
+    built from the HTTP request): who is asking, in what tenant."""
 
     @property
     def is_resumed(self) -> bool:
