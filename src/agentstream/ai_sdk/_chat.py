@@ -281,6 +281,7 @@ async def handle_chat_stream(
     max_json_depth: int = 64,
     include_sub_agent_metadata: bool = False,
     owner: str | None = None,
+    request_context: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[UIChunk]:
     """Run agent ``agent_id`` on a ``useChat`` request and return its UI message stream.
 
@@ -313,6 +314,8 @@ async def handle_chat_stream(
     options: dict[str, Any] = {**defaults}
     if abort_signal is not None:
         options["abort_signal"] = abort_signal
+    if request_context is not None:
+        options["request_context"] = request_context
     convert: dict[str, Any] = {
         "version": version,
         "send_start": send_start,

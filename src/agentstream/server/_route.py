@@ -8,8 +8,9 @@ answered as JSON ``{"error": {"name", "message", "path"?}}``. The response is an
 
 from __future__ import annotations
 
+import inspect
 import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -17,6 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from .._abort import AbortController
+from .._request_context import RequestContext, as_request_context
 from ..ai_sdk import (
     MAX_ID_LENGTH,
     AgentRegistry,
@@ -38,6 +40,9 @@ from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import owner_key, principal_stream_owner, stream_owner
 from ._resume import claim, follow, record_response
+
+RequestContextHook = Callable[[Any, object], "Mapping[str, Any] | RequestContext | Awaitable[Mapping[str, Any]]"]
+"""``(request, principal) -> mapping`` (may be async): a run's request context, built on the server."""
 
 __all__ = ["chat_route"]
 
@@ -137,6 +142,7 @@ def chat_route(
     include_sub_agent_metadata: bool = False,
     stream_store: StreamStore | None = None,
     runner: ChatRunner | None = None,
+    request_context: RequestContextHook | None = None,
 ) -> Route:
     """A ``POST`` route answering ``useChat`` with agent ``{agent_id}`` (or the fixed ``agent``).
 
@@ -158,8 +164,18 @@ def chat_route(
     dispatched as a JSON `ChatTurn`, and the answer is that stream, followed. A new answer for the
     chat cancels the previous turn. Callables (``experimental_transform``, ``on_error``,
     ``message_metadata``) and ``default_options`` then belong to the workers' configuration.
+
+    ``request_context(request, principal)`` (may be async) builds each run's `RequestContext`
+    (Mastra's ``requestContext``) on the server, from the authenticated principal and the request:
+    the agent's dynamic fields and its tools read it. A client cannot send one (it would choose
+    its own tenant).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
+    if runner is not None and request_context is not None:
+        raise ValueError(
+            "chat_route: request_context= is not supported with a runner yet (a turn on a worker "
+            "carries JSON only): build the context on the worker side"
+        )
     if runner is not None:
         _check_runner(
             runner, stream_store, default_options, experimental_transform, on_error, message_metadata
@@ -185,6 +201,10 @@ def chat_route(
     async def run(
         request: Request, body: Mapping[str, Any], controller: AbortController, principal: object
     ) -> Any:
+        context = None
+        if request_context is not None:
+            built = request_context(request, principal)
+            context = as_request_context(await built if inspect.isawaitable(built) else built)
         with incoming_trace(request.headers):  # the run's span continues the caller's trace
             return await handle_chat_stream(
                 mastra=mastra,
@@ -204,6 +224,7 @@ def chat_route(
                 allow_system_messages=allow_system_messages,
                 include_sub_agent_metadata=include_sub_agent_metadata,
                 owner=owner_key(principal),
+                request_context=context,
             )
 
     async def start(request: Request) -> Response:
