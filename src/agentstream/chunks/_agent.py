@@ -10,6 +10,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
+import msgspec
+
 from ._base import UNSET, BaseChunk, Payload, ProviderMetadata
 
 __all__ = [
@@ -256,7 +258,9 @@ class Abort(BaseChunk, tag="abort", frozen=True):
     Payload: `AbortPayload`.
     """
 
-    payload: AbortPayload = AbortPayload()
+    # A factory, not a default value: ``omit_defaults`` would drop an equal default, and Mastra
+    # always sends ``"payload": {}``.
+    payload: AbortPayload = msgspec.field(default_factory=AbortPayload)
 
 
 class WatchPayload(Payload, frozen=True):
