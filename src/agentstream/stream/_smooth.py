@@ -612,26 +612,25 @@ class SmoothStream:
         self._used = True
         return self._run(source)
 
+    def _reader(
+        self, source: AsyncIterable[Chunk]
+    ) -> tuple[_QueuedReader | None, Callable[[], Awaitable[Chunk]]]:
+        """With a delay or a lag limit the upstream is read in its own task; without, directly."""
+        if self._delay is None and self._max_lag is None:
+            return None, aiter(source).__anext__
+        reader = _QueuedReader(source)
+        reader.start()
+        return reader, reader.next
+
     async def _run(self, source: AsyncIterable[Chunk]) -> AsyncIterator[Chunk]:
         chunker = self._new_chunker()
         eager = chunker.eager
         buf = _Buffer(chunker)
         delay = self._delay
         sleep = self._sleep
-        max_lag = self._max_lag
         replace = msgspec.structs.replace
-        reader: _QueuedReader | None = None
-        # Lag bookkeeping (max_lag only): (chunker.total after a delta, its arrival time), and the
-        # number of characters emitted so far.
-        arrivals: collections.deque[tuple[int, float]] = collections.deque()
-        emitted = 0
-        loop = asyncio.get_running_loop()
-        if delay is not None or max_lag is not None:
-            reader = _QueuedReader(source)
-            reader.start()
-            next_chunk: Callable[[], Awaitable[Chunk]] = reader.next
-        else:
-            next_chunk = aiter(source).__anext__
+        reader, next_chunk = self._reader(source)
+        lag = None if self._max_lag is None else _Lag(self._max_lag, reader, buf, chunker)
         finished = False
         try:
             while True:
@@ -640,16 +639,13 @@ class SmoothStream:
                 except StopAsyncIteration:
                     break
                 except Exception:
-                    out = buf.flush()
-                    if out is not None:
+                    if (out := buf.flush()) is not None:
                         yield out
                     raise
                 cls = type(chunk)
                 if cls is not TextDelta and cls is not ReasoningDelta and not isinstance(chunk, _TEXT_TYPES):
-                    if buf.last is not None:
-                        out = buf.flush()
-                        if out is not None:
-                            yield out
+                    if buf.last is not None and (out := buf.flush()) is not None:
+                        yield out
                     yield chunk
                     continue
                 delta: Any = chunk
@@ -659,19 +655,17 @@ class SmoothStream:
                     text = payload.text
                 except AttributeError:
                     pid = text = None
-                if type(text) is not str or type(pid) is not str:
-                    error = _malformed(chunk)
-                    if error is not None:
-                        out = buf.flush()
-                        if out is not None:
-                            yield out
-                        raise error
+                if (type(text) is not str or type(pid) is not str) and (
+                    error := _malformed(chunk)
+                ) is not None:
+                    if (out := buf.flush()) is not None:
+                        yield out
+                    raise error
                 if cls is not buf.key_type or pid != buf.key_id:
                     if buf.last is not None:
                         out = buf.flush()
-                        if max_lag is not None:
-                            arrivals.clear()
-                            emitted = chunker.total
+                        if lag is not None:
+                            lag.restart()
                         if out is not None:
                             yield out
                     buf.key_type = cls
@@ -691,64 +685,99 @@ class SmoothStream:
                 if eager:
                     found = chunker.feed(text)
                     if found is None:
-                        if max_lag is not None:
-                            arrivals.append((chunker.total, reader.arrived))  # type: ignore[union-attr]
+                        if lag is not None:
+                            lag.arrived()
                         continue
                     pieces = iter(found)
                 else:
                     chunker.push(text)
                     pieces = iter(chunker.next_piece, None)
-                if max_lag is None:
-                    for piece in pieces:
-                        out = replace(
-                            delta,
-                            payload=replace(payload, text=piece, provider_metadata=provider_metadata),
-                            metadata=metadata,
-                        )
-                        if metadata is not None or provider_metadata is not None:
-                            metadata = provider_metadata = buf.metadata = buf.provider_metadata = None
+                if lag is not None:
+                    lag.arrived()
+                    async for out in lag.pieces(pieces, delta, delay, sleep):
                         yield out
-                        if delay is not None:
-                            await sleep(delay)
                     continue
-                assert reader is not None
-                arrivals.append((chunker.total, reader.arrived))
                 for piece in pieces:
-                    while arrivals and arrivals[0][0] <= emitted:
-                        arrivals.popleft()
-                    lagging = bool(arrivals) and loop.time() - arrivals[0][1] > max_lag
-                    if lagging:
-                        # Catch up: everything the buffer can give now, plus the deltas of the
-                        # same buffer already waiting in the queue, as one piece, no delay.
-                        parts = [piece]
-                        try:
-                            parts.extend(pieces)
-                            parts.extend(self._absorb(reader, buf, chunker, arrivals))
-                        except Exception:
-                            yield self._piece(buf, delta, "".join(parts))
-                            raise
-                        piece = "".join(parts)
-                    emitted += len(piece)
-                    yield self._piece(buf, delta, piece)
-                    if delay is not None and not lagging:
+                    out = replace(
+                        delta,
+                        payload=replace(payload, text=piece, provider_metadata=provider_metadata),
+                        metadata=metadata,
+                    )
+                    if metadata is not None or provider_metadata is not None:
+                        metadata = provider_metadata = buf.metadata = buf.provider_metadata = None
+                    yield out
+                    if delay is not None:
                         await sleep(delay)
             finished = True
-            out = buf.flush()
-            if out is not None:
+            if (out := buf.flush()) is not None:
                 yield out
         finally:
-            if reader is not None:
-                await reader.close()
-            elif not finished:
-                aclose = getattr(source, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            await _close_upstream(reader, source, finished)
 
-    @staticmethod
-    def _absorb(
-        reader: _QueuedReader, buf: _Buffer, chunker: _Chunker, arrivals: collections.deque[tuple[int, float]]
-    ) -> list[str]:
+
+async def _close_upstream(reader: _QueuedReader | None, source: AsyncIterable[Chunk], finished: bool) -> None:
+    """Stop the reader task, or close an upstream the consumer left before its end."""
+    if reader is not None:
+        await reader.close()
+    elif not finished:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class _Lag:
+    """``max_lag_ms``: when the oldest text not yet emitted arrived too long ago, catch up at once.
+
+    ``arrivals`` holds (``chunker.total`` after a delta, its arrival time); ``emitted`` counts the
+    characters emitted since the buffer began."""
+
+    __slots__ = ("arrivals", "buf", "chunker", "emitted", "loop", "max_lag", "reader")
+
+    def __init__(self, max_lag: float, reader: _QueuedReader | None, buf: _Buffer, chunker: _Chunker) -> None:
+        assert reader is not None  # a lag limit always reads through the queue
+        self.max_lag = max_lag
+        self.reader = reader
+        self.buf = buf
+        self.chunker = chunker
+        self.loop = asyncio.get_running_loop()
+        self.arrivals: collections.deque[tuple[int, float]] = collections.deque()
+        self.emitted = 0
+
+    def restart(self) -> None:
+        """A new buffer began: the old one's arrivals no longer count."""
+        self.arrivals.clear()
+        self.emitted = self.chunker.total
+
+    def arrived(self) -> None:
+        self.arrivals.append((self.chunker.total, self.reader.arrived))
+
+    async def pieces(
+        self, pieces: Iterator[str], delta: Any, delay: float | None, sleep: Sleep
+    ) -> AsyncIterator[Chunk]:
+        arrivals = self.arrivals
+        for piece in pieces:
+            while arrivals and arrivals[0][0] <= self.emitted:
+                arrivals.popleft()
+            lagging = bool(arrivals) and self.loop.time() - arrivals[0][1] > self.max_lag
+            if lagging:
+                # Catch up: everything the buffer can give now, plus the deltas of the same
+                # buffer already waiting in the queue, as one piece, no delay.
+                parts = [piece]
+                try:
+                    parts.extend(pieces)
+                    parts.extend(self._absorb())
+                except Exception:
+                    yield self._piece(delta, "".join(parts))
+                    raise
+                piece = "".join(parts)
+            self.emitted += len(piece)
+            yield self._piece(delta, piece)
+            if delay is not None and not lagging:
+                await sleep(delay)
+
+    def _absorb(self) -> list[str]:
         """Feed the queued deltas of the current buffer now; every piece they complete."""
+        buf, chunker, reader = self.buf, self.chunker, self.reader
         parts: list[str] = []
         while (delta := reader.take_if_same(buf.key_type, buf.key_id)) is not None:
             buf.last = delta
@@ -761,12 +790,11 @@ class SmoothStream:
             else:
                 chunker.push(delta.payload.text)
                 parts.extend(iter(chunker.next_piece, None))
-            arrivals.append((chunker.total, reader.arrived))
+            self.arrived()
         return parts
 
-    @staticmethod
-    def _piece(buf: _Buffer, delta: Any, text: str) -> Chunk:
-        out = buf.piece(text)
+    def _piece(self, delta: Any, text: str) -> Chunk:
+        out = self.buf.piece(text)
         assert out is not None
         return out
 
