@@ -344,7 +344,7 @@ async def _check_results(output: Any, raw_results: dict[str, Any], skip: dict[st
         for i, (exp_step, step) in enumerate(zip(results.get("steps", []), steps, strict=False)):
             assert step.finish_reason == exp_step["finishReason"], f"steps[{i}]"
             assert step.text == exp_step["text"], f"steps[{i}]"
-            assert step.usage == exp_step["usage"], f"steps[{i}]"
+            assert step.usage.to_wire() == exp_step["usage"], f"steps[{i}]"
             _matches(exp_step["toolCalls"], to_jsonable(step.tool_calls), f"steps[{i}].toolCalls")
             _matches(exp_step["toolResults"], to_jsonable(step.tool_results), f"steps[{i}].toolResults")
 

@@ -205,6 +205,10 @@ def _enc_hook(value: Any) -> Any:
         return value.raw
     if isinstance(value, (set, frozenset)):
         return list(value)
+    # Typed results (``Usage``) know their wire JSON; duck-typed so chunks need not import them.
+    to_wire = getattr(type(value), "to_wire", None)
+    if callable(to_wire):
+        return to_wire(value)
     # Tool results and task payloads may be pydantic models; duck-typed so chunks need no pydantic.
     dump = getattr(value, "model_dump", None)
     if callable(dump):

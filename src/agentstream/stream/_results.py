@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..chunks import File, Source, ToolCall, ToolResult
+from ._usage import Usage
 
 __all__ = [
     "AbortEvent",
@@ -20,8 +21,6 @@ __all__ = [
     "final_usage",
     "total_usage",
 ]
-
-Usage = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -55,53 +54,35 @@ class TripwireInfo:
         return out
 
 
-"""``LanguageModelUsage`` as on the wire: ``inputTokens``, ``outputTokens``, ``totalTokens``,
-``reasoningTokens``, ``cachedInputTokens``, ... (absent when unknown) and ``raw``."""
-
-_SUMMED = (
-    "inputTokens",
-    "outputTokens",
-    "totalTokens",
-    "reasoningTokens",
-    "cachedInputTokens",
-    "cacheCreationInputTokens",
-    "cacheCreationInputTokens5m",
-    "cacheCreationInputTokens1h",
-)
-
-
-def add_usage(total: Usage, step: Usage | None) -> None:
-    """Add one step's usage into ``total``: each field only when defined; ``raw`` is the latest."""
-    if not step:
-        return
-    for key in _SUMMED:
-        value = step.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            total[key] = total.get(key, 0) + value
-    if "raw" in step:
-        total["raw"] = step["raw"]
+def add_usage(total: Usage, step: Usage | Mapping[str, Any] | None) -> Usage:
+    """``total`` plus one step's usage: each count only where the step has it; ``raw`` is the later one."""
+    if step is None:
+        return total
+    return total + (step if isinstance(step, Usage) else Usage.from_wire(step))
 
 
 def total_usage(usage: Usage) -> Usage:
-    """``totalUsage``: like ``usage`` with ``totalTokens`` = input + output + reasoning when unknown."""
-    out = dict(usage)
-    if "totalTokens" not in out:
-        out["totalTokens"] = (
-            out.get("inputTokens", 0) + out.get("outputTokens", 0) + out.get("reasoningTokens", 0)
-        )
-    return out
+    """``totalUsage``: like ``usage`` with ``total_tokens`` = input + output + reasoning when unknown."""
+    return usage.with_total()
 
 
-def final_usage(usage: Usage) -> Usage:
-    """The aggregate written over the final ``finish`` chunk's usage (missing counts become 0)."""
-    out: Usage = {
-        "inputTokens": usage.get("inputTokens", 0),
-        "outputTokens": usage.get("outputTokens", 0),
-        "totalTokens": usage.get("totalTokens", 0),
+def final_usage(usage: Usage) -> dict[str, Any]:
+    """The aggregate written over the final ``finish`` chunk's usage, as on the wire (missing counts
+    become 0; the cache-creation splits are not part of it)."""
+    out: dict[str, Any] = {
+        "inputTokens": usage.input_tokens or 0,
+        "outputTokens": usage.output_tokens or 0,
+        "totalTokens": usage.total_tokens or 0,
     }
-    for key in ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens", "raw"):
-        if key in usage:
-            out[key] = usage[key]
+    for key, value in (
+        ("reasoningTokens", usage.reasoning_tokens),
+        ("cachedInputTokens", usage.cached_input_tokens),
+        ("cacheCreationInputTokens", usage.cache_creation_input_tokens),
+    ):
+        if value is not None:
+            out[key] = value
+    if usage.has_raw:
+        out["raw"] = usage.raw
     return out
 
 
@@ -218,4 +199,5 @@ class FullOutput:
     tripwire: TripwireInfo | None
     run_id: str
     suspend_payload: Any = None
-    resume_schema: str | None = None
+    resume_schema: dict[str, Any] | None = None
+    """The JSON Schema of the data that resumes a suspended run (the chunk carries it as a string)."""
