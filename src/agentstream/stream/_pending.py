@@ -12,7 +12,7 @@ from ._promise import Delayed
 from ._results import StepResult
 from ._usage import Usage
 
-__all__ = ["PendingResults", "UnresolvedResultError", "resume_schema_dict"]
+__all__ = ["AwaitableResults", "PendingResults", "UnresolvedResultError", "resume_schema_dict"]
 
 
 class UnresolvedResultError(RuntimeError):
@@ -109,3 +109,107 @@ class PendingResults:
             delayed.reject(
                 UnresolvedResultError(f"result '{name}' was not resolved or rejected when stream finished")
             )
+
+
+class AwaitableResults:
+    """The typed result properties of `ModelOutput` (each a `Delayed` of `PendingResults`)."""
+
+    _results: PendingResults
+    _has_structured_output: bool
+    _error: BaseException | None
+
+    @property
+    def text(self) -> Delayed[str]:
+        """Awaitable: the run's text (spec §3.4 rules)."""
+        return self._results.text
+
+    @property
+    def reasoning(self) -> Delayed[list[dict[str, Any]]]:
+        """Awaitable: reasoning details."""
+        return self._results.reasoning
+
+    @property
+    def reasoning_text(self) -> Delayed[str | None]:
+        """Awaitable: all reasoning text, or ``None``."""
+        return self._results.reasoning_text
+
+    @property
+    def sources(self) -> Delayed[list[Source]]:
+        """Awaitable: the ``source`` chunks."""
+        return self._results.sources
+
+    @property
+    def files(self) -> Delayed[list[File]]:
+        """Awaitable: the ``file`` chunks."""
+        return self._results.files
+
+    @property
+    def tool_calls(self) -> Delayed[list[ToolCall]]:
+        """Awaitable: the ``tool-call`` chunks."""
+        return self._results.tool_calls
+
+    @property
+    def tool_results(self) -> Delayed[list[ToolResult]]:
+        """Awaitable: the ``tool-result`` chunks."""
+        return self._results.tool_results
+
+    @property
+    def steps(self) -> Delayed[list[StepResult]]:
+        """Awaitable: one `StepResult` per step."""
+        return self._results.steps
+
+    @property
+    def usage(self) -> Delayed[Usage]:
+        """Awaitable: usage summed over the steps (`Usage`: ``input_tokens``, ``output_tokens``, ...)."""
+        return self._results.usage
+
+    @property
+    def total_usage(self) -> Delayed[Usage]:
+        """Awaitable: total usage (``total_tokens`` filled in when the provider did not give it)."""
+        return self._results.total_usage
+
+    @property
+    def finish_reason(self) -> Delayed[str | None]:
+        """Awaitable: the run's finish reason."""
+        return self._results.finish_reason
+
+    @property
+    def warnings(self) -> Delayed[list[Any]]:
+        """Awaitable: provider warnings."""
+        return self._results.warnings
+
+    @property
+    def provider_metadata(self) -> Delayed[dict[str, Any] | None]:
+        """Awaitable: the last step's provider metadata."""
+        return self._results.provider_metadata
+
+    @property
+    def response(self) -> Delayed[dict[str, Any]]:
+        """Awaitable: response metadata."""
+        return self._results.response
+
+    @property
+    def request(self) -> Delayed[dict[str, Any]]:
+        """Awaitable: the last request."""
+        return self._results.request
+
+    @property
+    def object(self) -> Delayed[Any]:
+        """Awaitable: the structured output; ``None`` at once when the run has no schema (and no error)."""
+        delayed = self._results.object
+        if not self._has_structured_output and self._error is None:
+            delayed.resolve(None)
+        return delayed
+
+    @property
+    def suspend_payload(self) -> Delayed[Any]:
+        """Awaitable: the payload of the chunk that suspended the run (Mastra's ``suspendPayload``): a
+        `ToolCallApprovalPayload` or `ToolCallSuspendedPayload` (``tool_call_id``, ``tool_name``,
+        ``args``, ``suspend_payload``, ``resume_schema``); ``None`` when the run did not suspend."""
+        return self._results.suspend_payload
+
+    @property
+    def resume_schema(self) -> Delayed[dict[str, Any] | None]:
+        """Awaitable: the JSON Schema (a dict) of the data that resumes the run (``None`` when it did
+        not suspend, or the suspended tool declares no ``resume_schema``)."""
+        return self._results.resume_schema
