@@ -276,7 +276,7 @@ async def test_on_suspended_gets_the_state_before_the_chunk_is_delivered() -> No
     await collect(output)
     assert seen_then == [3]  # the suspension chunk was not in the log yet
     (state,) = states
-    assert state["text"] == {"text": "ab", "stepText": "b"}
+    assert state["text"] == {"text": "a", "stepText": "b"}  # the settled text, and the step in flight
     assert state["usage"] == {"inputTokens": 3} and len(state["steps"]) == 1
 
 

@@ -22,6 +22,7 @@ import msgspec
 from ..chunks import (
     Chunk,
     File,
+    Goal,
     ObjectResult,
     ReasoningDelta,
     ReasoningEnd,
@@ -46,8 +47,11 @@ __all__ = ["LogText", "ReasoningEntry", "RunAccumulator", "StepBuffers", "decode
 class LogText:
     """The run's text and the step's text, read from the log's ``text-delta`` chunks.
 
-    ``prior`` / ``prior_step`` are the text of earlier legs of a resumed run; ``dropped`` the log
-    ranges of steps a processor rejected (their text is no part of the answer)."""
+    ``prior`` is the text of the finished steps of earlier legs of a resumed run, ``prior_step``
+    what the step in flight streamed in the earlier leg (it is part of the run's text once the step
+    finishes, unless a processor rejects the step); ``dropped`` holds the log ranges of rejected
+    steps (their text is no part of the answer); ``replay_start`` is where the run's text begins
+    after a goal judge restarted the run."""
 
     __slots__ = ("dropped", "log", "prior", "prior_step", "replay_start", "step_start")
 
@@ -62,19 +66,45 @@ class LogText:
     def run(self, *, dropped: bool = False) -> str:
         """The text of the run; with ``dropped`` also that of steps a processor rejected."""
         log = self.log
+        head = self.prior + (self.prior_step if self.replay_start == 0 else "")
         if dropped or not self.dropped:
-            return self.prior + _joined(log, self.replay_start, len(log))
-        parts, start = [], self.replay_start
+            return head + _joined(log, self.replay_start, len(log))
+        parts, start = [head], self.replay_start
         for begin, end in self.dropped:
             if end > start:
                 parts.append(_joined(log, start, begin))
                 start = end
         parts.append(_joined(log, start, len(log)))
-        return self.prior + "".join(parts)
+        return "".join(parts)
 
     def step(self) -> str:
         """The text the step in flight has streamed so far."""
         return self.prior_step + _joined(self.log, self.step_start, len(self.log))
+
+    def before_step(self) -> str:
+        """The run's text without the step in flight (what is settled)."""
+        text = self.run()
+        in_flight = (self.prior_step if self.replay_start == 0 else "") + _joined(
+            self.log, max(self.step_start, self.replay_start), len(self.log)
+        )
+        return text[: len(text) - len(in_flight)]
+
+    def drop_step(self) -> None:
+        """A processor rejected the step in flight: its text is no part of the run's."""
+        self.dropped.append((self.step_start, len(self.log)))
+        self.prior_step = ""
+
+    def close_step(self, log_length: int) -> None:
+        """The step in flight finished; the next one starts at ``log_length``."""
+        if self.replay_start == 0:
+            self.prior += self.prior_step
+        self.prior_step = ""
+        self.step_start = log_length
+
+    def restart(self, log_length: int) -> None:
+        """A goal judge restarted the run: its text begins at ``log_length``."""
+        self.replay_start = log_length
+        self.prior = ""
 
 
 def _joined(log: list[Chunk], start: int, end: int) -> str:
@@ -296,7 +326,7 @@ class RunAccumulator:
         trip_data = last_meta.get("tripwire") if isinstance(last_meta, dict) else None
         tripwire = TripwireInfo.from_data(trip_data) if isinstance(trip_data, dict) else None
         if tripwire is not None:
-            self.text.dropped.append((self.text.step_start, len(self.text.log)))
+            self.text.drop_step()
         response = {
             "id": payload.id or metadata.get("id") or "",
             "timestamp": metadata.get("timestamp"),
@@ -330,18 +360,26 @@ class RunAccumulator:
 
     def close_step(self, result: StepResult, log_length: int) -> bool:
         """Record the finished step; the next one starts at ``log_length``. Whether the run so far
-        must now be forgotten (a goal judge sent the run round again during this step)."""
+        was forgotten now (a goal judge sent the run round again during this step)."""
         self.steps.append(result)
         self.step = StepBuffers()
-        self.text.prior_step = ""
-        self.text.step_start = log_length
+        self.text.close_step(log_length)
         restart, self.truncate_at_step_finish = self.truncate_at_step_finish, False
+        if restart:
+            self.restart(log_length)
         return restart
+
+    def fold_goal(self, chunk: Goal, log_length: int) -> bool:
+        """Whether the goal judge sent the run round again (the run so far then starts over at
+        ``log_length``, and the step in flight is dropped when it finishes)."""
+        if chunk.payload.should_continue is not True:
+            return False
+        self.restart(log_length, at_step_finish=True)
+        return True
 
     def restart(self, log_length: int, *, at_step_finish: bool = False) -> None:
         """Forget the run so far for replay and results (Mastra keeps usage, per-step state, object)."""
-        self.text.replay_start = log_length
-        self.text.prior = ""
+        self.text.restart(log_length)
         self.steps.clear()
         self.reasoning.clear()
         self.sources.clear()
@@ -401,7 +439,7 @@ def _step_content(step: StepBuffers, text: str) -> list[dict[str, Any]]:
 
 def _state_enc_hook(value: Any) -> Any:
     if isinstance(value, LogText):
-        return {"text": value.run(), "stepText": value.step()}
+        return {"text": value.before_step(), "stepText": value.step()}
     if isinstance(value, Usage):
         return value.to_wire()
     return _enc_hook(value)

@@ -361,14 +361,9 @@ class ModelOutput(AwaitableResults, ChunkLog):
 
     async def _on_goal(self, chunk: Goal) -> None:
         self._emit(chunk)
-        if chunk.payload.should_continue is True:
-            # The goal judge sent the run round again: what came before is no longer the answer.
-            # New consumers replay from here; the step in flight is dropped when it finishes.
-            self._restart(at_step_finish=True)
-
-    def _restart(self, *, at_step_finish: bool = False) -> None:
-        self._replay_start = len(self._log)
-        self._acc.restart(self._replay_start, at_step_finish=at_step_finish)
+        if self._acc.fold_goal(chunk, len(self._log)):
+            # The goal judge sent the run round again: new consumers replay from here.
+            self._replay_start = len(self._log)
 
     # ---------------------------------------------------------------- chunks with callbacks or endings
 
@@ -404,7 +399,7 @@ class ModelOutput(AwaitableResults, ChunkLog):
         await self._call(self._cb_step_finish, result)
         self._emit(chunk)
         if acc.close_step(result, len(self._log)):
-            self._restart()
+            self._replay_start = len(self._log)
 
     async def _on_tripwire(self, chunk: Tripwire) -> Any:
         p = chunk.payload
