@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..chunks import File, Source, ToolCall, ToolResult
+from ..chunks import File, Source, ToolCall, ToolResult, to_jsonable
 from ._usage import Usage
 
 __all__ = [
@@ -86,6 +86,32 @@ def final_usage(usage: Usage) -> dict[str, Any]:
     return out
 
 
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _wire(record: Any, *extra: str) -> dict[str, Any]:
+    """A result record as Mastra's JSON: camelCase keys, ``None`` left out (absent, never null),
+    chunks, usage, steps and tripwires in their own wire form; ``extra`` names properties to add."""
+    return {
+        _camel(name): _wire_value(value)
+        for name in (*(f.name for f in fields(record)), *extra)
+        if (value := getattr(record, name)) is not None
+    }
+
+
+def _wire_value(value: Any) -> Any:
+    # msgspec would write a nested dataclass by its snake_case field names: these go first.
+    if isinstance(value, TripwireInfo):
+        return value.to_dict()
+    if isinstance(value, (StepResult, FinishEvent)):
+        return value.to_wire()
+    if isinstance(value, list):
+        return [_wire_value(v) for v in value]
+    return to_jsonable(value)
+
+
 @dataclass(frozen=True, kw_only=True)
 class StepResult:
     """One model call and its tools (Mastra's ``LLMStepResult``), passed to ``on_step_finish``."""
@@ -129,6 +155,12 @@ class StepResult:
         """The step's results of dynamic tools (`payload.dynamic` set)."""
         return [r for r in self.tool_results if r.payload.dynamic is True]
 
+    def to_wire(self) -> dict[str, Any]:
+        """Mastra's JSON of the step (``stepType``, ``finishReason``, ``toolCalls``, ``usage``, ...)."""
+        return _wire(
+            self, "static_tool_calls", "dynamic_tool_calls", "static_tool_results", "dynamic_tool_results"
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class FinishEvent:
@@ -157,6 +189,10 @@ class FinishEvent:
     """``"tool-call-suspended"`` or ``"tool-call-approval"`` when the run suspended."""
     tool_name: str | None = None
     tool_call_id: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """Mastra's JSON of the event (``finishReason``, ``totalUsage``, ``steps``, ...)."""
+        return _wire(self)
 
 
 @dataclass(frozen=True, kw_only=True)
