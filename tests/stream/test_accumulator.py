@@ -158,3 +158,15 @@ def test_restore_state_names_a_state_it_cannot_read() -> None:
     output = ModelOutput(_source([]), run_id=R)
     with pytest.raises(ValueError, match=r"restore_state: not a state written by serialize_state\(\).*steps"):
         output.restore_state({"steps": "not a list"})
+
+
+async def test_a_state_written_by_the_old_serialize_state_still_resumes() -> None:
+    # tests/data/legacy-output-state.json: serialize_state() of the hand-written format (before the
+    # accumulator) after chunk ``cut`` of a recorded run. A run suspended before an upgrade resumes.
+    legacy = json.loads((Path(__file__).parents[1] / "data" / "legacy-output-state.json").read_text())
+    assert isinstance(legacy["state"]["text"], str)  # the old format indeed
+    chunks = _vector_chunks(next(p for p in vector_files("agent") if p.stem == legacy["vector"]))
+    whole = await _results(ModelOutput(_source(chunks), run_id=R))
+    resumed = ModelOutput(_source(chunks[legacy["cut"] :]), run_id=R)
+    resumed.restore_state(legacy["state"])
+    assert await _results(resumed) == whole

@@ -460,8 +460,52 @@ def encode_state(accumulator: RunAccumulator) -> dict[str, Any]:
 
 
 def decode_state(data: Mapping[str, Any]) -> RunAccumulator:
-    """The accumulator `encode_state` wrote, to continue a run in a later leg (with a new, empty log)."""
+    """The accumulator `encode_state` wrote, to continue a run in a later leg (with a new, empty log).
+
+    A state written before the accumulator existed (``text`` a string, camelCase keys) is read too,
+    so that a run suspended before an upgrade resumes after it."""
+    if isinstance(data.get("text"), str):
+        data = _from_legacy(data)
     try:
         return msgspec.convert(data, RunAccumulator, dec_hook=_state_dec_hook)
     except msgspec.ValidationError as exc:
         raise ValueError(f"restore_state: not a state written by serialize_state(): {exc}") from None
+
+
+def _from_legacy(state: Mapping[str, Any]) -> dict[str, Any]:
+    """The hand-written ``serialize_state`` format of agentstream <= 0.x, as `encode_state` writes it."""
+
+    def reasoning(items: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            str(e["id"]): {
+                "id": e["id"],
+                "text": [e.get("text", "")],
+                "provider_metadata": e.get("providerMetadata"),
+            }
+            for e in items
+        }
+
+    def buffers(part: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "reasoning": reasoning(part.get("reasoning") or []),
+            "sources": part.get("sources") or [],
+            "files": part.get("files") or [],
+            "tool_calls": part.get("toolCalls") or [],
+            "tool_results": part.get("toolResults") or [],
+        }
+
+    text, step_text = str(state.get("text", "")), str(state.get("stepText", ""))
+    settled = text[: len(text) - len(step_text)] if step_text and text.endswith(step_text) else text
+    run = buffers(state)
+    return {
+        **{k: v for k, v in run.items()},
+        "steps": state.get("steps") or [],
+        "text": {"text": settled, "stepText": step_text},
+        "step": buffers(state.get("step") or {}),
+        "warnings": state.get("warnings") or [],
+        "request": state.get("request") or {},
+        "response": state.get("response") or {},
+        "usage": state.get("usage") or {},
+        "provider_metadata": state.get("providerMetadata"),
+        "was_suspended": bool(state.get("wasSuspended", True)),
+    }
