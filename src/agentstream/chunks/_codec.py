@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from . import _agent, _network, _workflow
+from . import _agent, _agent_control, _agent_tools, _network, _workflow
 from ._base import UNSET, BaseChunk, ChunkFrom, Payload
 from ._data import DataChunk, NetworkEventChunk, UnknownChunk
 from ._errors import ChunkDecodeError, from_validation_message
@@ -35,7 +35,7 @@ Chunk = BaseChunk | DataChunk | NetworkEventChunk | UnknownChunk
 
 def _all_chunk_classes() -> dict[str, type[BaseChunk]]:
     registry: dict[str, type[BaseChunk]] = {}
-    for module in (_agent, _workflow, _network):
+    for module in (_agent, _agent_tools, _agent_control, _workflow, _network):
         for name in module.__all__:
             cls = getattr(module, name)
             if isinstance(cls, type) and issubclass(cls, BaseChunk):
