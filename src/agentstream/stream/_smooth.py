@@ -328,8 +328,13 @@ class SmoothStream:
                     pieces = iter(chunker.next_piece, None)
                 if lag is not None:
                     lag.arrived()
-                    async for out in lag.pieces(pieces, delta, delay, sleep):
+                    for piece in pieces:
+                        out, lagging, failed = lag.piece(piece, pieces, delta)
                         yield out
+                        if failed is not None:
+                            raise failed
+                        if delay is not None and not lagging:
+                            await sleep(delay)
                     continue
                 for piece in pieces:
                     out = replace(
@@ -385,34 +390,31 @@ class _Lag:
     def arrived(self) -> None:
         self.arrivals.append((self.chunker.total, self.reader.arrived))
 
-    async def pieces(
-        self, pieces: Iterator[str], delta: Any, delay: float | None, sleep: Sleep
-    ) -> AsyncIterator[Chunk]:
-        arrivals = self.arrivals
-        for piece in pieces:
-            while arrivals and arrivals[0][0] <= self.emitted:
-                arrivals.popleft()
-            lagging = bool(arrivals) and self.loop.time() - arrivals[0][1] > self.max_lag
-            if lagging:
-                # Catch up: everything the buffer can give now, plus the deltas of the same
-                # buffer already waiting in the queue, as one piece, no delay.
-                parts = [piece]
-                try:
-                    parts.extend(pieces)
-                    parts.extend(self._absorb())
-                except Exception:
-                    yield self._piece(delta, "".join(parts))
-                    raise
-                piece = "".join(parts)
-            self.emitted += len(piece)
-            yield self._piece(delta, piece)
-            if delay is not None and not lagging:
-                await sleep(delay)
+    def piece(self, piece: str, pieces: Iterator[str], delta: Any) -> tuple[Chunk, bool, Exception | None]:
+        """The chunk to emit for ``piece``, whether the view was lagging (no delay then), and the
+        error the catch-up hit (raise it after emitting what was caught up).
 
-    def _absorb(self) -> list[str]:
-        """Feed the queued deltas of the current buffer now; every piece they complete."""
+        Lagging: everything the buffer can give now, plus the deltas of the same buffer already
+        waiting in the queue, go out as one piece."""
+        arrivals = self.arrivals
+        while arrivals and arrivals[0][0] <= self.emitted:
+            arrivals.popleft()
+        lagging = bool(arrivals) and self.loop.time() - arrivals[0][1] > self.max_lag
+        error: Exception | None = None
+        if lagging:
+            parts = [piece]
+            try:
+                parts.extend(pieces)
+                self._absorb(parts)  # into ``parts``: what it cut before a failure still goes out
+            except Exception as exc:
+                error = exc
+            piece = "".join(parts)
+        self.emitted += len(piece)
+        return self._piece(delta, piece), lagging, error
+
+    def _absorb(self, parts: list[str]) -> None:
+        """Feed the queued deltas of the current buffer now; every piece they complete goes to ``parts``."""
         buf, chunker, reader = self.buf, self.chunker, self.reader
-        parts: list[str] = []
         while (delta := reader.take_if_same(buf.key_type, buf.key_id)) is not None:
             buf.last = delta
             if delta.metadata is not None:
@@ -425,7 +427,6 @@ class _Lag:
                 chunker.push(delta.payload.text)
                 parts.extend(iter(chunker.next_piece, None))
             self.arrived()
-        return parts
 
     def _piece(self, delta: Any, text: str) -> Chunk:
         out = self.buf.piece(text)
