@@ -207,23 +207,28 @@ class RunAccumulator:
         return self.object if self.has_object else None
 
     # ---------------------------------------------------------------- folding
+    # Each fold returns what to emit: the chunk itself unless it says otherwise.
 
-    def fold_source(self, chunk: Source) -> None:
+    def fold_source(self, chunk: Source) -> Source:
         """A ``source`` chunk: one more source of the run and of the step."""
         self.sources.append(chunk)
         self.step.sources.append(chunk)
+        return chunk
 
-    def fold_file(self, chunk: File) -> None:
+    def fold_file(self, chunk: File) -> File:
         """A ``file`` chunk: one more file of the run and of the step."""
         self.files.append(chunk)
         self.step.files.append(chunk)
+        return chunk
 
     def fold_object_result(self, chunk: ObjectResult) -> None:
         """The structured output (and whether it is the configured fallback value)."""
         self.object, self.has_object = chunk.object, True
         self.used_fallback_value = bool(chunk.metadata and chunk.metadata.get("fallback") is True)
 
-    def fold_reasoning(self, chunk: ReasoningStart | ReasoningDelta | ReasoningEnd) -> None:
+    def fold_reasoning(
+        self, chunk: ReasoningStart | ReasoningDelta | ReasoningEnd
+    ) -> ReasoningStart | ReasoningDelta | ReasoningEnd:
         """A reasoning chunk: its block's text and provider metadata, for the run and the step."""
         payload = chunk.payload
         for details in (self.reasoning, self.step.reasoning):
@@ -234,11 +239,13 @@ class RunAccumulator:
                 entry.provider_metadata = payload.provider_metadata
             if type(chunk) is ReasoningDelta:
                 entry.text.append(chunk.payload.text)
+        return chunk
 
-    def fold_tool_input_start(self, chunk: ToolCallInputStreamingStart) -> None:
+    def fold_tool_input_start(self, chunk: ToolCallInputStreamingStart) -> ToolCallInputStreamingStart:
         """A tool input stream begins: its deltas are collected until its end."""
         self.tool_inputs[chunk.payload.tool_call_id] = chunk
         self.tool_args[chunk.payload.tool_call_id] = []
+        return chunk
 
     def fold_tool_delta(self, chunk: ToolCallDelta) -> ToolCallDelta:
         """The delta to emit: with the tool name of its input stream when the provider left it out."""
@@ -301,10 +308,11 @@ class RunAccumulator:
         self.step.tool_calls.append(chunk)
         return True
 
-    def fold_tool_result(self, chunk: ToolResult) -> None:
+    def fold_tool_result(self, chunk: ToolResult) -> ToolResult:
         """A ``tool-result``: one more result of the run and of the step."""
         self.tool_results.append(chunk)
         self.step.tool_results.append(chunk)
+        return chunk
 
     def fold_step_start(self, request: dict[str, Any]) -> None:
         """A step starts: its request is the latest."""

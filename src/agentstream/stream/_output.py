@@ -306,6 +306,12 @@ class ModelOutput(AwaitableResults, ChunkLog):
                     if self._changed is not None:
                         self._wake()
                     continue
+                fold = _FOLDS.get(kind)
+                if fold is not None:  # folded with no side effect: no coroutine per chunk
+                    append(fold(self._acc, chunk))
+                    if self._changed is not None:
+                        self._wake()
+                    continue
                 handler = _HANDLERS.get(kind)
                 if handler is None:
                     self._emit(chunk)
@@ -329,10 +335,6 @@ class ModelOutput(AwaitableResults, ChunkLog):
 
     # ---------------------------------------------------------------- chunks with no side effect
 
-    async def _on_pure(self, chunk: Any) -> None:
-        _FOLDS[type(chunk)](self._acc, chunk)
-        self._emit(chunk)
-
     async def _on_raw(self, chunk: Raw) -> None:
         if self._include_raw:
             self._emit(chunk)
@@ -341,9 +343,6 @@ class ModelOutput(AwaitableResults, ChunkLog):
         self._acc.fold_object_result(chunk)
         self._results.object.resolve(chunk.object)
         self._emit(chunk)
-
-    async def _on_tool_delta(self, chunk: ToolCallDelta) -> None:
-        self._emit(self._acc.fold_tool_delta(chunk))
 
     async def _on_tool_input_end(self, chunk: ToolCallInputStreamingEnd) -> None:
         self._emit(chunk)
@@ -530,7 +529,7 @@ async def _aclose(source: object) -> None:
 
 _STOP = object()
 
-_FOLDS: dict[type[Any], Callable[[RunAccumulator, Any], None]] = {
+_FOLDS: dict[type[Any], Callable[[RunAccumulator, Any], Chunk]] = {
     Source: RunAccumulator.fold_source,
     File: RunAccumulator.fold_file,
     ToolCallInputStreamingStart: RunAccumulator.fold_tool_input_start,
@@ -538,17 +537,16 @@ _FOLDS: dict[type[Any], Callable[[RunAccumulator, Any], None]] = {
     ReasoningStart: RunAccumulator.fold_reasoning,
     ReasoningDelta: RunAccumulator.fold_reasoning,
     ReasoningEnd: RunAccumulator.fold_reasoning,
+    ToolCallDelta: RunAccumulator.fold_tool_delta,
 }
-"""Chunks the accumulator folds and the facade emits unchanged."""
+"""Chunks the accumulator folds with no callback or ending: the facade emits what the fold returns."""
 
 _HANDLERS: dict[type[Any], Callable[[ModelOutput, Any], Awaitable[object]]] = {
-    **dict.fromkeys(_FOLDS, ModelOutput._on_pure),
     ToolCallSuspended: ModelOutput._on_suspend,
     ToolCallApproval: ModelOutput._on_suspend,
     Abort: ModelOutput._on_abort_chunk,
     Raw: ModelOutput._on_raw,
     ObjectResult: ModelOutput._on_object_result,
-    ToolCallDelta: ModelOutput._on_tool_delta,
     ToolCallInputStreamingEnd: ModelOutput._on_tool_input_end,
     ToolCall: ModelOutput._on_tool_call,
     StepStart: ModelOutput._on_step_start,

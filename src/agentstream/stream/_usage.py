@@ -97,6 +97,17 @@ class Usage:
         object.__setattr__(self, "_raw", raw)
         object.__setattr__(self, "extra", dict(extra) if extra else {})
 
+    @classmethod
+    def _trusted(cls, counts: Mapping[str, int | None], raw: Any, extra: Mapping[str, Any]) -> Usage:
+        """Without the checks of ``__init__``: for counts this module has checked already."""
+        usage = object.__new__(cls)
+        setattr_ = object.__setattr__
+        for name, _ in _FIELDS:
+            setattr_(usage, name, counts.get(name))
+        setattr_(usage, "_raw", raw)
+        setattr_(usage, "extra", extra)
+        return usage
+
     @property
     def raw(self) -> Any:
         """The provider's usage as it sent it, or ``None`` when there is none."""
@@ -132,7 +143,7 @@ class Usage:
                 raw = value
             else:
                 extra[key] = value
-        return cls(**counts, raw=raw, extra=extra)
+        return cls._trusted(counts, raw, extra)
 
     def to_wire(self) -> dict[str, Any]:
         """Mastra's JSON: camelCase keys, unknown counts absent, ``raw`` last."""
@@ -158,7 +169,7 @@ class Usage:
             mine, theirs = getattr(self, name), getattr(other, name)
             counts[name] = mine if theirs is None else (mine or 0) + theirs
         raw = other._raw if other._raw is not _UNSET else self._raw
-        return Usage(**counts, raw=raw, extra=self.extra)
+        return Usage._trusted(counts, raw, self.extra)
 
     def with_total(self) -> Usage:
         """Mastra's ``totalUsage``: ``total_tokens`` = input + output + reasoning when it is unknown."""
