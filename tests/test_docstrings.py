@@ -108,7 +108,7 @@ def test_the_walk_reaches_every_kind_of_public_object() -> None:
     # a protocol's methods, awaitable properties, chunk classes, lazily exported and test-double names
     for expected in (
         "agentstream.storage._base.Storage.list_tasks",
-        "agentstream.stream._output.ModelOutput.text",
+        "agentstream.stream._pending.AwaitableResults.text",
         "agentstream.chunks._agent.TextDelta",
         "agentstream.storage.postgres.PostgresStore",
         "agentstream.background._agent_integration.stream_until_idle",

@@ -92,7 +92,9 @@ async def main(target: str, leg: str, result_path: str) -> None:
             "prompts": [call.prompt for call in model.calls],
         }
         if output.error is None:
-            result.update(steps=len(await output.steps), usage=await output.usage, text=await output.text)
+            result.update(
+                steps=len(await output.steps), usage=(await output.usage).to_wire(), text=await output.text
+            )
     with open(result_path, "w", encoding="utf-8") as f:
         json.dump(result, f, default=str)
 

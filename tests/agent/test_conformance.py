@@ -438,9 +438,21 @@ async def _check_results(output: Any, raw_results: dict[str, Any], skip: dict[st
         for i, (exp_step, step) in enumerate(zip(results.get("steps", []), steps, strict=False)):
             assert step.finish_reason == exp_step["finishReason"], f"steps[{i}]"
             assert step.text == exp_step["text"], f"steps[{i}]"
-            assert step.usage == exp_step["usage"], f"steps[{i}]"
+            assert step.usage.to_wire() == exp_step["usage"], f"steps[{i}]"
             _matches(exp_step["toolCalls"], to_jsonable(step.tool_calls), f"steps[{i}].toolCalls")
             _matches(exp_step["toolResults"], to_jsonable(step.tool_results), f"steps[{i}].toolResults")
+            wire = step.to_wire()  # the typed step's own JSON: Mastra's keys and values
+            for key in (
+                "stepType",
+                "finishReason",
+                "text",
+                "reasoningText",
+                "toolCalls",
+                "toolResults",
+                "usage",
+            ):
+                if key in exp_step:
+                    _matches(to_wire(exp_step[key]), wire[key], f"steps[{i}].to_wire().{key}")
 
 
 def _check_callbacks(cbs: dict[str, Any], calls: dict[str, list[Any]], skip: dict[str, str]) -> None:
@@ -455,11 +467,32 @@ def _check_callbacks(cbs: dict[str, Any], calls: dict[str, list[Any]], skip: dic
     for exp_step, got in zip(cbs.get("onStepFinish", []), calls["onStepFinish"], strict=False):
         assert got.finish_reason == exp_step["finishReason"]
         assert got.step_type == exp_step["stepType"]
+        _wire_keys_match(exp_step, got.to_wire(), "onStepFinish")
     for exp_finish, got in zip(
         cbs.get("onFinish", []), calls["onFinish"], strict="callbacks.onFinish" not in skip
     ):
         assert got.text == exp_finish["text"]
         assert got.finish_reason == exp_finish["finishReason"]
+        _wire_keys_match(exp_finish, got.to_wire(), "onFinish")
+
+
+_WIRE_KEYS = (
+    "stepType",
+    "finishReason",
+    "text",
+    "reasoningText",
+    "usage",
+    "totalUsage",
+    "toolCalls",
+    "toolResults",
+)
+
+
+def _wire_keys_match(expected: dict[str, Any], wire: dict[str, Any], where: str) -> None:
+    """The typed event's own JSON (``to_wire()``) carries Mastra's keys with Mastra's values."""
+    for key in _WIRE_KEYS:
+        if key in expected:
+            _matches(to_wire(expected[key]), wire.get(key), f"{where}.to_wire().{key}")
 
 
 def _check_prompts(model: ScriptedModel, expected: list[dict[str, Any]]) -> None:

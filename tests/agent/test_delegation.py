@@ -112,7 +112,7 @@ async def test_nested_chunks_result_and_what_the_model_sees() -> None:
     tool_message = parent_model.calls[1].prompt[-1]
     assert tool_message["content"][0]["output"] == {"type": "text", "value": "Paris is the capital."}
     # Mastra's usage leaves the sub-run out (recorded); the nested finish carries it
-    assert (await output.usage)["inputTokens"] == 50
+    assert (await output.usage).input_tokens == 50
 
 
 async def test_sub_agent_tool_results_are_reported() -> None:
@@ -300,8 +300,8 @@ async def test_usage_with_sub_runs_adds_every_nested_run() -> None:
     )
     output = top.stream("x")
     own = await output.total_usage
-    assert (own["inputTokens"], own["outputTokens"]) == (50, 15)  # Mastra's: the parent's calls only
-    assert await usage_with_sub_runs(output) == {
+    assert (own.input_tokens, own.output_tokens) == (50, 15)  # Mastra's: the parent's calls only
+    assert (await usage_with_sub_runs(output)).to_wire() == {
         "inputTokens": 50 + (10 + 7) + 100,
         "outputTokens": 15 + (8 + 6) + 200,
         "totalTokens": 65 + 31 + 300,

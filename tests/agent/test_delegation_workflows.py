@@ -136,7 +136,7 @@ async def test_agent_step_usage_nests_inside_the_workflow() -> None:
     assert inner[-1]["payload"]["output"]["usage"]["inputTokens"] == 4
     (result,) = [c for c in chunks if isinstance(c, ToolResult)]
     assert result.payload.result["result"] == {"text": "A poem."}
-    assert (await usage_with_sub_runs(output))["inputTokens"] == (
+    assert (await usage_with_sub_runs(output)).input_tokens == (
         3 + 4
     ) + 4  # the parent's two calls + the step's
 

@@ -208,7 +208,7 @@ async def test_two_calls_needing_approval_in_one_step_ask_one_at_a_time() -> Non
     assert [c.payload.result for c in chunks[:2]] == [{"sent": 1}, {"sent": 2}]
     assert executions == [("transfer", 1), ("transfer", 2)]
     assert len(await second.steps) == 2
-    assert (await second.usage)["inputTokens"] == 2
+    assert (await second.usage).input_tokens == 2
 
 
 @pytest.mark.parametrize("is_async", [False, True])

@@ -40,7 +40,7 @@ def leg(target: str, name: str, tmp_path: Path) -> dict[str, Any]:
     proc = subprocess.run(
         [sys.executable, "-m", "tests.agent._hitl_process", target, name, str(out)],
         cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join((str(ROOT / "src"), str(ROOT)))},
         capture_output=True,
         timeout=120,
     )

@@ -466,7 +466,7 @@ async def test_empty_other_step_keeps_the_provider_usage() -> None:
         usage = chunk["payload"]["output"]["usage"]
         assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (4, 0, 4)
         assert chunk["payload"]["stepResult"]["reason"] == "error"
-    assert (await output.usage)["inputTokens"] == 4
+    assert (await output.usage).input_tokens == 4
 
 
 @pytest.mark.parametrize(

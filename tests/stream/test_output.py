@@ -15,6 +15,7 @@ from agentstream.stream import (
     StepResult,
     TripwireInfo,
     UnresolvedResultError,
+    Usage,
 )
 
 R = "run-1"
@@ -87,8 +88,9 @@ async def test_tool_run_accounting_matches_mastra() -> None:
     assert call.payload.args == {"city": "Paris"}
 
     usage = {"inputTokens": 60, "outputTokens": 17, "totalTokens": 28, "reasoningTokens": 2, "raw": {"a": 2}}
-    assert await output.usage == usage
-    assert (await output.total_usage)["totalTokens"] == 28
+    assert (await output.usage).to_wire() == usage
+    assert (await output.usage).input_tokens == 60 and (await output.usage).raw == {"a": 2}
+    assert (await output.total_usage).total_tokens == 28
     assert chunk_to_dict(chunks[-1])["payload"]["output"]["usage"] == usage
     # the three texts differ on purpose (spec §13.6)
     assert await output.text == "It is 21°C."
@@ -256,7 +258,7 @@ async def test_suspension_resolves_partially_without_on_finish() -> None:
     assert finishes == []
     assert await output.finish_reason == "suspended"
     assert await output.text == "a"
-    assert await output.resume_schema == "{}"
+    assert await output.resume_schema == {}
     payload = await output.suspend_payload
     assert payload.tool_call_id == "c1" and payload.suspend_payload == {"q": 1}
 
@@ -274,7 +276,7 @@ async def test_on_suspended_gets_the_state_before_the_chunk_is_delivered() -> No
     await collect(output)
     assert seen_then == [3]  # the suspension chunk was not in the log yet
     (state,) = states
-    assert state["text"] == "ab" and state["stepText"] == "b"
+    assert state["text"] == {"text": "a", "stepText": "b"}  # the settled text, and the step in flight
     assert state["usage"] == {"inputTokens": 3} and len(state["steps"]) == 1
 
 
@@ -316,7 +318,7 @@ async def test_restored_state_continues_the_accounting() -> None:
     await collect(resumed)
     assert [s.text for s in await resumed.steps] == ["a", "b", "c"]
     assert [s.text for s in steps] == ["b", "c"]  # only this leg's steps reach on_step_finish
-    assert (await resumed.usage)["inputTokens"] == 8
+    assert (await resumed.usage).input_tokens == 8
     assert finishes[0].text == "abc"
     with pytest.raises(RuntimeError, match="before the output has seen any chunk"):
         resumed.restore_state(states[0])
@@ -418,7 +420,7 @@ async def test_error_then_finish_resolves_from_finish_as_recorded_mastra_runs_do
     assert [ch.type for ch in await collect(output)] == ["text-delta", "error", "step-finish", "finish"]
     assert await output.text == "Once"
     assert await output.finish_reason == "error"
-    assert await output.usage == {} and await output.total_usage == {"totalTokens": 0}
+    assert await output.usage == Usage() and await output.total_usage == Usage(total_tokens=0)
     with pytest.raises(ConnectionError):
         await output.object
     assert output.status == "failed"
@@ -444,7 +446,7 @@ async def test_goal_continue_truncates_replay_and_results_but_not_usage() -> Non
     assert await output.text == "final answer"
     steps = await output.steps
     assert [s.text for s in steps] == ["final answer"]
-    assert await output.usage == {"inputTokens": 12, "outputTokens": 3}
+    assert await output.usage == Usage(input_tokens=12, output_tokens=3)
 
 
 async def test_goal_without_continue_changes_nothing() -> None:

@@ -29,7 +29,7 @@ from agentstream.stream import (
     smooth_stream,
     smooth_stream_factory,
 )
-from agentstream.stream._smooth import EMPTY_DETECTION, EMPTY_MATCH, INVALID_CHUNKING, NOT_A_PREFIX
+from agentstream.stream._chunkers import EMPTY_DETECTION, EMPTY_MATCH, INVALID_CHUNKING, NOT_A_PREFIX
 from tests import _services
 
 

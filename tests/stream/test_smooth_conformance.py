@@ -11,7 +11,7 @@ import pytest
 
 from agentstream.chunks import ChunkDecodeError, chunk_to_dict, decode_chunk
 from agentstream.stream import Segmenter, js_regex, smooth_stream
-from agentstream.stream._smooth import INVALID_CHUNKING
+from agentstream.stream._chunkers import INVALID_CHUNKING
 from tests.conformance import load, to_wire, vector_files
 
 # The Python equivalent of every detector function (`{"fn": JS_SOURCE}`) the vectors use.

@@ -128,3 +128,22 @@ async def test_hold_back_flushes_held_text_before_other_chunks() -> None:
         ]
 
     assert await main() == ["a", "b", "c"]
+
+
+async def test_a_chunker_failing_while_catching_up_emits_what_it_caught_up_then_raises() -> None:
+    # The detector fails once the buffer reaches "boom": while lagging, the pieces before it and
+    # the queued deltas are joined into one piece; that piece goes out, then the error.
+    def detect(buffer: str) -> str | None:
+        if buffer.startswith("boom"):
+            raise ValueError("detector broke")
+        end = buffer.find(" ")
+        return buffer[: end + 1] if end >= 0 else None
+
+    words = [f"w{i} " for i in range(30)] + ["boom "] + [f"x{i} " for i in range(5)]
+    producer = Producer(words, 0.0)
+    seen: list[str] = []
+    with pytest.raises(ValueError, match="detector broke"):
+        async for chunk in smooth_stream(delay_in_ms=10, max_lag_ms=15, chunking=detect)(producer()):
+            seen.append(chunk.payload.text)
+    assert "".join(seen) == "".join(words[:30])  # nothing lost before the failure
+    assert len(seen) < 30  # and the last of it went out as one caught-up piece

@@ -489,8 +489,8 @@ async def _render(args: argparse.Namespace, output: Any) -> tuple[int, _hitl.Wai
     out.write("\n")
     out.flush()
     print(
-        f"[usage] input {usage.get('inputTokens', 0)} · output {usage.get('outputTokens', 0)} · "
-        f"total {usage.get('totalTokens', 0)} tokens",
+        f"[usage] input {usage.input_tokens or 0} · output {usage.output_tokens or 0} · "
+        f"total {usage.total_tokens or 0} tokens",
         file=sys.stderr,
     )
     return 0, None

@@ -377,8 +377,8 @@ async def usage_with_sub_runs(output: ModelOutput) -> Usage:
     workflow run as a tool); this adds them up, so a budget or a bill sees every token the run
     spent. Awaiting it runs the output to the end.
     """
-    total: dict[str, Any] = dict(await output.total_usage)
-    total.pop("raw", None)
+    own = await output.total_usage
+    total = Usage.from_wire({k: v for k, v in own.to_wire().items() if k != "raw"})
     async for chunk in output.full_stream:
         if not isinstance(chunk, ToolOutput):
             continue
@@ -388,5 +388,5 @@ async def usage_with_sub_runs(output: ModelOutput) -> Usage:
             inner = payload.get("output") if isinstance(payload, Mapping) else None
             usage = inner.get("usage") if isinstance(inner, Mapping) else None
             if isinstance(usage, Mapping):
-                add_usage(total, {k: v for k, v in usage.items() if k != "raw"})
+                total = add_usage(total, {k: v for k, v in usage.items() if k != "raw"})
     return total_usage(total)

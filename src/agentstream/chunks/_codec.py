@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from . import _agent, _network, _workflow
+from . import _agent, _agent_control, _agent_tools, _network, _workflow
 from ._base import UNSET, BaseChunk, ChunkFrom, Payload
 from ._data import DataChunk, NetworkEventChunk, UnknownChunk
 from ._errors import ChunkDecodeError, from_validation_message
@@ -35,7 +35,7 @@ Chunk = BaseChunk | DataChunk | NetworkEventChunk | UnknownChunk
 
 def _all_chunk_classes() -> dict[str, type[BaseChunk]]:
     registry: dict[str, type[BaseChunk]] = {}
-    for module in (_agent, _workflow, _network):
+    for module in (_agent, _agent_tools, _agent_control, _workflow, _network):
         for name in module.__all__:
             cls = getattr(module, name)
             if isinstance(cls, type) and issubclass(cls, BaseChunk):
@@ -210,6 +210,10 @@ def _enc_hook(value: Any) -> Any:
         return value.raw
     if isinstance(value, (set, frozenset)):
         return list(value)
+    # Typed results (``Usage``) know their wire JSON; duck-typed so chunks need not import them.
+    to_wire = getattr(type(value), "to_wire", None)
+    if callable(to_wire):
+        return to_wire(value)
     # Tool results and task payloads may be pydantic models; duck-typed so chunks need no pydantic.
     dump = getattr(value, "model_dump", None)
     if callable(dump):

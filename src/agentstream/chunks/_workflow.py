@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from ._base import UNSET, BaseChunk, Payload
 
 __all__ = [
@@ -96,7 +98,9 @@ class WorkflowCanceled(BaseChunk, tag="workflow-canceled", frozen=True):
     Payload: `WorkflowCanceledPayload`.
     """
 
-    payload: WorkflowCanceledPayload = WorkflowCanceledPayload()
+    # A factory, not a default value: ``omit_defaults`` would drop an equal default, and Mastra
+    # always sends ``"payload": {}``.
+    payload: WorkflowCanceledPayload = msgspec.field(default_factory=WorkflowCanceledPayload)
 
 
 class WorkflowPausedPayload(Payload, frozen=True):
@@ -109,7 +113,9 @@ class WorkflowPaused(BaseChunk, tag="workflow-paused", frozen=True):
     Payload: `WorkflowPausedPayload`.
     """
 
-    payload: WorkflowPausedPayload = WorkflowPausedPayload()
+    # A factory, not a default value: ``omit_defaults`` would drop an equal default, and Mastra
+    # always sends ``"payload": {}``.
+    payload: WorkflowPausedPayload = msgspec.field(default_factory=WorkflowPausedPayload)
 
 
 class _StepStatePayload(Payload, frozen=True):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._accumulator import RunAccumulator, StepBuffers
 from ._jsregex import JSRegexError, js_regex, parse_js_literal
 from ._log import ChunkLog
 from ._output import ModelOutput, RunStatus, UnresolvedResultError
@@ -13,7 +14,6 @@ from ._results import (
     FullOutput,
     StepResult,
     TripwireInfo,
-    Usage,
     add_usage,
     total_usage,
 )
@@ -27,6 +27,7 @@ from ._smooth import (
     smooth_stream_factory,
 )
 from ._types import ChunkStream, Transform, TransformFactory, apply_transforms
+from ._usage import Usage
 
 __all__ = [
     "AbortEvent",
@@ -38,11 +39,13 @@ __all__ = [
     "FullOutput",
     "JSRegexError",
     "ModelOutput",
+    "RunAccumulator",
     "RunStatus",
     "Segment",
     "Segmenter",
     "SmoothStream",
     "SmoothStreamFactory",
+    "StepBuffers",
     "StepResult",
     "Transform",
     "TransformFactory",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..chunks import File, Source, ToolCall, ToolResult
+from ..chunks import File, Source, ToolCall, ToolResult, to_jsonable
+from ._usage import Usage
 
 __all__ = [
     "AbortEvent",
@@ -20,8 +21,6 @@ __all__ = [
     "final_usage",
     "total_usage",
 ]
-
-Usage = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -55,54 +54,62 @@ class TripwireInfo:
         return out
 
 
-"""``LanguageModelUsage`` as on the wire: ``inputTokens``, ``outputTokens``, ``totalTokens``,
-``reasoningTokens``, ``cachedInputTokens``, ... (absent when unknown) and ``raw``."""
-
-_SUMMED = (
-    "inputTokens",
-    "outputTokens",
-    "totalTokens",
-    "reasoningTokens",
-    "cachedInputTokens",
-    "cacheCreationInputTokens",
-    "cacheCreationInputTokens5m",
-    "cacheCreationInputTokens1h",
-)
-
-
-def add_usage(total: Usage, step: Usage | None) -> None:
-    """Add one step's usage into ``total``: each field only when defined; ``raw`` is the latest."""
-    if not step:
-        return
-    for key in _SUMMED:
-        value = step.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            total[key] = total.get(key, 0) + value
-    if "raw" in step:
-        total["raw"] = step["raw"]
+def add_usage(total: Usage, step: Usage | Mapping[str, Any] | None) -> Usage:
+    """``total`` plus one step's usage: each count only where the step has it; ``raw`` is the later one."""
+    if step is None:
+        return total
+    return total + (step if isinstance(step, Usage) else Usage.from_wire(step))
 
 
 def total_usage(usage: Usage) -> Usage:
-    """``totalUsage``: like ``usage`` with ``totalTokens`` = input + output + reasoning when unknown."""
-    out = dict(usage)
-    if "totalTokens" not in out:
-        out["totalTokens"] = (
-            out.get("inputTokens", 0) + out.get("outputTokens", 0) + out.get("reasoningTokens", 0)
-        )
-    return out
+    """``totalUsage``: like ``usage`` with ``total_tokens`` = input + output + reasoning when unknown."""
+    return usage.with_total()
 
 
-def final_usage(usage: Usage) -> Usage:
-    """The aggregate written over the final ``finish`` chunk's usage (missing counts become 0)."""
-    out: Usage = {
-        "inputTokens": usage.get("inputTokens", 0),
-        "outputTokens": usage.get("outputTokens", 0),
-        "totalTokens": usage.get("totalTokens", 0),
+def final_usage(usage: Usage) -> dict[str, Any]:
+    """The aggregate written over the final ``finish`` chunk's usage, as on the wire (missing counts
+    become 0; the cache-creation splits are not part of it)."""
+    out: dict[str, Any] = {
+        "inputTokens": usage.input_tokens or 0,
+        "outputTokens": usage.output_tokens or 0,
+        "totalTokens": usage.total_tokens or 0,
     }
-    for key in ("reasoningTokens", "cachedInputTokens", "cacheCreationInputTokens", "raw"):
-        if key in usage:
-            out[key] = usage[key]
+    for key, value in (
+        ("reasoningTokens", usage.reasoning_tokens),
+        ("cachedInputTokens", usage.cached_input_tokens),
+        ("cacheCreationInputTokens", usage.cache_creation_input_tokens),
+    ):
+        if value is not None:
+            out[key] = value
+    if usage.has_raw:
+        out["raw"] = usage.raw
     return out
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _wire(record: Any, *extra: str) -> dict[str, Any]:
+    """A result record as Mastra's JSON: camelCase keys, ``None`` left out (absent, never null),
+    chunks, usage, steps and tripwires in their own wire form; ``extra`` names properties to add."""
+    return {
+        _camel(name): _wire_value(value)
+        for name in (*(f.name for f in fields(record)), *extra)
+        if (value := getattr(record, name)) is not None
+    }
+
+
+def _wire_value(value: Any) -> Any:
+    # msgspec would write a nested dataclass by its snake_case field names: these go first.
+    if isinstance(value, TripwireInfo):
+        return value.to_dict()
+    if isinstance(value, (StepResult, FinishEvent)):
+        return value.to_wire()
+    if isinstance(value, list):
+        return [_wire_value(v) for v in value]
+    return to_jsonable(value)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +155,12 @@ class StepResult:
         """The step's results of dynamic tools (`payload.dynamic` set)."""
         return [r for r in self.tool_results if r.payload.dynamic is True]
 
+    def to_wire(self) -> dict[str, Any]:
+        """Mastra's JSON of the step (``stepType``, ``finishReason``, ``toolCalls``, ``usage``, ...)."""
+        return _wire(
+            self, "static_tool_calls", "dynamic_tool_calls", "static_tool_results", "dynamic_tool_results"
+        )
+
 
 @dataclass(frozen=True, kw_only=True)
 class FinishEvent:
@@ -176,6 +189,10 @@ class FinishEvent:
     """``"tool-call-suspended"`` or ``"tool-call-approval"`` when the run suspended."""
     tool_name: str | None = None
     tool_call_id: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        """Mastra's JSON of the event (``finishReason``, ``totalUsage``, ``steps``, ...)."""
+        return _wire(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -218,4 +235,5 @@ class FullOutput:
     tripwire: TripwireInfo | None
     run_id: str
     suspend_payload: Any = None
-    resume_schema: str | None = None
+    resume_schema: dict[str, Any] | None = None
+    """The JSON Schema of the data that resumes a suspended run (the chunk carries it as a string)."""

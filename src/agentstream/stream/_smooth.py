@@ -43,24 +43,13 @@ from __future__ import annotations
 import asyncio
 import collections
 import inspect
-import re
-from collections.abc import (
-    AsyncIterable,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Iterator,
-    Mapping,
-    Sequence,
-)
-from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from typing import Any, Final, TypeAlias
 
 import msgspec
-import regex  # type: ignore[import-untyped]
 
 from ..chunks import Chunk, ReasoningDelta, TextDelta
-from ._jsregex import JS_WHITESPACE_CLASS, parse_js_literal
+from ._chunkers import ChunkDetector, Chunking, SegmenterLike, _Chunker, _chunker_factory
 from ._types import Transform, TransformFactory, apply_transforms, factory_list
 
 __all__ = [
@@ -75,386 +64,8 @@ __all__ = [
     "smooth_stream_factory",
 ]
 
-INVALID_CHUNKING: Final = (
-    'chunking must be "word", "line", a RegExp, an Intl.Segmenter, or a chunk detector function.'
-)
-EMPTY_DETECTION: Final = "The chunking function must return a non-empty string."
-NOT_A_PREFIX: Final = "The chunking function must return a prefix of the buffered text."
-EMPTY_MATCH: Final = "The chunking RegExp must match a non-empty string."
 
-
-@runtime_checkable
-class SegmenterLike(Protocol):
-    """Anything with ``segment(text)`` yielding strings, objects with a ``segment`` string, or mappings
-    ``{"segment": str}`` (``Intl.Segmenter``'s shape)."""
-
-    def segment(self, text: str, /) -> Iterable[Any]: ...
-
-
-ChunkDetector: TypeAlias = Callable[[str], "str | None"]
-Chunking: TypeAlias = "str | re.Pattern[str] | regex.Pattern[str] | ChunkDetector | SegmenterLike"
 Sleep: TypeAlias = Callable[[float], Awaitable[Any]]
-
-_WS = JS_WHITESPACE_CLASS
-_LEAD = re.compile(rf"[{_WS}]*+(?:([^{_WS}]++)([{_WS}]++)?)?")
-"""From a position with no word seen yet: group 2 set ⇒ a piece ends at ``end()``; only group 1 ⇒ in a word."""
-_TAIL = re.compile(rf"[^{_WS}]*+([{_WS}]++)?")
-"""From a position inside a word: group 1 set ⇒ a piece ends at ``end()``."""
-_NEWLINES = re.compile(r"\n+")
-_GRAPHEME = regex.compile(r"\X")
-_SEGMENT_WINDOW = 256
-_SEGMENT_MARGIN = 32
-_HOLD_BACK_WORD_CHARS = 2
-
-
-def _combine(high: str, low: str) -> str:
-    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
-
-
-class _Chunker:
-    """The pending text of the current buffer and the rule cutting pieces off its front.
-
-    Pending text is ``"".join(_prefix) + _t[_s:]``. ``total`` counts the characters pushed.
-
-    Two protocols: *eager* chunkers (``"word"``, ``"line"``: pure, cannot fail) return every piece
-    of a delta at once from ``feed``; the others are asked piece by piece with ``next_piece`` after
-    ``push``, so a user detector runs (and may raise) between the delays exactly as in Mastra.
-    """
-
-    __slots__ = ("_prefix", "_s", "_t", "total")
-
-    eager = False
-
-    def __init__(self) -> None:
-        self._prefix: list[str] = []
-        self._t = ""
-        self._s = 0
-        self.total = 0
-
-    def push(self, text: str) -> None:
-        if text and "\udc00" <= text[0] <= "\udfff":
-            text = self._join_surrogates(text)
-        t = self._t
-        s = self._s
-        if s < len(t):
-            self._prefix.append(t[s:] if s else t)
-        self._t = text
-        self._s = 0
-        self.total += len(text)
-        self._pushed()
-
-    def feed(self, text: str) -> list[str] | None:  # pragma: no cover - eager chunkers only
-        raise NotImplementedError
-
-    def _join_surrogates(self, text: str) -> str:
-        """Pending text ending in a high surrogate + text starting with a low one: one character."""
-        t = self._t
-        if self._s < len(t):
-            if "\ud800" <= t[-1] <= "\udbff":
-                self._t = t[:-1]
-                self.total -= 1
-                return _combine(t[-1], text[0]) + text[1:]
-        elif self._prefix:
-            last = self._prefix[-1]
-            if "\ud800" <= last[-1] <= "\udbff":
-                if len(last) > 1:
-                    self._prefix[-1] = last[:-1]
-                else:
-                    self._prefix.pop()
-                self.total -= 1
-                return _combine(last[-1], text[0]) + text[1:]
-        return text
-
-    def _pushed(self) -> None:
-        pass
-
-    def _emit_to(self, end: int) -> str:
-        if self._prefix:
-            piece = "".join(self._prefix) + self._t[self._s : end]
-            self._prefix.clear()
-        else:
-            piece = self._t[self._s : end]
-        self._s = end
-        return piece
-
-    def take_all(self) -> str:
-        """Everything pending, as one piece (flush); the chunker is empty afterwards."""
-        rest = self._t[self._s :]
-        if self._prefix:
-            rest = "".join(self._prefix) + rest
-            self._prefix.clear()
-        self._t = ""
-        self._s = 0
-        self._reset()
-        return rest
-
-    def _reset(self) -> None:
-        pass
-
-    def next_piece(self) -> str | None:  # pragma: no cover - lazy chunkers only
-        raise NotImplementedError
-
-
-class _WordChunker(_Chunker):
-    """``/\\S+\\s+/`` with JavaScript's ``\\s``, scanning each character once."""
-
-    __slots__ = ("_in_word",)
-
-    eager = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._in_word = False
-        """The pending text holds a non-space character (and no space after it)."""
-
-    def _reset(self) -> None:
-        self._in_word = False
-
-    def feed(self, text: str) -> list[str] | None:
-        if text and "\udc00" <= text[0] <= "\udfff":
-            text = self._join_surrogates(text)
-        n = len(text)
-        self.total += n
-        prefix = self._prefix
-        pieces: list[str] | None = None
-        s = 0
-        if self._in_word:
-            m = _TAIL.match(text)
-            assert m is not None
-            if m.lastindex is None:
-                if n:
-                    prefix.append(text)
-                return None
-            s = m.end()
-            pieces = ["".join(prefix) + text[:s] if prefix else text[:s]]
-            prefix.clear()
-            self._in_word = False
-        while s < n:
-            m = _LEAD.match(text, s)
-            assert m is not None
-            found = m.lastindex
-            if found == 2:
-                end = m.end()
-                piece = text[s:end]
-                if prefix:
-                    piece = "".join(prefix) + piece
-                    prefix.clear()
-                if pieces is None:
-                    pieces = [piece]
-                else:
-                    pieces.append(piece)
-                s = end
-            else:
-                if found == 1:
-                    self._in_word = True
-                prefix.append(text[s:] if s else text)
-                break
-        return pieces
-
-
-class _LineChunker(_Chunker):
-    """``/\\n+/``."""
-
-    __slots__ = ()
-
-    eager = True
-
-    def feed(self, text: str) -> list[str] | None:
-        if text and "\udc00" <= text[0] <= "\udfff":
-            text = self._join_surrogates(text)
-        self.total += len(text)
-        prefix = self._prefix
-        j = text.find("\n")
-        if j < 0:
-            if text:
-                prefix.append(text)
-            return None
-        pieces: list[str] = []
-        s = 0
-        while j >= 0:
-            m = _NEWLINES.match(text, j)
-            assert m is not None
-            end = m.end()
-            piece = text[s:end]
-            if prefix:
-                piece = "".join(prefix) + piece
-                prefix.clear()
-            pieces.append(piece)
-            s = end
-            j = text.find("\n", s)
-        if s < len(text):
-            prefix.append(text[s:])
-        return pieces
-
-
-class _WholeBufferChunker(_Chunker):
-    """Keeps the pending text as one string (``_t[_s:]``) for rules that look at all of it."""
-
-    __slots__ = ()
-
-    def _pushed(self) -> None:
-        if self._prefix:
-            self._t = "".join(self._prefix) + self._t
-            self._prefix.clear()
-
-    def _rest(self) -> str:
-        return self._t[self._s :] if self._s else self._t
-
-
-class _GraphemeChunker(_WholeBufferChunker):
-    __slots__ = ("_hold",)
-
-    def __init__(self, hold_back: bool) -> None:
-        super().__init__()
-        self._hold = hold_back
-
-    def next_piece(self) -> str | None:
-        t = self._t
-        if self._s >= len(t):
-            return None
-        m = _GRAPHEME.match(t, self._s)
-        assert m is not None
-        end = m.end()
-        if self._hold and end >= len(t):
-            return None
-        return self._emit_to(end)
-
-
-class _SegmenterChunker(_WholeBufferChunker):
-    __slots__ = ("_need", "_segmenter")
-
-    def __init__(self, segmenter: SegmenterLike, hold_back: bool) -> None:
-        super().__init__()
-        self._segmenter = segmenter
-        if not hold_back:
-            self._need = 0
-        elif getattr(segmenter, "granularity", None) == "word":
-            self._need = _HOLD_BACK_WORD_CHARS
-        else:
-            self._need = 1
-
-    def next_piece(self) -> str | None:
-        t = self._t
-        s = self._s
-        n = len(t)
-        if s >= n:
-            return None
-        window = _SEGMENT_WINDOW
-        while True:
-            end = min(n, s + window)
-            text = t[s:end]
-            first = next(iter(self._segmenter.segment(text)), None)
-            segment = None if first is None else _segment_text(first)
-            if not segment:
-                return None
-            if end < n and len(segment) > window - _SEGMENT_MARGIN:
-                window *= 4
-                continue
-            break
-        if not text.startswith(segment):
-            raise TypeError("The segmenter must return segments that are prefixes of the buffered text.")
-        stop = s + len(segment)
-        if n - stop < self._need:
-            return None
-        return self._emit_to(stop)
-
-
-def _segment_text(item: Any) -> str:
-    """A segment's text: a string, an object with a ``segment`` string (our `Segment`), or a mapping
-    ``{"segment": ...}`` (``Intl.Segmenter``'s segment data as JSON-like dicts)."""
-    if isinstance(item, str):
-        return item
-    value = item.get("segment") if isinstance(item, Mapping) else getattr(item, "segment", None)
-    if not isinstance(value, str):
-        raise TypeError(
-            "segmenter segments must be strings, objects with a 'segment' string, or mappings "
-            f"{{'segment': str}}, got {type(item).__name__}"
-            + ("" if value is None else f" whose 'segment' is {type(value).__name__}")
-        )
-    return value
-
-
-_LEFT_CONTEXT = re.compile(r"\\[AbBG]|(?<![\[\\])\^|\(\?<[=!]")
-"""Constructs whose result depends on text before the search position (anchors, lookbehind)."""
-
-
-class _PatternChunker(_WholeBufferChunker):
-    """Mastra's ``pattern.exec(buffer)`` on the remaining buffer.
-
-    A pattern that cannot see text before its start (no ``^``, ``\\A``, ``\\b``, lookbehind) is
-    searched from the buffer position instead of on a copy of the remaining buffer: same matches,
-    no quadratic copying when one delta holds many pieces.
-    """
-
-    __slots__ = ("_pattern", "_use_pos")
-
-    def __init__(self, pattern: re.Pattern[str] | regex.Pattern[str]) -> None:
-        super().__init__()
-        self._pattern = pattern
-        self._use_pos = _LEFT_CONTEXT.search(pattern.pattern) is None
-
-    def next_piece(self) -> str | None:
-        s = self._s
-        if self._use_pos:
-            m = self._pattern.search(self._t, s)
-            end = m.end() - s if m is not None else 0
-        else:
-            m = self._pattern.search(self._rest())
-            end = m.end() if m is not None else 0
-        if m is None:
-            return None
-        if end == 0:
-            raise TypeError(EMPTY_MATCH)
-        return self._emit_to(s + end)
-
-
-class _FunctionChunker(_WholeBufferChunker):
-    __slots__ = ("_fn",)
-
-    def __init__(self, fn: ChunkDetector) -> None:
-        super().__init__()
-        self._fn = fn
-
-    def next_piece(self) -> str | None:
-        rest = self._rest()
-        found = self._fn(rest)
-        if found is None:
-            return None
-        if not isinstance(found, str) or not found:  # Mastra: `!m.length` (a non-string has no length)
-            raise TypeError(EMPTY_DETECTION)
-        if not rest.startswith(found):
-            raise TypeError(NOT_A_PREFIX)
-        return self._emit_to(self._s + len(found))
-
-
-def _chunker_factory(chunking: object, hold_back: bool) -> Callable[[], _Chunker]:
-    """Mastra's ``createChunkDetector`` check order: segmenter, function, name or pattern."""
-    segment = getattr(chunking, "segment", None)
-    if (
-        segment is not None
-        and callable(segment)
-        and not isinstance(chunking, (str, re.Pattern, regex.Pattern))
-    ):
-        segmenter: Any = chunking
-        return lambda: _SegmenterChunker(segmenter, hold_back)
-    if callable(chunking) and not isinstance(chunking, type):
-        fn: Any = chunking
-        return lambda: _FunctionChunker(fn)
-    if isinstance(chunking, str):
-        if chunking == "word":
-            return _WordChunker
-        if chunking == "line":
-            return _LineChunker
-        if chunking == "grapheme":
-            return lambda: _GraphemeChunker(hold_back)
-        literal = parse_js_literal(chunking)
-        if literal is not None:
-            return lambda: _PatternChunker(literal)
-        raise TypeError(INVALID_CHUNKING)
-    if isinstance(chunking, (re.Pattern, regex.Pattern)) and isinstance(chunking.pattern, str):
-        pattern: Any = chunking
-        return lambda: _PatternChunker(pattern)
-    raise TypeError(INVALID_CHUNKING)
 
 
 class _Buffer:
@@ -635,26 +246,25 @@ class SmoothStream:
         self._used = True
         return self._run(source)
 
+    def _reader(
+        self, source: AsyncIterable[Chunk]
+    ) -> tuple[_QueuedReader | None, Callable[[], Awaitable[Chunk]]]:
+        """With a delay or a lag limit the upstream is read in its own task; without, directly."""
+        if self._delay is None and self._max_lag is None:
+            return None, aiter(source).__anext__
+        reader = _QueuedReader(source)
+        reader.start()
+        return reader, reader.next
+
     async def _run(self, source: AsyncIterable[Chunk]) -> AsyncIterator[Chunk]:
         chunker = self._new_chunker()
         eager = chunker.eager
         buf = _Buffer(chunker)
         delay = self._delay
         sleep = self._sleep
-        max_lag = self._max_lag
         replace = msgspec.structs.replace
-        reader: _QueuedReader | None = None
-        # Lag bookkeeping (max_lag only): (chunker.total after a delta, its arrival time), and the
-        # number of characters emitted so far.
-        arrivals: collections.deque[tuple[int, float]] = collections.deque()
-        emitted = 0
-        loop = asyncio.get_running_loop()
-        if delay is not None or max_lag is not None:
-            reader = _QueuedReader(source)
-            reader.start()
-            next_chunk: Callable[[], Awaitable[Chunk]] = reader.next
-        else:
-            next_chunk = aiter(source).__anext__
+        reader, next_chunk = self._reader(source)
+        lag = None if self._max_lag is None else _Lag(self._max_lag, reader, buf, chunker)
         finished = False
         try:
             while True:
@@ -663,16 +273,13 @@ class SmoothStream:
                 except StopAsyncIteration:
                     break
                 except Exception:
-                    out = buf.flush()
-                    if out is not None:
+                    if (out := buf.flush()) is not None:
                         yield out
                     raise
                 cls = type(chunk)
                 if cls is not TextDelta and cls is not ReasoningDelta and not isinstance(chunk, _TEXT_TYPES):
-                    if buf.last is not None:
-                        out = buf.flush()
-                        if out is not None:
-                            yield out
+                    if buf.last is not None and (out := buf.flush()) is not None:
+                        yield out
                     yield chunk
                     continue
                 delta: Any = chunk
@@ -682,19 +289,17 @@ class SmoothStream:
                     text = payload.text
                 except AttributeError:
                     pid = text = None
-                if type(text) is not str or type(pid) is not str:
-                    error = _malformed(chunk)
-                    if error is not None:
-                        out = buf.flush()
-                        if out is not None:
-                            yield out
-                        raise error
+                if (type(text) is not str or type(pid) is not str) and (
+                    error := _malformed(chunk)
+                ) is not None:
+                    if (out := buf.flush()) is not None:
+                        yield out
+                    raise error
                 if cls is not buf.key_type or pid != buf.key_id:
                     if buf.last is not None:
                         out = buf.flush()
-                        if max_lag is not None:
-                            arrivals.clear()
-                            emitted = chunker.total
+                        if lag is not None:
+                            lag.restart()
                         if out is not None:
                             yield out
                     buf.key_type = cls
@@ -714,65 +319,102 @@ class SmoothStream:
                 if eager:
                     found = chunker.feed(text)
                     if found is None:
-                        if max_lag is not None:
-                            arrivals.append((chunker.total, reader.arrived))  # type: ignore[union-attr]
+                        if lag is not None:
+                            lag.arrived()
                         continue
                     pieces = iter(found)
                 else:
                     chunker.push(text)
                     pieces = iter(chunker.next_piece, None)
-                if max_lag is None:
+                if lag is not None:
+                    lag.arrived()
                     for piece in pieces:
-                        out = replace(
-                            delta,
-                            payload=replace(payload, text=piece, provider_metadata=provider_metadata),
-                            metadata=metadata,
-                        )
-                        if metadata is not None or provider_metadata is not None:
-                            metadata = provider_metadata = buf.metadata = buf.provider_metadata = None
+                        out, lagging, failed = lag.piece(piece, pieces, delta)
                         yield out
-                        if delay is not None:
+                        if failed is not None:
+                            raise failed
+                        if delay is not None and not lagging:
                             await sleep(delay)
                     continue
-                assert reader is not None
-                arrivals.append((chunker.total, reader.arrived))
                 for piece in pieces:
-                    while arrivals and arrivals[0][0] <= emitted:
-                        arrivals.popleft()
-                    lagging = bool(arrivals) and loop.time() - arrivals[0][1] > max_lag
-                    if lagging:
-                        # Catch up: everything the buffer can give now, plus the deltas of the
-                        # same buffer already waiting in the queue, as one piece, no delay.
-                        parts = [piece]
-                        try:
-                            parts.extend(pieces)
-                            parts.extend(self._absorb(reader, buf, chunker, arrivals))
-                        except Exception:
-                            yield self._piece(buf, delta, "".join(parts))
-                            raise
-                        piece = "".join(parts)
-                    emitted += len(piece)
-                    yield self._piece(buf, delta, piece)
-                    if delay is not None and not lagging:
+                    out = replace(
+                        delta,
+                        payload=replace(payload, text=piece, provider_metadata=provider_metadata),
+                        metadata=metadata,
+                    )
+                    if metadata is not None or provider_metadata is not None:
+                        metadata = provider_metadata = buf.metadata = buf.provider_metadata = None
+                    yield out
+                    if delay is not None:
                         await sleep(delay)
             finished = True
-            out = buf.flush()
-            if out is not None:
+            if (out := buf.flush()) is not None:
                 yield out
         finally:
-            if reader is not None:
-                await reader.close()
-            elif not finished:
-                aclose = getattr(source, "aclose", None)
-                if aclose is not None:
-                    await aclose()
+            await _close_upstream(reader, source, finished)
 
-    @staticmethod
-    def _absorb(
-        reader: _QueuedReader, buf: _Buffer, chunker: _Chunker, arrivals: collections.deque[tuple[int, float]]
-    ) -> list[str]:
-        """Feed the queued deltas of the current buffer now; every piece they complete."""
-        parts: list[str] = []
+
+async def _close_upstream(reader: _QueuedReader | None, source: AsyncIterable[Chunk], finished: bool) -> None:
+    """Stop the reader task, or close an upstream the consumer left before its end."""
+    if reader is not None:
+        await reader.close()
+    elif not finished:
+        aclose = getattr(source, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class _Lag:
+    """``max_lag_ms``: when the oldest text not yet emitted arrived too long ago, catch up at once.
+
+    ``arrivals`` holds (``chunker.total`` after a delta, its arrival time); ``emitted`` counts the
+    characters emitted since the buffer began."""
+
+    __slots__ = ("arrivals", "buf", "chunker", "emitted", "loop", "max_lag", "reader")
+
+    def __init__(self, max_lag: float, reader: _QueuedReader | None, buf: _Buffer, chunker: _Chunker) -> None:
+        assert reader is not None  # a lag limit always reads through the queue
+        self.max_lag = max_lag
+        self.reader = reader
+        self.buf = buf
+        self.chunker = chunker
+        self.loop = asyncio.get_running_loop()
+        self.arrivals: collections.deque[tuple[int, float]] = collections.deque()
+        self.emitted = 0
+
+    def restart(self) -> None:
+        """A new buffer began: the old one's arrivals no longer count."""
+        self.arrivals.clear()
+        self.emitted = self.chunker.total
+
+    def arrived(self) -> None:
+        self.arrivals.append((self.chunker.total, self.reader.arrived))
+
+    def piece(self, piece: str, pieces: Iterator[str], delta: Any) -> tuple[Chunk, bool, Exception | None]:
+        """The chunk to emit for ``piece``, whether the view was lagging (no delay then), and the
+        error the catch-up hit (raise it after emitting what was caught up).
+
+        Lagging: everything the buffer can give now, plus the deltas of the same buffer already
+        waiting in the queue, go out as one piece."""
+        arrivals = self.arrivals
+        while arrivals and arrivals[0][0] <= self.emitted:
+            arrivals.popleft()
+        lagging = bool(arrivals) and self.loop.time() - arrivals[0][1] > self.max_lag
+        error: Exception | None = None
+        if lagging:
+            parts = [piece]
+            try:
+                parts.extend(pieces)
+                self._absorb(parts)  # into ``parts``: what it cut before a failure still goes out
+            except Exception as exc:
+                error = exc
+            piece = "".join(parts)
+        self.emitted += len(piece)
+        return self._piece(delta, piece), lagging, error
+
+    def _absorb(self, parts: list[str]) -> None:
+        """Feed the queued deltas of the current buffer now; every piece they complete goes to ``parts``."""
+        buf, chunker, reader = self.buf, self.chunker, self.reader
         while (delta := reader.take_if_same(buf.key_type, buf.key_id)) is not None:
             buf.last = delta
             if delta.metadata is not None:
@@ -784,12 +426,10 @@ class SmoothStream:
             else:
                 chunker.push(delta.payload.text)
                 parts.extend(iter(chunker.next_piece, None))
-            arrivals.append((chunker.total, reader.arrived))
-        return parts
+            self.arrived()
 
-    @staticmethod
-    def _piece(buf: _Buffer, delta: Any, text: str) -> Chunk:
-        out = buf.piece(text)
+    def _piece(self, delta: Any, text: str) -> Chunk:
+        out = self.buf.piece(text)
         assert out is not None
         return out
 
