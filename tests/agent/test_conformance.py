@@ -93,11 +93,22 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "callbacks.onChunk[5]",
             "results.toolResults[0]",
             "results.steps[0].toolResults[0]",
+            "callbacks.onStepFinish[0].toolResults[0]",
+            "callbacks.onFinish[0].toolResults[0]",
+            "callbacks.onFinish[0].steps[0].toolResults[0]",
         )
         for key, mastra, ours in (("args", {}, REPAIRED_ARGS), ("result", _validation_failure, REPAIRED_RESULT))
     ),
     Divergence("malformed-tool-json", "results.toolCalls[0].payload.args", {}, REPAIRED_ARGS, REPAIRED),
-    Divergence("malformed-tool-json", "results.steps[0].toolCalls[0].payload.args", {}, REPAIRED_ARGS, REPAIRED),
+    *(
+        Divergence("malformed-tool-json", f"{where}.payload.args", {}, REPAIRED_ARGS, REPAIRED)
+        for where in (
+            "results.steps[0].toolCalls[0]",
+            "callbacks.onStepFinish[0].toolCalls[0]",
+            "callbacks.onFinish[0].toolCalls[0]",
+            "callbacks.onFinish[0].steps[0].toolCalls[0]",
+        )
+    ),
     Divergence(
         "malformed-tool-json",
         "modelCalls[1].prompt[3].content[0].output",
