@@ -466,6 +466,8 @@ class Agent:
             instructions = str(opts["instructions"]) + tail
         if self.agents or self.workflows:
             tools = {**tools, **delegation_tools(DelegationRun(self, now_ms, sleep))}
+        if memory is not None and scope is not None:  # memory's own tools (updateWorkingMemory)
+            tools = {**tools, **memory.run_tools(scope)}
         checkpoint = begin_checkpointed_run()  # inside a durable workflow: model and tool calls are steps
         run_id = str(opts.get("run_id") or new_id(checkpoint))
         message_id = message_id or new_id(checkpoint)
@@ -519,6 +521,7 @@ class Agent:
                 [] if continuation else inputs,
                 message_id=message_id,
                 load=not continuation,
+                model=model,  # the title model when generate_title has none of its own
             )
         if traced is not None:
             source = traced.wrap(source)
