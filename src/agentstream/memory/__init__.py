@@ -43,3 +43,12 @@ __all__ = [
     "db_messages_to_prompt",
     "resolve_memory_option",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # the sqlite-vec store needs the optional ``vector`` extra (apsw, sqlite-vec): loaded on use
+    if name == "SqliteVecStore":
+        from ._vector_sqlite import SqliteVecStore
+
+        return SqliteVecStore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
