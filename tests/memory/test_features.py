@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -169,10 +169,38 @@ TEXTS = [
 ]
 
 
-@pytest.fixture(params=["memory", "sqlite-vec"])
+@pytest.fixture(scope="session")
+def pgvector_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A PostgreSQL with pgvector: ``AGENTSTREAM_TEST_PGVECTOR_DSN``, else a private server from
+    the ``pgserver`` wheel (PostgreSQL 16 + pgvector, PyPI), started for this session and stopped
+    after it. The shared test cluster (Debian PostgreSQL 15) has no pgvector package in the
+    configured Debian repositories (docs/decisions/issue-27-vector.md)."""
+    dsn = os.environ.get("AGENTSTREAM_TEST_PGVECTOR_DSN")
+    if dsn:
+        yield dsn
+        return
+    try:
+        import pgserver
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI is set but neither AGENTSTREAM_TEST_PGVECTOR_DSN nor pgserver is available")
+        pytest.skip("no PostgreSQL with pgvector (set AGENTSTREAM_TEST_PGVECTOR_DSN or pip install pgserver)")
+    server = pgserver.get_server(str(tmp_path_factory.mktemp("pgvector")), cleanup_mode="stop")
+    yield server.get_uri()
+    server.cleanup()
+
+
+@pytest.fixture(params=["memory", "sqlite-vec", "pgvector"])
 async def vector(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[VectorStore]:
     if request.param == "memory":
         yield InMemoryVectorStore()
+        return
+    if request.param == "pgvector":
+        from agentstream.memory import PgVectorStore
+
+        pg = PgVectorStore(request.getfixturevalue("pgvector_dsn"), schema=f"v_{uuid.uuid4().hex[:12]}")
+        yield pg
+        await pg.close()
         return
     from agentstream.memory import SqliteVecStore
 

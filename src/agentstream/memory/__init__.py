@@ -46,9 +46,13 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    # the sqlite-vec store needs the optional ``vector`` extra (apsw, sqlite-vec): loaded on use
+    # the vector stores need the optional ``vector`` extra (apsw, sqlite-vec): loaded on use
     if name == "SqliteVecStore":
         from ._vector_sqlite import SqliteVecStore
 
         return SqliteVecStore
+    if name == "PgVectorStore":  # the pgvector extra
+        from ._vector_pg import PgVectorStore
+
+        return PgVectorStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
