@@ -64,7 +64,7 @@ class PgVectorStore:
                 await conn.commit()
 
             self._pool = AsyncConnectionPool(
-                self.dsn, min_size=1, max_size=4, open=False, configure=configure
+                self.dsn or "", min_size=1, max_size=4, open=False, configure=configure
             )
             await self._pool.open()
         if not self._ready:
