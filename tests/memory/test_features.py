@@ -124,14 +124,18 @@ async def test_working_memory_survives_a_process_restart(backend: str, scope: st
 
 async def test_two_resources_never_see_each_others_working_memory() -> None:
     store = InMemoryStore()
-    model = ScriptedModel([wm_step("c1", "# Me\n- secret: 42\n"), text_step("Noted."), text_step("Hello.")])
+    model = ScriptedModel(
+        [wm_step("c1", "# Me\n- secret: zebra-7\n"), text_step("Noted."), text_step("Hello.")]
+    )
     memory = Memory(store, working_memory={"enabled": True, "template": "# Me\n- secret:\n"})
     agent = Agent(id="a", model=model, memory=memory)
-    await agent.generate("my secret is 42", memory={"thread": "a-1", "resource": "alice"})
-    assert await memory.get_working_memory(thread_id="a-1", resource_id="alice") == "# Me\n- secret: 42\n"
+    await agent.generate("my secret is zebra-7", memory={"thread": "a-1", "resource": "alice"})
+    assert (
+        await memory.get_working_memory(thread_id="a-1", resource_id="alice") == "# Me\n- secret: zebra-7\n"
+    )
     await agent.generate("what is my secret?", memory={"thread": "b-1", "resource": "bob"})
     bob_prompt = json.dumps(model.calls[2].prompt)
-    assert "42" not in bob_prompt and "<working_memory_data>\\nnull\\n" in bob_prompt
+    assert "zebra-7" not in bob_prompt and "<working_memory_data>\\nnull\\n" in bob_prompt
     assert await memory.get_working_memory(thread_id="b-1", resource_id="bob") is None
     # a thread of one resource cannot be used by another
     with pytest.raises(ValueError, match="belongs to resource 'alice'"):
@@ -278,3 +282,20 @@ async def test_a_slow_embedder_does_not_delay_the_first_token() -> None:
     await asyncio.wait_for(memory.drain(), 10)
     info = await memory.vector.describe_index("memory_messages_32")
     assert info["count"] == 2
+
+
+async def test_deleting_a_thread_takes_its_messages_and_embeddings() -> None:
+    memory = await _indexed(InMemoryVectorStore())
+    assert [t.id for t in await memory.list_threads(resource_id="alice")] == ["alice-0", "alice-2", "alice-4"]
+    updated = await memory.update_thread("alice-2", title="Music", metadata={"tag": "x"})
+    assert (updated.title, updated.metadata) == ("Music", {"tag": "x"})
+    page = await memory.list_messages("alice-2", page=0, per_page=1)
+    assert page.total == 2 and page.has_more and len(page.messages) == 1
+    before = (await memory.vector.describe_index("memory_messages_256"))["count"]
+    assert await memory.delete_thread("alice-2") is True
+    assert await memory.get_thread("alice-2") is None
+    assert (await memory.vector.describe_index("memory_messages_256"))["count"] == before - 2
+    found = await memory.search(resolve("alice-new", "alice"), "guitar on a train")
+    assert all(m.metadata["thread_id"] != "alice-2" for m in found)
+    with pytest.raises(ValueError, match="needs a resource_id"):
+        await memory.list_threads(resource_id="")

@@ -10,7 +10,7 @@ from ._scope import MemoryScope
 from ._working import _drop_none, deep_merge, tool_description, tool_input_schema
 
 if TYPE_CHECKING:
-    from ._memory import Memory
+    from ._working_methods import WorkingMemoryMethods
 
 __all__ = ["WORKING_MEMORY_TOOL", "WORKING_MEMORY_TOOL_ID", "working_memory_tool"]
 
@@ -28,7 +28,7 @@ class _WorkingMemoryTool(Tool):
         return super().validation_error(_drop_none(args))
 
 
-def working_memory_tool(memory: Memory, scope: MemoryScope) -> Tool:
+def working_memory_tool(memory: WorkingMemoryMethods, scope: MemoryScope) -> Tool:
     config = memory.working_memory
 
     async def execute(args: Any, ctx: ToolContext) -> dict[str, Any]:
