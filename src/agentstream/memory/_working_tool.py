@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..tools import Tool, ToolContext
 from ._scope import MemoryScope
 from ._working import _drop_none, deep_merge, tool_description, tool_input_schema
 
 if TYPE_CHECKING:
+    from ..tools import Tool, ToolContext
     from ._working_methods import WorkingMemoryMethods
 
 __all__ = ["WORKING_MEMORY_TOOL", "WORKING_MEMORY_TOOL_ID", "working_memory_tool"]
@@ -20,15 +20,18 @@ WORKING_MEMORY_TOOL_ID = "update-working-memory"
 """Mastra's ``createTool({id})`` of the tool (``Memory.list_tools_json``)."""
 
 
-class _WorkingMemoryTool(Tool):
-    """Null values are dropped before the input is validated, as Mastra's validation drops null
-    optionals (a ``name: null`` update keeps the stored name: working-memory-schema-merge)."""
-
-    def validation_error(self, args: Any) -> tuple[Any, dict[str, Any] | None]:
-        return super().validation_error(_drop_none(args))
-
-
 def working_memory_tool(memory: WorkingMemoryMethods, scope: MemoryScope) -> Tool:
+    """The tool for one run on ``scope``. ``tools`` is imported at call time: memory sits below it
+    in the layer table (tests/test_layers.py) and only runs hand it to the agent."""
+    from ..tools import Tool
+
+    class _WorkingMemoryTool(Tool):
+        """Null values are dropped before the input is validated, as Mastra's validation drops null
+        optionals (a ``name: null`` update keeps the stored name: working-memory-schema-merge)."""
+
+        def validation_error(self, args: Any) -> tuple[Any, dict[str, Any] | None]:
+            return super().validation_error(_drop_none(args))
+
     config = memory.working_memory
 
     async def execute(args: Any, ctx: ToolContext) -> dict[str, Any]:
