@@ -8,7 +8,7 @@ await agent.generate("hi", memory={"thread": "t1", "resource": "user-1"})
 
 from __future__ import annotations
 
-from ._embed import Embedder, HashEmbedder, OpenAIEmbedder, as_embedder
+from ._embed import Embedder, FastEmbedEmbedder, GoogleEmbedder, HashEmbedder, OpenAIEmbedder, as_embedder
 from ._history import HistoryTokenLimiter, ToolCallFilter
 from ._memory import DEFAULT_LAST_MESSAGES, Memory
 from ._recall import SemanticRecallConfig
@@ -26,6 +26,8 @@ __all__ = [
     "WORKING_MEMORY_TOOL",
     "WORKING_MEMORY_TOOL_ID",
     "Embedder",
+    "FastEmbedEmbedder",
+    "GoogleEmbedder",
     "HashEmbedder",
     "HistoryTokenLimiter",
     "InMemoryVectorStore",

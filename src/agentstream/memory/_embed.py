@@ -12,7 +12,7 @@ import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Embedder", "HashEmbedder", "OpenAIEmbedder", "as_embedder"]
+__all__ = ["Embedder", "FastEmbedEmbedder", "GoogleEmbedder", "HashEmbedder", "OpenAIEmbedder", "as_embedder"]
 
 
 @runtime_checkable
@@ -100,6 +100,99 @@ class OpenAIEmbedder:
             )
         data = sorted(response.json()["data"], key=lambda d: d["index"])
         return [[float(x) for x in d["embedding"]] for d in data]
+
+
+class GoogleEmbedder:
+    """Gemini embeddings over HTTP (``models/{model}:batchEmbedContents``); ``api_key`` defaults
+    to ``$GOOGLE_GENERATIVE_AI_API_KEY`` (the AI SDK's variable) or ``$GEMINI_API_KEY``."""
+
+    def __init__(
+        self,
+        model: str = "gemini-embedding-001",
+        *,
+        api_key: str | None = None,
+        base_url: str = "https://generativelanguage.googleapis.com/v1beta",
+        dimensions: int | None = None,
+        timeout: float = 30.0,
+        client: Any = None,
+    ) -> None:
+        self.model = model
+        self.api_key = (
+            api_key
+            if api_key is not None
+            else os.environ.get("GOOGLE_GENERATIVE_AI_API_KEY") or os.environ.get("GEMINI_API_KEY")
+        )
+        self.base_url = base_url.rstrip("/")
+        self.dimension = dimensions
+        self.timeout = timeout
+        self._client = client
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import httpx
+
+        if not texts:
+            return []
+        if not self.api_key:
+            raise RuntimeError(
+                "GoogleEmbedder needs an API key: api_key=... or $GOOGLE_GENERATIVE_AI_API_KEY"
+            )
+        name = f"models/{self.model}"
+        requests = []
+        for text in texts:
+            item: dict[str, Any] = {"model": name, "content": {"parts": [{"text": text}]}}
+            if self.dimension is not None:
+                item["outputDimensionality"] = self.dimension
+            requests.append(item)
+        client = self._client or httpx.AsyncClient(timeout=self.timeout)
+        try:
+            response = await client.post(
+                f"{self.base_url}/{name}:batchEmbedContents",
+                json={"requests": requests},
+                headers={"x-goog-api-key": self.api_key},
+            )
+        finally:
+            if self._client is None:
+                await client.aclose()
+        if response.status_code >= 400:
+            raise RuntimeError(
+                f"embeddings request to {self.base_url} failed with HTTP {response.status_code}: {response.text[:500]}"
+            )
+        return [[float(x) for x in e["values"]] for e in response.json()["embeddings"]]
+
+
+class FastEmbedEmbedder:
+    """A local ONNX model through ``fastembed`` (``pip install agentstream[fastembed]``), e.g.
+    ``BAAI/bge-small-en-v1.5`` (384 dimensions). The model is downloaded into fastembed's cache
+    on first use and loaded once; embedding runs in a worker thread, off the event loop."""
+
+    def __init__(
+        self, model: str = "BAAI/bge-small-en-v1.5", *, cache_dir: str | None = None, **options: Any
+    ):
+        self.model = model
+        self.cache_dir = cache_dir
+        self.options = options
+        self.dimension: int | None = None
+        self._model: Any = None
+
+    def _load(self) -> Any:
+        if self._model is None:
+            try:
+                from fastembed import TextEmbedding  # type: ignore[import-not-found, unused-ignore]
+            except ImportError as exc:
+                raise ImportError("FastEmbedEmbedder needs: pip install 'agentstream[fastembed]'") from exc
+            self._model = TextEmbedding(model_name=self.model, cache_dir=self.cache_dir, **self.options)
+        return self._model
+
+    def _embed(self, texts: list[str]) -> list[list[float]]:
+        out = [[float(x) for x in vector] for vector in self._load().embed(texts)]
+        if out:
+            self.dimension = len(out[0])
+        return out
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import asyncio
+
+        return await asyncio.to_thread(self._embed, list(texts))
 
 
 class _CallableEmbedder:
