@@ -59,16 +59,16 @@ class PgVectorStore:
             except ImportError as exc:  # pragma: no cover - depends on the installed extras
                 raise ImportError("PgVectorStore needs: pip install 'agentstream[postgres]'") from exc
 
-            async def configure(conn: Any) -> None:
-                await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-                await conn.commit()
-
-            self._pool = AsyncConnectionPool(
-                self.dsn or "", min_size=1, max_size=4, open=False, configure=configure
-            )
+            self._pool = AsyncConnectionPool(self.dsn or "", min_size=1, max_size=4, open=False)
             await self._pool.open()
         if not self._ready:
+            import psycopg
+
             async with self._pool.connection() as conn:
+                try:
+                    await conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                except psycopg.errors.UniqueViolation:
+                    await conn.rollback()  # another process created it at the same moment
                 await conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self.schema}")
                 await conn.execute(
                     f"CREATE TABLE IF NOT EXISTS {self.schema}.agentstream_vector_indexes "
