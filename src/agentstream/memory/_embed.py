@@ -19,7 +19,9 @@ __all__ = ["Embedder", "FastEmbedEmbedder", "GoogleEmbedder", "HashEmbedder", "O
 class Embedder(Protocol):
     """Turns texts into vectors of one fixed dimension (``dimension``; ``None`` until known)."""
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (all of one dimension)."""
+        ...
 
 
 class HashEmbedder:
@@ -55,6 +57,7 @@ class HashEmbedder:
         return [v / norm for v in vector] if norm else vector
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (all of one dimension)."""
         return [self._one(t) for t in texts]
 
 
@@ -80,6 +83,7 @@ class OpenAIEmbedder:
         self._client = client
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (all of one dimension)."""
         import httpx
 
         if not texts:
@@ -128,6 +132,7 @@ class GoogleEmbedder:
         self._client = client
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (all of one dimension)."""
         import httpx
 
         if not texts:
@@ -190,6 +195,7 @@ class FastEmbedEmbedder:
         return out
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (all of one dimension)."""
         import asyncio
 
         return await asyncio.to_thread(self._embed, list(texts))
@@ -200,6 +206,7 @@ class _CallableEmbedder:
         self._fn = fn
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in order (all of one dimension)."""
         out = self._fn(list(texts))
         if inspect.isawaitable(out):
             out = await out

@@ -37,6 +37,7 @@ class ToolCallFilter:
         return self.exclude is None or part.get("toolName") in self.exclude
 
     async def process_llm_request(self, *, prompt: list[dict[str, Any]], **_: Any) -> list[dict[str, Any]]:
+        """This request's prompt without the earlier turns' tool calls and results."""
         cut = _current_turn_start(prompt)
         out: list[dict[str, Any]] = []
         for i, message in enumerate(prompt):
@@ -86,6 +87,7 @@ class HistoryTokenLimiter:
     async def process_input(
         self, *, messages: list[dict[str, Any]], system_messages: list[dict[str, Any]], **_: Any
     ) -> list[dict[str, Any]]:
+        """The input with the oldest history dropped until it fits the limit."""
         cut = _current_turn_start(messages)
         history, current = list(messages[:cut]), messages[cut:]
         budget = self.limit - sum(_message_tokens(m, self.counter) for m in [*system_messages, *current])

@@ -106,6 +106,7 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         return self.storage
 
     def now(self) -> datetime:
+        """The memory clock's current time (UTC)."""
         if self.clock is None:
             return datetime.now(UTC)
         return datetime.fromtimestamp(self.clock() / 1000, UTC)

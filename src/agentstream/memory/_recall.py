@@ -25,6 +25,7 @@ class SemanticRecallConfig:
 
     @classmethod
     def from_option(cls, value: Any) -> SemanticRecallConfig:
+        """The config from ``Memory(semantic_recall=...)`` (checked)."""
         if value is None or value is False:
             return cls()
         if value is True:

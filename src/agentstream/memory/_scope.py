@@ -27,6 +27,7 @@ class MemoryScope:
 
     @property
     def read_only(self) -> bool:
+        """Whether this call's working memory is read-only (``options={"read_only": True}``)."""
         return bool(self.options.get("read_only", False))
 
 

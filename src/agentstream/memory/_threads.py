@@ -27,6 +27,7 @@ class ThreadMethods:
         raise NotImplementedError
 
     def now(self) -> datetime:
+        """The memory clock's current time (UTC)."""
         raise NotImplementedError
 
     async def list_threads(self, *, resource_id: str) -> list[ThreadRecord]:

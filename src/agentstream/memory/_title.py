@@ -34,6 +34,7 @@ class TitleConfig:
 
     @classmethod
     def from_option(cls, value: Any) -> TitleConfig:
+        """The config from ``Memory(generate_title=...)`` (checked)."""
         if value is None or value is False:
             return cls()
         if value is True:

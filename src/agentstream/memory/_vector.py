@@ -29,7 +29,9 @@ class VectorStore(Protocol):
     similar entries (cosine) whose metadata equals every ``filter`` item.
     """
 
-    async def create_index(self, name: str, dimension: int) -> None: ...
+    async def create_index(self, name: str, dimension: int) -> None:
+        """Create the index (idempotent; `ValueError` if it exists with another dimension)."""
+        ...
 
     async def upsert(
         self,
@@ -37,15 +39,23 @@ class VectorStore(Protocol):
         ids: Sequence[str],
         vectors: Sequence[Sequence[float]],
         metadata: Sequence[Mapping[str, Any]],
-    ) -> None: ...
+    ) -> None:
+        """Insert or replace entries by id (each vector of the index's dimension)."""
+        ...
 
     async def query(
         self, name: str, vector: Sequence[float], *, top_k: int, filter: Mapping[str, Any] | None = None
-    ) -> list[VectorMatch]: ...
+    ) -> list[VectorMatch]:
+        """The ``top_k`` entries most similar to ``vector`` (cosine) matching ``filter``."""
+        ...
 
-    async def delete(self, name: str, *, filter: Mapping[str, Any]) -> int: ...
+    async def delete(self, name: str, *, filter: Mapping[str, Any]) -> int:
+        """Delete the entries whose metadata matches ``filter``; how many."""
+        ...
 
-    async def describe_index(self, name: str) -> dict[str, Any]: ...
+    async def describe_index(self, name: str) -> dict[str, Any]:
+        """``{"dimension", "count", "metric"}`` of the index."""
+        ...
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
@@ -73,6 +83,7 @@ class InMemoryVectorStore:
         return found
 
     async def create_index(self, name: str, dimension: int) -> None:
+        """Create the index (idempotent; `ValueError` if it exists with another dimension)."""
         found = self._indexes.get(name)
         if found is not None:
             if found[0] != dimension:
@@ -87,6 +98,7 @@ class InMemoryVectorStore:
         vectors: Sequence[Sequence[float]],
         metadata: Sequence[Mapping[str, Any]],
     ) -> None:
+        """Insert or replace entries by id (each vector of the index's dimension)."""
         dimension, rows = self._index(name)
         for id_, vector, meta in zip(ids, vectors, metadata, strict=True):
             _check_dimension(name, dimension, vector)
@@ -95,6 +107,7 @@ class InMemoryVectorStore:
     async def query(
         self, name: str, vector: Sequence[float], *, top_k: int, filter: Mapping[str, Any] | None = None
     ) -> list[VectorMatch]:
+        """The ``top_k`` entries most similar to ``vector`` (cosine) matching ``filter``."""
         dimension, rows = self._index(name)
         _check_dimension(name, dimension, vector)
         scored = [
@@ -107,6 +120,7 @@ class InMemoryVectorStore:
         return scored[:top_k]
 
     async def delete(self, name: str, *, filter: Mapping[str, Any]) -> int:
+        """Delete the entries whose metadata matches ``filter``; how many."""
         if name not in self._indexes:
             return 0
         _, rows = self._indexes[name]
@@ -116,5 +130,6 @@ class InMemoryVectorStore:
         return len(gone)
 
     async def describe_index(self, name: str) -> dict[str, Any]:
+        """``{"dimension", "count", "metric"}`` of the index."""
         dimension, rows = self._index(name)
         return {"dimension": dimension, "count": len(rows), "metric": "cosine"}

@@ -53,6 +53,7 @@ class WorkingMemoryConfig:
 
     @classmethod
     def from_option(cls, value: Any) -> WorkingMemoryConfig:
+        """The config from ``Memory(working_memory=...)`` (checked)."""
         if value is None or value is False:
             return cls()
         if value is True:
@@ -86,9 +87,11 @@ class WorkingMemoryConfig:
 
     @property
     def format(self) -> Literal["markdown", "json"]:
+        """``"json"`` with a schema, else ``"markdown"``."""
         return "json" if self.schema is not None else "markdown"
 
     def template_text(self) -> str:
+        """The Markdown template (Mastra's default when none is set)."""
         return self.template if self.template is not None else DEFAULT_TEMPLATE
 
 

@@ -27,6 +27,7 @@ class WorkingMemoryMethods:
         raise NotImplementedError
 
     def now(self) -> datetime:
+        """The memory clock's current time (UTC)."""
         raise NotImplementedError
 
     # ----------------------------------------------------------------------------- working memory
