@@ -249,7 +249,8 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         if window is False:
             return {"messages": [], "total": 0, "page": 0, "perPage": 0, "hasMore": False}
         store = self._store()
-        every = list((await store.list_messages(thread_id)).messages)
+        known = await store.find_thread(thread_id) is not None  # a new thread: recall only
+        every = list((await store.list_messages(thread_id)).messages) if known else []
         history = every if window is None else every[max(0, len(every) - int(window)) :] if window else []
         if vector_search_string and self.semantic_recall.enabled:
             matches = await self.search(scope, vector_search_string)
