@@ -299,3 +299,30 @@ async def test_deleting_a_thread_takes_its_messages_and_embeddings() -> None:
     assert all(m.metadata["thread_id"] != "alice-2" for m in found)
     with pytest.raises(ValueError, match="needs a resource_id"):
         await memory.list_threads(resource_id="")
+
+
+async def test_a_failing_embedder_after_the_answer_is_logged_not_raised(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    calls: list[list[str]] = []
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        calls.append(texts)
+        if len(calls) > 2:  # the dimension probe and the query work; indexing the turn fails
+            raise RuntimeError("embedding service down")
+        return [[1.0, 0.0, 0.0] for _ in texts]
+
+    memory = Memory(InMemoryStore(), semantic_recall=True, embedder=embed)
+    agent = Agent(id="a", model=ScriptedModel([text_step("Fine.")]), memory=memory)
+    out = await agent.generate("hello there", memory={"thread": "t", "resource": "u"})
+    assert out.text == "Fine."
+    await memory.drain()
+    assert "indexing or titling a finished turn failed" in caplog.text
+    assert "embedding service down" in caplog.text
+
+
+async def test_a_memory_without_storage_binds_once_per_storage() -> None:
+    store = InMemoryStore()
+    memory = Memory(semantic_recall=True, embedder=HashEmbedder(dimension=16))
+    assert memory.bound(store) is memory.bound(store)
+    assert memory.bound(store).storage is store and memory.storage is None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,6 +35,8 @@ from ._working_methods import WorkingMemoryMethods
 from ._working_tool import WORKING_MEMORY_TOOL, WORKING_MEMORY_TOOL_ID
 
 __all__ = ["DEFAULT_LAST_MESSAGES", "Memory"]
+
+log = logging.getLogger("agentstream.memory")
 
 DEFAULT_LAST_MESSAGES = 10
 """Mastra ``Memory`` ``options.lastMessages`` default."""
@@ -89,13 +92,19 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         self.clock = clock
         self._pending: set[asyncio.Task[None]] = set()
         self._dimension: int | None = None
+        self._bound: Memory | None = None
 
     def bound(self, storage: Storage) -> Memory:
         """This memory over ``storage`` when it has none of its own."""
         if self.storage is not None:
             return self
+        cached = self._bound
+        if cached is not None and cached.storage is storage:
+            return cached  # one copy per storage: it keeps the probed vector dimension
         out = copy.copy(self)
         out.storage = storage
+        out._bound = None
+        self._bound = out
         return out
 
     def _store(self) -> Storage:
@@ -379,7 +388,11 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
 
     def _after_turn(self, task: Awaitable[None]) -> None:
         async def run() -> None:
-            await task
+            try:
+                await task
+            except Exception:
+                # the answer is already out: a failed embedding or title is logged, not raised
+                log.exception("memory: indexing or titling a finished turn failed")
 
         handle = asyncio.get_running_loop().create_task(run())
         self._pending.add(handle)
