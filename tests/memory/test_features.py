@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,10 @@ from agentstream.memory import HashEmbedder, InMemoryVectorStore, Memory, Vector
 from agentstream.storage import BaseStore, InMemoryStore, SQLiteStore
 from agentstream.testing import ScriptedModel
 
-DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:54329/postgres"
+from ._pg import pg_dsn, pgvector_dsn
+
+__all__ = ["pgvector_dsn"]  # the fixture, used through pytest
+
 USAGE = {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -47,20 +50,6 @@ def wm_step(call_id: str, memory: Any) -> list[dict[str, Any]]:
         },
         {"type": "finish", "finishReason": "tool-calls", "usage": USAGE},
     ]
-
-
-def pg_dsn() -> str:
-    dsn = os.environ.get("AGENTSTREAM_TEST_PG_DSN", DEFAULT_PG_DSN)
-    try:
-        import psycopg
-
-        with psycopg.connect(dsn, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI is set but PostgreSQL is unreachable at {dsn}: {exc}")
-        pytest.skip(f"PostgreSQL unreachable at {dsn}")
-    return dsn
 
 
 # ------------------------------------------------------------------------------ working memory
@@ -171,27 +160,6 @@ TEXTS = [
     "Python is my favourite programming language",
     "We ate pizza in Naples last summer",
 ]
-
-
-@pytest.fixture(scope="session")
-def pgvector_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A PostgreSQL with pgvector: ``AGENTSTREAM_TEST_PGVECTOR_DSN``, else a private server from
-    the ``pgserver`` wheel (PostgreSQL 16 + pgvector, PyPI), started for this session and stopped
-    after it. The shared test cluster (Debian PostgreSQL 15) has no pgvector package in the
-    configured Debian repositories (docs/decisions/issue-27-vector.md)."""
-    dsn = os.environ.get("AGENTSTREAM_TEST_PGVECTOR_DSN")
-    if dsn:
-        yield dsn
-        return
-    try:
-        import pgserver
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("CI is set but neither AGENTSTREAM_TEST_PGVECTOR_DSN nor pgserver is available")
-        pytest.skip("no PostgreSQL with pgvector (set AGENTSTREAM_TEST_PGVECTOR_DSN or pip install pgserver)")
-    server = pgserver.get_server(str(tmp_path_factory.mktemp("pgvector")), cleanup_mode="stop")
-    yield server.get_uri()
-    server.cleanup()
 
 
 @pytest.fixture(params=["memory", "sqlite-vec", "pgvector"])
