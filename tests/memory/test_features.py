@@ -226,30 +226,33 @@ async def test_vector_store_checks_the_dimension(vector: VectorStore) -> None:
 
 async def test_a_slow_embedder_does_not_delay_the_first_token() -> None:
     """The query embedding is needed for the prompt; indexing the saved turn is not: it runs after
-    the answer. Here indexing waits on a gate that only opens once the first token has arrived."""
+    the answer. Here indexing alice's answer waits on a gate that only opens at the end: her first
+    token arrives, her answer ends, and another user's whole turn runs, all while it waits."""
     gate = asyncio.Event()
     inner = HashEmbedder(dimension=32)
-    query_text = "tell me about trains"
 
     async def embed(texts: list[str]) -> list[list[float]]:
-        if texts != [query_text] and texts != ["a"]:
-            await gate.wait()  # indexing: blocked until the test has seen the first token
+        if "Trains are great." in texts:
+            await gate.wait()  # indexing alice's answer: blocked until the end of the test
         return await inner.embed(texts)
 
     memory = Memory(InMemoryStore(), semantic_recall=True, embedder=embed)
-    agent = Agent(id="a", model=ScriptedModel([text_step("Trains are great.")]), memory=memory)
+    model = ScriptedModel([text_step("Trains are great."), text_step("Hello Bob.")])
+    agent = Agent(id="a", model=model, memory=memory)
     started = time.monotonic()
-    output = agent.stream(query_text, memory={"thread": "t", "resource": "u"})
+    output = agent.stream("tell me about trains", memory={"thread": "t", "resource": "alice"})
     first: float | None = None
     async for chunk in output.full_stream:
         if first is None and chunk.type == "text-delta":
             first = time.monotonic() - started
     assert first is not None and first < 5
-    assert memory._pending, "indexing must still be waiting"  # the answer finished without it
+    assert memory._pending["alice"], "indexing must still be waiting"  # the answer finished without it
+    bob = await asyncio.wait_for(agent.generate("hi", memory={"thread": "b", "resource": "bob"}), 10)
+    assert bob.text == "Hello Bob."  # another user's turn does not wait for alice's indexing
     gate.set()
     await asyncio.wait_for(memory.drain(), 10)
     info = await memory.vector.describe_index("memory_messages_32")
-    assert info["count"] == 2
+    assert info["count"] == 4
 
 
 async def test_deleting_a_thread_takes_its_messages_and_embeddings() -> None:

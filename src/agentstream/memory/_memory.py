@@ -90,7 +90,8 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         self.vector: VectorStore = vector if vector is not None else InMemoryVectorStore()
         self.title = TitleConfig.from_option(generate_title)
         self.clock = clock
-        self._pending: set[asyncio.Task[None]] = set()
+        # post-answer work (embeddings, titles) by resource: a turn waits only for its own user's
+        self._pending: dict[str, set[asyncio.Task[None]]] = {}
         self._dimension: int | None = None
         self._bound: Memory | None = None
 
@@ -357,7 +358,7 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[float]]]:
         """What a turn's prompt gets from memory: system messages (working memory, recall from
         other threads), the history messages, and the query vectors it computed (by text)."""
-        await self.drain()  # the previous turn's embeddings must be searchable
+        await self.drain(scope.resource_id)  # this user's previous turn must be searchable
         thread = await self.ensure_thread(scope)
         system: list[dict[str, Any]] = []
         wm = await self.get_system_message(
@@ -386,7 +387,7 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
             messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "."}]})
         return system, messages, known
 
-    def _after_turn(self, task: Awaitable[None]) -> None:
+    def _after_turn(self, resource_id: str, task: Awaitable[None]) -> None:
         async def run() -> None:
             try:
                 await task
@@ -395,13 +396,20 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
                 log.exception("memory: indexing or titling a finished turn failed")
 
         handle = asyncio.get_running_loop().create_task(run())
-        self._pending.add(handle)
-        handle.add_done_callback(self._pending.discard)
+        tasks = self._pending.setdefault(resource_id, set())
+        tasks.add(handle)
+        handle.add_done_callback(tasks.discard)
 
-    async def drain(self) -> None:
+    async def drain(self, resource_id: str | None = None) -> None:
         """Wait for the embeddings and titles of finished turns (they run after the answer)."""
-        while self._pending:
-            await asyncio.gather(*list(self._pending), return_exceptions=True)
+        while True:
+            if resource_id is None:
+                waiting = [t for tasks in self._pending.values() for t in tasks]
+            else:
+                waiting = list(self._pending.get(resource_id, ()))
+            if not waiting:
+                return
+            await asyncio.gather(*waiting, return_exceptions=True)
 
     async def remember(
         self,
@@ -457,7 +465,9 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
             elif finished and not broken and saving:
                 answer = recorder.assistant_records(message_id=message_id)
                 await self.save(answer)
-                self._after_turn(self._finish_turn(scope, [*accepted, *answer], known, model))
+                self._after_turn(
+                    scope.resource_id, self._finish_turn(scope, [*accepted, *answer], known, model)
+                )
 
     def _now_ms(self) -> int:
         return int(self.now().timestamp() * 1000)
