@@ -296,9 +296,9 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         index = await self._ensure_index()
         if vector is None:
             vector = (await self.embedder.embed([text]))[0]
-        where = {"resource_id": scope.resource_id}
+        where = {"resource_id": scope.resource_id}  # a thread belongs to one resource: both narrow
         if config.scope == "thread":
-            where = {"thread_id": scope.thread_id}
+            where["thread_id"] = scope.thread_id
         return await self.vector.query(index, vector, top_k=config.top_k, filter=where)
 
     async def _with_context(self, matches: Sequence[VectorMatch]) -> list[MessageRecord]:

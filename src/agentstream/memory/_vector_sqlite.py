@@ -3,8 +3,9 @@
 
 Python's own ``sqlite3`` module is often built without extension loading (it is here), so the
 store talks to SQLite through ``apsw``, which bundles a SQLite that loads extensions; calls run in
-a worker thread, one at a time. ``thread_id`` and ``resource_id`` are vec0 metadata columns, so a
-scoped query is filtered inside the KNN search rather than after it
+a worker thread, one at a time. ``resource_id`` is the vec0 *partition key* (a query of one
+resource scans only its rows) and ``thread_id`` a metadata column, so a scoped query is filtered
+inside the KNN search rather than after it
 (docs/decisions/issue-27-vector.md).
 """
 
@@ -86,7 +87,7 @@ class SqliteVecStore:
         with conn:
             conn.execute(
                 f"CREATE VIRTUAL TABLE {name} USING vec0(embedding float[{dimension}] distance_metric=cosine, "
-                "thread_id text, resource_id text, +id text, +metadata text)"
+                "resource_id text partition key, thread_id text, +id text, +metadata text)"
             )
             conn.execute(f"CREATE TABLE {name}_ids (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE)")
             conn.execute(
