@@ -89,6 +89,27 @@ def _undefined(value: Any) -> bool:
 _WAIT = object()
 
 
+def _generate_as_stream(result: Mapping[str, Any]) -> list[Any]:
+    """A recorded ``doGenerate`` result (``{"generate": ...}``, e.g. Mastra's title call) as the
+    stream parts of the same answer: our models only stream."""
+    parts: list[Any] = [{"type": "stream-start", "warnings": list(result.get("warnings") or [])}]
+    for i, item in enumerate(result.get("content") or []):
+        if item.get("type") == "text":
+            parts += [
+                {"type": "text-start", "id": f"g{i}"},
+                {"type": "text-delta", "id": f"g{i}", "delta": item.get("text", "")},
+                {"type": "text-end", "id": f"g{i}"},
+            ]
+    parts.append(
+        {
+            "type": "finish",
+            "finishReason": result.get("finishReason", "stop"),
+            "usage": result.get("usage", {}),
+        }
+    )
+    return parts
+
+
 class ScriptedModel:
     """A ``LanguageModel`` whose call *i* streams ``steps[i]`` (see the module docstring)."""
 
@@ -107,7 +128,9 @@ class ScriptedModel:
         self.calls: list[RecordedCall] = []
         self._steps: list[list[Any] | BaseException] = []
         for step in steps:
-            if isinstance(step, dict):
+            if isinstance(step, dict) and "generate" in step:
+                self._steps.append(_generate_as_stream(decode_tags(step["generate"])))
+            elif isinstance(step, dict):
                 if "throws" not in step:
                     raise ValueError(
                         f"a scripted step is a list of parts or {{'throws': error}}, got {step!r}"

@@ -72,20 +72,22 @@ async def test_turn_is_stored_and_recalled(store: BaseStore) -> None:
     assert thread.resource_id == "u1"
     stored = (await store.list_messages("t1")).messages
     assert [m.role for m in stored] == ["user", "assistant"]
+    created = stored[0].content["parts"][0]["createdAt"]
+    assert isinstance(created, int)
     assert stored[0].content == {
         "format": 2,
-        "parts": [{"type": "text", "text": "look up x"}],
+        "parts": [{"type": "text", "text": "look up x", "createdAt": created}],
         "content": "look up x",
     }
     parts = stored[1].content["parts"]
+    # as Mastra: the first step's step-start is not stored (conformance/memory/tool-call-stored-messages)
     assert [p["type"] for p in parts] == [
-        "step-start",
         "tool-invocation",
         "data-progress",
         "step-start",
         "text",
     ]
-    inv = parts[1]["toolInvocation"]
+    inv = parts[0]["toolInvocation"]
     assert inv == {
         "state": "result",
         "toolCallId": "c1",
@@ -93,7 +95,9 @@ async def test_turn_is_stored_and_recalled(store: BaseStore) -> None:
         "args": {"q": "x"},
         "result": {"answer": "X"},
     }
-    assert parts[2]["data"] == {"q": "x"}  # transient data parts are not kept
+    assert parts[1]["data"] == {"q": "x"}  # transient data parts are not kept
+    assert parts[2]["model"] == "mock-provider/mock-model-id"
+    assert stored[1].content["metadata"] == {"modelId": "mock-model-id", "provider": "mock-provider"}
     assert stored[1].content["content"] == "X it is."
     assert stored[1].type == "v2"
 
@@ -105,7 +109,13 @@ async def test_turn_is_stored_and_recalled(store: BaseStore) -> None:
         {"type": "tool-call", "toolCallId": "c1", "toolName": "lookup", "input": {"q": "x"}}
     ]
     assert prompt[3]["content"][0]["output"] == {"type": "json", "value": {"answer": "X"}}
-    assert prompt[4]["content"] == [{"type": "text", "text": "X it is."}]
+    assert prompt[4]["content"] == [
+        {
+            "type": "text",
+            "text": "X it is.",
+            "providerOptions": {"mastra": {"createdAt": parts[3]["createdAt"]}},
+        }
+    ]
     assert len((await store.list_messages("t1")).messages) == 4
 
 
@@ -122,9 +132,10 @@ async def test_tool_error_thread_object_and_last_messages(store: BaseStore) -> N
     assert inv["isError"] is True and "lookup broke" in inv["result"]
     assert db_messages_to_prompt(stored)[2]["content"][0]["output"]["type"] == "error-text"
     await agent.generate("hello", memory=memory)
-    # last_messages=1: only the stored assistant message comes back
+    # last_messages=1: only the stored assistant message comes back, after Mastra's "." user turn
     roles = [m["role"] for m in model.calls[2].prompt]
-    assert roles == ["assistant", "tool", "assistant", "user"]
+    assert roles == ["user", "assistant", "tool", "assistant", "user"]
+    assert model.calls[2].prompt[0]["content"] == [{"type": "text", "text": "."}]
 
 
 async def test_mastra_storage_is_the_default_memory(store: BaseStore) -> None:

@@ -559,6 +559,7 @@ class Agent:
                 [] if continuation else plan.inputs,
                 message_id=plan.message_id,
                 load=not continuation,
+                model=plan.model,  # the title model when generate_title has none of its own
             )
         if plan.trace is not None:
             source = plan.trace.wrap(source)

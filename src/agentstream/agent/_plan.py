@@ -241,6 +241,8 @@ def plan_run(
         instructions = str(opts["instructions"]) + tail
     if agent.agents or agent.workflows:
         tools = {**tools, **delegation_tools(DelegationRun(agent, now_ms, sleep))}
+    if memory is not None and scope is not None:  # memory's own tools (updateWorkingMemory)
+        tools = {**tools, **memory.run_tools(scope)}
     run_id = run_id or str(opts.get("run_id") or new_id(checkpoint))
     message_id = message_id or new_id(checkpoint)
     prompt: list[dict[str, Any]] = []

@@ -1,81 +1,112 @@
 """``Memory``: conversation history in the storage's threads/messages domain (Mastra ``@mastra/memory``).
 
-A run with ``memory={"thread": ..., "resource": ...}`` loads the thread's last messages in front of
-the new input and, when the run ends, stores the turn as ``MastraDBMessage`` records (content format
-2): the new user message(s), then one assistant message with the turn's parts in order:
-``step-start``, ``reasoning``, ``text``, ``tool-invocation`` (``state: 'result'`` with the result, or
-``'call'`` if it never got one) and non-transient ``data-*`` parts. Background-task results replace
-their placeholder in the stored invocation when the task finishes (``Memory.inject_result``).
+A run with ``memory={"thread": ..., "resource": ...}`` builds its prompt as Mastra does: the agent's
+instructions, the working-memory instruction (``working_memory=``), matches from other threads of
+the resource (``semantic_recall=``), then the thread's history (the last ``last_messages`` stored
+messages merged with same-thread recall matches, in time order), then the new input. When the run
+ends the turn is stored as ``MastraDBMessage`` records (content format 2): the new user message(s),
+then one assistant message with the turn's parts (``step-start``, ``reasoning``, ``text``,
+``tool-invocation``, non-transient ``data-*``). Embedding the new messages and generating the
+thread title happen after the answer, off its critical path (``drain()`` waits for them).
 """
 
 from __future__ import annotations
 
-import json
-import uuid
-from collections.abc import AsyncIterator, Mapping, Sequence
-from dataclasses import dataclass, field
+import asyncio
+import copy
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 
-from ..chunks import Chunk, chunk_to_dict
+from ..chunks import Chunk
 from ..storage import MessageRecord, Storage, ThreadRecord
+from ._embed import Embedder, as_embedder
+from ._recall import SemanticRecallConfig, index_name, message_text, remembered_block
+from ._scope import MemoryScope
+from ._threads import ThreadMethods
+from ._title import TitleConfig, generate_title
+from ._turn import TurnRecorder, db_messages_to_prompt
+from ._vector import InMemoryVectorStore, VectorMatch, VectorStore
+from ._working import WorkingMemoryConfig, tool_description, tool_input_schema
+from ._working_methods import WorkingMemoryMethods
+from ._working_tool import WORKING_MEMORY_TOOL, WORKING_MEMORY_TOOL_ID
 
-__all__ = ["Memory", "MemoryScope", "TurnRecorder", "db_messages_to_prompt", "resolve_memory_option"]
+__all__ = ["DEFAULT_LAST_MESSAGES", "Memory"]
+
+log = logging.getLogger("agentstream.memory")
 
 DEFAULT_LAST_MESSAGES = 10
 """Mastra ``Memory`` ``options.lastMessages`` default."""
 
 
-@dataclass(frozen=True)
-class MemoryScope:
-    """The ``memory=`` option of ``stream``/``generate``, resolved."""
-
-    thread_id: str
-    resource_id: str
-    title: str | None = None
-    metadata: dict[str, Any] | None = None
-
-
-def resolve_memory_option(value: Any) -> MemoryScope:
-    """``{"thread": id | {"id", "title"?, "metadata"?}, "resource": id}`` → ``MemoryScope``."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f'memory= must be a dict {{"thread": ..., "resource": ...}}, got {value!r}')
-    unknown = set(value) - {"thread", "resource"}
-    if unknown:
-        raise TypeError(f"unknown memory option(s): {', '.join(sorted(unknown))} (known: resource, thread)")
-    thread = value.get("thread")
-    resource = value.get("resource")
-    title: str | None = None
-    metadata: dict[str, Any] | None = None
-    if isinstance(thread, Mapping):
-        title = thread.get("title")
-        metadata = dict(thread["metadata"]) if thread.get("metadata") is not None else None
-        thread = thread.get("id")
-    if not isinstance(thread, str) or not thread:
-        raise ValueError('memory= needs a thread id: {"thread": "<id>" | {"id": "<id>"}, "resource": ...}')
-    if not isinstance(resource, str) or not resource:
-        raise ValueError('memory= needs a resource id: {"thread": ..., "resource": "<id>"}')
-    return MemoryScope(thread, resource, title, metadata)
+def _check_last_messages(value: Any) -> int | bool | None:
+    if value is False or value is None:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"last_messages must be a non-negative int, None (all) or False (off), got {value!r}"
+        )
+    return value
 
 
-class Memory:
-    """Thread history for an agent (``Agent(memory=Memory(...))``).
+class Memory(ThreadMethods, WorkingMemoryMethods):
+    """Thread history, working memory, semantic recall and titles for an agent
+    (``Agent(memory=Memory(...))``).
 
     ``storage`` defaults to the storage of the ``Mastra`` the agent is registered in.
-    ``last_messages`` is how many stored messages are loaded in front of the input (``None``: all).
+    ``last_messages``: how many stored messages are loaded in front of the input (``None``: all;
+    ``False``: history off — nothing loaded and nothing saved, as Mastra's ``lastMessages: false``).
+    ``working_memory``: ``{"enabled", "scope", "template" | "schema", "read_only"}``.
+    ``semantic_recall``: ``True`` or ``{"top_k", "message_range", "scope"}``; needs ``embedder``
+    (an `Embedder` or a callable ``texts -> vectors``) and uses ``vector`` (a `VectorStore`,
+    default: in process). ``generate_title``: ``True`` (the agent's model) or ``{"model": m,
+    "instructions"?: str}``. ``clock``: milliseconds since the epoch (tests freeze it).
     """
 
-    def __init__(self, storage: Storage | None = None, *, last_messages: int | None = DEFAULT_LAST_MESSAGES):
-        if last_messages is not None and (not isinstance(last_messages, int) or last_messages < 0):
-            raise ValueError(f"last_messages must be a non-negative int or None, got {last_messages!r}")
+    def __init__(
+        self,
+        storage: Storage | None = None,
+        *,
+        last_messages: int | bool | None = DEFAULT_LAST_MESSAGES,
+        working_memory: Any = None,
+        semantic_recall: Any = False,
+        embedder: Any = None,
+        vector: VectorStore | None = None,
+        generate_title: Any = False,
+        clock: Callable[[], float] | None = None,
+    ):
         self.storage = storage
-        self.last_messages = last_messages
+        self.last_messages = _check_last_messages(last_messages)
+        self.working_memory = WorkingMemoryConfig.from_option(working_memory)
+        self.semantic_recall = SemanticRecallConfig.from_option(semantic_recall)
+        self.embedder: Embedder | None = as_embedder(embedder) if embedder is not None else None
+        if self.semantic_recall.enabled and self.embedder is None:
+            raise ValueError(
+                "semantic_recall needs an embedder: Memory(embedder=HashEmbedder() | OpenAIEmbedder() | ...)"
+            )
+        self.vector: VectorStore = vector if vector is not None else InMemoryVectorStore()
+        self.title = TitleConfig.from_option(generate_title)
+        self.clock = clock
+        # post-answer work (embeddings, titles) by resource: a turn waits only for its own user's
+        self._pending: dict[str, set[asyncio.Task[None]]] = {}
+        self._dimension: int | None = None
+        self._bound: Memory | None = None
 
     def bound(self, storage: Storage) -> Memory:
         """This memory over ``storage`` when it has none of its own."""
-        return self if self.storage is not None else Memory(storage, last_messages=self.last_messages)
+        if self.storage is not None:
+            return self
+        cached = self._bound
+        if cached is not None and cached.storage is storage:
+            return cached  # one copy per storage: it keeps the probed vector dimension
+        out = copy.copy(self)
+        out.storage = storage
+        out._bound = None
+        self._bound = out
+        return out
 
     def _store(self) -> Storage:
         if self.storage is None:
@@ -83,6 +114,38 @@ class Memory:
                 "this Memory has no storage: pass Memory(storage) or register the agent in a Mastra"
             )
         return self.storage
+
+    def now(self) -> datetime:
+        """The memory clock's current time (UTC)."""
+        if self.clock is None:
+            return datetime.now(UTC)
+        return datetime.fromtimestamp(self.clock() / 1000, UTC)
+
+    # ----------------------------------------------------------------------------- threads
+
+    async def create_thread(
+        self,
+        *,
+        resource_id: str,
+        thread_id: str | None = None,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ThreadRecord:
+        """A new thread (Mastra ``createThread``); ``metadata.workingMemory`` seeds thread-scoped
+        working memory."""
+        import uuid
+
+        now = self.now()
+        return await self._store().save_thread(
+            ThreadRecord(
+                id=thread_id or str(uuid.uuid4()),
+                resource_id=resource_id,
+                title=title,
+                metadata=dict(metadata) if metadata is not None else None,
+                created_at=now,
+                updated_at=now,
+            )
+        )
 
     async def ensure_thread(self, scope: MemoryScope) -> ThreadRecord:
         """The scope's thread, created if missing; `ValueError` if it belongs to another resource."""
@@ -95,18 +158,34 @@ class Memory:
                     f"not {scope.resource_id!r}"
                 )
             return found
+        now = self.now()
         return await store.save_thread(
             ThreadRecord(
-                id=scope.thread_id, resource_id=scope.resource_id, title=scope.title, metadata=scope.metadata
+                id=scope.thread_id,
+                resource_id=scope.resource_id,
+                title=scope.title,
+                metadata=scope.metadata,
+                created_at=now,
+                updated_at=now,
             )
         )
+
+    # ----------------------------------------------------------------------------- history
+
+    def _window(self, scope: MemoryScope | None = None) -> int | bool | None:
+        if scope is not None and "last_messages" in scope.options:
+            return _check_last_messages(scope.options["last_messages"])
+        return self.last_messages
 
     async def recall(self, scope: MemoryScope) -> list[MessageRecord]:
         """The thread's last ``last_messages`` stored messages (oldest first)."""
         await self.ensure_thread(scope)
-        if self.last_messages == 0:
+        window = self._window(scope)
+        if window is False or window == 0:
             return []
-        page = await self._store().list_messages(scope.thread_id, last=self.last_messages)
+        page = await self._store().list_messages(
+            scope.thread_id, last=None if window is None else int(window)
+        )
         return list(page.messages)
 
     async def history(self, scope: MemoryScope) -> list[dict[str, Any]]:
@@ -129,6 +208,209 @@ class Memory:
             out.append(record)
         await store.save_messages(out)
 
+    def list_tools(self) -> dict[str, dict[str, Any]]:
+        """The memory's tools as Mastra's ``listTools`` describes them: name → ``{id, description,
+        inputSchema}`` (``strict: False`` for a schema, whose tool input is not strict)."""
+        config = self.working_memory
+        if not config.enabled or config.read_only:
+            return {}
+        out: dict[str, Any] = {
+            "id": WORKING_MEMORY_TOOL_ID,
+            "description": tool_description(config),
+            "inputSchema": tool_input_schema(config),
+        }
+        if config.schema is not None:
+            out["strict"] = False
+        return {WORKING_MEMORY_TOOL: out}
+
+    def thread_config(self) -> dict[str, Any]:
+        """The effective configuration in Mastra's ``getMergedThreadConfig`` shape."""
+        recall = self.semantic_recall
+        wm = self.working_memory
+        working: dict[str, Any] = (
+            {"enabled": wm.enabled, "scope": wm.scope} if wm.enabled else {"enabled": False}
+        )
+        if wm.schema is not None:
+            working["schema"] = wm.schema
+        else:
+            working["template"] = wm.template_text()
+        if wm.read_only:
+            working["readOnly"] = True
+        return {
+            "lastMessages": self.last_messages if self.last_messages is not None else False,
+            "semanticRecall": {
+                "topK": recall.top_k,
+                "messageRange": {"before": recall.before, "after": recall.after},
+                "scope": recall.scope,
+            }
+            if recall.enabled
+            else False,
+            "generateTitle": self.title.enabled,
+            "workingMemory": working,
+        }
+
+    async def recall_page(
+        self, *, thread_id: str, resource_id: str, vector_search_string: str | None = None
+    ) -> dict[str, Any]:
+        """Mastra's ``recall({threadId, resourceId, vectorSearchString?})``: the history window
+        (plus the semantic matches with their ranges), in time order, with its paging fields."""
+        scope = MemoryScope(thread_id, resource_id)
+        window = self._window()
+        if window is False:
+            return {"messages": [], "total": 0, "page": 0, "perPage": 0, "hasMore": False}
+        store = self._store()
+        known = await store.find_thread(thread_id) is not None  # a new thread: recall only
+        every = list((await store.list_messages(thread_id)).messages) if known else []
+        history = every if window is None else every[max(0, len(every) - int(window)) :] if window else []
+        if vector_search_string and self.semantic_recall.enabled:
+            matches = await self.search(scope, vector_search_string)
+            merged = {r.id: r for r in [*await self._with_context(matches), *history]}
+            history = sorted(merged.values(), key=lambda r: r.created_at)
+        per_page = len(every) if window is None else int(window)
+        return {
+            "messages": history,
+            "total": len(every),
+            "page": 0,
+            "perPage": per_page if window is not None else False,
+            "hasMore": window is not None and len(every) > int(window),
+        }
+
+    # ----------------------------------------------------------------------------- semantic recall
+
+    async def _ensure_index(self) -> str:
+        if self._dimension is None:
+            assert self.embedder is not None
+            dimension = getattr(self.embedder, "dimension", None)
+            if not isinstance(dimension, int):
+                dimension = len((await self.embedder.embed(["a"]))[0])  # Mastra probes the same way
+            await self.vector.create_index(index_name(dimension), dimension)
+            self._dimension = dimension
+        return index_name(self._dimension)
+
+    async def search(
+        self, scope: MemoryScope, text: str, *, vector: Sequence[float] | None = None
+    ) -> list[VectorMatch]:
+        """The ``top_k`` stored messages most similar to ``text`` in the recall scope."""
+        config = self.semantic_recall
+        assert self.embedder is not None
+        index = await self._ensure_index()
+        if vector is None:
+            vector = (await self.embedder.embed([text]))[0]
+        where = {"resource_id": scope.resource_id}  # a thread belongs to one resource: both narrow
+        if config.scope == "thread":
+            where["thread_id"] = scope.thread_id
+        return await self.vector.query(index, vector, top_k=config.top_k, filter=where)
+
+    async def _with_context(self, matches: Sequence[VectorMatch]) -> list[MessageRecord]:
+        """Each match with ``message_range`` stored messages around it (same thread)."""
+        store = self._store()
+        config = self.semantic_recall
+        by_thread: dict[str, list[MessageRecord]] = {}
+        out: dict[str, MessageRecord] = {}
+        for match in matches:
+            thread_id = str(match.metadata.get("thread_id"))
+            if thread_id not in by_thread:
+                by_thread[thread_id] = list((await store.list_messages(thread_id)).messages)
+            messages = by_thread[thread_id]
+            at = next((i for i, m in enumerate(messages) if m.id == match.metadata.get("message_id")), None)
+            if at is None:
+                continue
+            for record in messages[max(0, at - config.before) : at + config.after + 1]:
+                out[record.id] = record
+        return sorted(out.values(), key=lambda r: r.created_at)
+
+    async def index_messages(
+        self, records: Sequence[MessageRecord], known: Mapping[str, list[float]]
+    ) -> None:
+        """Embed ``records`` (reusing vectors already computed for the same text) and upsert them."""
+        if self.embedder is None or not self.semantic_recall.enabled:
+            return
+        index = await self._ensure_index()
+        todo = [r for r in records if message_text(r)]
+        if not todo:
+            return
+        texts = [message_text(r) for r in todo]
+        missing = [t for t in dict.fromkeys(texts) if t not in known]
+        vectors = dict(known)
+        for text, vec in zip(missing, await self.embedder.embed(missing) if missing else [], strict=True):
+            vectors[text] = vec
+        await self.vector.upsert(
+            index,
+            [r.id for r in todo],
+            [vectors[t] for t in texts],
+            [
+                {
+                    "message_id": r.id,
+                    "thread_id": r.thread_id,
+                    "resource_id": r.resource_id,
+                    "role": r.role,
+                    "content": message_text(r),
+                    "created_at": r.created_at.isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                }
+                for r in todo
+            ],
+        )
+
+    # ----------------------------------------------------------------------------- a run
+
+    async def context(
+        self, scope: MemoryScope, inputs: Sequence[Mapping[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, list[float]]]:
+        """What a turn's prompt gets from memory: system messages (working memory, recall from
+        other threads), the history messages, and the query vectors it computed (by text)."""
+        await self.drain(scope.resource_id)  # this user's previous turn must be searchable
+        thread = await self.ensure_thread(scope)
+        system: list[dict[str, Any]] = []
+        wm = await self.get_system_message(
+            thread_id=thread.id, resource_id=scope.resource_id, read_only=scope.read_only
+        )
+        if wm is not None:
+            system.append({"role": "system", "content": wm})
+        history = await self.recall(scope)
+        known: dict[str, list[float]] = {}
+        query = " ".join(t for t in (_input_text(m) for m in inputs if m.get("role") == "user") if t)
+        if self.semantic_recall.enabled and query:
+            assert self.embedder is not None
+            await self._ensure_index()
+            known[query] = (await self.embedder.embed([query]))[0]
+            matches = await self.search(scope, query, vector=known[query])
+            recalled = await self._with_context(matches)
+            here = [r for r in recalled if r.thread_id == scope.thread_id]
+            other = [r for r in recalled if r.thread_id != scope.thread_id]
+            if other:
+                system.append({"role": "system", "content": remembered_block(other)})
+            merged = {r.id: r for r in [*here, *history]}
+            history = sorted(merged.values(), key=lambda r: r.created_at)
+        messages = db_messages_to_prompt(history)
+        if messages and messages[0].get("role") == "assistant":
+            # a history that starts mid-exchange gets a placeholder user turn first, as in Mastra
+            messages.insert(0, {"role": "user", "content": [{"type": "text", "text": "."}]})
+        return system, messages, known
+
+    def _after_turn(self, resource_id: str, task: Awaitable[None]) -> None:
+        async def run() -> None:
+            try:
+                await task
+            except Exception:
+                # the answer is already out: a failed embedding or title is logged, not raised
+                log.exception("memory: indexing or titling a finished turn failed")
+
+        handle = asyncio.get_running_loop().create_task(run())
+        tasks = self._pending.setdefault(resource_id, set())
+        tasks.add(handle)
+        handle.add_done_callback(tasks.discard)
+
+    async def drain(self, resource_id: str | None = None) -> None:
+        """Wait for the embeddings and titles of finished turns (they run after the answer)."""
+        while True:
+            if resource_id is None:
+                waiting = [t for tasks in self._pending.values() for t in tasks]
+            else:
+                waiting = list(self._pending.get(resource_id, ()))
+            if not waiting:
+                return
+            await asyncio.gather(*waiting, return_exceptions=True)
+
     async def remember(
         self,
         source: AsyncIterator[Chunk],
@@ -138,9 +420,10 @@ class Memory:
         *,
         message_id: str,
         load: bool = True,
+        model: Any = None,
     ) -> AsyncIterator[Chunk]:
-        """A run's chunks, with the thread's history loaded into ``prompt`` (after its system
-        messages) before the run starts and the turn (``inputs`` and the response) stored after.
+        """A run's chunks, with memory's part of the prompt (see the module docstring) put into
+        ``prompt`` before the run starts and the turn (``inputs`` and the response) stored after.
 
         ``load=False``: the history is already in the prompt (an until-idle continuation); only the
         thread is ensured.
@@ -151,16 +434,19 @@ class Memory:
         failed turn's partial answer is not (Mastra's default, ``persistPartialOnAbort: false``).
         A turn blocked by a tripwire takes its user message out again, so that a refused prompt
         never reaches the model through the history of the next turn
-        (docs/decisions/issue-22-persistence.md).
+        (docs/decisions/issue-22-persistence.md). ``read_only`` turns and ``last_messages=False``
+        store nothing (Mastra). ``updateWorkingMemory`` calls are not stored.
         """
+        known: dict[str, list[float]] = {}
         if load:
-            history = await self.history(scope)
+            system, history, known = await self.context(scope, inputs)
             at = next((i for i, m in enumerate(prompt) if m.get("role") != "system"), len(prompt))
-            prompt[at:at] = history
+            prompt[at:at] = [*system, *history]
         else:
             await self.ensure_thread(scope)
-        recorder = TurnRecorder(scope)
-        accepted = recorder.user_records(inputs)
+        saving = not scope.read_only and self._window(scope) is not False
+        recorder = TurnRecorder(scope, now_ms=self._now_ms, skip_tools={WORKING_MEMORY_TOOL})
+        accepted = recorder.user_records(inputs) if saving else []
         await self.save(accepted)
         finished = broken = blocked = False
         try:
@@ -176,8 +462,37 @@ class Memory:
             # also when the reader closes this source at its last chunk (a tripwire ends the run)
             if blocked and accepted:
                 await self._store().delete_messages([record.id for record in accepted])
-            elif finished and not broken:
-                await self.save(recorder.assistant_records(message_id=message_id))
+            elif finished and not broken and saving:
+                answer = recorder.assistant_records(message_id=message_id)
+                await self.save(answer)
+                self._after_turn(
+                    scope.resource_id, self._finish_turn(scope, [*accepted, *answer], known, model)
+                )
+
+    def _now_ms(self) -> int:
+        return int(self.now().timestamp() * 1000)
+
+    async def _finish_turn(
+        self,
+        scope: MemoryScope,
+        records: Sequence[MessageRecord],
+        known: Mapping[str, list[float]],
+        model: Any,
+    ) -> None:
+        stored = [
+            found
+            for found in (await self._store().list_messages(scope.thread_id)).messages
+            if found.id in {r.id for r in records}
+        ]
+        await self.index_messages(stored, known)
+        if self.title.enabled:
+            thread = await self._store().find_thread(scope.thread_id)
+            title_model = self.title.model if self.title.model is not None else model
+            if thread is not None and not thread.title and title_model is not None:
+                title = await generate_title(title_model, self.title, stored, now_ms=self._now_ms())
+                if title:
+                    fresh = await self._store().get_thread(scope.thread_id)
+                    await self._store().save_thread(msgspec.structs.replace(fresh, title=title))
 
     async def inject_result(
         self,
@@ -236,253 +551,12 @@ class Memory:
         return False
 
 
-# ------------------------------------------------------------------------------------- recording
-
-
-def _text_of(message: Mapping[str, Any]) -> str:
+def _input_text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(
+        return " ".join(
             str(p.get("text", "")) for p in content if isinstance(p, dict) and p.get("type") == "text"
         )
     return ""
-
-
-def _user_parts(message: Mapping[str, Any]) -> list[dict[str, Any]]:
-    parts: list[dict[str, Any]] = []
-    content = message.get("content")
-    if isinstance(content, str):
-        return [{"type": "text", "text": content}]
-    for part in content if isinstance(content, list) else []:
-        if not isinstance(part, dict):
-            continue
-        if part.get("type") == "text":
-            parts.append({"type": "text", "text": part.get("text", "")})
-        elif part.get("type") == "file":
-            data = part.get("data")
-            parts.append(
-                {
-                    "type": "file",
-                    "data": data if isinstance(data, str) else "",
-                    "mimeType": part.get("mediaType"),
-                }
-            )
-    return parts
-
-
-@dataclass
-class TurnRecorder:
-    """Collects one turn's chunks into the assistant message Mastra stores."""
-
-    scope: MemoryScope
-    parts: list[dict[str, Any]] = field(default_factory=list)
-    _text: dict[str, Any] | None = None
-    _reasoning: dict[str, Any] | None = None
-    _calls: dict[str, dict[str, Any]] = field(default_factory=dict)
-    background: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def observe(self, chunk: Any) -> None:
-        """Fold one chunk of the turn into the message parts being recorded."""
-        kind = getattr(chunk, "type", "")
-        payload: Any = getattr(chunk, "payload", None)
-        if kind == "step-start":
-            self.parts.append({"type": "step-start"})
-            self._text = self._reasoning = None
-        elif kind == "text-delta":
-            text = self._text
-            if text is None:
-                text = self._text = {"type": "text", "text": ""}
-                self.parts.append(text)
-            text["text"] += payload.text
-        elif kind == "text-end":
-            self._text = None
-        elif kind == "reasoning-delta":
-            reasoning = self._reasoning
-            if reasoning is None:
-                reasoning = self._reasoning = {
-                    "type": "reasoning",
-                    "reasoning": "",
-                    "details": [{"type": "text", "text": ""}],
-                }
-                self.parts.append(reasoning)
-            reasoning["reasoning"] += payload.text
-            reasoning["details"][0]["text"] += payload.text
-        elif kind == "reasoning-end":
-            self._reasoning = None
-        elif kind == "tool-call":
-            self._text = self._reasoning = None
-            inv = {
-                "state": "call",
-                "toolCallId": payload.tool_call_id,
-                "toolName": payload.tool_name,
-                "args": chunk_to_dict(chunk)["payload"].get("args", {}),
-            }
-            self._calls[payload.tool_call_id] = inv
-            self.parts.append({"type": "tool-invocation", "toolInvocation": inv})
-        elif kind in ("tool-result", "tool-error"):
-            found = self._calls.get(payload.tool_call_id)
-            if found is not None:
-                inv = found
-            else:
-                args = chunk_to_dict(chunk)["payload"].get("args", {})
-                inv = {"toolCallId": payload.tool_call_id, "toolName": payload.tool_name, "args": args}
-                self.parts.append({"type": "tool-invocation", "toolInvocation": inv})
-            inv["state"] = "result"
-            if kind == "tool-result":
-                inv["result"] = payload.result
-                meta = payload.provider_metadata
-                if isinstance(meta, Mapping) and isinstance(meta.get("mastra"), Mapping):
-                    bg = meta["mastra"].get("backgroundTask")
-                    if bg is not None:
-                        for part in self.parts:
-                            if part.get("toolInvocation") is inv:
-                                part["providerMetadata"] = {"mastra": {"backgroundTask": dict(bg)}}
-            else:
-                error = payload.error
-                inv["result"] = str(error.get("message", error)) if isinstance(error, Mapping) else str(error)
-                inv["isError"] = True
-        elif kind == "background-task-started":
-            self.background[payload.tool_call_id] = {"taskId": payload.task_id}
-        elif isinstance(kind, str) and kind.startswith("data-"):
-            d = chunk_to_dict(chunk)
-            if d.get("transient"):
-                return
-            part = {"type": kind, "data": d.get("data")}
-            if d.get("id") is not None:
-                part["id"] = d["id"]
-            self.parts.append(part)
-
-    def records(
-        self, inputs: Sequence[Mapping[str, Any]], *, message_id: str | None, now: datetime | None = None
-    ) -> list[MessageRecord]:
-        """The new user message(s) and the assistant message (skipped if it has no content)."""
-        users = self.user_records(inputs, now=now)
-        base = (now or datetime.now(UTC)) + timedelta(milliseconds=len(users))
-        return [*users, *self.assistant_records(message_id=message_id, now=base)]
-
-    def user_records(
-        self, inputs: Sequence[Mapping[str, Any]], *, now: datetime | None = None
-    ) -> list[MessageRecord]:
-        """The turn's new user message(s), as stored."""
-        base = now or datetime.now(UTC)
-        out: list[MessageRecord] = []
-        i = 0
-        for message in inputs:
-            if message.get("role") != "user":
-                continue
-            parts = _user_parts(message)
-            out.append(
-                MessageRecord(
-                    id=str(uuid.uuid4()),
-                    thread_id=self.scope.thread_id,
-                    resource_id=self.scope.resource_id,
-                    role="user",
-                    content={"format": 2, "parts": parts, "content": _text_of(message)},
-                    created_at=base + timedelta(milliseconds=i),
-                )
-            )
-            i += 1
-        return out
-
-    def assistant_records(
-        self, *, message_id: str | None, now: datetime | None = None
-    ) -> list[MessageRecord]:
-        """The assistant message of the turn so far (none if it has no content)."""
-        out: list[MessageRecord] = []
-        if any(p.get("type") != "step-start" for p in self.parts):
-            content: dict[str, Any] = {"format": 2, "parts": json.loads(json.dumps(self.parts, default=str))}
-            text = "".join(p["text"] for p in self.parts if p.get("type") == "text")
-            if text:
-                content["content"] = text
-            if self.background:
-                content["metadata"] = {"backgroundTasks": self.background}
-            out.append(
-                MessageRecord(
-                    id=message_id or str(uuid.uuid4()),
-                    thread_id=self.scope.thread_id,
-                    resource_id=self.scope.resource_id,
-                    role="assistant",
-                    content=content,
-                    created_at=now or datetime.now(UTC),
-                )
-            )
-        return out
-
-
-# ------------------------------------------------------------------------------------- loading
-
-
-def _model_output(result: Any, is_error: bool) -> dict[str, Any]:
-    if is_error:
-        return {"type": "error-text", "value": str(result)}
-    if isinstance(result, str):
-        return {"type": "text", "value": result}
-    return {"type": "json", "value": result}
-
-
-def db_messages_to_prompt(records: Sequence[MessageRecord]) -> list[dict[str, Any]]:
-    """Stored format-2 messages → V2 prompt messages (the model's view of the history).
-
-    Assistant messages are split at ``step-start``: each step becomes an assistant message
-    (reasoning, text, tool calls) followed by a tool message with its results. Invocations without
-    a result and ``data-*`` parts are left out (the model never saw them).
-    """
-    out: list[dict[str, Any]] = []
-    for record in records:
-        parts = record.content.get("parts")
-        parts = parts if isinstance(parts, list) else []
-        if record.role == "user":
-            content = [
-                {"type": "text", "text": str(p.get("text", ""))}
-                for p in parts
-                if isinstance(p, dict) and p.get("type") == "text"
-            ]
-            if content:
-                out.append({"role": "user", "content": content})
-            continue
-        if record.role == "system":
-            text = "".join(
-                str(p.get("text", "")) for p in parts if isinstance(p, dict) and p.get("type") == "text"
-            )
-            out.append({"role": "system", "content": text})
-            continue
-        steps: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = [([], [])]
-        for part in parts:
-            if not isinstance(part, dict):
-                continue
-            kind = part.get("type")
-            assistant, results = steps[-1]
-            if kind == "step-start":
-                if assistant or results:
-                    steps.append(([], []))
-            elif kind == "text" and part.get("text"):
-                assistant.append({"type": "text", "text": part["text"]})
-            elif kind == "reasoning" and part.get("reasoning"):
-                assistant.append({"type": "reasoning", "text": part["reasoning"]})
-            elif kind == "tool-invocation":
-                inv = part.get("toolInvocation")
-                if not isinstance(inv, dict) or inv.get("state") != "result":
-                    continue
-                call = {
-                    "type": "tool-call",
-                    "toolCallId": inv.get("toolCallId"),
-                    "toolName": inv.get("toolName"),
-                    "input": inv.get("args") or {},
-                }
-                assistant.append(call)
-                results.append(
-                    {
-                        "type": "tool-result",
-                        "toolCallId": inv.get("toolCallId"),
-                        "toolName": inv.get("toolName"),
-                        "output": _model_output(inv.get("result"), bool(inv.get("isError"))),
-                    }
-                )
-        for assistant, results in steps:
-            if assistant:
-                out.append({"role": "assistant", "content": assistant})
-            if results:
-                out.append({"role": "tool", "content": results})
-    return out
