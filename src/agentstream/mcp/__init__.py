@@ -1,0 +1,23 @@
+"""MCP (Model Context Protocol): use any MCP server's tools in agents (`MCPClient`), and serve
+agentstream's tools, agents and workflows over MCP (`MCPServer`).
+
+Needs the ``mcp`` extra: ``pip install 'agentstream[mcp]'``.
+"""
+
+from __future__ import annotations
+
+from ._client import MCPClient
+from ._config import HttpServer, StdioServer
+from ._errors import MCPConnectionError, MCPError, MCPTimeoutError, MCPToolError
+from ._tools import MCPTool
+
+__all__ = [
+    "HttpServer",
+    "MCPClient",
+    "MCPConnectionError",
+    "MCPError",
+    "MCPTimeoutError",
+    "MCPTool",
+    "MCPToolError",
+    "StdioServer",
+]
