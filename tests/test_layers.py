@@ -48,7 +48,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "_mastra": frozenset({"agent", "storage", "workflows"}),
     "ai_sdk": frozenset({"chunks", "resumable", "stream", "tracing", "_abort", "_secrets"}),
     "server": frozenset({"ai_sdk", "resumable", "tracing", "_abort"}),
-    "mcp": frozenset({"agent", "chunks", "server", "tools", "workflows", "_abort"}),
+    "mcp": frozenset({"agent", "ai_sdk", "chunks", "server", "tools", "workflows", "_abort"}),
     "testing": frozenset({"models", "_abort"}),
 }
 # the top of the stack may import anything

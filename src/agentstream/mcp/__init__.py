@@ -9,6 +9,8 @@ from __future__ import annotations
 from ._client import MCPClient
 from ._config import HttpServer, StdioServer
 from ._errors import MCPConnectionError, MCPError, MCPTimeoutError, MCPToolError
+from ._http import MCPHttpApp
+from ._server import MCPServer
 from ._tools import MCPTool
 
 __all__ = [
@@ -16,6 +18,8 @@ __all__ = [
     "MCPClient",
     "MCPConnectionError",
     "MCPError",
+    "MCPHttpApp",
+    "MCPServer",
     "MCPTimeoutError",
     "MCPTool",
     "MCPToolError",
