@@ -34,7 +34,7 @@ async def test_the_mcp_page_examples_run(tmp_path: Path, monkeypatch: pytest.Mon
             (tmp_path / first.removeprefix("# file: ").strip()).write_text(block, encoding="utf-8")
             continue
         code = compile(block, str(DOC), "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
-        outcome = eval(code, namespace)  # noqa: S307 - the page's own examples
+        outcome = eval(code, namespace)  # the page's own examples
         if outcome is not None:
             await outcome
     sys.modules.pop("weather_mcp", None)
