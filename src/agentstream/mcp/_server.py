@@ -20,7 +20,7 @@ from mcp.server.lowlevel import Server
 
 from .._abort import AbortController
 from ..agent import Agent
-from ..chunks import TextDelta, to_jsonable
+from ..chunks import TextDelta, ToolOutput, to_jsonable
 from ..tools import Tool, ToolContext, ToolWriter, json_schema_of
 from ..workflows import Workflow
 
@@ -90,6 +90,75 @@ def _check_names(tools: Mapping[str, Any], agents: Mapping[str, Any], workflows:
         raise ValueError(
             f"MCPServer: tool names {duplicates} are given twice (tools, ask_<agent>, run_<workflow>)"
         )
+
+
+def _mcp_result(value: Any) -> types.CallToolResult | None:
+    """``value`` if it is already an MCP tool result (``{content: [{type, ...}], ...}``: a proxied MCP
+    tool's raw result, images and resources included), else ``None``."""
+    if not isinstance(value, dict) or not isinstance(value.get("content"), list):
+        return None
+    if not value["content"] or not all(isinstance(c, dict) and "type" in c for c in value["content"]):
+        return None
+    try:
+        return types.CallToolResult.model_validate(value)
+    except ValueError:
+        return None
+
+
+def _result(tool: Tool, result: Any) -> types.CallToolResult:
+    passthrough = _mcp_result(result)
+    if passthrough is not None:
+        return passthrough
+    if tool.output_schema is not None:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=_compact(result))],
+            structured_content=result if isinstance(result, dict) else {"result": result},
+            is_error=False,
+        )
+    return _text(result if isinstance(result, str) else _compact(result))
+
+
+class _ProgressPump:
+    """A tool's ``context.writer.write(x)`` calls, sent in order as MCP progress notifications.
+
+    ``x`` = ``{"progress": n, "total"?: t, "message"?: m}`` is sent as those numbers; anything else
+    as the next count with its JSON as the message. The writer is synchronous, so writes queue
+    here and one task sends them; `drain` waits for the last before the result goes out.
+    """
+
+    def __init__(self, ctx: ServerRequestContext[Any] | None) -> None:
+        self._ctx = ctx
+        self._count = 0
+        self._queue: asyncio.Queue[tuple[float, float | None, str | None] | None] = asyncio.Queue()
+        self._task: asyncio.Task[None] | None = None
+
+    def emit(self, chunk: Any) -> None:
+        if self._ctx is None or not isinstance(chunk, ToolOutput):
+            return
+        output = chunk.payload.output
+        self._count += 1
+        if isinstance(output, dict) and isinstance(output.get("progress"), (int, float)):
+            total, message = output.get("total"), output.get("message")
+            item = (
+                float(output["progress"]),
+                float(total) if isinstance(total, (int, float)) else None,
+                message if isinstance(message, str) else None,
+            )
+        else:
+            item = (float(self._count), None, output if isinstance(output, str) else _compact(output))
+        self._queue.put_nowait(item)
+        if self._task is None:
+            self._task = asyncio.create_task(self._pump())
+
+    async def _pump(self) -> None:
+        assert self._ctx is not None
+        while (item := await self._queue.get()) is not None:
+            await self._ctx.session.report_progress(*item)
+
+    async def drain(self) -> None:
+        if self._task is not None:
+            self._queue.put_nowait(None)
+            await self._task
 
 
 class MCPServer:
@@ -176,27 +245,28 @@ class MCPServer:
     ) -> types.CallToolResult:
         """Call tool ``name`` as an MCP client would (Mastra's ``server.executeTool``)."""
         if name in self.tools:
-            return await self._call_tool(self.tools[name], name, arguments)
+            return await self._call_tool(self.tools[name], name, arguments, ctx)
         if name.startswith("ask_") and name[4:] in self.agents:
             return await self._ask(self.agents[name[4:]], arguments, ctx)
         if name.startswith("run_") and name[4:] in self.workflows:
             return await self._run(self.workflows[name[4:]], name[4:], arguments)
         return _text(f"Unknown tool: {name}", error=True)
 
-    async def _call_tool(self, tool: Tool, key: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _call_tool(
+        self, tool: Tool, key: str, arguments: dict[str, Any], ctx: ServerRequestContext[Any] | None
+    ) -> types.CallToolResult:
         parsed, invalid = tool.validation_error(arguments)
         if invalid is not None:
             return _text(str(invalid["message"]).replace(f"for {tool.id}.", f"for {key}.", 1), error=True)
         controller = AbortController()
+        progress = _ProgressPump(ctx)
         context = ToolContext(
             run_id=f"mcp-{key}",
             tool_call_id=f"mcp-{key}",
             tool_name=key,
             agent_id=None,
             abort_signal=controller.signal,
-            writer=ToolWriter(
-                lambda _chunk: None, run_id=f"mcp-{key}", tool_call_id=f"mcp-{key}", tool_name=key
-            ),
+            writer=ToolWriter(progress.emit, run_id=f"mcp-{key}", tool_call_id=f"mcp-{key}", tool_name=key),
         )
         try:
             result = await tool.run(parsed, context)
@@ -205,13 +275,9 @@ class MCPServer:
             raise
         except Exception as exc:
             return _text(_compact(_failure(exc)), error=True)
-        if tool.output_schema is not None:
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=_compact(result))],
-                structured_content=result if isinstance(result, dict) else {"result": result},
-                is_error=False,
-            )
-        return _text(result if isinstance(result, str) else _compact(result))
+        finally:
+            await progress.drain()
+        return _result(tool, result)
 
     async def _ask(
         self, agent: Agent, arguments: dict[str, Any], ctx: ServerRequestContext[Any] | None
