@@ -60,10 +60,11 @@ def free_port() -> int:
 
 
 @contextmanager
-def http_server(launch: str) -> Iterator[str]:
-    """Run the server over streamable HTTP; yields its URL; the process is killed on exit."""
+def http_server(launch: str, port: int | None = None) -> Iterator[str]:
+    """Run the server over streamable HTTP (on ``port``, else a free one); yields its URL; the
+    process is killed on exit."""
     argv, settings = parse_launch(launch)
-    port = free_port()
+    port = port or free_port()
     env = {"PATH": os.environ.get("PATH", ""), "TZ": "UTC"}
     env.update({k: v.replace("<port>", str(port)) for k, v in settings.items()})
     env.setdefault("PORT", str(port))

@@ -19,7 +19,7 @@ from agentstream.mcp import MCPClient, MCPConnectionError, MCPTimeoutError
 from agentstream.mcp._tools import call_tool
 from agentstream.testing import ScriptedModel
 
-from .everything import ensure_installed, stdio_config
+from .everything import RECORDED_LAUNCH, ensure_installed, free_port, http_server, stdio_config
 
 
 def _children() -> set[int]:
@@ -166,3 +166,23 @@ async def test_a_dead_http_server_is_a_clear_error() -> None:
 def test_bad_server_config_names_the_field(servers: Any, message: str) -> None:
     with pytest.raises((ValueError, TypeError), match=message):
         MCPClient(servers=servers)
+
+
+async def test_an_http_server_killed_mid_session_fails_clearly_then_reconnects_after_a_restart() -> None:
+    ensure_installed()
+    port = free_port()
+    launch = RECORDED_LAUNCH.replace(" stdio", " streamableHttp") + f" (PORT={port})"
+    with http_server(launch, port=port) as url:
+        client = MCPClient(servers={"everything": {"url": url, "timeout": 5}})
+        tool = (await client.list_tools())["everything_echo"]
+        assert (await tool.execute({"message": "one"}, None))["content"][0]["text"] == "Echo: one"  # type: ignore[arg-type]
+    # the server process is gone: a clear tool error, quickly, not a hang
+    started = time.monotonic()
+    with pytest.raises(MCPConnectionError, match="everything"):
+        await tool.execute({"message": "two"}, None)  # type: ignore[arg-type]
+    assert time.monotonic() - started < 20
+    # a new server on the same address: the next call opens a new session
+    with http_server(launch, port=port):
+        result = await asyncio.wait_for(tool.execute({"message": "three"}, None), 30)  # type: ignore[arg-type]
+        assert result["content"][0]["text"] == "Echo: three"
+        await client.disconnect()
