@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
+import json
 from typing import Any
 
-from agentstream.mcp import MCPServer
+from agentstream.mcp import MCPPrompt, MCPResource, MCPResourceTemplate, MCPServer
 from agentstream.tools import Tool, ToolContext
 
 # A 1x1 red PNG and a tiny WAV header, as the suite's SERVER_REQUIREMENTS suggest.
@@ -85,7 +87,87 @@ def build() -> MCPServer:
             },
         ),
     ]
-    return MCPServer(name="agentstream-conformance", version="1.0.0", tools={t.id: t for t in tools})
+    image = {"type": "image", "data": PNG, "mimeType": "image/png"}
+    return MCPServer(
+        name="agentstream-conformance",
+        version="1.0.0",
+        tools={t.id: t for t in tools},
+        resources=[
+            MCPResource(
+                uri="test://static-text",
+                name="static-text",
+                mime_type="text/plain",
+                read=lambda: "This is the content of the static text resource.",
+            ),
+            MCPResource(
+                uri="test://static-binary",
+                name="static-binary",
+                mime_type="image/png",
+                read=lambda: base64.b64decode(PNG),
+            ),
+            MCPResource(
+                uri="test://watched-resource",
+                name="watched-resource",
+                mime_type="text/plain",
+                read=lambda: "Watched resource content",
+            ),
+        ],
+        resource_templates=[
+            MCPResourceTemplate(
+                uri_template="test://template/{id}/data",
+                name="template",
+                mime_type="application/json",
+                read=lambda uri, p: json.dumps(
+                    {"id": p["id"], "templateTest": True, "data": f"Data for ID: {p['id']}"}
+                ),
+            ),
+        ],
+        prompts=[
+            MCPPrompt(
+                name="test_simple_prompt",
+                description="A simple prompt without arguments",
+                get=lambda a: [{"role": "user", "content": "This is a simple prompt for testing."}],
+            ),
+            MCPPrompt(
+                name="test_prompt_with_arguments",
+                description="A prompt with arguments",
+                arguments=[{"name": "arg1", "required": True}, {"name": "arg2", "required": True}],
+                get=lambda a: [
+                    {
+                        "role": "user",
+                        "content": f"Prompt with arguments: arg1='{a['arg1']}', arg2='{a['arg2']}'",
+                    }
+                ],
+            ),
+            MCPPrompt(
+                name="test_prompt_with_embedded_resource",
+                description="A prompt with an embedded resource",
+                arguments=[{"name": "resourceUri", "required": True}],
+                get=lambda a: [
+                    {
+                        "role": "user",
+                        "content": {
+                            "type": "resource",
+                            "resource": {
+                                "uri": a["resourceUri"],
+                                "mimeType": "text/plain",
+                                "text": "Embedded resource content for testing.",
+                            },
+                        },
+                    },
+                    {"role": "user", "content": "Please process the embedded resource above."},
+                ],
+            ),
+            MCPPrompt(
+                name="test_prompt_with_image",
+                description="A prompt with an image",
+                get=lambda a: [
+                    {"role": "user", "content": image},
+                    {"role": "user", "content": "Please analyze the image above."},
+                ],
+            ),
+        ],
+    )
 
 
 def main() -> None:

@@ -174,3 +174,29 @@ def test_bad_server_definitions_name_the_problem() -> None:
         MCPServer(name="s", version="1", tools={"x": object()})  # type: ignore[dict-item]
     with pytest.raises(ValueError, match="non-empty name and version"):
         MCPServer(name="", version="1")
+
+
+async def test_resources_and_prompts_reach_our_client() -> None:
+    from .conformance_server import build as build_conformance
+
+    async with serving(build_conformance()) as url, MCPClient(servers={"c": {"url": url}}) as ours:
+        listed = await ours.resources.list()
+        assert [r["uri"] for r in listed["c"]] == [
+            "test://static-text",
+            "test://static-binary",
+            "test://watched-resource",
+        ]
+        (template,) = (await ours.resources.templates())["c"]
+        assert template["uriTemplate"] == "test://template/{id}/data"
+        text = await ours.resources.read("c", "test://template/7/data")
+        assert json.loads(text["contents"][0]["text"])["id"] == "7"
+        blob = await ours.resources.read("c", "test://static-binary")
+        assert blob["contents"][0]["mimeType"] == "image/png" and blob["contents"][0]["blob"]
+        with pytest.raises(NotImplementedError, match="no resources/subscribe"):
+            await ours.resources.subscribe("c", "test://watched-resource")
+        prompts = (await ours.prompts.list())["c"]
+        assert "test_prompt_with_arguments" in [p["name"] for p in prompts]
+        got = await ours.prompts.get("c", "test_prompt_with_arguments", {"arg1": "x", "arg2": "y"})
+        assert got["messages"][0]["content"]["text"] == "Prompt with arguments: arg1='x', arg2='y'"
+        with pytest.raises(Exception, match="missing required argument"):
+            await ours.prompts.get("c", "test_prompt_with_arguments", {"arg1": "x"})

@@ -11,6 +11,7 @@ from ._config import HttpServer, StdioServer
 from ._errors import MCPConnectionError, MCPError, MCPTimeoutError, MCPToolError
 from ._http import MCPHttpApp
 from ._server import MCPServer
+from ._server_resources import MCPPrompt, MCPResource, MCPResourceTemplate
 from ._tools import MCPTool
 
 __all__ = [
@@ -19,6 +20,9 @@ __all__ = [
     "MCPConnectionError",
     "MCPError",
     "MCPHttpApp",
+    "MCPPrompt",
+    "MCPResource",
+    "MCPResourceTemplate",
     "MCPServer",
     "MCPTimeoutError",
     "MCPTool",

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from mcp_types import Tool as MCPToolDefinition
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import Client
 
@@ -72,9 +73,15 @@ class _Resources:
         return await self._owner._on(server_name, one)
 
     async def subscribe(self, server_name: str, uri: str) -> None:
-        """Ask ``server_name`` for ``notifications/resources/updated`` about ``uri``."""
+        """Ask ``server_name`` for ``notifications/resources/updated`` about ``uri`` (a 2025-era
+        session: the 2026-07-28 revision removed ``resources/subscribe``)."""
 
         async def one(client: Client) -> None:
+            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                raise NotImplementedError(
+                    f"MCP server {server_name!r} speaks {client.protocol_version}, which has no "
+                    "resources/subscribe (its subscriptions/listen is not supported by MCPClient yet)"
+                )
             await client.subscribe_resource(uri)
 
         await self._owner._on(server_name, one)

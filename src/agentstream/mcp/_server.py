@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
@@ -23,6 +23,7 @@ from ..agent import Agent
 from ..chunks import TextDelta, ToolOutput, to_jsonable
 from ..tools import Tool, ToolContext, ToolWriter, json_schema_of
 from ..workflows import Workflow
+from ._server_resources import MCPPrompt, MCPResource, MCPResourceTemplate, ServedExtras
 
 __all__ = ["MCPServer"]
 
@@ -163,7 +164,7 @@ class _ProgressPump:
 
 class MCPServer:
     """An MCP server exposing ``tools`` (by key), ``agents`` (as ``ask_<key>``) and ``workflows``
-    (as ``run_<key>``).
+    (as ``run_<key>``), and the ``resources``, ``resource_templates`` and ``prompts`` given.
 
     ``run_stdio()`` serves the process's stdin/stdout; ``http_app(guard=...)`` is an ASGI app for
     streamable HTTP. An agent's answer streams to the caller as MCP progress notifications (one per
@@ -179,6 +180,9 @@ class MCPServer:
         agents: Mapping[str, Agent] | None = None,
         workflows: Mapping[str, Workflow] | None = None,
         instructions: str | None = None,
+        resources: Sequence[MCPResource] = (),
+        resource_templates: Sequence[MCPResourceTemplate] = (),
+        prompts: Sequence[MCPPrompt] = (),
         id: str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or not isinstance(version, str) or not version:
@@ -189,12 +193,14 @@ class MCPServer:
         self.agents = dict(agents or {})
         self.workflows = dict(workflows or {})
         _check_names(self.tools, self.agents, self.workflows)
+        self.extras = ServedExtras(resources, resource_templates, prompts)
         self.lowlevel: Server[Any] = Server(
             name,
             version=version,
             instructions=instructions,
             on_list_tools=self._on_list_tools,
             on_call_tool=self._on_call_tool,
+            **self.extras.handlers(),
         )
 
     # ------------------------------------------------------------------ listing
