@@ -38,12 +38,20 @@ def sample_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def accept_with_defaults(server_name: str, request: dict[str, Any]) -> dict[str, Any]:
+    """Accept an elicitation with each field's schema default (what a user keeping them would send)."""
+    properties = (request.get("requestedSchema") or {}).get("properties") or {}
+    content = {name: prop["default"] for name, prop in properties.items() if "default" in prop}
+    return {"action": "accept", "content": content}
+
+
 async def main(url: str, scenario: str) -> int:
     if scenario.startswith("auth/"):
         # Not built (conformance-baseline.yml): say so at once rather than wait out the suite's timeout.
         print(f"{scenario}: MCPClient has no OAuth support yet", file=sys.stderr)
         return 1
-    async with MCPClient(servers={"conformance": {"url": url, "timeout": 20}}) as client:
+    servers = {"conformance": {"url": url, "timeout": 20}}
+    async with MCPClient(servers=servers, on_elicitation=accept_with_defaults) as client:
         tools = await client.list_tools()
         print(f"{scenario}: {len(tools)} tools", file=sys.stderr)
         for tool in tools.values():

@@ -4,6 +4,7 @@ abort, timeouts, reconnecting after the stdio server was killed, clean shutdown,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import time
@@ -186,3 +187,23 @@ async def test_an_http_server_killed_mid_session_fails_clearly_then_reconnects_a
         result = await asyncio.wait_for(tool.execute({"message": "three"}, None), 30)  # type: ignore[arg-type]
         assert result["content"][0]["text"] == "Echo: three"
         await client.disconnect()
+
+
+async def test_an_mcp_tool_that_needs_approval_runs_only_once_approved() -> None:
+    async with _client() as client:
+        echo = dataclasses.replace((await client.list_tools())["everything_echo"], require_approval=True)
+        agent = Agent(
+            id="a",
+            name="A",
+            instructions="",
+            model=ScriptedModel(_steps("everything_echo", '{"message": "ok?"}')),
+            tools={"everything_echo": echo},
+        )
+        first = agent.stream("go", run_id="r1")
+        kinds = [c.type async for c in first.full_stream]
+        assert first.status == "suspended" and "tool-call-approval" in kinds and "tool-result" not in kinds
+        approved = agent.approve_tool_call(run_id="r1", tool_call_id="call-1")
+        chunks = [chunk_to_dict(c) async for c in approved.full_stream]
+    (result,) = [c for c in chunks if c["type"] == "tool-result"]
+    assert result["payload"]["result"] == {"content": [{"type": "text", "text": "Echo: ok?"}]}
+    assert await approved.text == "done"

@@ -53,7 +53,7 @@ def test_our_client_passes_the_core_suite(tmp_path: Path) -> None:
         "client", "--suite", "core", "--timeout", "30000", "--command", command, cwd=tmp_path, timeout=240
     )
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-    for scenario in ("initialize", "tools_call", "sse-retry"):
+    for scenario in ("initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"):
         assert f"✓ {scenario}:" in done.stdout, done.stdout[-4000:]
 
 

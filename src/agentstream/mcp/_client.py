@@ -13,7 +13,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from mcp import Client
 
 from ._config import ServerSpec, parse_servers
-from ._connection import Connection, LogHandler, is_connection_failure
+from ._connection import Connection, ElicitationHandler, LogHandler, is_connection_failure
 from ._errors import MCPConnectionError
 from ._tools import MCPTool, build_tool
 
@@ -125,7 +125,9 @@ class MCPClient:
     and stops the stdio processes.
 
     ``on_log(server_name, params)`` receives the servers' log notifications (they are also logged
-    on the ``agentstream.mcp`` logger).
+    on the ``agentstream.mcp`` logger). ``on_elicitation(server_name, request)`` answers servers'
+    ``elicitation/create`` requests (``{"action": "accept", "content": {...}}``); without it the
+    client does not advertise elicitation.
     """
 
     def __init__(
@@ -134,10 +136,13 @@ class MCPClient:
         *,
         id: str | None = None,
         on_log: LogHandler | None = None,
+        on_elicitation: ElicitationHandler | None = None,
     ) -> None:
         self.id = id
         self._specs = parse_servers(servers)
-        self._connections = {name: Connection(name, spec, on_log) for name, spec in self._specs.items()}
+        self._connections = {
+            name: Connection(name, spec, on_log, on_elicitation) for name, spec in self._specs.items()
+        }
         self.resources = _Resources(self)
         self.prompts = _Prompts(self)
 

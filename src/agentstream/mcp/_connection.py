@@ -20,19 +20,32 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT, Implementation, LoggingMessageNotificationParams
+from mcp_types import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    REQUEST_TIMEOUT,
+    ElicitResult,
+    ErrorData,
+    Implementation,
+    LoggingMessageNotificationParams,
+)
 
 from mcp import Client, StdioServerParameters
 
 from ._config import HttpServer, ServerSpec, StdioServer
 from ._errors import MCPConnectionError
 
-__all__ = ["Connection", "LogHandler"]
+__all__ = ["Connection", "ElicitationHandler", "LogHandler"]
 
 log = logging.getLogger("agentstream.mcp")
 
 LogHandler = Callable[[str, LoggingMessageNotificationParams], Any]
 """``on_log(server_name, params)``: a server's ``notifications/message``."""
+
+ElicitationHandler = Callable[[str, dict[str, Any]], Any]
+"""``on_elicitation(server_name, request)``: answer a server's ``elicitation/create`` (``request`` is
+its params as JSON: ``{message, requestedSchema, ...}``) with ``{"action": "accept" | "decline" |
+"cancel", "content"?: {...}}`` (sync or async)."""
 
 _T = TypeVar("_T")
 
@@ -70,10 +83,17 @@ def is_timeout(error: BaseException) -> bool:
 class Connection:
     """The session with server ``name``; `client()` opens it on first use and after it died."""
 
-    def __init__(self, name: str, spec: ServerSpec, on_log: LogHandler | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        spec: ServerSpec,
+        on_log: LogHandler | None,
+        on_elicitation: ElicitationHandler | None = None,
+    ) -> None:
         self.name = name
         self.spec = spec
         self._on_log = on_log
+        self._on_elicitation = on_elicitation
         self._lock = asyncio.Lock()
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -166,6 +186,8 @@ class Connection:
             read_timeout_seconds=self.spec.timeout,
             logging_callback=self._logged,
             client_info=_CLIENT_INFO,
+            # The capability is advertised only with a handler: servers offer elicitation tools then.
+            elicitation_callback=None if self._on_elicitation is None else self._elicited,
             cache=None,  # tools/list is fetched when asked for; stale listings would hide new tools
         )
         ready: asyncio.Future[Client] = asyncio.get_running_loop().create_future()
@@ -195,6 +217,18 @@ class Connection:
             raise
         self._owner, self._closing = owner, closing
         return opened
+
+    async def _elicited(self, context: Any, params: Any) -> ElicitResult | ErrorData:
+        assert self._on_elicitation is not None
+        request = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        try:
+            answer = self._on_elicitation(self.name, request)
+            if isinstance(answer, Awaitable):
+                answer = await answer
+            return ElicitResult.model_validate(answer)
+        except Exception as exc:  # the handler's failure is the server's error, not our crash
+            log.exception("MCP server %r: on_elicitation failed", self.name)
+            return ErrorData(code=INTERNAL_ERROR, message=f"elicitation handler failed: {exc}")
 
     async def _logged(self, params: LoggingMessageNotificationParams) -> None:
         level = _LOG_LEVELS.get(str(params.level), logging.ERROR)
