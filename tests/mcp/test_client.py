@@ -207,3 +207,64 @@ async def test_an_mcp_tool_that_needs_approval_runs_only_once_approved() -> None
     (result,) = [c for c in chunks if c["type"] == "tool-result"]
     assert result["payload"]["result"] == {"content": [{"type": "text", "text": "Echo: ok?"}]}
     assert await approved.text == "done"
+
+
+_CTRL_C_SCRIPT = """
+import asyncio, json, sys
+from agentstream.mcp import MCPClient
+
+async def main():
+    client = MCPClient(servers={"everything": json.loads(sys.argv[1])})
+    await client.list_tools()
+    print("ready", flush=True)
+    await asyncio.sleep(60)
+
+asyncio.run(main())
+"""
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process whose parent chain reaches ``pid``, or that is in its session."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    out, frontier = set(), {pid}
+    while frontier:
+        children = {c for c, p in parents.items() if p in frontier}
+        out |= children
+        frontier = children
+    return out
+
+
+def test_ctrl_c_leaves_no_stdio_server_behind() -> None:
+    import json
+    import subprocess
+    import sys
+
+    ensure_installed()
+    process = subprocess.Popen(
+        [sys.executable, "-c", _CTRL_C_SCRIPT, json.dumps(stdio_config())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")},
+    )
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "ready"
+    servers = _descendants(process.pid)
+    assert servers, "the stdio server was not started"
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=20)
+    deadline = time.monotonic() + 10
+    while any(
+        Path(f"/proc/{p}").exists()
+        and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0:1]
+        for p in servers
+    ):
+        assert time.monotonic() < deadline, f"stdio server(s) {servers} outlived Ctrl-C of their client"
+        time.sleep(0.1)
