@@ -241,6 +241,13 @@ def _descendants(pid: int) -> set[int]:
     return out
 
 
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def test_ctrl_c_leaves_no_stdio_server_behind() -> None:
     import json
     import subprocess
@@ -261,10 +268,6 @@ def test_ctrl_c_leaves_no_stdio_server_behind() -> None:
     process.send_signal(signal.SIGINT)
     process.wait(timeout=20)
     deadline = time.monotonic() + 10
-    while any(
-        Path(f"/proc/{p}").exists()
-        and "Z" not in Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0:1]
-        for p in servers
-    ):
+    while any(_alive(p) for p in servers):
         assert time.monotonic() < deadline, f"stdio server(s) {servers} outlived Ctrl-C of their client"
         time.sleep(0.1)
