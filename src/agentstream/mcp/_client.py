@@ -229,8 +229,8 @@ class MCPClient:
     async def list_toolsets(self) -> dict[str, dict[str, MCPTool]]:
         """The tools grouped by server, keyed by the server's own tool name (``ids`` stay namespaced).
 
-        Build one `MCPClient` per request (say, with the user's token in ``headers``) and pass this
-        to ``agent.stream(..., toolsets=...)`` for per-user credentials.
+        For per-user credentials build one `MCPClient` per request (the user's token in
+        ``headers``) and an agent with its tools for that request.
         """
         return {name: {t.mcp_name: t for t in await self._server_tools(name)} for name in self._connections}
 
