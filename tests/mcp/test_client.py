@@ -271,3 +271,19 @@ def test_ctrl_c_leaves_no_stdio_server_behind() -> None:
     while any(_alive(p) for p in servers):
         assert time.monotonic() < deadline, f"stdio server(s) {servers} outlived Ctrl-C of their client"
         time.sleep(0.1)
+
+
+async def test_server_log_notifications_reach_on_log() -> None:
+    ensure_installed()
+    received: list[tuple[str, str]] = []
+    arrived = asyncio.Event()
+
+    def on_log(server: str, params: Any) -> None:
+        received.append((server, str(params.data)))
+        arrived.set()
+
+    async with MCPClient(servers={"everything": stdio_config()}, on_log=on_log) as client:
+        await call_tool(client._connection("everything"), "toggle-simulated-logging", {})
+        await asyncio.wait_for(arrived.wait(), 10)
+    assert received[0][0] == "everything"
+    assert "message" in received[0][1].lower()
