@@ -169,6 +169,31 @@ async def test_our_client_uses_our_server_and_the_guard_refuses_what_it_should()
             assert (await http.post(url.replace("/mcp", "/other"), json=body)).status_code == 404
 
 
+async def test_an_httpx_auth_signs_every_request() -> None:
+    """The ``auth`` seam (the SDK's ``OAuthClientProvider`` plugs in here, its ``storage`` holding tokens)."""
+    import httpx2
+
+    class Bearer(httpx2.Auth):
+        def __init__(self) -> None:
+            self.signed = 0
+
+        def auth_flow(self, request: httpx2.Request) -> Any:
+            self.signed += 1
+            request.headers["authorization"] = "Bearer good"
+            yield request
+
+    def auth(request: Any) -> object | None:
+        return "u1" if request.headers.get("authorization") == "Bearer good" else None
+
+    bearer = Bearer()
+    async with serving(build(VECTOR), RequestGuard(auth=auth)) as url:
+        async with MCPClient(servers={"oracle": {"url": url, "auth": bearer}}) as ours:
+            assert "oracle_shout" in await ours.list_tools()
+    assert bearer.signed >= 2
+    with pytest.raises(TypeError, match=r"servers\['x'\].auth must be an httpx2.Auth"):
+        MCPClient(servers={"x": {"url": "http://h/mcp", "auth": "token"}})
+
+
 def test_bad_server_definitions_name_the_problem() -> None:
     with pytest.raises(TypeError, match=r"MCPServer tools\['x'\] must be a Tool"):
         MCPServer(name="s", version="1", tools={"x": object()})  # type: ignore[dict-item]

@@ -12,7 +12,7 @@ DEFAULT_TIMEOUT = 60.0
 """Seconds a request may wait for its answer (Mastra's default request timeout is 60 s too)."""
 
 _STDIO_KEYS = {"command", "args", "env", "cwd", "timeout"}
-_HTTP_KEYS = {"url", "headers", "timeout"}
+_HTTP_KEYS = {"url", "headers", "timeout", "auth"}
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,9 @@ class HttpServer:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    auth: Any = None
+    """An ``httpx2.Auth`` applied to every request: the SDK's ``OAuthClientProvider`` (OAuth 2.1
+    with dynamic client registration; its ``storage`` is the token-storage seam), or any other."""
 
 
 ServerSpec = StdioServer | HttpServer
@@ -91,9 +94,14 @@ def _parse_one(name: str, raw: Any) -> ServerSpec:
     url = str(raw["url"])
     if not url.startswith(("http://", "https://")):
         raise ValueError(f"servers[{name!r}].url must be an http(s) URL, got {url!r}")
-    return HttpServer(
-        url=url, headers=_strings(name, "headers", raw.get("headers", {}), dict), timeout=timeout
-    )
+    auth = raw.get("auth")
+    if auth is not None and not callable(getattr(auth, "auth_flow", None)):
+        raise TypeError(
+            f"servers[{name!r}].auth must be an httpx2.Auth (e.g. mcp.client.auth.OAuthClientProvider), "
+            f"got {type(auth).__name__}"
+        )
+    headers = _strings(name, "headers", raw.get("headers", {}), dict)
+    return HttpServer(url=url, headers=headers, timeout=timeout, auth=auth)
 
 
 def parse_servers(servers: Any) -> dict[str, ServerSpec]:

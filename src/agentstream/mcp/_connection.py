@@ -172,12 +172,13 @@ class Connection:
             )
         self.transport = "streamable-http"
         return streamable_http_client(
-            spec.url, http_client=create_mcp_http_client(headers=dict(spec.headers))
+            spec.url, http_client=create_mcp_http_client(headers=dict(spec.headers), auth=spec.auth)
         )
 
     def _sse_transport(self) -> Any:
         assert isinstance(self.spec, HttpServer)
-        return sse_client(self.spec.url, headers=dict(self.spec.headers), timeout=self.spec.timeout)
+        spec = self.spec
+        return sse_client(spec.url, headers=dict(spec.headers), timeout=spec.timeout, auth=spec.auth)
 
     async def _start(self, server: Any) -> Client:
         client = Client(
