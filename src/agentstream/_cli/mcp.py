@@ -6,7 +6,7 @@ import argparse
 import asyncio
 from typing import Any
 
-from ._errors import UsageError
+from ._errors import CLIError, UsageError
 
 __all__ = ["add_parser", "load_server", "run"]
 
@@ -43,7 +43,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def load_server(spec: str, name: str = "agentstream") -> Any:
     """``module:attr`` → an `MCPServer` (a Mastra or an Agent is wrapped in one)."""
-    from .._app import _attribute, _zero_argument_callable
+    from .._app import AppLoadError, _attribute, _zero_argument_callable
     from .._mastra import Mastra
     from ..agent import Agent
 
@@ -53,9 +53,15 @@ def load_server(spec: str, name: str = "agentstream") -> Any:
         raise UsageError(
             f"agentstream mcp needs the mcp extra: pip install 'agentstream[mcp]' ({exc})"
         ) from exc
-    value = _attribute(spec)
+    try:
+        value = _attribute(spec)
+    except AppLoadError as exc:
+        raise (UsageError if exc.usage else CLIError)(str(exc)) from exc
     if _zero_argument_callable(value):
-        value = value()
+        try:
+            value = value()
+        except Exception as exc:
+            raise CLIError(f"calling {spec}() failed: {type(exc).__name__}: {exc}") from exc
     if isinstance(value, MCPServer):
         return value
     if isinstance(value, Agent):
