@@ -25,4 +25,5 @@ start() {
 start postgres "$here/postgres.sh"
 start redis "$here/redis.sh" # resumable streams over Redis (AGENTSTREAM_TEST_REDIS_URL)
 start "node clients and chromium" "$here/clients.sh" --browser # chromium (Debian) for the chat page tests
-echo "test-services: postgres, redis, node clients and chromium ready (log $log)"
+start "MCP servers and tools" "$here/mcp.sh" # tests/mcp: server-everything, the conformance suite, the Inspector (npm, Node 22)
+echo "test-services: postgres, redis, node clients, chromium and the MCP tools ready (log $log)"

