@@ -154,6 +154,7 @@ class MCPClient:
 
     @property
     def server_names(self) -> list[str]:
+        """The configured servers' names, in configuration order."""
         return list(self._connections)
 
     def _connection(self, server_name: str) -> Connection:

@@ -41,6 +41,7 @@ class MCPToolError(MCPError):
 
     @property
     def details(self) -> dict[str, Any]:
+        """The error as Mastra's tool wrapper reports it (``TOOL_EXECUTION_FAILED`` with the MCP cause)."""
         cause = {
             "message": str(self),
             "domain": "MCP",

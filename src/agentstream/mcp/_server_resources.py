@@ -43,6 +43,7 @@ class MCPResourceTemplate:
     mime_type: str | None = None
 
     def match(self, uri: str) -> dict[str, str] | None:
+        """The template's variables in ``uri`` (``None``: the URI is not one of this template's)."""
         parts = re.split(r"\{(\w+)\}", self.uri_template)
         pattern = "".join(re.escape(p) if i % 2 == 0 else f"(?P<{p}>[^/]+)" for i, p in enumerate(parts))
         found = re.fullmatch(pattern, uri)
