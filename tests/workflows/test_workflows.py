@@ -341,11 +341,6 @@ async def test_cancel_a_suspended_run() -> None:
         again.resume_stream(resume_data={"approved": True})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="encode_chunk drops the empty payload until the output helper's chunks/ fix (issue 23) is "
-    "merged; remove this mark then",
-)
 
 
 async def test_workflow_canceled_carries_an_empty_payload_on_the_wire() -> None:
