@@ -219,12 +219,12 @@ def create_app(
     from starlette.routing import Route
 
     from .ai_sdk import ChatRequestError, smooth_stream
-    from .memory._http import memory_routes
     from .resumable import MemoryStreamStore
     from .server import (
         InternalServerError,
         chat_route,
         error_response,
+        memory_routes,
         resume_route,
         stop_route,
         workflow_cancel_route,
@@ -316,6 +316,6 @@ def create_app(
             *chat_routes,
             Route("/api/workflows", list_workflows),
             *workflow_routes,
-            *memory_routes(mastra, options["guard"]),  # GET /api/memory/threads... (memory/_http.py)
+            *memory_routes(mastra, options["guard"]),  # GET /api/memory/threads... (server/_memory_routes.py)
         ],
     )

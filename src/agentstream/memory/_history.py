@@ -7,6 +7,8 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .._tokens import approximate_tokens
+
 __all__ = ["HistoryTokenLimiter", "ToolCallFilter"]
 
 
@@ -78,11 +80,7 @@ class HistoryTokenLimiter:
         if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
             raise ValueError(f"HistoryTokenLimiter limit must be an int >= 1, got {limit!r}")
         self.limit = limit
-        if counter is None:
-            from ..processors import approximate_tokens  # the processors package imports agent
-
-            counter = approximate_tokens
-        self.counter = counter
+        self.counter = counter if counter is not None else approximate_tokens
 
     async def process_input(
         self, *, messages: list[dict[str, Any]], system_messages: list[dict[str, Any]], **_: Any

@@ -7,22 +7,14 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
+from .._tokens import approximate_tokens
 from ..chunks import Chunk, TextDelta
 
 __all__ = ["TokenLimiter", "approximate_tokens"]
 
 log = logging.getLogger("agentstream.processors")
 
-_TOKEN = re.compile(r"\w{1,4}|[^\w\s]", re.UNICODE)
 _LAST_SPACE = re.compile(r"\s(?=\S*\Z)")
-
-
-def approximate_tokens(text: str) -> int:
-    """A tokenizer-free estimate: runs of up to four word characters and each punctuation mark count
-    one token (close to BPE tokenizers on English prose). Pass a real tokenizer's count as
-    ``counter`` for exact limits, e.g. ``lambda s: len(tiktoken.get_encoding("o200k_base").encode(s))``.
-    """
-    return len(_TOKEN.findall(text))
 
 
 class TokenLimiter:

@@ -22,6 +22,7 @@ from ._guard import (
     RequestGuard,
     bearer_token_auth,
 )
+from ._memory_routes import memory_routes
 from ._owner import owner_key
 from ._resume import resume_route
 from ._route import chat_route
@@ -48,6 +49,7 @@ __all__ = [
     "create_app",
     "default_max_connections",
     "error_response",
+    "memory_routes",
     "owner_key",
     "resume_route",
     "serving_config",

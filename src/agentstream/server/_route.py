@@ -120,6 +120,20 @@ async def _dispatch_turn(
     return follow(store, stream_id)
 
 
+_NO_CONTEXT_ON_WORKERS = (
+    "chat_route: request_context= is not supported with a runner yet (a turn on a worker carries "
+    "JSON only): build the context on the worker side"
+)
+
+
+async def _built_context(hook: RequestContextHook | None, request: Request, principal: object) -> Any:
+    """The run's `RequestContext` from the route's hook (``None``: no hook)."""
+    if hook is None:
+        return None
+    built = hook(request, principal)
+    return as_request_context(await built if inspect.isawaitable(built) else built)
+
+
 def chat_route(
     mastra: AgentRegistry,
     path: str = "/chat/{agent_id}",
@@ -172,10 +186,7 @@ def chat_route(
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     if runner is not None and request_context is not None:
-        raise ValueError(
-            "chat_route: request_context= is not supported with a runner yet (a turn on a worker "
-            "carries JSON only): build the context on the worker side"
-        )
+        raise ValueError(_NO_CONTEXT_ON_WORKERS)
     if runner is not None:
         _check_runner(
             runner, stream_store, default_options, experimental_transform, on_error, message_metadata
@@ -201,10 +212,7 @@ def chat_route(
     async def run(
         request: Request, body: Mapping[str, Any], controller: AbortController, principal: object
     ) -> Any:
-        context = None
-        if request_context is not None:
-            built = request_context(request, principal)
-            context = as_request_context(await built if inspect.isawaitable(built) else built)
+        context = await _built_context(request_context, request, principal)
         with incoming_trace(request.headers):  # the run's span continues the caller's trace
             return await handle_chat_stream(
                 mastra=mastra,

@@ -36,8 +36,8 @@ from ..chunks import (
     ToolCallInputStreamingStart,
     ToolCallPayload,
     ToolResult,
+    to_jsonable,
 )
-from ..chunks._codec import _enc_hook
 from ._results import StepResult, TripwireInfo
 from ._usage import Usage
 
@@ -450,7 +450,7 @@ def _state_enc_hook(value: Any) -> Any:
         return {"text": value.before_step(), "stepText": value.step()}
     if isinstance(value, Usage):
         return value.to_wire()
-    return _enc_hook(value)
+    return to_jsonable(value)
 
 
 def _state_dec_hook(cls: type, value: Any) -> Any:

@@ -7,7 +7,7 @@
 * ``DELETE /api/memory/threads/{threadId}?agentId=`` → ``{result: "Thread deleted"}``
 
 Behind the app's `RequestGuard`. With an auth hook, a principal acts for exactly one resource
-(``resource_for(principal)``, default ``str(principal)``): another ``resourceId`` is refused (403)
+(``resource_for(principal)``, default its `owner_key`): another ``resourceId`` is refused (403)
 and another resource's thread answers 404, as if it did not exist. Without an auth hook (a local,
 single-user app) ``resourceId`` is taken as given.
 """
@@ -19,10 +19,11 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..storage import MessageRecord, ThreadRecord
+from ._owner import owner_key
 
 if TYPE_CHECKING:
     from .._mastra import Mastra
-    from ._memory import Memory
+    from ..memory import Memory
 
 __all__ = ["memory_routes", "message_json", "thread_json"]
 
@@ -58,7 +59,11 @@ def message_json(record: MessageRecord) -> dict[str, Any]:
 
 
 def _default_resource(principal: object) -> str:
-    return str(principal)
+    """The resource a principal acts for: its owner key (the one owner rule of every route)."""
+    key = owner_key(principal)
+    if key is None:
+        raise TypeError("the memory API needs an auth hook whose principal has an owner key")
+    return key
 
 
 def memory_routes(
@@ -71,14 +76,14 @@ def memory_routes(
     from starlette.routing import Route
 
     from ..ai_sdk import ChatRequestError
-    from ..server import error_response
+    from ._errors import error_response
 
     class _NotFound(ChatRequestError):
         def __init__(self, what: str) -> None:
             super().__init__(f"{what} not found", status_code=404)
 
     def memory_of(request: Request) -> Memory:
-        from . import Memory
+        from ..memory import Memory
 
         agent_id = request.query_params.get("agentId")
         if agent_id:
