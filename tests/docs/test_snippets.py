@@ -32,7 +32,7 @@ from agentstream.tracing import _settings as _tracing_settings
 
 from ._markdown import ROOT, RUN_LANGUAGES, Block, blocks, doc_files
 
-_FILE_COMMENT = re.compile(r"^#\s*([\w/]+\.py)\b")
+_FILE_COMMENT = re.compile(r"^#\s*(?:file:\s*)?([\w/]+\.py)\b")
 
 
 def _ids(paths: list[Path]) -> list[str]:
