@@ -278,8 +278,33 @@ def _template(method: str, path: str) -> tuple[str, str]:
         "/api/workflows/w/resume": "/api/workflows/{workflow_id}/resume",
         "/api/workflows/w/runs/r1/stream": "/api/workflows/{workflow_id}/runs/{run_id}/stream",
         "/api/workflows/w/runs/r1/cancel": "/api/workflows/{workflow_id}/runs/{run_id}/cancel",
+        "/api/memory/threads/t-alice": "/api/memory/threads/{thread_id}",
+        "/api/memory/threads/t-alice/messages": "/api/memory/threads/{thread_id}/messages",
     }
     return method, templates.get(path, path)
+
+
+async def _memory(world: World, c: httpx.AsyncClient, hook: Callable[[Request], object]) -> None:
+    """The memory API: Alice's thread is hers under her owner key, another principal never sees it."""
+    from agentstream.memory import Memory
+    from agentstream.server import owner_key
+
+    alice = owner_key(hook(Request({"type": "http", "headers": [(b"x-user", b"alice")]})))
+    assert alice is not None
+    await Memory(world.mastra.storage).create_thread(resource_id=alice, thread_id="t-alice")
+    threads, one = "/api/memory/threads", "/api/memory/threads/t-alice"
+    mine = await c.get(threads, headers=ALICE)
+    assert mine.status_code == 200 and [t["id"] for t in mine.json()["threads"]] == ["t-alice"]
+    assert (await c.get(threads, headers=BOB)).json()["threads"] == []
+    assert (await c.get(threads, params={"resourceId": alice}, headers=BOB)).status_code == 403
+    for path in (one, one + "/messages"):
+        assert (await c.get(path, headers=BOB)).status_code == 404
+        assert (await c.get(path, headers=ALICE)).status_code == 200
+        assert (await c.get(path)).status_code == 401
+    assert (await c.delete(one, headers=BOB)).status_code == 404
+    assert (await c.delete(one, headers=ALICE)).status_code == 200
+    assert (await c.get(one, headers=ALICE)).status_code == 404
+    world.walked |= {("GET", threads), ("GET", one), ("GET", one + "/messages"), ("DELETE", one)}
 
 
 @pytest.mark.parametrize("kind", sorted(HOOKS))
@@ -290,6 +315,7 @@ async def test_every_route_serves_the_owner_and_refuses_another_principal(kind: 
         await _chat_answer(world, c, "chat-b", "/api/chat/slow/chat-b/stream", "/api/chat/slow")
         await _approval(world, c)
         await _workflow(world, c)
+        await _memory(world, c, HOOKS[kind])
         for listing in ("/api/agents", "/api/workflows"):
             assert (await c.get(listing, headers=BOB)).status_code == 200
             assert (await c.get(listing)).status_code == 401
