@@ -83,7 +83,11 @@ RELOAD = (
     await page.waitForFunction((id) => new URL(location.href).searchParams.get("chat") !== id, out.steps.second.chat);
     await page.waitForFunction(() => document.getElementById("log").getAttribute("aria-busy") === "false");
     out.steps.fresh = await view(page);
+    // Back: the page asks whether the first chat's answer still runs; wait for that answer so the
+    // request log is complete when it is read (under load it could come after the view).
+    const resumed = page.waitForResponse((r) => new URL(r.url()).pathname.endsWith("/" + out.steps.second.chat + "/stream"));
     await page.goBack();
+    await resumed;
     await page.waitForFunction(() => document.querySelectorAll(".msg").length === 4);
     out.steps.back = await view(page);
   } finally {
