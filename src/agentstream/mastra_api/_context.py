@@ -1,0 +1,31 @@
+"""What every route group of the Mastra API shares: the registry, the guard, the stores."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .._mastra import Mastra
+    from ..resumable import ChatRunner, StreamStore, WorkflowRunner
+    from ..server import RequestGuard
+
+__all__ = ["ApiContext"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiContext:
+    """One app's Mastra API: built once by `mastra_api_routes`, read by each route group."""
+
+    mastra: Mastra
+    """The registry the routes answer for (agents, workflows, storage, memory)."""
+    guard: RequestGuard
+    """The same checks as the chat routes: host, origin, CORS, auth, size, owner rules."""
+    stream_store: StreamStore | None = None
+    """Where active answers and workflow runs are recorded (``None``: not resumable)."""
+    runner: ChatRunner | None = None
+    """Chat turns on worker processes, when the app has them."""
+    workflow_runner: WorkflowRunner | None = None
+    """Workflow runs on worker processes, when the app has them."""
+    prefix: str = "/api"
+    """Mastra's ``apiPrefix``: Studio and ``@mastra/client-js`` default to ``/api``."""
