@@ -1,7 +1,7 @@
 """``tests/mcp/conformance_server.py --port N``: an `MCPServer` with the tools the official suite's
 server scenarios call (``@modelcontextprotocol/conformance server --url http://127.0.0.1:N/mcp``),
-served over streamable HTTP behind the default `RequestGuard`. What it does not serve (resources,
-prompts, completion, logging, sampling, elicitation) is in ``conformance-baseline.yml``."""
+served over streamable HTTP behind the default `RequestGuard`: tools (logging, progress, sampling
+and elicitation through ``context.mcp``), resources, prompts and completion."""
 
 from __future__ import annotations
 
@@ -36,6 +36,95 @@ async def _progress(args: Any, ctx: ToolContext) -> Any:
         ctx.writer.write({"progress": step, "total": 100, "message": f"Completed step {step}"})
         await asyncio.sleep(0.05)
     return "Progress test completed"
+
+
+async def _logging(args: Any, ctx: ToolContext) -> Any:
+    assert ctx.mcp is not None
+    for i, text in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
+        if i:
+            await asyncio.sleep(0.05)
+        await ctx.mcp.log("info", text)
+    return "Logging test completed"
+
+
+async def _sampling(args: Any, ctx: ToolContext) -> Any:
+    assert ctx.mcp is not None
+    answer = await ctx.mcp.request_sampling(
+        {
+            "messages": [{"role": "user", "content": {"type": "text", "text": args["prompt"]}}],
+            "maxTokens": 100,
+        }
+    )
+    content = answer["content"]
+    text = content.get("text") if isinstance(content, dict) else json.dumps(content)
+    return f"LLM response: {text}"
+
+
+def _elicit(message: Any, schema: dict[str, Any], prefix: str) -> Any:
+    async def execute(args: Any, ctx: ToolContext) -> Any:
+        assert ctx.mcp is not None
+        text = args.get("message", message) if isinstance(args, dict) else message
+        answer = await ctx.mcp.elicitation.send_request({"message": text, "requestedSchema": schema})
+        return f"{prefix}action={answer['action']}, content={json.dumps(answer.get('content', {}))}"
+
+    return execute
+
+
+def _options(values: list[str], titles: list[str]) -> list[dict[str, str]]:
+    return [{"const": v, "title": t} for v, t in zip(values, titles, strict=True)]
+
+
+USER_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    },
+    "required": ["username", "email"],
+}
+DEFAULTS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+ENUMS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {
+            "type": "string",
+            "oneOf": _options(
+                ["value1", "value2", "value3"], ["First Option", "Second Option", "Third Option"]
+            ),
+        },
+        "legacyEnum": {
+            "type": "string",
+            "enum": ["opt1", "opt2", "opt3"],
+            "enumNames": ["Option One", "Option Two", "Option Three"],
+        },
+        "untitledMulti": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        },
+        "titledMulti": {
+            "type": "array",
+            "items": {
+                "anyOf": _options(
+                    ["value1", "value2", "value3"], ["First Choice", "Second Choice", "Third Choice"]
+                )
+            },
+        },
+    },
+}
+
+
+def _complete_arg(argument: str, value: str, others: dict[str, str]) -> list[str]:
+    return [word for word in ("paris", "park", "party") if word.startswith(value)]
 
 
 def _tool(name: str, execute: Any, schema: dict[str, Any] | None = None) -> Tool:
@@ -75,6 +164,25 @@ def build() -> MCPServer:
         ),
         _tool("test_error_handling", _fail),
         _tool("test_tool_with_progress", _progress),
+        _tool("test_tool_with_logging", _logging),
+        _tool(
+            "test_sampling",
+            _sampling,
+            {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]},
+        ),
+        _tool(
+            "test_elicitation",
+            _elicit("", USER_SCHEMA, "User response: "),
+            {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]},
+        ),
+        _tool(
+            "test_elicitation_sep1034_defaults",
+            _elicit("Please review your information", DEFAULTS_SCHEMA, "Elicitation completed: "),
+        ),
+        _tool(
+            "test_elicitation_sep1330_enums",
+            _elicit("Please select options", ENUMS_SCHEMA, "Elicitation completed: "),
+        ),
         _tool(
             "json_schema_2020_12_tool",
             _constant("ok"),
@@ -132,6 +240,7 @@ def build() -> MCPServer:
                 name="test_prompt_with_arguments",
                 description="A prompt with arguments",
                 arguments=[{"name": "arg1", "required": True}, {"name": "arg2", "required": True}],
+                complete=_complete_arg,
                 get=lambda a: [
                     {
                         "role": "user",

@@ -109,5 +109,12 @@ def test_our_server_passes_the_active_suite(tmp_path: Path) -> None:
         "tools-call-image",
         "tools-call-with-progress",
         "dns-rebinding-protection",
+        "logging-set-level",
+        "completion-complete",
+        "tools-call-with-logging",
+        "tools-call-sampling",
+        "tools-call-elicitation",
+        "elicitation-sep1034-defaults",
+        "elicitation-sep1330-enums",
     ):
         assert f"✓ {scenario}:" in done.stdout, done.stdout[-4000:]

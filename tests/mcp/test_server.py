@@ -225,3 +225,50 @@ async def test_resources_and_prompts_reach_our_client() -> None:
         assert got["messages"][0]["content"]["text"] == "Prompt with arguments: arg1='x', arg2='y'"
         with pytest.raises(Exception, match="missing required argument"):
             await ours.prompts.get("c", "test_prompt_with_arguments", {"arg1": "x"})
+
+
+async def test_tools_elicit_log_and_complete_through_context_mcp() -> None:
+    """``context.mcp`` (Mastra's ``MCPToolExecutionContext``): a tool served by `MCPServer` asks the
+    calling client's user (elicitation), logs at the level the client set, and prompts complete."""
+    from .conformance_server import build as build_conformance
+
+    asked: list[dict[str, Any]] = []
+    logs: list[Any] = []
+
+    async def on_elicitation(server_name: str, request: dict[str, Any]) -> dict[str, Any]:
+        asked.append(request)
+        return {"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}
+
+    async def on_log(server_name: str, params: Any) -> None:
+        logs.append(params)
+
+    async with serving(build_conformance()) as url:
+        async with MCPClient(
+            servers={"c": {"url": url}}, on_elicitation=on_elicitation, on_log=on_log
+        ) as ours:
+            tools = await ours.list_tools()
+            answer = await tools["c_test_elicitation"].execute({"message": "Who are you?"}, None)  # type: ignore[arg-type]
+            assert "action=accept" in json.dumps(answer) and "ada@example.com" in json.dumps(answer)
+            assert asked and asked[0]["message"] == "Who are you?"
+            assert asked[0]["requestedSchema"]["required"] == ["username", "email"]
+            await tools["c_test_tool_with_logging"].execute({}, None)  # type: ignore[arg-type]
+            texts = [entry.data for entry in logs if entry.level == "info"]
+            assert texts[-3:] == [
+                "Tool execution started",
+                "Tool processing data",
+                "Tool execution completed",
+            ]
+        async with MCPClient(servers={"c": {"url": url}}) as plain:
+            tools = await plain.list_tools()
+            from agentstream.mcp import MCPToolError
+
+            with pytest.raises(MCPToolError, match="does not support elicitation"):
+                await tools["c_test_elicitation"].execute({"message": "x"}, None)  # type: ignore[arg-type]
+            with pytest.raises(MCPToolError, match="does not support sampling"):
+                await tools["c_test_sampling"].execute({"prompt": "hi"}, None)  # type: ignore[arg-type]
+    async with serving(build_conformance()) as url, Client(url) as sdk:
+        completed = await sdk.complete(
+            {"type": "ref/prompt", "name": "test_prompt_with_arguments"}, {"name": "arg1", "value": "par"}
+        )
+        assert completed.completion.values == ["paris", "park", "party"]
+        assert completed.completion.total == 3 and completed.completion.has_more is False

@@ -186,6 +186,9 @@ class Connection:
             mode="auto",
             read_timeout_seconds=self.spec.timeout,
             logging_callback=self._logged,
+            # 2026-07-28 servers log only to requests that opt in: all levels for an app's handler,
+            # warnings and worse for the agentstream.mcp logger alone
+            log_level="debug" if self._on_log is not None else "warning",
             client_info=_CLIENT_INFO,
             # The capability is advertised only with a handler: servers offer elicitation tools then.
             elicitation_callback=None if self._on_elicitation is None else self._elicited,

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from .._abort import AbortController
 from ..agent import Agent
 from ..chunks import TextDelta, ToolOutput, to_jsonable
 from ..tools import Tool, ToolContext, ToolWriter, json_schema_of
 from ..workflows import Workflow
+from ._server_context import InputRequired, LogLevels, ServerToolContext, UnsupportedByClient
 from ._server_resources import MCPPrompt, MCPResource, MCPResourceTemplate, ServedExtras
 
 __all__ = ["MCPServer"]
@@ -194,14 +197,19 @@ class MCPServer:
         self.workflows = dict(workflows or {})
         _check_names(self.tools, self.agents, self.workflows)
         self.extras = ServedExtras(resources, resource_templates, prompts)
-        self.lowlevel: Server[Any] = Server(
-            name,
-            version=version,
-            instructions=instructions,
-            on_list_tools=self._on_list_tools,
-            on_call_tool=self._on_call_tool,
-            **self.extras.handlers(),
-        )
+        self.log_levels = LogLevels()
+        with warnings.catch_warnings():
+            # logging/setLevel is deprecated from 2026-07-28 on, but 2025-11-25 clients still use it
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            self.lowlevel: Server[Any] = Server(
+                name,
+                version=version,
+                instructions=instructions,
+                on_list_tools=self._on_list_tools,
+                on_call_tool=self._on_call_tool,
+                on_set_logging_level=self._on_set_logging_level,
+                **self.extras.handlers(),
+            )
 
     # ------------------------------------------------------------------ listing
 
@@ -239,16 +247,22 @@ class MCPServer:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=self.tool_definitions())
 
+    async def _on_set_logging_level(
+        self, ctx: ServerRequestContext[Any], params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        self.log_levels.set(ctx, params.level)
+        return types.EmptyResult()
+
     # ------------------------------------------------------------------ calling
 
     async def _on_call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         return await self.execute_tool(params.name, dict(params.arguments or {}), ctx)
 
     async def execute_tool(
         self, name: str, arguments: dict[str, Any], ctx: ServerRequestContext[Any] | None = None
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         """Call tool ``name`` as an MCP client would (Mastra's ``server.executeTool``)."""
         if name in self.tools:
             return await self._call_tool(self.tools[name], name, arguments, ctx)
@@ -260,7 +274,7 @@ class MCPServer:
 
     async def _call_tool(
         self, tool: Tool, key: str, arguments: dict[str, Any], ctx: ServerRequestContext[Any] | None
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         parsed, invalid = tool.validation_error(arguments)
         if invalid is not None:
             return _text(str(invalid["message"]).replace(f"for {tool.id}.", f"for {key}.", 1), error=True)
@@ -273,12 +287,17 @@ class MCPServer:
             agent_id=None,
             abort_signal=controller.signal,
             writer=ToolWriter(progress.emit, run_id=f"mcp-{key}", tool_call_id=f"mcp-{key}", tool_name=key),
+            mcp=None if ctx is None else ServerToolContext(ctx, self.log_levels),
         )
         try:
             result = await tool.run(parsed, context)
         except asyncio.CancelledError:
             controller.abort()
             raise
+        except UnsupportedByClient as exc:
+            return _text(str(exc), error=True)
+        except InputRequired as needed:
+            return types.InputRequiredResult(input_requests=needed.requests)
         except Exception as exc:
             return _text(_compact(_failure(exc)), error=True)
         finally:

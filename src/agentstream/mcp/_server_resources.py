@@ -41,6 +41,8 @@ class MCPResourceTemplate:
     read: Callable[[str, dict[str, str]], Any]
     description: str | None = None
     mime_type: str | None = None
+    complete: Callable[[str, str, dict[str, str]], Any] | None = None
+    """``complete(variable, partial_value, other_variables)`` → suggested values (``completion/complete``)."""
 
     def match(self, uri: str) -> dict[str, str] | None:
         """The template's variables in ``uri`` (``None``: the URI is not one of this template's)."""
@@ -60,6 +62,8 @@ class MCPPrompt:
     description: str | None = None
     arguments: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
     """``[{"name", "description"?, "required"?}]``."""
+    complete: Callable[[str, str, dict[str, str]], Any] | None = None
+    """``complete(argument, partial_value, other_arguments)`` → suggested values (``completion/complete``)."""
 
 
 async def _call(fn: Callable[..., Any], *args: Any) -> Any:
@@ -113,7 +117,30 @@ class ServedExtras:
             )
         if self.prompts:
             out.update(on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt)
+        if any(p.complete for p in self.prompts.values()) or any(t.complete for t in self.templates):
+            out.update(on_completion=self._complete)
         return out
+
+    async def _complete(self, ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        ref = params.ref
+        others = dict(params.context.arguments or {}) if params.context is not None else {}
+        complete: Callable[[str, str, dict[str, str]], Any] | None = None
+        if isinstance(ref, types.PromptReference) and ref.name in self.prompts:
+            complete = self.prompts[ref.name].complete
+        elif isinstance(ref, types.ResourceTemplateReference):
+            complete = next((t.complete for t in self.templates if t.uri_template == ref.uri), None)
+        values = (
+            []
+            if complete is None
+            else list(await _call(complete, params.argument.name, params.argument.value, others))
+        )
+        for value in values:
+            if not isinstance(value, str):
+                raise TypeError(f"complete() must return strings, got {type(value).__name__} {value!r}")
+        # the protocol caps one answer at 100 values and says how many there were
+        return types.CompleteResult(
+            completion=types.Completion(values=values[:100], total=len(values), has_more=len(values) > 100)
+        )
 
     async def _list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
         return types.ListResourcesResult(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._background import AgentBackgroundConfig, AgentToolBackgroundConfig, TaskCallback, ToolBackgroundConfig
 from ._errors import RedactedToolError, ToolErrorMask, reported_tool_error
+from ._mcp_context import LogLevel, MCPElicitation, MCPToolExecutionContext
 from ._provider import (
     ProviderTool,
     anthropic_code_execution,
@@ -32,6 +33,9 @@ __all__ = [
     "AgentBackgroundConfig",
     "AgentToolBackgroundConfig",
     "CompiledSchema",
+    "LogLevel",
+    "MCPElicitation",
+    "MCPToolExecutionContext",
     "ProviderTool",
     "RedactedToolError",
     "Schema",

@@ -28,6 +28,7 @@ from ..chunks import (
 )
 from ._background import ToolBackgroundConfig
 from ._docstrings import parse_tool_doc
+from ._mcp_context import MCPToolExecutionContext
 from ._schema import (
     CompiledSchema,
     Schema,
@@ -127,6 +128,9 @@ class ToolContext:
     request_context: RequestContext = field(default_factory=RequestContext)
     """The run's `RequestContext` (``stream(..., request_context=...)``, or what ``chat_route``
     built from the HTTP request): who is asking, in what tenant."""
+    mcp: MCPToolExecutionContext | None = None
+    """The MCP request this call serves (elicitation, logging, progress, sampling) when an MCP
+    client called the tool through `agentstream.mcp.MCPServer`; ``None`` otherwise."""
 
     @property
     def is_resumed(self) -> bool:
