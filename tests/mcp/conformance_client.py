@@ -8,11 +8,13 @@ schema (the suite's servers check what arrives), then disconnects. Exit 1 on any
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
-from agentstream.mcp import MCPClient, MCPToolError
+from agentstream.mcp import AuthorizationCodeResult, MCPClient, MCPToolError, oauth_client
 
 _SAMPLES: dict[str, Any] = {
     "number": 1,
@@ -45,12 +47,54 @@ def accept_with_defaults(server_name: str, request: dict[str, Any]) -> dict[str,
     return {"action": "accept", "content": content}
 
 
-async def main(url: str, scenario: str) -> int:
+class HeadlessBrowser:
+    """The user's side of an authorization: the suite's authorization server approves at once, so
+    following the authorization URL by hand yields the redirect's ``code`` and ``state``."""
+
+    def __init__(self) -> None:
+        self.result: AuthorizationCodeResult | None = None
+
+    async def redirect(self, authorization_url: str) -> None:
+        import httpx
+
+        async with httpx.AsyncClient(follow_redirects=False) as http:
+            answer = await http.get(authorization_url)
+        location = answer.headers.get("location")
+        if not location:
+            raise RuntimeError(f"authorization answered {answer.status_code} without a redirect")
+        query = parse_qs(urlparse(location).query)
+        self.result = AuthorizationCodeResult(
+            code=query["code"][0],
+            state=(query.get("state") or [None])[0],
+            iss=(query.get("iss") or [None])[0],
+        )
+
+    async def callback(self) -> AuthorizationCodeResult:
+        if self.result is None:
+            raise RuntimeError("no authorization redirect was received")
+        return self.result
+
+
+def server_entry(url: str, scenario: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"url": url, "timeout": 20}
     if scenario.startswith("auth/"):
-        # Not built (conformance-baseline.yml): say so at once rather than wait out the suite's timeout.
-        print(f"{scenario}: MCPClient has no OAuth support yet", file=sys.stderr)
-        return 1
-    servers = {"conformance": {"url": url, "timeout": 20}}
+        context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+        browser = HeadlessBrowser()
+        entry["auth"] = oauth_client(
+            url,
+            redirect_uri="http://127.0.0.1:9/callback",
+            redirect_handler=browser.redirect,
+            callback_handler=browser.callback,
+            client_name="agentstream-conformance",
+            client_id=context.get("client_id"),
+            client_secret=context.get("client_secret"),
+            client_metadata_url="https://conformance-test.local/client-metadata.json",
+        )
+    return entry
+
+
+async def main(url: str, scenario: str) -> int:
+    servers = {"conformance": server_entry(url, scenario)}
     async with MCPClient(servers=servers, on_elicitation=accept_with_defaults) as client:
         tools = await client.list_tools()
         print(f"{scenario}: {len(tools)} tools", file=sys.stderr)

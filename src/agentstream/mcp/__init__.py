@@ -10,11 +10,14 @@ from ._client import MCPClient
 from ._config import HttpServer, StdioServer
 from ._errors import MCPConnectionError, MCPError, MCPTimeoutError, MCPToolError
 from ._http import MCPHttpApp
+from ._oauth import AuthorizationCodeResult, FileTokenStorage, MemoryTokenStorage, TokenStorage, oauth_client
 from ._server import MCPServer
 from ._server_resources import MCPPrompt, MCPResource, MCPResourceTemplate
 from ._tools import MCPTool
 
 __all__ = [
+    "AuthorizationCodeResult",
+    "FileTokenStorage",
     "HttpServer",
     "MCPClient",
     "MCPConnectionError",
@@ -27,5 +30,8 @@ __all__ = [
     "MCPTimeoutError",
     "MCPTool",
     "MCPToolError",
+    "MemoryTokenStorage",
     "StdioServer",
+    "TokenStorage",
+    "oauth_client",
 ]
