@@ -7,9 +7,9 @@ import stat
 from pathlib import Path
 
 import pytest
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from agentstream.mcp import AuthorizationCodeResult, FileTokenStorage, MemoryTokenStorage, oauth_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 
 async def _redirect(url: str) -> None:
@@ -57,8 +57,10 @@ async def test_a_preregistered_client_is_used_until_one_is_stored() -> None:
 
 def test_bad_oauth_settings_name_the_problem() -> None:
     with pytest.raises(ValueError, match=r"redirect_uri=...\) must be an http\(s\) URL, got 'myapp:/cb'"):
-        oauth_client("http://h/mcp", redirect_uri="myapp:/cb", redirect_handler=_redirect, callback_handler=_callback)
-    with pytest.raises(ValueError, match="client_secret=...\\) needs the client_id"):
+        oauth_client(
+            "http://h/mcp", redirect_uri="myapp:/cb", redirect_handler=_redirect, callback_handler=_callback
+        )
+    with pytest.raises(ValueError, match=r"client_secret=...\) needs the client_id"):
         oauth_client(
             "http://h/mcp",
             redirect_uri="http://127.0.0.1/cb",

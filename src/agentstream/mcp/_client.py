@@ -127,7 +127,9 @@ class MCPClient:
     ``on_log(server_name, params)`` receives the servers' log notifications (they are also logged
     on the ``agentstream.mcp`` logger). ``on_elicitation(server_name, request)`` answers servers'
     ``elicitation/create`` requests (``{"action": "accept", "content": {...}}``); without it the
-    client does not advertise elicitation.
+    client does not advertise elicitation. ``on_elicitation="suspend"``: in a chat, the question
+    suspends the calling agent run (``tool-call-suspended``, the question as its payload) and
+    ``agent.resume_stream(answer, run_id=...)`` answers it.
     """
 
     def __init__(
@@ -138,6 +140,10 @@ class MCPClient:
         on_log: LogHandler | None = None,
         on_elicitation: ElicitationHandler | None = None,
     ) -> None:
+        if isinstance(on_elicitation, str) and on_elicitation != "suspend":
+            raise ValueError(
+                f"MCPClient(on_elicitation=...) must be a function or 'suspend', got {on_elicitation!r}"
+            )
         self.id = id
         self._specs = parse_servers(servers)
         self._connections = {

@@ -33,6 +33,7 @@ from mcp_types import (
 from mcp import Client, StdioServerParameters
 
 from ._config import HttpServer, ServerSpec, StdioServer
+from ._elicit_suspend import suspend_or_answer
 from ._errors import MCPConnectionError
 
 __all__ = ["Connection", "ElicitationHandler", "LogHandler"]
@@ -42,10 +43,11 @@ log = logging.getLogger("agentstream.mcp")
 LogHandler = Callable[[str, LoggingMessageNotificationParams], Any]
 """``on_log(server_name, params)``: a server's ``notifications/message``."""
 
-ElicitationHandler = Callable[[str, dict[str, Any]], Any]
+ElicitationHandler = Callable[[str, dict[str, Any]], Any] | str
 """``on_elicitation(server_name, request)``: answer a server's ``elicitation/create`` (``request`` is
 its params as JSON: ``{message, requestedSchema, ...}``) with ``{"action": "accept" | "decline" |
-"cancel", "content"?: {...}}`` (sync or async)."""
+"cancel", "content"?: {...}}`` (sync or async); or ``"suspend"``: the question suspends the calling
+agent run (see `agentstream.mcp._elicit_suspend`)."""
 
 _T = TypeVar("_T")
 
@@ -225,6 +227,8 @@ class Connection:
     async def _elicited(self, context: Any, params: Any) -> ElicitResult | ErrorData:
         assert self._on_elicitation is not None
         request = params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if isinstance(self._on_elicitation, str):  # SUSPEND, checked by MCPClient
+            return suspend_or_answer(self.name, request)  # may raise ToolSuspended into the call
         try:
             answer = self._on_elicitation(self.name, request)
             if isinstance(answer, Awaitable):

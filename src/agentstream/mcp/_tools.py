@@ -20,8 +20,9 @@ from mcp_types import CallToolResult, TextContent
 from mcp_types import Tool as MCPToolDefinition
 
 from .._abort import AbortError, until_aborted
-from ..tools import SchemaIssue, Tool, ToolContext, format_issues, issues_tree
+from ..tools import SchemaIssue, Tool, ToolContext, ToolSuspended, format_issues, issues_tree
 from ._connection import Connection, is_connection_failure, is_timeout
+from ._elicit_suspend import calling_tool, reset_calling
 from ._errors import MCPConnectionError, MCPTimeoutError, MCPToolError
 
 __all__ = ["MCPTool", "ajv_issues", "build_tool", "call_tool", "listed_schema"]
@@ -141,6 +142,16 @@ async def call_tool(
     """``tools/call`` on ``connection``: bounded, abortable, reconnecting once after a lost session."""
     signal = context.abort_signal if context is not None else None
     progress = _progress_writer(connection, name, context)
+    token = calling_tool(context)  # a server's question during the call finds its tool
+    try:
+        return await _call_with_retry(connection, name, arguments, progress, signal)
+    finally:
+        reset_calling(token)
+
+
+async def _call_with_retry(
+    connection: Connection, name: str, arguments: dict[str, Any], progress: Any, signal: Any
+) -> CallToolResult:
     for attempt in (1, 2):
         try:
             client = await connection.client()
@@ -152,6 +163,9 @@ async def call_tool(
         except AbortError:
             raise
         except Exception as exc:
+            suspended = _suspension_in(exc)
+            if suspended is not None:  # the elicitation callback suspended the run
+                raise suspended from None
             if is_timeout(exc):
                 raise MCPTimeoutError(
                     f"MCP server {connection.name!r} did not answer tools/call {name!r} "
@@ -174,6 +188,17 @@ async def call_tool(
                 ) from exc
             raise
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _suspension_in(exc: BaseException) -> ToolSuspended | None:
+    if isinstance(exc, ToolSuspended):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _suspension_in(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _result_of(definition: MCPToolDefinition, server: str, result: CallToolResult) -> Any:
