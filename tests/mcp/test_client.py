@@ -287,3 +287,31 @@ async def test_server_log_notifications_reach_on_log() -> None:
         await asyncio.wait_for(arrived.wait(), 10)
     assert received[0][0] == "everything"
     assert "message" in received[0][1].lower()
+
+
+async def test_a_subscribed_resources_updates_reach_on_updated() -> None:
+    """``resources.subscribe`` + ``resources.on_updated`` (Mastra's ``onUpdated``) against the
+    reference server, whose ``toggle-subscriber-updates`` tool sends an update every 5 s."""
+    ensure_installed()
+    updates: list[dict[str, Any]] = []
+    arrived = asyncio.Event()
+
+    async def on_updated(params: dict[str, Any]) -> None:
+        updates.append(params)
+        arrived.set()
+
+    def broken(params: dict[str, Any]) -> None:
+        raise RuntimeError("a handler's own bug")
+
+    async with MCPClient(servers={"everything": stdio_config()}) as client:
+        (first, *_) = (await client.resources.list())["everything"]
+        client.resources.on_updated("everything", broken)  # logged; the next handler still runs
+        client.resources.on_updated("everything", on_updated)
+        await client.resources.subscribe("everything", first["uri"])
+        await call_tool(client._connection("everything"), "toggle-subscriber-updates", {})
+        await asyncio.wait_for(arrived.wait(), 20)
+        assert updates[0] == {"uri": first["uri"]}
+        with pytest.raises(KeyError, match=r"no MCP server named 'nope' \(configured: \['everything'\]\)"):
+            client.resources.on_updated("nope", on_updated)
+        with pytest.raises(TypeError, match="must be callable, got str"):
+            client.resources.on_updated("everything", "print")  # type: ignore[arg-type]

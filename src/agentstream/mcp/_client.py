@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
+from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import Tool as MCPToolDefinition
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -82,13 +84,26 @@ class _Resources:
                     f"MCP server {server_name!r} speaks {client.protocol_version}, which has no "
                     "resources/subscribe (its subscriptions/listen is not supported by MCPClient yet)"
                 )
-            await client.subscribe_resource(uri)
+            with warnings.catch_warnings():  # a 2025-era session, where subscribe is the way
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.subscribe_resource(uri)
 
         await self._owner._on(server_name, one)
 
+    def on_updated(self, server_name: str, handler: Callable[[dict[str, Any]], Any]) -> None:
+        """Call ``handler({"uri": ...})`` (sync or async) for each ``notifications/resources/updated``
+        from ``server_name`` (Mastra's ``resources.onUpdated``); then read the resource again."""
+        if not callable(handler):
+            raise TypeError(
+                f"resources.on_updated(handler=...) must be callable, got {type(handler).__name__}"
+            )
+        self._owner._connection(server_name).resource_listeners.append(handler)
+
     async def unsubscribe(self, server_name: str, uri: str) -> None:
         async def one(client: Client) -> None:
-            await client.unsubscribe_resource(uri)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await client.unsubscribe_resource(uri)
 
         await self._owner._on(server_name, one)
 

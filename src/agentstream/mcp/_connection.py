@@ -28,6 +28,7 @@ from mcp_types import (
     ErrorData,
     Implementation,
     LoggingMessageNotificationParams,
+    ResourceUpdatedNotification,
 )
 
 from mcp import Client, StdioServerParameters
@@ -96,6 +97,8 @@ class Connection:
         self.spec = spec
         self._on_log = on_log
         self._on_elicitation = on_elicitation
+        self.resource_listeners: list[Callable[[dict[str, Any]], Any]] = []
+        """``resources.on_updated`` handlers: each gets ``{"uri": ...}`` per update notification."""
         self._lock = asyncio.Lock()
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -188,6 +191,7 @@ class Connection:
             mode="auto",
             read_timeout_seconds=self.spec.timeout,
             logging_callback=self._logged,
+            message_handler=self._notified,
             # 2026-07-28 servers log only to requests that opt in: all levels for an app's handler,
             # warnings and worse for the agentstream.mcp logger alone
             log_level="debug" if self._on_log is not None else "warning",
@@ -237,6 +241,18 @@ class Connection:
         except Exception as exc:  # the handler's failure is the server's error, not our crash
             log.exception("MCP server %r: on_elicitation failed", self.name)
             return ErrorData(code=INTERNAL_ERROR, message=f"elicitation handler failed: {exc}")
+
+    async def _notified(self, message: Any) -> None:
+        if not isinstance(message, ResourceUpdatedNotification):
+            return  # requests are answered by the SDK; list changes are read when asked
+        params = message.params.model_dump(mode="json", by_alias=True, exclude_none=True)
+        for listener in list(self.resource_listeners):
+            try:
+                outcome = listener(params)
+                if isinstance(outcome, Awaitable):
+                    await outcome
+            except Exception:  # one handler's bug must not stop the session or the others
+                log.exception("MCP server %r: a resources.on_updated handler failed", self.name)
 
     async def _logged(self, params: LoggingMessageNotificationParams) -> None:
         level = _LOG_LEVELS.get(str(params.level), logging.ERROR)
