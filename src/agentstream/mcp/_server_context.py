@@ -10,6 +10,7 @@ from typing import Any
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.message import ServerMessageMetadata
 
 from ..tools import LogLevel
 
@@ -122,7 +123,9 @@ class ServerToolContext:
         if not self._ctx.session.can_send_request:
             raise InputRequired({key: request})
         result_type = types.ElicitResult if kind == "elicitation" else types.CreateMessageResult
-        result = await self._ctx.session.send_request(request, result_type)
+        # on the calling request's own stream: the session's standalone stream may not be open yet
+        metadata = ServerMessageMetadata(related_request_id=self._ctx.request_id)
+        result = await self._ctx.session.send_request(request, result_type, metadata=metadata)
         return result.model_dump(by_alias=True, exclude_none=True, mode="json")
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
