@@ -260,10 +260,7 @@ def create_app(
     async def index(request: Request) -> HTMLResponse:
         # Mastra Studio fetches the server's root (with credentials) before its API: an allowed
         # origin may read it, as it may read Mastra's own root page.
-        headers = options["guard"].cors_headers(request)
-        if headers.get("access-control-allow-origin", "*") != "*":
-            headers["access-control-allow-credentials"] = "true"
-        return HTMLResponse(page, headers=headers)
+        return HTMLResponse(page, headers=_cors(options["guard"], request))
 
     async def chat_info(request: Request) -> JSONResponse:
         try:
@@ -307,14 +304,15 @@ def create_app(
             stop_route(store, "/api/chat/{agent_id}/{chat_id}/stream", guard=options["guard"], runner=runner),
         ]
 
-    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
         if not isinstance(exc, HTTPException):
             return error_response(InternalServerError())  # the traceback still reaches the log
         error = ChatRequestError(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
-        return error_response(error)
+        # readable by an allowed origin: a Studio page asking for a route we lack sees the 404
+        return error_response(error, _cors(options["guard"], request))
 
-    mastra_routes, fallback = (
-        _mastra_api(mastra, options["guard"], store, runner, workflow_runner) if mastra_api else ([], [])
+    mastra_routes = (
+        _mastra_api(mastra, options["guard"], store, runner, workflow_runner) if mastra_api else []
     )
     return Starlette(
         exception_handlers={HTTPException: http_error, Exception: http_error},
@@ -328,9 +326,16 @@ def create_app(
             # Mastra's API (Studio, @mastra/client-js) at Mastra's paths, which ours no longer take.
             *mastra_routes,
             *memory_routes(mastra, options["guard"]),  # GET /api/memory/threads... (server/_memory_routes.py)
-            *fallback,  # any other /api path: Mastra's 404, readable cross-origin
         ],
     )
+
+
+def _cors(guard: Any, request: Any) -> dict[str, str]:
+    """The guard's CORS headers, with credentials for a named origin (Studio sends cookies)."""
+    headers: dict[str, str] = guard.cors_headers(request)
+    if headers.get("access-control-allow-origin", "*") != "*":
+        headers["access-control-allow-credentials"] = "true"
+    return headers
 
 
 def _ui_workflow_routes(
@@ -354,18 +359,10 @@ def _ui_workflow_routes(
     return routes
 
 
-def _mastra_api(
-    mastra: Mastra, guard: Any, store: Any, runner: Any, workflow_runner: Any
-) -> tuple[list[Any], list[Any]]:
-    """Mastra's API routes, and the 404 route for the rest of ``/api`` (mounted last)."""
-    from .mastra_api import mastra_api_not_found, mastra_api_routes
+def _mastra_api(mastra: Mastra, guard: Any, store: Any, runner: Any, workflow_runner: Any) -> list[Any]:
+    """Mastra's API routes (`agentstream.mastra_api`) for the app's registry, stores and guard."""
+    from .mastra_api import mastra_api_routes
 
-    routes = mastra_api_routes(
-        mastra,
-        guard=guard,
-        stream_store=store,
-        runner=runner,
-        workflow_runner=workflow_runner,
-        not_found=False,
+    return mastra_api_routes(
+        mastra, guard=guard, stream_store=store, runner=runner, workflow_runner=workflow_runner
     )
-    return routes, [mastra_api_not_found(guard)]

@@ -9,6 +9,6 @@ mounts them. Needs the ``server`` extra (starlette).
 from __future__ import annotations
 
 from ._context import ApiContext
-from ._routes import mastra_api_not_found, mastra_api_routes
+from ._routes import mastra_api_routes
 
-__all__ = ["ApiContext", "mastra_api_not_found", "mastra_api_routes"]
+__all__ = ["ApiContext", "mastra_api_routes"]

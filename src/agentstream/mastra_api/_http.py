@@ -31,7 +31,6 @@ __all__ = [
     "api_route",
     "cors_headers",
     "json_answer",
-    "not_found_route",
     "read_object",
 ]
 
@@ -116,17 +115,3 @@ def api_route(context: ApiContext, path: str, handler: Handler, methods: list[st
             return _refusal(guard, request, failed)
 
     return Route(context.prefix + path, endpoint, methods=[*methods, "OPTIONS"], name=what)
-
-
-def not_found_route(context: ApiContext) -> Route:
-    """Every other path under the prefix: Mastra's 404 ``{"error": "Not Found"}`` with the CORS
-    headers, so a Studio page asking for a route this server lacks sees a 404, not a CORS
-    failure. Mounted after every other route."""
-
-    async def missing(request: Request, _: object) -> Response:
-        raise ApiError("Not Found", 404)
-
-    route = api_route(
-        context, "/{path:path}", missing, ["GET", "POST", "PUT", "PATCH", "DELETE"], "mastra 404"
-    )
-    return route
