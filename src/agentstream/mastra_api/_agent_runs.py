@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ..stream import FullOutput, ModelOutput
     from ._context import ApiContext
 
-__all__ = ["full_output_json", "routes"]
+__all__ = ["full_output_json", "leg_options", "routes"]
 
 log = logging.getLogger("agentstream.mastra_api")
 
@@ -80,8 +80,8 @@ def _messages(body: Mapping[str, Any]) -> Any:
     raise ApiError("messages: required, a string or a non-empty list of messages")
 
 
-def _leg_options(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The options a leg (a first run or a resumed one) takes from the body."""
+def leg_options(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a leg (a first run or a resumed one) takes from the body (Mastra's camelCase)."""
     options: dict[str, Any] = {}
     if "maxSteps" in body:
         steps = body["maxSteps"]
@@ -118,7 +118,7 @@ def _until_idle(value: Any) -> bool | dict[str, Any]:
 async def _run_options(
     context: ApiContext, agent: Agent, body: Mapping[str, Any], principal: object
 ) -> dict[str, Any]:
-    options = _leg_options(body)
+    options = leg_options(body)
     memory = await memory_option(context, agent, body, principal)
     if memory is not None:
         options["memory"] = memory
@@ -255,7 +255,7 @@ def routes(context: ApiContext) -> list[BaseRoute]:
             call_id = body.get("toolCallId")
             if kind != "resume" and (not isinstance(call_id, str) or not call_id):
                 raise ApiError("Tool call id is required")
-            options = _leg_options(body)
+            options = leg_options(body)
             memory = await memory_option(context, agent, body, principal)
             if memory is not None:
                 options["memory"] = memory
@@ -295,22 +295,8 @@ def routes(context: ApiContext) -> list[BaseRoute]:
 
         return handler
 
-    async def subscribe(request: Request, principal: object) -> Response:
-        agent, body = await agent_and_body(request)
-        thread_id = body.get("threadId")
-        if not isinstance(thread_id, str) or not thread_id:
-            raise ApiError("threadId is required")
-        resource = body.get("resourceId")
-        if resource is not None or context.guard.auth is not None:  # another's thread: 403
-            await memory_option(
-                context, agent, {"memory": {"thread": thread_id, "resource": resource}}, principal
-            )
-        follow = context.threads.follow(agent.id, thread_id)
-        return SSEStreamResponse(follow, heartbeat_ms=25_000, headers=cors_headers(context.guard, request))
-
     base = "/agents/{agent_id}"
     table: list[tuple[str, Any]] = [
-        ("/threads/subscribe", subscribe),
         ("/stream", streaming(False)),
         ("/stream-until-idle", streaming(True)),
         ("/generate", generate),
