@@ -46,7 +46,7 @@ async function open(out) {
   page.on("request", (r) => { if (r.method() === "POST") out.posted.push(JSON.parse(r.postData())); });
   page.on("response", (r) => {
     const path = new URL(r.url()).pathname;
-    if (path.startsWith("/api/chat")) out.requests.push(r.request().method() + " " + path + " " + r.status());
+    if (path.startsWith("/api/chat") && path !== "/api/chat/info") out.requests.push(r.request().method() + " " + path + " " + r.status());
   });
   return { browser, page };
 }
