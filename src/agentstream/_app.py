@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from .resumable import ChatRunner, StreamStore, WorkflowRunner
     from .server import RequestGuard
 
+UI_WORKFLOWS = "/api/workflow"
+"""Where the AI SDK UI workflow routes of the app live (``@mastra/ai-sdk``'s ``workflowRoute`` path)."""
+
 __all__ = [
     "AppLoadError",
     "check_models",
@@ -193,11 +196,18 @@ def create_app(
     stream_store: StreamStore | bool | None = True,
     runner: ChatRunner | None = None,
     workflow_runner: WorkflowRunner | None = None,
+    mastra_api: bool = True,
 ) -> Any:
-    """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
-    ``GET /api/workflows``, ``POST /api/workflows/{workflow_id}/stream`` (start, or resume with
-    ``runId`` + ``resumeData``), ``POST /api/workflows/{workflow_id}/resume`` and ``POST
-    /api/workflows/{workflow_id}/runs/{run_id}/cancel``.
+    """A Starlette app: Mastra's server API under ``/api`` (`agentstream.mastra_api`: what Mastra
+    Studio and ``@mastra/client-js`` call, ``GET /api/agents``, ``POST
+    /api/agents/{agent_id}/stream``, ``/api/tools``, ``/api/workflows``, ``/api/memory``...), and
+    beside it the AI SDK UI routes of the chat page at ``/``: ``GET /api/chat/info`` (the agents by
+    registration key, ``resumable``), ``POST /api/chat[/{agent_id}]``; ``GET /api/workflow`` (the
+    workflows), ``POST /api/workflow/{workflow_id}/stream`` (start, or resume with ``runId`` +
+    ``resumeData``), ``POST /api/workflow/{workflow_id}/resume`` and ``POST
+    /api/workflow/{workflow_id}/runs/{run_id}/cancel`` (singular ``workflow``, as
+    ``@mastra/ai-sdk``'s ``workflowRoute``: Mastra's plural paths are its own API's; see
+    docs/decisions/mastra-api.md).
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
     ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. ``send_goals``: goal
@@ -208,9 +218,9 @@ def create_app(
     ``False`` turns resuming off (a client that goes away then stops its run).
     ``runner`` (a `ChatRunner` such as ``agentstream.durable.DurableChat``) runs the chat turns on
     worker processes that share ``stream_store`` (required then); smoothing is then the workers'.
-    Workflow runs are recorded in the same store (``GET /api/workflows/{workflow_id}/runs/{run_id}/stream``
+    Workflow runs are recorded in the same store (``GET /api/workflow/{workflow_id}/runs/{run_id}/stream``
     serves a run's active stream again); ``workflow_runner`` (``agentstream.durable.DurableWorkflows``)
-    runs them on the workers.
+    runs them on the workers. ``mastra_api=False`` leaves Mastra's API out.
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -227,9 +237,6 @@ def create_app(
         memory_routes,
         resume_route,
         stop_route,
-        workflow_cancel_route,
-        workflow_route,
-        workflow_stream_route,
     )
     from .server import RequestGuard as Guard
 
@@ -250,10 +257,12 @@ def create_app(
         "include_sub_agent_metadata": True,  # the page shows sub-agents and workflows at work
     }
 
-    async def index(_: Request) -> HTMLResponse:
-        return HTMLResponse(page)
+    async def index(request: Request) -> HTMLResponse:
+        # Mastra Studio fetches the server's root (with credentials) before its API: an allowed
+        # origin may read it, as it may read Mastra's own root page.
+        return HTMLResponse(page, headers=_cors(options["guard"], request))
 
-    async def list_agents(request: Request) -> JSONResponse:
+    async def chat_info(request: Request) -> JSONResponse:
         try:
             await options["guard"].admit(request)
         except ChatRequestError as exc:
@@ -278,14 +287,7 @@ def create_app(
     if workflow_runner is not None and store is None:
         raise ValueError("create_app(workflow_runner=...) needs the stream_store its workers write to")
     workflow_options.update(stream_store=store, runner=workflow_runner)
-    workflow_routes = [
-        workflow_route(mastra, "/api/workflows/{workflow_id}/stream", **workflow_options),
-        workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, **workflow_options),
-        workflow_cancel_route(mastra, guard=options["guard"], stream_store=store, runner=workflow_runner),
-    ]
-    if store is not None:
-        stream_options = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}
-        workflow_routes.append(workflow_stream_route(store, **stream_options))
+    workflow_routes = _ui_workflow_routes(mastra, workflow_options, store, heartbeat_ms)
     chat_routes = []
     if default is not None:
         chat_routes = [
@@ -302,20 +304,65 @@ def create_app(
             stop_route(store, "/api/chat/{agent_id}/{chat_id}/stream", guard=options["guard"], runner=runner),
         ]
 
-    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
         if not isinstance(exc, HTTPException):
             return error_response(InternalServerError())  # the traceback still reaches the log
         error = ChatRequestError(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
-        return error_response(error)
+        # readable by an allowed origin: a Studio page asking for a route we lack sees the 404
+        return error_response(error, _cors(options["guard"], request))
 
+    mastra_routes = (
+        _mastra_api(mastra, options["guard"], store, runner, workflow_runner) if mastra_api else []
+    )
     return Starlette(
         exception_handlers={HTTPException: http_error, Exception: http_error},
         routes=[
             Route("/", index),
-            Route("/api/agents", list_agents),
+            # Ours before Mastra's: /api/chat/info is no Mastra path, and no Mastra route matches it.
+            Route("/api/chat/info", chat_info),
             *chat_routes,
-            Route("/api/workflows", list_workflows),
+            Route(UI_WORKFLOWS, list_workflows),
             *workflow_routes,
+            # Mastra's API (Studio, @mastra/client-js) at Mastra's paths, which ours no longer take.
+            *mastra_routes,
             *memory_routes(mastra, options["guard"]),  # GET /api/memory/threads... (server/_memory_routes.py)
         ],
+    )
+
+
+def _cors(guard: Any, request: Any) -> dict[str, str]:
+    """The guard's CORS headers, with credentials for a named origin (Studio sends cookies)."""
+    headers: dict[str, str] = guard.cors_headers(request)
+    if headers.get("access-control-allow-origin", "*") != "*":
+        headers["access-control-allow-credentials"] = "true"
+    return headers
+
+
+def _ui_workflow_routes(
+    mastra: Mastra, options: dict[str, Any], store: Any, heartbeat_ms: float
+) -> list[Any]:
+    """The AI SDK UI workflow routes of the page under `UI_WORKFLOWS`."""
+    from .server import workflow_cancel_route, workflow_route, workflow_stream_route
+
+    runs = f"{UI_WORKFLOWS}/{{workflow_id}}/runs/{{run_id}}"
+    routes = [
+        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/stream", **options),
+        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/resume", resume=True, **options),
+        workflow_cancel_route(
+            mastra, f"{runs}/cancel", guard=options["guard"], stream_store=store, runner=options["runner"]
+        ),
+    ]
+    if store is not None:
+        routes.append(
+            workflow_stream_route(store, f"{runs}/stream", guard=options["guard"], heartbeat_ms=heartbeat_ms)
+        )
+    return routes
+
+
+def _mastra_api(mastra: Mastra, guard: Any, store: Any, runner: Any, workflow_runner: Any) -> list[Any]:
+    """Mastra's API routes (`agentstream.mastra_api`) for the app's registry, stores and guard."""
+    from .mastra_api import mastra_api_routes
+
+    return mastra_api_routes(
+        mastra, guard=guard, stream_store=store, runner=runner, workflow_runner=workflow_runner
     )
