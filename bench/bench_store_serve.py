@@ -98,10 +98,27 @@ async def _time(fn: Callable[[], Awaitable[int]], repeat: int) -> tuple[float, i
     return best, size
 
 
-async def bench(name: str, store: StreamStore, chunks: list[dict[str, Any]], repeat: int) -> None:
-    stream_id = await _record(store, chunks)
-    ours, size = await _time(lambda: _drain(_stored_bytes(store, stream_id)), repeat)
-    ref, ref_size = await _time(lambda: _drain(_decoded_again(store, stream_id)), repeat)
+async def _serve(
+    make_store: Callable[[], StreamStore],
+    chunks: list[dict[str, Any]],
+    repeat: int,
+    frames: Callable[[StreamStore, str], AsyncIterator[Any]],
+) -> tuple[float, int]:
+    """CPU seconds to serve a recorded stream with ``frames``, on a store client of its own (each
+    path pays its own connection set-up in a cold pass)."""
+    store = make_store()
+    try:
+        stream_id = await _record(store, chunks)
+        return await _time(lambda: _drain(frames(store, stream_id)), repeat)
+    finally:
+        await store.aclose()
+
+
+async def bench(
+    name: str, make_store: Callable[[], StreamStore], chunks: list[dict[str, Any]], repeat: int
+) -> None:
+    ours, size = await _serve(make_store, chunks, repeat, _stored_bytes)
+    ref, ref_size = await _serve(make_store, chunks, repeat, _decoded_again)
     assert size == ref_size, "the stored bytes and the re-encoded chunks differ"
     n = len(chunks)
     print(f"{name:<7} decode + encode again [reference] {ref / n * 1e6:7.2f} us/chunk")
@@ -119,16 +136,20 @@ async def main() -> None:
     chunks = ui_chunks(args.chunks)
     how = "one cold pass" if args.cold else "best of 5"
     print(f"serving a recorded answer of {len(chunks):,} UI chunks as SSE ({how}, CPU time)")
-    await bench("memory", MemoryStreamStore(), chunks, repeat)
-    redis = RedisStreamStore.from_url(REDIS_URL, prefix=f"bench-serve-{uuid.uuid4().hex}")
+    await bench("memory", MemoryStreamStore, chunks, repeat)
+
+    def redis_store() -> StreamStore:
+        return RedisStreamStore.from_url(REDIS_URL, prefix=f"bench-serve-{uuid.uuid4().hex}")
+
+    probe = RedisStreamStore.from_url(REDIS_URL)
     try:
-        await redis.redis.ping()
+        await probe.redis.ping()
     except Exception as exc:  # any failure to connect means "no Redis here"
         print(f"note: redis at {REDIS_URL} unreachable ({exc.__class__.__name__}): redis figures skipped")
-    else:
-        await bench("redis", redis, chunks, repeat)
+        return
     finally:
-        await redis.aclose()
+        await probe.aclose()
+    await bench("redis", redis_store, chunks, repeat)
 
 
 if __name__ == "__main__":
