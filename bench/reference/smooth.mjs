@@ -3,9 +3,10 @@
 // pinned in package.json) on input the Python bench hands it, so both sides time the same chunks
 // in the same run. Prints one JSON line.
 //
-//   node smooth.mjs throughput <input.jsonl>
+//   node smooth.mjs throughput <input.jsonl> [--cold]
 //       Input: Mastra text-delta chunks, one JSON per line. Times word chunking without delay and a
-//       no-op TransformStream (the ceiling), each warmed up once on the first 10 % of the input.
+//       no-op TransformStream (the ceiling), each warmed up once on the first 10 % of the input;
+//       with --cold, no warm-up: one pass of smoothStream first, as a process's first request.
 //   node smooth.mjs no-whitespace 1000,2000,4000
 //       One whitespace-free run per size, ASCII "a" and CJK U+6F22, in 4-character deltas, word
 //       chunking (Mastra re-runs its word pattern over the whole buffer after each delta).
@@ -46,12 +47,13 @@ const smoothWord = () => smoothStream({ delayInMs: null, chunking: 'word' });
 const passthrough = () => new TransformStream();
 const delta = text => ({ type: 'text-delta', runId: 'bench', from: 'AGENT', payload: { id: 'txt-1', text } });
 
-async function throughput(path) {
+async function throughput(path, cold) {
   const chunks = readFileSync(path, 'utf8').split('\n').filter(Boolean).map(line => JSON.parse(line));
   const warm = chunks.slice(0, Math.ceil(chunks.length / 10));
-  const result = { bench: 'smoothStream word chunking, delayInMs null', versions: versions(), inputChunks: chunks.length };
-  for (const [name, make] of [['passthrough', passthrough], ['smoothWord', smoothWord]]) {
-    await time(make, warm);
+  const result = { bench: 'smoothStream word chunking, delayInMs null', versions: versions(), inputChunks: chunks.length, cold };
+  const order = cold ? [['smoothWord', smoothWord], ['passthrough', passthrough]] : [['passthrough', passthrough], ['smoothWord', smoothWord]];
+  for (const [name, make] of order) {
+    if (!cold) await time(make, warm);
     const { seconds, outputChunks } = await time(make, chunks);
     result[name] = { seconds: +seconds.toFixed(4), outputChunks, chunksInPerSec: Math.round(chunks.length / seconds) };
   }
@@ -72,12 +74,12 @@ async function noWhitespace(sizes) {
   return { bench: 'smoothStream word chunking on whitespace-free text', versions: versions(), rows };
 }
 
-const [mode, arg] = process.argv.slice(2);
+const [mode, arg, flag] = process.argv.slice(2);
 let result;
-if (mode === 'throughput' && arg) result = await throughput(arg);
+if (mode === 'throughput' && arg && (flag === undefined || flag === '--cold')) result = await throughput(arg, flag === '--cold');
 else if (mode === 'no-whitespace' && /^\d+(,\d+)*$/.test(arg ?? '')) result = await noWhitespace(arg.split(',').map(Number));
 else {
-  process.stderr.write('usage: node smooth.mjs throughput <input.jsonl> | no-whitespace N[,N...]\n');
+  process.stderr.write('usage: node smooth.mjs throughput <input.jsonl> [--cold] | no-whitespace N[,N...]\n');
   process.exit(2);
 }
 process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -16,6 +16,7 @@ __all__ = [
     "DONE_FRAME",
     "HEARTBEAT_FRAME",
     "UI_MESSAGE_STREAM_HEADERS",
+    "StoredUIChunk",
     "assert_valid_heartbeat_ms",
     "create_ui_message_stream_response",
     "encode_sse",
@@ -49,7 +50,22 @@ def assert_valid_heartbeat_ms(heartbeat_ms: float) -> None:
 _encode = msgspec.json.Encoder().encode
 
 
+class StoredUIChunk:
+    """A UI chunk as `encode_ui_chunk` wrote it to a stream store: its JSON bytes are framed and
+    sent as they are, never decoded and encoded again."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"StoredUIChunk({self.data!r})"
+
+
 def _dumps(chunk: Any) -> bytes:
+    if type(chunk) is StoredUIChunk:
+        return chunk.data
     try:
         return _encode(chunk)
     except UnicodeEncodeError:
@@ -65,6 +81,8 @@ def _dumps(chunk: Any) -> bytes:
 
 def encode_sse_frame(chunk: Any) -> bytes:
     """``data: <compact JSON>\\n\\n`` for one UI chunk (raw UTF-8, keys in their order)."""
+    if type(chunk) is StoredUIChunk:
+        return b"data: %b\n\n" % chunk.data
     return b"data: " + _dumps(chunk) + b"\n\n"
 
 

@@ -268,7 +268,7 @@ class TextStart(BaseChunk, tag="text-start", frozen=True):
     payload: TextStartPayload
 
 
-class TextDeltaPayload(Payload, frozen=True):
+class TextDeltaPayload(Payload, frozen=True, gc=False):  # JSON data only: no cycle can pass through it
     """Payload of the `text-delta` chunk (`TextDelta`): the text part's id and the new text."""
 
     id: str
@@ -320,7 +320,7 @@ class ReasoningStart(BaseChunk, tag="reasoning-start", frozen=True):
     payload: ReasoningStartPayload
 
 
-class ReasoningDeltaPayload(Payload, frozen=True):
+class ReasoningDeltaPayload(Payload, frozen=True, gc=False):  # JSON data only: no cycle can pass through it
     """Payload of the `reasoning-delta` chunk (`ReasoningDelta`): the reasoning part's id and the new text."""
 
     id: str

@@ -27,7 +27,13 @@ class ChunkFrom(enum.StrEnum):
 
 
 class Payload(
-    msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, rename="camel", repr_omit_defaults=True
+    msgspec.Struct,
+    frozen=True,
+    kw_only=True,
+    omit_defaults=True,
+    rename="camel",
+    repr_omit_defaults=True,
+    forbid_unknown_fields=True,
 ):
     """Base of every payload class.
 
@@ -36,6 +42,9 @@ class Payload(
     (a tool returning ``None``) survives a round trip. Keys the spec does not name (Mastra's
     ``[k: string]: unknown`` payloads, or fields added by a newer Mastra) are kept in ``extra`` and
     written back unchanged, so decode → encode is lossless.
+
+    Unknown fields are refused by msgspec itself (``forbid_unknown_fields``): the one-pass typed
+    decoder (`decode_chunk` on JSON) then falls back to the dict path, which moves them to ``extra``.
     """
 
     extra: dict[str, Any] = msgspec.field(default_factory=dict, name="~extra")
@@ -52,6 +61,7 @@ class BaseChunk(
     rename="camel",
     tag_field="type",
     repr_omit_defaults=True,
+    forbid_unknown_fields=True,
 ):
     """``BaseChunkType``: ``{type, runId, from, metadata?}``.
 

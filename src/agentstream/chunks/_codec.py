@@ -6,7 +6,7 @@ import base64
 import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Union, cast
 
 import msgspec
 
@@ -104,18 +104,31 @@ def _convert(data: Mapping[str, Any], cls: type[Any]) -> Any:
         raise from_validation_message(str(exc), choices=_FROM_CHOICES) from None
 
 
-def _with_extras(chunk: Any, data: Mapping[str, Any]) -> Any:
-    """Attach wire keys the class does not model, at the top level and in ``payload``."""
-    known_top = _known(type(chunk))
-    payload = getattr(chunk, "payload", None)
-    raw_payload = data.get("payload")
-    if isinstance(payload, Payload) and (type(raw_payload) is dict or isinstance(raw_payload, Mapping)):
-        known = _known(type(payload))
-        if not known.issuperset(raw_payload):
-            extra = {k: v for k, v in raw_payload.items() if k not in known}
-            chunk = msgspec.structs.replace(chunk, payload=msgspec.structs.replace(payload, extra=extra))
+def _split_extras(data: Mapping[str, Any], cls: type[Any]) -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    """``data`` without the wire keys ``cls`` does not model (top level and ``payload``), and those
+    keys: the chunk classes refuse unknown fields, so they are taken out before ``convert``."""
+    top: dict[str, Any] = {}
+    inner: dict[str, Any] = {}
+    known_top = _known(cls)
     if not known_top.issuperset(data):
-        chunk = msgspec.structs.replace(chunk, extra={k: v for k, v in data.items() if k not in known_top})
+        top = {k: v for k, v in data.items() if k not in known_top}
+        data = {k: v for k, v in data.items() if k in known_top}
+    payload_cls = _PAYLOAD_CLASSES.get(cls)
+    raw_payload = data.get("payload")
+    if payload_cls is not None and (type(raw_payload) is dict or isinstance(raw_payload, Mapping)):
+        known = _known(payload_cls)
+        if not known.issuperset(raw_payload):
+            inner = {k: v for k, v in raw_payload.items() if k not in known}
+            data = {**data, "payload": {k: v for k, v in raw_payload.items() if k in known}}
+    return data, top, inner
+
+
+def _with_extras(chunk: Any, top: dict[str, Any], inner: dict[str, Any]) -> Any:
+    """Attach the wire keys the class does not model, at the top level and in ``payload``."""
+    if inner:
+        chunk = msgspec.structs.replace(chunk, payload=msgspec.structs.replace(chunk.payload, extra=inner))
+    if top:
+        chunk = msgspec.structs.replace(chunk, extra=top)
     return chunk
 
 
@@ -144,11 +157,14 @@ def chunk_from_dict(data: Mapping[str, Any], *, unknown: UnknownMode = "raise") 
         raw_payload = data.get("payload", _EMPTY)
         if type(raw_payload) is not dict and not isinstance(raw_payload, Mapping):
             raise ChunkDecodeError("payload", "an object", _describe(raw_payload))
-    chunk: Chunk = _with_extras(_convert(data, cls), data)
+    stripped, top, inner = _split_extras(data, cls)
+    chunk: Chunk = _with_extras(_convert(stripped, cls), top, inner)
     return chunk
 
 
 _decoder = msgspec.json.Decoder()
+_typed_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(Union[tuple(CHUNK_CLASSES.values())])  # noqa: UP007
+"""One pass from JSON to the chunk class its ``type`` names, no dict in between."""
 _EMPTY: dict[str, Any] = {}
 
 
@@ -158,13 +174,30 @@ def decode_chunk(data: bytes | str | Mapping[str, Any], *, unknown: UnknownMode 
     Raises ``ChunkDecodeError`` naming the JSON path, the expected type and what was found.
     Unknown ``type`` values raise unless ``unknown="keep"``, which returns an ``UnknownChunk``.
     """
-    if isinstance(data, (bytes, bytearray, memoryview, str)):
+    if type(data) is bytes or isinstance(data, (bytearray, memoryview, str)):
         try:
-            parsed = _decoder.decode(data)
-        except msgspec.DecodeError:
-            parsed = _decode_lenient(data)
-        return chunk_from_dict(parsed, unknown=unknown)
-    return chunk_from_dict(data, unknown=unknown)
+            chunk: Any = _typed_decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            # Keys no class models (kept in ``extra``), open-ended types (``data-*``), lone
+            # surrogates, bad input: the dict path, which also words the error.
+            return _decode_via_dict(data, unknown)
+        # A literal "~extra" key fills ``extra`` directly: only the dict path keeps it as a key.
+        try:
+            if not (chunk.extra or chunk.payload.extra):
+                return chunk  # type: ignore[no-any-return]
+        except AttributeError:  # no payload struct (``object``, a dict payload)
+            if not chunk.extra:
+                return chunk  # type: ignore[no-any-return]
+        return _decode_via_dict(data, unknown)
+    return chunk_from_dict(cast("Mapping[str, Any]", data), unknown=unknown)
+
+
+def _decode_via_dict(data: bytes | bytearray | memoryview | str, unknown: UnknownMode) -> Chunk:
+    try:
+        parsed = _decoder.decode(data)
+    except msgspec.DecodeError:
+        parsed = _decode_lenient(data)
+    return chunk_from_dict(parsed, unknown=unknown)
 
 
 def _decode_lenient(data: bytes | bytearray | memoryview | str) -> Any:

@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import unquote
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
@@ -28,6 +27,7 @@ from ..ai_sdk import (
     MAX_ID_LENGTH,
     ChatRequestError,
     SSEStreamResponse,
+    StoredUIChunk,
     assert_valid_heartbeat_ms,
     write_chunks,
 )
@@ -51,7 +51,6 @@ _RUNNING: set[asyncio.Task[None]] = set()
 # The response each chat is running in this process (its stream id and run's controller): a new
 # one for the chat stops the old one, and so does a stop request.
 _CURRENT: dict[tuple[int, str], tuple[str, AbortController]] = {}
-_decode = msgspec.json.Decoder().decode
 
 # How long a stop or cancel waits for a worker to end the stream: its cancel poll (0.5 s) and a
 # run's cancel grace (2 s by default) with room; past it the server ends the stream itself.
@@ -126,10 +125,11 @@ def stop_here(store: StreamStore, key: str, stream_id: str) -> bool:
     return True
 
 
-async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[Any]:
-    """The stream's UI chunks (decoded) from index ``after``, until it finishes."""
+async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[StoredUIChunk]:
+    """The stream's UI chunks from index ``after``, until it finishes: as the bytes written, which
+    the SSE response frames as they are (no decode and encode again per chunk and reader)."""
     async for raw in store.read(stream_id, after=after):
-        yield _decode(raw)
+        yield StoredUIChunk(raw)
 
 
 async def ends_within(store: StreamStore, stream_id: str, timeout_s: float) -> bool:
