@@ -117,8 +117,11 @@ async def _record(
     failed = False
     try:
         await write_chunks(store, stream_id, chunks)
-    except Exception:
-        logger.exception("recording stream %s failed; the run is stopped", stream_id)
+    except Exception as exc:
+        if _only_expired(exc):  # the store lost it (a restart without persistence) or it expired
+            logger.warning("stream %s was gone while it was recorded; the run is stopped", stream_id)
+        else:
+            logger.exception("recording stream %s failed; the run is stopped", stream_id)
         controller.abort()
         failed = True
     finally:
@@ -164,6 +167,12 @@ def stop_here(store: StreamStore, key: str, stream_id: str) -> bool:
         return False
     current[1].abort()
     return True
+
+
+def _only_expired(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_expired(inner) for inner in exc.exceptions)
+    return isinstance(exc, StreamExpiredError)
 
 
 async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[Any]:
