@@ -34,7 +34,9 @@ class RedisServer:
         self.log = directory / f"redis-{self.port}.log"
 
     def start(self) -> None:
-        persistence = ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
+        persistence = (
+            ["--appendonly", "yes", "--appendfsync", "always"] if self.aof else ["--appendonly", "no"]
+        )
         command = ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
         command += ["--dir", str(self.directory), "--logfile", str(self.log), *persistence]
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)

@@ -15,7 +15,14 @@ from ..tracing import incoming_trace
 from ._chat import ChatRequestError, handle_chat_stream
 from ._sse import encode_ui_chunk
 
-__all__ = ["STORE_FAILED", "end_cancelled", "end_cancelled_turn", "end_with_error", "run_chat_turn", "write_chunks"]
+__all__ = [
+    "STORE_FAILED",
+    "end_cancelled",
+    "end_cancelled_turn",
+    "end_with_error",
+    "run_chat_turn",
+    "write_chunks",
+]
 
 logger = logging.getLogger("agentstream.ai_sdk")
 STORE_FAILED = "the answer was interrupted: the server could not record it (details are in the server log)"

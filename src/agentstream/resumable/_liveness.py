@@ -112,6 +112,8 @@ class Beats:
                 except Exception as exc:
                     failed += 1
                     if failed == 1:
-                        logger.warning("refreshing %d writer lease(s) failed (%s); retrying", len(self._held), exc)
+                        logger.warning(
+                            "refreshing %d writer lease(s) failed (%s); retrying", len(self._held), exc
+                        )
         finally:
             self._task = None

@@ -278,7 +278,9 @@ class RedisStreamStore:
                         yield fields[b"c"]
         finally:
             await entries.aclose()  # unwatch the key now, not when the generator is collected
-        raise StreamLostError(f"stream {stream_id!r} ended unfinished: its writer died, or it expired or was lost")
+        raise StreamLostError(
+            f"stream {stream_id!r} ended unfinished: its writer died, or it expired or was lost"
+        )
 
     def writing(
         self, stream_id: str, *, lease_s: float, dead_on_error: bool = True

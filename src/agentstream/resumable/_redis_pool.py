@@ -81,7 +81,9 @@ def _pool_class() -> type[Any]:
 
         def _start_shrink(self) -> None:
             self._sweep = None
-            task = asyncio.get_running_loop().create_task(self._shrink(), name="agentstream redis pool shrink")
+            task = asyncio.get_running_loop().create_task(
+                self._shrink(), name="agentstream redis pool shrink"
+            )
             self._shrinking.add(task)
             task.add_done_callback(self._shrinking.discard)
 
@@ -111,7 +113,12 @@ def _pool_class() -> type[Any]:
 
 
 def _positive(name: str, value: Any, *, allow_zero: bool = False) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (value == 0 and not allow_zero):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
         expected = "a number >= 0" if allow_zero else "a number > 0"
         raise ValueError(f"{name}: expected {expected}, got {value!r}")
 

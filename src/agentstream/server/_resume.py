@@ -108,7 +108,9 @@ async def _produce(
         async with writing(store, stream_id, lease_s=IN_PROCESS_LEASE_S):
             await _record(store, stream_id, chunks, controller)
     except Exception:
-        logger.exception("closing stream %s failed; its readers end when its writer lease runs out", stream_id)
+        logger.exception(
+            "closing stream %s failed; its readers end when its writer lease runs out", stream_id
+        )
 
 
 async def _record(
