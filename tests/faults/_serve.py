@@ -93,9 +93,17 @@ def client() -> httpx.Client:
     return httpx.Client(timeout=httpx.Timeout(60, connect=10))
 
 
-def payloads(lines: Iterator[str]) -> Iterator[str]:
-    """The SSE ``data:`` payloads, up to and including ``[DONE]``."""
+STREAM_WITHIN_S = 90.0
+"""How long any one answer may take to end in these tests: far above what it needs (a few seconds
+after the store returns), but an answer that never ends (heartbeats keep the read alive) fails."""
+
+
+def payloads(lines: Iterator[str], within_s: float = STREAM_WITHIN_S) -> Iterator[str]:
+    """The SSE ``data:`` payloads, up to and including ``[DONE]``; fails if the stream has not
+    ended within ``within_s`` (checked at each line: the server's heartbeats come every 15 s)."""
+    deadline = time.monotonic() + within_s
     for line in lines:
+        assert time.monotonic() < deadline, f"the stream did not end within {within_s} s"
         if line.startswith("data: "):
             yield line.removeprefix("data: ")
             if line == "data: [DONE]":
