@@ -128,3 +128,24 @@ def counted(tmp: Path) -> int:
     """How many times the app's counting tool ran (in every process)."""
     path = tmp / "counter"
     return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+@contextlib.contextmanager
+def worker(tmp: Path, redis_url: str, database_url: str) -> Iterator[subprocess.Popen[bytes]]:
+    """An `agentstream worker` answering the app's chat turns from ``database_url``'s queue."""
+    command = [sys.executable, "-m", "agentstream", "worker", "--app", APP, "--stream-store", redis_url]
+    command += ["--database-url", database_url, "--poll-sec", "0.05", "--lease-sec", "1.5", "--no-smooth"]
+    log = tmp / f"worker-{len(list(tmp.glob('worker-*.log')))}.log"
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=fault_env(tmp), stdout=log.open("wb"), stderr=subprocess.STDOUT
+    )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(30)

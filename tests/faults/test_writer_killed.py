@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,17 +17,15 @@ from tests.durable.conftest import durable_db
 from ._app import FIRST
 from ._redis import redis_server
 from ._serve import (
-    APP,
     ASGI_CRASH,
-    ROOT,
     body,
     chunks_of,
     client,
     counted,
     deltas,
-    fault_env,
     payloads,
     servers,
+    worker,
 )
 
 __all__ = ["durable_db"]  # the durable tests' fixture: a PostgreSQL database of this test's own
@@ -69,30 +65,19 @@ def test_a_server_killed_mid_answer_its_resume_on_another_server_ends_with_an_er
 def test_the_only_worker_killed_mid_answer_ends_the_answer_with_an_error(
     tmp_path: Path, durable_db: str
 ) -> None:
-    worker_log = tmp_path / "worker.log"
-    with redis_server(tmp_path, aof=False) as redis:
-        command = [sys.executable, "-m", "agentstream", "worker", "--app", APP, "--stream-store", redis.url]
-        command += ["--database-url", durable_db, "--poll-sec", "0.05", "--lease-sec", "1.5", "--no-smooth"]
-        worker = subprocess.Popen(
-            command, cwd=ROOT, env=fault_env(tmp_path), stdout=worker_log.open("wb"), stderr=subprocess.STDOUT
-        )
-        try:
-            with servers(tmp_path, redis.url, 1, "--durable-db", durable_db) as [server]:
-                received: list[str] = []
-                with (
-                    client() as http,
-                    http.stream("POST", f"{server.base}/api/chat/counter", json=body()) as answer,
-                ):
-                    assert answer.status_code == 200
-                    for payload in payloads(answer.iter_lines()):
-                        received.append(payload)
-                        if deltas(received) == FIRST and worker.poll() is None:
-                            os.kill(worker.pid, signal.SIGKILL)  # no other worker takes the turn over
-                            worker.wait(30)
-                _lost(chunks_of(received))
-                assert counted(tmp_path) == 1
-            assert ASGI_CRASH not in server.log_text()
-        finally:
-            if worker.poll() is None:
-                worker.kill()
-                worker.wait(30)
+    with (
+        redis_server(tmp_path, aof=False) as redis,
+        worker(tmp_path, redis.url, durable_db) as turns,
+        servers(tmp_path, redis.url, 1, "--durable-db", durable_db) as [server],
+    ):
+        received: list[str] = []
+        with client() as http, http.stream("POST", f"{server.base}/api/chat/counter", json=body()) as answer:
+            assert answer.status_code == 200
+            for payload in payloads(answer.iter_lines()):
+                received.append(payload)
+                if deltas(received) == FIRST and turns.poll() is None:
+                    os.kill(turns.pid, signal.SIGKILL)  # no other worker takes the turn over
+                    turns.wait(30)
+        _lost(chunks_of(received))
+        assert counted(tmp_path) == 1
+    assert ASGI_CRASH not in server.log_text()
