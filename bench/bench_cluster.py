@@ -267,3 +267,7 @@ async def pooled_connections(k: int, clusters: dict[str, Cluster]) -> None:
             now = _named_connections(where.servers)
         waited = time.monotonic() - start
         _row(f"  {name}: peak / right after / {waited:.0f} s later", f"{peak} / {after} / {now}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main(int(sys.argv[1]) if len(sys.argv) > 1 else 200))
