@@ -215,6 +215,7 @@ async def _measure(k: int, memory: Cluster, redis: Cluster, workers: Cluster) ->
     for name, times in firsts.items():
         p50, p90 = statistics.median(times), statistics.quantiles(times, n=10)[8]
         _row(f"  {name}", f"{p50:.1f} / {p90:.1f} ms", f"+{p50 - ref:.1f} ms p50" if p50 != ref else "")
+    await pooled_connections(k, {"in-process": redis, "worker path": workers})
     rates: dict[str, list[float]] = {"in-process": [], "1 worker": [], "2 workers": []}
     for _ in range(ROUNDS):
         rates["in-process"].append(await throughput(redis.urls, k))
@@ -231,7 +232,6 @@ async def _measure(k: int, memory: Cluster, redis: Cluster, workers: Cluster) ->
             f"{rate[mode] / rate['in-process']:.2f}x reference",
         )
     _row("  2 workers vs 1", f"{rate['2 workers'] / rate['1 worker']:.2f}x")
-    await pooled_connections(k, {"in-process": redis, "worker path": workers})
 
 
 POOL_FLOOR = 2
