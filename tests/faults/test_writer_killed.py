@@ -58,6 +58,10 @@ def test_a_server_killed_mid_answer_its_resume_on_another_server_ends_with_an_er
         _lost(chunks)
         assert chunks[: len(received)] == [json.loads(p) for p in received]  # the replay, then the error
         assert counted(tmp_path) == 1
+        # The lost answer was ended as its reader was told: nothing to resume, nothing to stop.
+        with client() as http:
+            assert http.get(f"{second.base}/api/chat/{request['id']}/stream").status_code == 204
+            assert http.delete(f"{second.base}/api/chat/{request['id']}/stream").status_code == 204
     assert ASGI_CRASH not in second.log_text()
 
 
@@ -70,8 +74,9 @@ def test_the_only_worker_killed_mid_answer_ends_the_answer_with_an_error(
         worker(tmp_path, redis.url, durable_db) as turns,
         servers(tmp_path, redis.url, 1, "--durable-db", durable_db) as [server],
     ):
+        request = body()
         received: list[str] = []
-        with client() as http, http.stream("POST", f"{server.base}/api/chat/counter", json=body()) as answer:
+        with client() as http, http.stream("POST", f"{server.base}/api/chat/counter", json=request) as answer:
             assert answer.status_code == 200
             for payload in payloads(answer.iter_lines()):
                 received.append(payload)
@@ -80,4 +85,6 @@ def test_the_only_worker_killed_mid_answer_ends_the_answer_with_an_error(
                     turns.wait(30)
         _lost(chunks_of(received))
         assert counted(tmp_path) == 1
+        with client() as http:  # ended as its reader was told: nothing to resume
+            assert http.get(f"{server.base}/api/chat/{request['id']}/stream").status_code == 204
     assert ASGI_CRASH not in server.log_text()

@@ -171,6 +171,16 @@ def stop_here(store: StreamStore, key: str, stream_id: str) -> bool:
     return True
 
 
+async def _end_lost(store: StreamStore, stream_id: str) -> None:
+    """End the stream of a dead writer as its readers were told (`ANSWER_LOST`): a later resume
+    finds nothing running, a stop has nothing to stop. Positional, so the readers that notice
+    together write one error chunk; a takeover that comes later finds the stream finished."""
+    try:
+        await end_with_error(store, stream_id, ANSWER_LOST)
+    except Exception as exc:
+        logger.warning("stream %s: ending the lost answer failed: %s", stream_id, exc)
+
+
 def _only_expired(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(_only_expired(inner) for inner in exc.exceptions)
@@ -186,6 +196,7 @@ async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIte
             yield _decode(raw)
     except StreamLostError as exc:
         logger.warning("stream %s: %s", stream_id, exc)
+        await _end_lost(store, stream_id)
         yield {"type": "error", "errorText": ANSWER_LOST}
     except StreamStoreUnavailableError as exc:
         logger.warning("stream %s: following it failed: %s", stream_id, exc)
