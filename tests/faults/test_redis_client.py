@@ -62,6 +62,10 @@ async def test_past_its_retries_an_unreachable_redis_is_stream_store_unavailable
                 await store.active("chat-a")
             with pytest.raises(StreamStoreUnavailableError):
                 await asyncio.wait_for(anext(reader), 60)
+            # Taking the writer lease does not fail the writer: its own writes meet the failure.
+            with pytest.raises(StreamStoreUnavailableError):
+                async with store.writing(stream_id, lease_s=5):
+                    await store.append(stream_id, chunk(0), at=0)
         finally:
             await store.aclose()
 

@@ -76,7 +76,7 @@ class Beats:
 
     ``beat(stream ids)`` refreshes the leases of those streams' writers (one round trip for all).
     The first refresh of a writer is awaited by `hold` (its readers see a live writer from its first
-    chunk on); then one task refreshes every held stream each third of the lease, and exits when
+    chunk on; a failure is logged, not raised); then one task refreshes every held stream each third of the lease, and exits when
     none is held. A failed refresh is logged and tried again at the next one: a store blip shorter
     than two thirds of the lease is not seen by the readers."""
 
@@ -89,7 +89,10 @@ class Beats:
 
     @contextlib.asynccontextmanager
     async def hold(self, stream_id: str) -> AsyncIterator[None]:
-        await self._beat([stream_id])
+        try:
+            await self._beat([stream_id])
+        except Exception as exc:  # the writer goes on: its own writes meet the store's failure
+            logger.warning("taking the writer lease of stream %s failed (%s); retrying", stream_id, exc)
         self._held[stream_id] = self._held.get(stream_id, 0) + 1
         if self._task is None:
             self._task = self.loop.create_task(self._run(), name=f"agentstream writer beats {self.lease_s}s")
