@@ -18,7 +18,12 @@ AGENTSTREAM_TEST_REDIS_URL); a fresh database is made and dropped. The app is
   PostgreSQL, the worker writes to Redis, the server follows). Workers poll the queue every 0.1 s
   (`agentstream worker --poll-sec`'s default), which is most of that row's figure.
 
-Figures are printed, never asserted.
+* Pooled Redis connections: after the last burst of K chats, the connections each server process
+  holds (Redis's ``CLIENT LIST``, by the ``agentstream-<pid>`` name every pooled connection
+  carries), right away and once idle connections above the pool's floor were closed.
+
+Figures are printed, never asserted. A failed run keeps the clusters' logs (their directory is
+printed); a run that succeeds removes them.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -50,6 +56,7 @@ REDIS = os.environ.get("AGENTSTREAM_TEST_REDIS_URL", "redis://127.0.0.1:56379/0"
 LATENCY_N = 40
 _SERVER = re.compile(r"agentstream cluster: server \d+ (http://\S+)/ \(pid \d+\)")
 _WORKER = re.compile(r"agentstream cluster: worker \d+ \(pid (\d+)\)")
+_SERVER_PID = re.compile(r"agentstream cluster: server \d+ http://\S+/ \(pid (\d+)\)")
 ROUNDS = 3
 
 
@@ -57,36 +64,55 @@ ROUNDS = 3
 class Cluster:
     urls: list[str]
     workers: list[int]  # pids
+    servers: list[int]  # pids
 
 
 @contextmanager
 def cluster(database: str, servers: int, workers: int, *extra: str) -> Iterator[Cluster]:
-    """``agentstream cluster`` with the bench app on free ports."""
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "out"
-        args = ["--port", "0", "--servers", str(servers), "--workers", str(workers), "--logs", tmp]
-        args += ["--app", "bench._cluster_app:mastra", "--database-url", database, "--redis-url", REDIS]
-        # A worker paused for a 1-worker round must not look dead to the other (lease takeover).
-        args += [
-            "--serve-arg=--no-smooth",
-            "--worker-arg=--no-smooth",
-            "--worker-arg=--lease-sec=600",
-            *extra,
-        ]
-        with out.open("wb") as sink:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "agentstream", "cluster", *args], cwd=ROOT, stdout=sink, stderr=sink
-            )
-        try:
-            while "Ctrl-C stops" not in out.read_text():
-                if proc.poll() is not None:
-                    raise SystemExit(f"agentstream cluster failed:\n{out.read_text()}")
-                time.sleep(0.1)
-            said = out.read_text()
-            yield Cluster(_SERVER.findall(said), [int(pid) for pid in _WORKER.findall(said)])
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(60)
+    """``agentstream cluster`` with the bench app on free ports; its logs are kept if the run fails."""
+    tmp = tempfile.mkdtemp(prefix="bench-cluster-")
+    ok = False
+    try:
+        with _cluster_in(Path(tmp), database, servers, workers, *extra) as started:
+            yield started
+        ok = True
+    finally:
+        if ok:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"bench_cluster: the run failed; the cluster's logs are kept in {tmp}", file=sys.stderr)
+
+
+@contextmanager
+def _cluster_in(tmp: Path, database: str, servers: int, workers: int, *extra: str) -> Iterator[Cluster]:
+    out = tmp / "out"
+    args = ["--port", "0", "--servers", str(servers), "--workers", str(workers), "--logs", str(tmp)]
+    args += ["--app", "bench._cluster_app:mastra", "--database-url", database, "--redis-url", REDIS]
+    # A worker paused for a 1-worker round must not look dead to the other (lease takeover).
+    args += [
+        "--serve-arg=--no-smooth",
+        "--worker-arg=--no-smooth",
+        "--worker-arg=--lease-sec=600",
+        *extra,
+    ]
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentstream", "cluster", *args], cwd=ROOT, stdout=sink, stderr=sink
+        )
+    try:
+        while "Ctrl-C stops" not in out.read_text():
+            if proc.poll() is not None:
+                raise SystemExit(f"agentstream cluster failed:\n{out.read_text()}")
+            time.sleep(0.1)
+        said = out.read_text()
+        yield Cluster(
+            _SERVER.findall(said),
+            [int(pid) for pid in _WORKER.findall(said)],
+            [int(pid) for pid in _SERVER_PID.findall(said)],
+        )
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
 
 
 @contextmanager
@@ -189,6 +215,7 @@ async def _measure(k: int, memory: Cluster, redis: Cluster, workers: Cluster) ->
     for name, times in firsts.items():
         p50, p90 = statistics.median(times), statistics.quantiles(times, n=10)[8]
         _row(f"  {name}", f"{p50:.1f} / {p90:.1f} ms", f"+{p50 - ref:.1f} ms p50" if p50 != ref else "")
+    await pooled_connections(k, {"in-process": redis, "worker path": workers})
     rates: dict[str, list[float]] = {"in-process": [], "1 worker": [], "2 workers": []}
     for _ in range(ROUNDS):
         rates["in-process"].append(await throughput(redis.urls, k))
@@ -205,6 +232,41 @@ async def _measure(k: int, memory: Cluster, redis: Cluster, workers: Cluster) ->
             f"{rate[mode] / rate['in-process']:.2f}x reference",
         )
     _row("  2 workers vs 1", f"{rate['2 workers'] / rate['1 worker']:.2f}x")
+
+
+POOL_FLOOR = 2
+"""`RedisStreamStore.from_url`'s ``min_idle``: the idle connections a server keeps after a burst."""
+
+
+def _named_connections(pids: list[int]) -> list[int]:
+    """How many Redis connections each process of ``pids`` holds (by the pool's connection names)."""
+    import redis
+
+    with redis.Redis.from_url(REDIS) as client:
+        names = [entry.get("name", "") for entry in client.client_list()]
+    return [names.count(f"agentstream-{pid}") for pid in pids]
+
+
+async def pooled_connections(k: int, clusters: dict[str, Cluster]) -> None:
+    """Each server's pooled Redis connections during a burst of ``k`` chats (peak), right after it,
+    and once back at the floor (or after 60 s)."""
+    print(f"pooled Redis connections per server, a burst of {k} chats (floor {POOL_FLOOR}):")
+    for name, where in clusters.items():
+        peak = [0] * len(where.servers)
+        burst = asyncio.ensure_future(throughput(where.urls, k))
+        while not burst.done():
+            sampled = await asyncio.to_thread(_named_connections, where.servers)
+            peak = [max(a, b) for a, b in zip(peak, sampled, strict=True)]
+            await asyncio.wait({burst}, timeout=0.2)
+        await burst
+        after = _named_connections(where.servers)
+        start = time.monotonic()
+        now = after
+        while max(now) > POOL_FLOOR and time.monotonic() - start < 60:
+            await asyncio.sleep(0.5)
+            now = _named_connections(where.servers)
+        waited = time.monotonic() - start
+        _row(f"  {name}: peak / right after / {waited:.0f} s later", f"{peak} / {after} / {now}")
 
 
 if __name__ == "__main__":

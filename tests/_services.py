@@ -75,6 +75,12 @@ def _redis() -> str | None:
     return None
 
 
+def _redis_server() -> str | None:
+    if shutil.which("redis-server") is None:
+        return "redis-server is not on PATH (the fault tests start their own); run scripts/redis.sh"
+    return None
+
+
 def _module(name: str) -> Callable[[], str | None]:
     def check() -> str | None:
         try:
@@ -119,6 +125,7 @@ def _usechat_page() -> str | None:
 CHECKS: dict[str, Callable[[], str | None]] = {
     "postgres": _postgres,
     "redis": _redis,
+    "redis-server": _redis_server,
     "dbos": _module("dbos"),
     "uvicorn": _module("uvicorn"),
     "starlette": _module("starlette"),

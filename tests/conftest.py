@@ -21,6 +21,7 @@ FIXTURE_SERVICES = {"pg_dsn": "postgres", "redis_url": "redis"}
 DIRECTORY_SERVICES: dict[str, tuple[str, ...]] = {
     "durable": ("dbos", "postgres"),
     "cluster": ("dbos", "uvicorn", "postgres"),
+    "faults": ("redis-server", "uvicorn"),
 }
 
 

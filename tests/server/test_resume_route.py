@@ -84,11 +84,18 @@ class OpeningStore(MemoryStreamStore):
         self.open_on = open_on
         self.reads = 0
 
-    def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+    def _reader(self) -> None:
         self.reads += 1
         if self.reads >= self.open_on:
             self.gate.set()
+
+    def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        self._reader()
         return super().read(stream_id, after=after)
+
+    def read_checked(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        self._reader()  # what the routes' readers use
+        return super().read_checked(stream_id, after=after)
 
 
 USERS = {"alice-token": "alice", "bob-token": "bob"}

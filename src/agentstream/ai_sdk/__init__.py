@@ -43,7 +43,7 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
-from ._turn import end_cancelled_turn, run_chat_turn, write_chunks
+from ._turn import STORE_FAILED, end_cancelled_turn, end_with_error, run_chat_turn, write_chunks
 from ._workflow import WorkflowUIChunkConverter, handle_workflow_stream
 from ._workflow_request import (
     WorkflowRegistry,
@@ -63,6 +63,7 @@ __all__ = [
     "DONE_FRAME",
     "HEARTBEAT_FRAME",
     "MAX_ID_LENGTH",
+    "STORE_FAILED",
     "UI_MESSAGE_STREAM_HEADERS",
     "AgentRegistry",
     "ChatRequest",
@@ -93,6 +94,7 @@ __all__ = [
     "encode_ui_chunk",
     "end_cancelled_turn",
     "end_cancelled_workflow_leg",
+    "end_with_error",
     "handle_chat_stream",
     "handle_workflow_stream",
     "parse_chat_request",

@@ -10,14 +10,23 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from .._abort import AbortSignal
-from ..resumable import ChatTurn, ChatTurnOptions, StreamExpiredError, StreamStore
+from ..resumable import WORKER_LEASE_S, ChatTurn, ChatTurnOptions, StreamExpiredError, StreamStore, writing
 from ..tracing import incoming_trace
 from ._chat import ChatRequestError, handle_chat_stream
 from ._sse import encode_ui_chunk
 
-__all__ = ["end_cancelled", "end_cancelled_turn", "run_chat_turn", "write_chunks"]
+__all__ = [
+    "STORE_FAILED",
+    "end_cancelled",
+    "end_cancelled_turn",
+    "end_with_error",
+    "run_chat_turn",
+    "write_chunks",
+]
 
 logger = logging.getLogger("agentstream.ai_sdk")
+STORE_FAILED = "the answer was interrupted: the server could not record it (details are in the server log)"
+"""The ``errorText`` of an answer whose recording failed (the stream store refused or lost it)."""
 _RUN_IDS = uuid.UUID("5b0c6f9e-3f4e-4f7a-9a51-2f1d7c0e8a11")  # namespace of turn run ids
 
 
@@ -78,6 +87,19 @@ async def end_cancelled_turn(store: StreamStore, stream_id: str) -> None:
     await end_cancelled(store, stream_id, {"type": "abort"}, {"type": "finish"})
 
 
+async def end_with_error(store: StreamStore, stream_id: str, error_text: str) -> None:
+    """End a stream whose writer cannot go on: an ``error`` chunk (after a ``start`` if the stream
+    has no chunk yet), then the end, so its readers are told instead of left waiting. Written at
+    the stream's length (safe to retry); a stream already finished or gone is left as it is."""
+    try:
+        written = await store.length(stream_id)
+        chunks = ([] if written else [{"type": "start"}]) + [{"type": "error", "errorText": error_text}]
+        await store.append(stream_id, *(_encode(chunk) for chunk in chunks), at=written)
+        await store.finish(stream_id)
+    except StreamExpiredError:
+        logger.info("stream %s finished or expired before it could be ended with an error", stream_id)
+
+
 async def run_chat_turn(
     mastra: Any,
     store: StreamStore,
@@ -85,6 +107,7 @@ async def run_chat_turn(
     *,
     abort_signal: AbortSignal | None = None,
     chat_options: Mapping[str, Any] | None = None,
+    writer_lease_s: float = WORKER_LEASE_S,
 ) -> None:
     """Answer ``turn`` with ``mastra``'s agent into ``store`` (from chunk 0, positionally), then
     finish the stream. ``chat_options`` are `handle_chat_stream`'s callables and defaults
@@ -92,7 +115,36 @@ async def run_chat_turn(
 
     A request the worker refuses (its Mastra lacks the agent, ...) becomes one ``error`` chunk. A
     stream that finished or expired meanwhile (another worker completed the turn, or the chat
-    moved on) stops the run quietly, leaving the stream as it is."""
+    moved on) stops the run quietly, leaving the stream as it is. Any other failure (the store
+    failed past its retries, or lost chunks already written) ends the stream with an ``error``
+    chunk (`STORE_FAILED`); only when even that cannot be written does the failure propagate (the
+    stream is then left open, and its readers end when the writer lease, ``writer_lease_s``, that
+    this turn holds while it runs, runs out)."""
+    stream_id = turn["stream_id"]
+    # A cancelled turn (its worker shutting down) is not a dead answer: the durable runner may run
+    # it again elsewhere before the lease runs out.
+    async with writing(store, stream_id, lease_s=writer_lease_s, dead_on_error=False):
+        try:
+            gone = await _answer_turn(mastra, store, turn, abort_signal, chat_options)
+        except Exception as exc:
+            failure = exc.exceptions[0] if isinstance(exc, BaseExceptionGroup) and exc.exceptions else exc
+            logger.error("chat turn %s failed while writing its stream", stream_id, exc_info=failure)
+            await end_with_error(store, stream_id, STORE_FAILED)
+            return
+        if gone:
+            logger.info("stream %s finished or expired before this turn did; stopped", stream_id)
+        else:
+            await store.finish(stream_id)
+
+
+async def _answer_turn(
+    mastra: Any,
+    store: StreamStore,
+    turn: ChatTurn,
+    abort_signal: AbortSignal | None,
+    chat_options: Mapping[str, Any] | None,
+) -> bool:
+    """Write the turn's answer; whether the stream was gone (finished or expired) meanwhile."""
     stream_id = turn["stream_id"]
     options = dict(chat_options or {})
     # A re-run after a crash names its run as the first attempt did: the run id travels in chunks
@@ -125,10 +177,7 @@ async def run_chat_turn(
                 await chunks.aclose()  # type: ignore[attr-defined]
     except* StreamExpiredError:
         gone = True
-    if gone:
-        logger.info("stream %s finished or expired before this turn did; stopped", stream_id)
-    else:
-        await store.finish(stream_id)
+    return gone
 
 
 def _options(options: ChatTurnOptions) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from typing import Any, Protocol, TypedDict
 
 from .._abort import AbortSignal
 from ..chunks import zero_workflow_usage
-from ..resumable import StreamExpiredError, StreamStore, WorkflowJob
+from ..resumable import WORKER_LEASE_S, StreamExpiredError, StreamStore, WorkflowJob, writing
 from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
 from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
 from ._errors import default_error_text, is_storage_error
@@ -251,17 +251,19 @@ async def run_workflow_job(
         mastra, job["spec"], on_error=on_error, abort_signal=abort_signal, **run_options
     )
     gone = False
-    try:
+    # The writer lease (as a chat turn's): the readers of a leg whose worker died end within seconds.
+    async with writing(store, stream_id, lease_s=WORKER_LEASE_S, dead_on_error=False):
         try:
-            await write_chunks(store, stream_id, chunks)
-        finally:
-            await chunks.aclose()  # type: ignore[attr-defined]
-    except* StreamExpiredError:
-        gone = True
-    if gone:
-        logger.info("stream %s finished or expired before this workflow leg did; stopped", stream_id)
-    else:
-        await store.finish(stream_id)
+            try:
+                await write_chunks(store, stream_id, chunks)
+            finally:
+                await chunks.aclose()  # type: ignore[attr-defined]
+        except* StreamExpiredError:
+            gone = True
+        if gone:
+            logger.info("stream %s finished or expired before this workflow leg did; stopped", stream_id)
+        else:
+            await store.finish(stream_id)
 
 
 async def end_cancelled_workflow_leg(

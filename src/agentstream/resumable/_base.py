@@ -10,8 +10,10 @@ from typing import Protocol, runtime_checkable
 __all__ = [
     "ActiveStream",
     "StreamExpiredError",
+    "StreamLostError",
     "StreamOwnerError",
     "StreamStore",
+    "StreamStoreUnavailableError",
     "check_at",
     "check_ttl",
 ]
@@ -32,6 +34,16 @@ class StreamOwnerError(PermissionError):
 class StreamExpiredError(LookupError):
     """Writing to a stream that is not there any more (its TTL passed, or the store was cleared),
     or that has finished."""
+
+
+class StreamLostError(StreamExpiredError):
+    """Reading a stream that ended without being finished: its writer died (its process was killed,
+    or it stopped on an error), or the stream expired, or the store lost it (a restart without
+    persistence). The chunks before were delivered; the rest of the answer never will be."""
+
+
+class StreamStoreUnavailableError(RuntimeError):
+    """The stream store cannot be reached (after its retries): the request can be tried again later."""
 
 
 def check_at(at: int | None, length: int, stream_id: str) -> int:

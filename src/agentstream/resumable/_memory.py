@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
-from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, check_at, check_ttl
+from ._base import ActiveStream, StreamExpiredError, StreamLostError, StreamOwnerError, check_at, check_ttl
 
 __all__ = ["DEFAULT_MAX_BYTES", "MemoryStreamStore"]
 
@@ -27,6 +29,7 @@ class _Stream:
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     done: bool = False
+    writer_lost: bool = False  # its writer stopped without finishing it
     # Replaced on every write: readers wait on the one current when they caught up.
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -168,21 +171,54 @@ class MemoryStreamStore:
         return ActiveStream(stream_id, stream.owner)
 
     async def read(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
-        """The chunks after the first ``after``, following the stream until it finishes or expires."""
+        """The chunks after the first ``after``, following the stream until it finishes, expires or
+        its writer stops without finishing it."""
+        chunks = self._chunks(stream_id, after)
+        with contextlib.suppress(StreamLostError):
+            async for chunk in chunks:
+                yield chunk
+
+    def read_checked(self, stream_id: str, *, after: int = 0) -> AsyncIterator[bytes]:
+        """As `read`; a stream that ends unfinished (expired, or its writer stopped) raises
+        `StreamLostError` after its last chunk (see `WriterLiveness`)."""
+        return self._chunks(stream_id, after)
+
+    async def _chunks(self, stream_id: str, after: int) -> AsyncIterator[bytes]:
         index = max(after, 0)
         # Held from here on: a finished stream evicted meanwhile is still read to its end.
         stream = self._live(stream_id)
         if stream is None:
-            return
+            raise StreamLostError(f"stream {stream_id!r} has expired or was never started")
         while True:
             while index < len(stream.chunks):
                 yield stream.chunks[index]
                 index += 1
             if stream.done:
                 return
+            if stream.writer_lost:
+                raise StreamLostError(f"the writer of stream {stream_id!r} stopped before finishing it")
             if self._live(stream_id) is not stream:
-                return  # expired while running
+                raise StreamLostError(f"stream {stream_id!r} expired before it was finished")
             await stream.changed.wait()
+
+    def writing(
+        self, stream_id: str, *, lease_s: float, dead_on_error: bool = True
+    ) -> AbstractAsyncContextManager[None]:
+        """Held by the stream's writer task (see `WriterLiveness`; ``lease_s`` does not apply: the
+        writer is in this process). Left by an exception, the stream's readers end at once (with
+        ``dead_on_error``)."""
+        return self._writing(stream_id, dead_on_error)
+
+    @contextlib.asynccontextmanager
+    async def _writing(self, stream_id: str, dead_on_error: bool) -> AsyncIterator[None]:
+        try:
+            yield
+        except BaseException:
+            stream = self._streams.get(stream_id)
+            if dead_on_error and stream is not None and not stream.done:
+                stream.writer_lost = True
+                stream.wake()
+            raise
 
     async def aclose(self) -> None:
         """Nothing to release (the streams live as long as this store)."""

@@ -11,7 +11,9 @@ reader, or one that fell behind the multiplexer's last batch), and takes the mul
 directly only when the batch starts exactly where it stands. Every wait is preceded by clearing the
 follower's event and then looking at the state (batch, cursor, Redis), so a wake-up set in between
 is never lost. The multiplexer also checks, every ``block_ms``, that the followed keys still exist
-(a writer that died without finishing lets its stream expire; its followers then end).
+(a writer that died without finishing lets its stream expire) and that an unfinished stream's
+writer lease (``<prefix>:writer:<stream id>``, see ``_liveness``) has not run out: the followers of
+a gone stream, or of a dead writer, end.
 """
 
 from __future__ import annotations
@@ -41,10 +43,26 @@ _CLOSED = "the RedisStreamStore was closed while its streams were followed"
 Entry = tuple[bytes, dict[bytes, bytes]]
 T = TypeVar("T")
 
-# Which of KEYS exist, in one round trip (EXISTS k1 k2 only counts them).
-_EXISTING = """
+# For each pair (stream key, its writer key) of KEYS, in one round trip: 0 the stream is gone,
+# 2 it is unfinished and its writer's lease ran out (Redis's clock), 1 otherwise (a stream no
+# writer has claimed yet, a turn still queued, is not dead).
+_LIVE = """
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local found = {}
-for i, key in ipairs(KEYS) do found[i] = redis.call('exists', key) end
+for i = 1, #KEYS, 2 do
+  local state = 1
+  if redis.call('exists', KEYS[i]) == 0 then
+    state = 0
+  else
+    local deadline = redis.call('get', KEYS[i + 1])
+    if deadline and tonumber(deadline) < now then
+      local top = redis.call('xrevrange', KEYS[i], '+', '-', 'COUNT', 1)
+      if top[1][2][1] ~= 'end' then state = 2 end
+    end
+  end
+  found[#found + 1] = state
+end
 return found
 """
 
@@ -73,7 +91,7 @@ class _Watch:
         self.batch_from = b""  # the batch holds the entries right after this id
         self.batch: list[Entry] = []
         self.events: set[asyncio.Event] = set()
-        self.gone = False  # the key no longer exists (expired): followers end
+        self.gone = False  # the key no longer exists (expired), or its writer died: followers end
 
 
 class Follow:
@@ -100,7 +118,7 @@ class Follow:
         timeout = redis.connection_pool.connection_kwargs.get("socket_timeout")
         self._block_ms = min(block_ms, max(1, int(timeout * 500))) if timeout else block_ms
         self._pulls = asyncio.Semaphore(PULLS)
-        self._existing = redis.register_script(_EXISTING)
+        self._live = redis.register_script(_LIVE)
 
     @property
     def dead(self) -> bool:
@@ -247,12 +265,16 @@ class Follow:
         for event in watch.events:
             event.set()
 
+    def _writer_key(self, key: str) -> str:
+        return f"{self._prefix}:writer:{key.rpartition(':')[2]}"
+
     async def _drop_expired(self, client: Redis) -> None:
         keys = list(self._watches)
-        found = await _uncancelled(self._existing(keys=keys, client=client))
-        for key, exists in zip(keys, found, strict=True):
+        pairs = [name for key in keys for name in (key, self._writer_key(key))]
+        found = await _uncancelled(self._live(keys=pairs, client=client))
+        for key, state in zip(keys, found, strict=True):
             watch = self._watches.get(key)
-            if not exists and watch is not None:
+            if state != 1 and watch is not None:
                 watch.gone = True
                 for event in watch.events:
                     event.set()

@@ -24,7 +24,7 @@ from ._guard import (
 )
 from ._memory_routes import memory_routes
 from ._owner import owner_key
-from ._resume import resume_route
+from ._resume import ANSWER_LOST, STORE_UNAVAILABLE, resume_route
 from ._route import chat_route
 from ._stop import stop_route
 from ._workflow_cancel import workflow_cancel_route
@@ -34,9 +34,11 @@ if TYPE_CHECKING:
     from .._mastra import Mastra
 
 __all__ = [
+    "ANSWER_LOST",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_BUFFERED_BYTES",
     "HEARTBEAT_FRAME",
+    "STORE_UNAVAILABLE",
     "AuthError",
     "AuthHook",
     "ConnectionLimits",

@@ -1,4 +1,5 @@
-"""How every route answers a refusal (JSON 4xx) and its own failure (a logged 500 with no details)."""
+"""How every route answers a refusal (JSON 4xx), an unreachable stream store (503) and its own
+failure (a logged 500 with no details)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ..ai_sdk import ChatRequestError
+from ..resumable import StreamStoreUnavailableError
 from ._guard import RequestGuard
 from ._storable import check_path_params
 
-__all__ = ["InternalServerError", "answering_errors", "error_response"]
+__all__ = ["InternalServerError", "StoreUnavailableError", "answering_errors", "error_response"]
 
 logger = logging.getLogger("agentstream.server")
 
@@ -37,6 +39,19 @@ class InternalServerError(ChatRequestError):
         )
 
 
+class StoreUnavailableError(ChatRequestError):
+    """The stream store cannot be reached (503, ``Retry-After``): nothing was started or stopped."""
+
+    name = "ServiceUnavailableError"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the server's stream store is unreachable; nothing was started or stopped, try again shortly",
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
+
+
 def answering_errors(start: Handler, guard: RequestGuard, what: str) -> Handler:
     """``start`` with its refusals answered as JSON (with the guard's CORS headers, so a page can
     read them) and any other exception logged and answered as a bare 500: a traceback or a
@@ -48,6 +63,9 @@ def answering_errors(start: Handler, guard: RequestGuard, what: str) -> Handler:
             return await start(request)
         except ChatRequestError as exc:
             return error_response(exc, guard.cors_headers(request))
+        except StreamStoreUnavailableError as exc:
+            logger.warning("%s %s %s: %s", what, request.method, request.url.path, exc)
+            return error_response(StoreUnavailableError(), guard.cors_headers(request))
         except Exception:
             logger.exception("%s %s %s failed before answering", what, request.method, request.url.path)
             return error_response(InternalServerError())

@@ -25,19 +25,33 @@ from starlette.types import Scope
 from .._abort import AbortController
 from ..ai_sdk import (
     MAX_ID_LENGTH,
+    STORE_FAILED,
     ChatRequestError,
     SSEStreamResponse,
     StoredUIChunk,
     assert_valid_heartbeat_ms,
+    end_with_error,
     write_chunks,
 )
-from ..resumable import StreamExpiredError, StreamOwnerError, StreamStore, chat_stream_key
+from ..resumable import (
+    IN_PROCESS_LEASE_S,
+    StreamExpiredError,
+    StreamLostError,
+    StreamOwnerError,
+    StreamStore,
+    StreamStoreUnavailableError,
+    chat_stream_key,
+    read_checked,
+    writing,
+)
 from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import principal_stream_owner, stream_owner
 
 __all__ = [
+    "ANSWER_LOST",
     "DEFAULT_STOP_TIMEOUT_S",
+    "STORE_UNAVAILABLE",
     "ends_within",
     "record_response",
     "resume_route",
@@ -56,6 +70,11 @@ _CURRENT: dict[tuple[int, str], tuple[str, AbortController]] = {}
 # run's cancel grace (2 s by default) with room; past it the server ends the stream itself.
 DEFAULT_STOP_TIMEOUT_S = 10.0
 
+ANSWER_LOST = "the answer was lost: the process writing it stopped before it finished (ask again)"
+"""The ``errorText`` a reader sends when the stream ends unfinished (its writer died, or it was lost)."""
+STORE_UNAVAILABLE = "the answer was interrupted: the server's stream store is unreachable (try again shortly)"
+"""The ``errorText`` a reader sends when the stream store fails past its retries."""
+
 
 async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
     """Start the chat's new stream (under its `chat_stream_key`); another user's active chat is
@@ -70,22 +89,48 @@ async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
         ) from None
 
 
+async def release_claim(store: StreamStore, stream_id: str) -> None:
+    """End a claimed stream no answer will be written to (the request failed before its run
+    started); a store failure is logged, not raised: the request's own error is the answer (the
+    claim then expires, and its owner may claim the chat again meanwhile)."""
+    try:
+        await store.finish(stream_id)
+    except Exception:
+        logger.warning("releasing the claim of stream %s failed", stream_id, exc_info=True)
+
+
 async def _produce(
     store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
 ) -> None:
     try:
-        await write_chunks(store, stream_id, chunks)
+        # The writer lease: if this process dies mid-answer, its readers elsewhere end within seconds.
+        async with writing(store, stream_id, lease_s=IN_PROCESS_LEASE_S):
+            await _record(store, stream_id, chunks, controller)
     except Exception:
-        logger.exception("recording stream %s failed; the run is stopped", stream_id)
+        logger.exception(
+            "closing stream %s failed; its readers end when its writer lease runs out", stream_id
+        )
+
+
+async def _record(
+    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
+) -> None:
+    failed = False
+    try:
+        await write_chunks(store, stream_id, chunks)
+    except Exception as exc:
+        if _only_expired(exc):  # the store lost it (a restart without persistence) or it expired
+            logger.warning("stream %s was gone while it was recorded; the run is stopped", stream_id)
+        else:
+            logger.exception("recording stream %s failed; the run is stopped", stream_id)
         controller.abort()
+        failed = True
     finally:
         with contextlib.suppress(Exception):
             await chunks.aclose()  # type: ignore[attr-defined]
-        try:
-            # Shielded: at shutdown the task is cancelled, and readers must still see the end.
-            await asyncio.shield(store.finish(stream_id))
-        except Exception:
-            logger.exception("closing stream %s failed; its readers wait until it expires", stream_id)
+        # Shielded: at shutdown the task is cancelled, and readers must still see the end.
+        ending = end_with_error(store, stream_id, STORE_FAILED) if failed else store.finish(stream_id)
+        await asyncio.shield(ending)
 
 
 def record_response(
@@ -125,11 +170,41 @@ def stop_here(store: StreamStore, key: str, stream_id: str) -> bool:
     return True
 
 
-async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[StoredUIChunk]:
-    """The stream's UI chunks from index ``after``, until it finishes: as the bytes written, which
-    the SSE response frames as they are (no decode and encode again per chunk and reader)."""
-    async for raw in store.read(stream_id, after=after):
-        yield StoredUIChunk(raw)
+async def _end_lost(store: StreamStore, stream_id: str) -> None:
+    """End the stream of a dead writer as its readers were told (`ANSWER_LOST`): a later resume
+    finds nothing running, a stop has nothing to stop. Positional, so the readers that notice
+    together write one error chunk; a takeover that comes later finds the stream finished."""
+    try:
+        await end_with_error(store, stream_id, ANSWER_LOST)
+    except Exception as exc:
+        logger.warning("stream %s: ending the lost answer failed: %s", stream_id, exc)
+
+
+def _only_expired(exc: BaseException) -> bool:
+    if isinstance(exc, BaseExceptionGroup):
+        return all(_only_expired(inner) for inner in exc.exceptions)
+    return isinstance(exc, StreamExpiredError)
+
+
+async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[Any]:
+    """The stream's UI chunks from index ``after``, until it finishes: as the bytes written
+    (`StoredUIChunk`), which the SSE response frames as they are (no decode and encode again per
+    chunk and reader). A stream that ends
+    unfinished (its writer died, the store lost it) or a store that fails ends the answer with an
+    ``error`` chunk (`ANSWER_LOST`, `STORE_UNAVAILABLE`): the client is told, the response ends."""
+    try:
+        async for raw in read_checked(store, stream_id, after=after):
+            yield StoredUIChunk(raw)
+    except StreamLostError as exc:
+        logger.warning("stream %s: %s", stream_id, exc)
+        await _end_lost(store, stream_id)
+        yield {"type": "error", "errorText": ANSWER_LOST}
+    except StreamStoreUnavailableError as exc:
+        logger.warning("stream %s: following it failed: %s", stream_id, exc)
+        yield {"type": "error", "errorText": STORE_UNAVAILABLE}
+    except Exception:
+        logger.exception("stream %s: following it failed", stream_id)
+        yield {"type": "error", "errorText": STORE_UNAVAILABLE}
 
 
 async def ends_within(store: StreamStore, stream_id: str, timeout_s: float) -> bool:

@@ -39,7 +39,7 @@ from ..tracing import incoming_trace
 from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import owner_key, principal_stream_owner, stream_owner
-from ._resume import claim, follow, record_response
+from ._resume import claim, follow, record_response, release_claim
 
 RequestContextHook = Callable[[Any, object], "Mapping[str, Any] | RequestContext | Awaitable[Mapping[str, Any]]"]
 """``(request, principal) -> mapping`` (may be async): a run's request context, built on the server."""
@@ -115,7 +115,7 @@ async def _dispatch_turn(
                 await end_cancelled_turn(store, previous.stream_id)
         await runner.dispatch(turn)
     except BaseException:
-        await store.finish(stream_id)
+        await release_claim(store, stream_id)
         raise
     return follow(store, stream_id)
 
@@ -257,7 +257,7 @@ def chat_route(
         try:
             stream = await run(request, body, controller, principal)
         except BaseException:
-            await stream_store.finish(stream_id)
+            await release_claim(stream_store, stream_id)
             raise
         # No controller: the client going away (a reload) must not stop a response it can resume.
         answer = record_response(stream_store, chat_stream_key(chat_id), stream_id, stream, controller)
