@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._background import TaskParent, dispatch_parent, traced_task
+from ._owner import current_trace_resource, traced_for
 from ._propagation import incoming_trace
 from ._settings import InstrumentationSettings, check_instrument_option, instrument, settings_for
 from ._tree import format_span_tree
@@ -48,11 +49,13 @@ __all__ = [
     "RunTrace",
     "TaskParent",
     "check_instrument_option",
+    "current_trace_resource",
     "dispatch_parent",
     "format_span_tree",
     "incoming_trace",
     "instrument",
     "trace_run",
+    "traced_for",
     "traced_task",
     "workflow_run_span",
     "workflow_step_span",
