@@ -23,5 +23,11 @@ done
 mkdir -p "$DATA/docs"
 cp "$SHARED/docs/mastra-spec.md" "$DATA/docs/mastra-spec.md"
 chmod -R u+w "$DATA"
+# Mastra's client SDK, Studio and reference server (scripts/mastra-clients.sh installs them).
+if [ -d "$SHARED/clients/mastra-server" ]; then
+  rm -rf "$REPO/tests/clients/mastra-server"
+  cp -R "$SHARED/clients/mastra-server" "$REPO/tests/clients/mastra-server"
+  chmod -R u+w "$REPO/tests/clients/mastra-server"
+fi
 echo "refresh-shared-data.sh: copied conformance, provider-recordings and docs/mastra-spec.md into tests/data"
 git -C "$REPO" status --short -- tests/data | head -50

@@ -26,4 +26,5 @@ start postgres "$here/postgres.sh"
 start redis "$here/redis.sh" # resumable streams over Redis (AGENTSTREAM_TEST_REDIS_URL)
 start "node clients and chromium" "$here/clients.sh" --browser # chromium (Debian) for the chat page tests
 start "MCP servers and tools" "$here/mcp.sh" # tests/mcp: server-everything, the conformance suite, the Inspector (npm, Node 22)
-echo "test-services: postgres, redis, node clients, chromium and the MCP tools ready (log $log)"
+start "Mastra client and Studio" "$here/mastra-clients.sh" # tests/mastra_api: @mastra/client-js, mastra studio, a reference Mastra server
+echo "test-services: postgres, redis, node clients, chromium, the MCP tools and the Mastra clients ready (log $log)"

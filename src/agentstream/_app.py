@@ -15,6 +15,9 @@ if TYPE_CHECKING:
     from .resumable import ChatRunner, StreamStore, WorkflowRunner
     from .server import RequestGuard
 
+UI_WORKFLOWS = "/api/workflow"
+"""Where the AI SDK UI workflow routes of the app live (``@mastra/ai-sdk``'s ``workflowRoute`` path)."""
+
 __all__ = [
     "AppLoadError",
     "check_models",
@@ -193,11 +196,18 @@ def create_app(
     stream_store: StreamStore | bool | None = True,
     runner: ChatRunner | None = None,
     workflow_runner: WorkflowRunner | None = None,
+    mastra_api: bool = True,
 ) -> Any:
-    """A Starlette app: ``GET /`` (chat page), ``GET /api/agents``, ``POST /api/chat[/{agent_id}]``;
-    ``GET /api/workflows``, ``POST /api/workflows/{workflow_id}/stream`` (start, or resume with
-    ``runId`` + ``resumeData``), ``POST /api/workflows/{workflow_id}/resume`` and ``POST
-    /api/workflows/{workflow_id}/runs/{run_id}/cancel``.
+    """A Starlette app: Mastra's server API under ``/api`` (`agentstream.mastra_api`: what Mastra
+    Studio and ``@mastra/client-js`` call, ``GET /api/agents``, ``POST
+    /api/agents/{agent_id}/stream``, ``/api/tools``, ``/api/workflows``, ``/api/memory``...), and
+    beside it the AI SDK UI routes of the chat page at ``/``: ``GET /api/chat/info`` (the agents by
+    registration key, ``resumable``), ``POST /api/chat[/{agent_id}]``; ``GET /api/workflow`` (the
+    workflows), ``POST /api/workflow/{workflow_id}/stream`` (start, or resume with ``runId`` +
+    ``resumeData``), ``POST /api/workflow/{workflow_id}/resume`` and ``POST
+    /api/workflow/{workflow_id}/runs/{run_id}/cancel`` (singular ``workflow``, as
+    ``@mastra/ai-sdk``'s ``workflowRoute``: Mastra's plural paths are its own API's; see
+    docs/decisions/mastra-api.md).
 
     Smoothing is on by default (word chunking, ``delay_in_ms``), as in the seed's route example.
     ``guard`` (a `RequestGuard`) checks the API requests; errors are JSON. ``send_goals``: goal
@@ -208,9 +218,9 @@ def create_app(
     ``False`` turns resuming off (a client that goes away then stops its run).
     ``runner`` (a `ChatRunner` such as ``agentstream.durable.DurableChat``) runs the chat turns on
     worker processes that share ``stream_store`` (required then); smoothing is then the workers'.
-    Workflow runs are recorded in the same store (``GET /api/workflows/{workflow_id}/runs/{run_id}/stream``
+    Workflow runs are recorded in the same store (``GET /api/workflow/{workflow_id}/runs/{run_id}/stream``
     serves a run's active stream again); ``workflow_runner`` (``agentstream.durable.DurableWorkflows``)
-    runs them on the workers.
+    runs them on the workers. ``mastra_api=False`` leaves Mastra's API out.
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -250,10 +260,15 @@ def create_app(
         "include_sub_agent_metadata": True,  # the page shows sub-agents and workflows at work
     }
 
-    async def index(_: Request) -> HTMLResponse:
-        return HTMLResponse(page)
+    async def index(request: Request) -> HTMLResponse:
+        # Mastra Studio fetches the server's root (with credentials) before its API: an allowed
+        # origin may read it, as it may read Mastra's own root page.
+        headers = options["guard"].cors_headers(request)
+        if headers.get("access-control-allow-origin", "*") != "*":
+            headers["access-control-allow-credentials"] = "true"
+        return HTMLResponse(page, headers=headers)
 
-    async def list_agents(request: Request) -> JSONResponse:
+    async def chat_info(request: Request) -> JSONResponse:
         try:
             await options["guard"].admit(request)
         except ChatRequestError as exc:
@@ -279,13 +294,20 @@ def create_app(
         raise ValueError("create_app(workflow_runner=...) needs the stream_store its workers write to")
     workflow_options.update(stream_store=store, runner=workflow_runner)
     workflow_routes = [
-        workflow_route(mastra, "/api/workflows/{workflow_id}/stream", **workflow_options),
-        workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, **workflow_options),
-        workflow_cancel_route(mastra, guard=options["guard"], stream_store=store, runner=workflow_runner),
+        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/stream", **workflow_options),
+        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/resume", resume=True, **workflow_options),
+        workflow_cancel_route(
+            mastra,
+            f"{UI_WORKFLOWS}/{{workflow_id}}/runs/{{run_id}}/cancel",
+            guard=options["guard"],
+            stream_store=store,
+            runner=workflow_runner,
+        ),
     ]
     if store is not None:
         stream_options = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}
-        workflow_routes.append(workflow_stream_route(store, **stream_options))
+        path = f"{UI_WORKFLOWS}/{{workflow_id}}/runs/{{run_id}}/stream"
+        workflow_routes.append(workflow_stream_route(store, path, **stream_options))
     chat_routes = []
     if default is not None:
         chat_routes = [
@@ -308,14 +330,24 @@ def create_app(
         error = ChatRequestError(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
         return error_response(error)
 
+    mastra_routes = []
+    if mastra_api:
+        from .mastra_api import mastra_api_routes
+
+        mastra_routes = mastra_api_routes(
+            mastra, guard=options["guard"], stream_store=store, runner=runner, workflow_runner=workflow_runner
+        )
     return Starlette(
         exception_handlers={HTTPException: http_error, Exception: http_error},
         routes=[
             Route("/", index),
-            Route("/api/agents", list_agents),
+            # Ours before Mastra's: /api/chat/info is no Mastra path, and no Mastra route matches it.
+            Route("/api/chat/info", chat_info),
             *chat_routes,
-            Route("/api/workflows", list_workflows),
+            Route(UI_WORKFLOWS, list_workflows),
             *workflow_routes,
+            # Mastra's API (Studio, @mastra/client-js) at Mastra's paths: first, so its shapes win there.
+            *mastra_routes,
             *memory_routes(mastra, options["guard"]),  # GET /api/memory/threads... (server/_memory_routes.py)
         ],
     )

@@ -1,17 +1,84 @@
-"""The Mastra API's discovery routes (to be built)."""
+"""The routes Mastra Studio calls before it shows anything: what this server is and what it has.
+
+Each answers as ``@mastra/server`` does for a server without that feature (no auth provider, no
+workspaces, scorers, processors registry, MCP registry, editor or experiments): the same keys,
+empty. ``GET /`` is Mastra's own landing answer in spirit: a short HTML page naming the API.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import HTMLResponse
+
+from ._http import api_route, cors_headers, json_answer
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
+    from starlette.responses import Response
     from starlette.routing import BaseRoute
 
     from ._context import ApiContext
 
 __all__ = ["routes"]
 
+_EMPTY: dict[str, Any] = {
+    # No Mastra auth provider: Studio shows no login (Mastra: {"enabled": false, "login": null}).
+    "/auth/capabilities": {"enabled": False, "login": None},
+    "/workspaces": {"workspaces": []},
+    "/observability/feedback": {
+        "feedback": [],
+        "pagination": {"total": 0, "page": 0, "perPage": 10, "hasMore": False},
+        "deltaCursor": "0",
+    },
+    "/processors": {},
+    "/experiments/review-summary": {"counts": []},
+    "/editor/builder/settings": {"enabled": False, "modelPolicy": {"active": False}},
+    "/mcp/v0/servers": {"servers": [], "total_count": 0, "next": None},
+    "/scores/scorers": {},
+}
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Mastra Server</title></head>
+<body><h1>Mastra Server</h1><p>agentstream answers Mastra's server API under <code>{prefix}</code>:
+point Mastra Studio (<code>mastra studio</code>) or <code>@mastra/client-js</code> at this address.</p>
+</body></html>
+"""
+
+
+def _system_packages(context: ApiContext) -> dict[str, Any]:
+    storage = type(context.mastra.storage).__name__
+    return {
+        "packages": [],
+        "isDev": False,
+        "cmsEnabled": False,
+        "liveKitConnectionRouteEnabled": False,
+        "observabilityEnabled": False,
+        "storageType": storage,
+        "observabilityStorageType": storage,
+        "observabilityStorageCapabilities": {"metrics": False, "logs": False, "traceQueryDiscovery": False},
+    }
+
 
 def routes(context: ApiContext) -> list[BaseRoute]:
-    """None yet."""
-    return []
+    """``/api`` (Mastra's server page), the auth capabilities and the empty registries Studio reads."""
+
+    def fixed(data: Any) -> Any:
+        async def answer(request: Request, _: object) -> Response:
+            return json_answer(context, request, data)
+
+        return answer
+
+    async def packages(request: Request, _: object) -> Response:
+        return json_answer(context, request, _system_packages(context))
+
+    async def page(request: Request, _: object) -> Response:
+        html = _PAGE.format(prefix=context.prefix or "/")
+        return HTMLResponse(html, headers=cors_headers(context.guard, request))
+
+    out: list[BaseRoute] = [
+        api_route(context, path, fixed(data), ["GET"], f"mastra {path}") for path, data in _EMPTY.items()
+    ]
+    out.append(api_route(context, "/system/packages", packages, ["GET"], "mastra /system/packages"))
+    out.append(api_route(context, "", page, ["GET"], "mastra api page"))
+    return out
