@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from ..ai_sdk import ChatRequestError
 from ..server import owner_key
+from ._http import _preflight, cors_headers
 
 if TYPE_CHECKING:
     from ._context import ApiContext
@@ -118,29 +119,28 @@ Handler = Callable[[Request, Caller], Awaitable[Response]]
 
 def flows_route(context: ApiContext, path: str, handler: Handler, methods: list[str], what: str) -> Route:
     """A route under the API prefix whose handler runs behind the guard (host, origin, auth),
-    with CORS headers on every answer and refusals in Mastra's shape; ``OPTIONS`` is the guard's
-    preflight."""
+    with CORS headers (credentials allowed, as `api_route`) on every answer and refusals in
+    Mastra's shape naming the field; ``OPTIONS`` answers the preflight as `api_route` does."""
     guard = context.guard
-    allowed = ", ".join([*methods, "OPTIONS"])
 
     async def endpoint(request: Request) -> Response:
         try:
             if request.method == "OPTIONS":
-                return guard.preflight(request, allowed)
+                return _preflight(guard, request)
             for name, value in request.path_params.items():
                 check_id(value, name)
             caller = Caller(await guard.admit(request))
             response = await handler(request, caller)
         except ChatRequestError as exc:
-            return mastra_error(exc, guard.cors_headers(request))
+            return mastra_error(exc, cors_headers(guard, request))
         except Exception:
             logger.exception("%s %s %s failed", what, request.method, request.url.path)
             return JSONResponse(
                 {"error": "the server failed while handling this request (details are in the server log)"},
                 status_code=500,
-                headers=guard.cors_headers(request),
+                headers=cors_headers(guard, request),
             )
-        response.headers.update(guard.cors_headers(request))
+        response.headers.update(cors_headers(guard, request))
         return response
 
     return Route(f"{context.prefix}{path}", endpoint, methods=[*methods, "OPTIONS"], name=None)
