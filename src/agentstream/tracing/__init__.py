@@ -18,6 +18,10 @@ conventions:
 
 Errors set the span's status to ``ERROR`` with an ``exception`` event (secrets redacted). Prompts,
 outputs, tool arguments and results are recorded only with ``include_content=True``.
+
+`record_spans` (needs ``opentelemetry-sdk``, in the ``otel`` extra) keeps the finished spans in an
+app's storage as Mastra's AI spans, for the Mastra API's observability routes (Studio's traces);
+`traced_for` names the resource (user) the spans started inside belong to.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from ._workflow import workflow_run_span, workflow_step_span
 
 if TYPE_CHECKING:
     from ..models import LanguageModel
+    from ._recorder import SpanRecorder, flush_spans, record_spans
     from ._run import RunTrace
 else:
 
@@ -41,19 +46,26 @@ else:
             from ._run import RunTrace
 
             return RunTrace
+        if name in ("SpanRecorder", "flush_spans", "record_spans"):  # the SDK, only when asked for
+            from . import _recorder
+
+            return getattr(_recorder, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "InstrumentationSettings",
     "RunTrace",
+    "SpanRecorder",
     "TaskParent",
     "check_instrument_option",
     "current_trace_resource",
     "dispatch_parent",
+    "flush_spans",
     "format_span_tree",
     "incoming_trace",
     "instrument",
+    "record_spans",
     "trace_run",
     "traced_for",
     "traced_task",
