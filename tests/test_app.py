@@ -26,7 +26,7 @@ async def test_page_and_agent_list() -> None:
     async with await _client() as client:
         page = await client.get("/")
         assert page.status_code == 200 and "<title>agentstream chat</title>" in page.text
-        listed = (await client.get("/api/agents")).json()
+        listed = (await client.get("/api/chat/info")).json()
         assert listed == {"agents": [{"id": "demo", "name": "Demo Agent"}], "resumable": True}
 
 

@@ -113,8 +113,8 @@ def test_run_watch_and_resume_a_workflow(base_url: str, tmp_path: Path) -> None:
     ]
     assert any('"published":true' in p for p in out["resumed"][1]["pres"])
     assert out["finalStatus"] == ["suspended", "success"] and out["formsLeft"] == 0
-    assert "POST /api/workflows/publish-article/stream 200" in out["requests"]
-    assert "POST /api/workflows/publish-article/resume 200" in out["requests"]
+    assert "POST /api/workflow/publish-article/stream 200" in out["requests"]
+    assert "POST /api/workflow/publish-article/resume 200" in out["requests"]
 
 
 # What the small drivers share: Playwright, a page, console errors and the API requests collected.

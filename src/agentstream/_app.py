@@ -237,9 +237,6 @@ def create_app(
         memory_routes,
         resume_route,
         stop_route,
-        workflow_cancel_route,
-        workflow_route,
-        workflow_stream_route,
     )
     from .server import RequestGuard as Guard
 
@@ -263,10 +260,7 @@ def create_app(
     async def index(request: Request) -> HTMLResponse:
         # Mastra Studio fetches the server's root (with credentials) before its API: an allowed
         # origin may read it, as it may read Mastra's own root page.
-        headers = options["guard"].cors_headers(request)
-        if headers.get("access-control-allow-origin", "*") != "*":
-            headers["access-control-allow-credentials"] = "true"
-        return HTMLResponse(page, headers=headers)
+        return HTMLResponse(page, headers=_cors(options["guard"], request))
 
     async def chat_info(request: Request) -> JSONResponse:
         try:
@@ -293,21 +287,7 @@ def create_app(
     if workflow_runner is not None and store is None:
         raise ValueError("create_app(workflow_runner=...) needs the stream_store its workers write to")
     workflow_options.update(stream_store=store, runner=workflow_runner)
-    workflow_routes = [
-        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/stream", **workflow_options),
-        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/resume", resume=True, **workflow_options),
-        workflow_cancel_route(
-            mastra,
-            f"{UI_WORKFLOWS}/{{workflow_id}}/runs/{{run_id}}/cancel",
-            guard=options["guard"],
-            stream_store=store,
-            runner=workflow_runner,
-        ),
-    ]
-    if store is not None:
-        stream_options = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}
-        path = f"{UI_WORKFLOWS}/{{workflow_id}}/runs/{{run_id}}/stream"
-        workflow_routes.append(workflow_stream_route(store, path, **stream_options))
+    workflow_routes = _ui_workflow_routes(mastra, workflow_options, store, heartbeat_ms)
     chat_routes = []
     if default is not None:
         chat_routes = [
@@ -324,19 +304,16 @@ def create_app(
             stop_route(store, "/api/chat/{agent_id}/{chat_id}/stream", guard=options["guard"], runner=runner),
         ]
 
-    async def http_error(_: Request, exc: Exception) -> JSONResponse:
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
         if not isinstance(exc, HTTPException):
             return error_response(InternalServerError())  # the traceback still reaches the log
         error = ChatRequestError(str(exc.detail), status_code=exc.status_code, headers=exc.headers)
-        return error_response(error)
+        # readable by an allowed origin: a Studio page asking for a route we lack sees the 404
+        return error_response(error, _cors(options["guard"], request))
 
-    mastra_routes = []
-    if mastra_api:
-        from .mastra_api import mastra_api_routes
-
-        mastra_routes = mastra_api_routes(
-            mastra, guard=options["guard"], stream_store=store, runner=runner, workflow_runner=workflow_runner
-        )
+    mastra_routes = (
+        _mastra_api(mastra, options["guard"], store, runner, workflow_runner) if mastra_api else []
+    )
     return Starlette(
         exception_handlers={HTTPException: http_error, Exception: http_error},
         routes=[
@@ -346,8 +323,46 @@ def create_app(
             *chat_routes,
             Route(UI_WORKFLOWS, list_workflows),
             *workflow_routes,
-            # Mastra's API (Studio, @mastra/client-js) at Mastra's paths: first, so its shapes win there.
+            # Mastra's API (Studio, @mastra/client-js) at Mastra's paths, which ours no longer take.
             *mastra_routes,
             *memory_routes(mastra, options["guard"]),  # GET /api/memory/threads... (server/_memory_routes.py)
         ],
+    )
+
+
+def _cors(guard: Any, request: Any) -> dict[str, str]:
+    """The guard's CORS headers, with credentials for a named origin (Studio sends cookies)."""
+    headers: dict[str, str] = guard.cors_headers(request)
+    if headers.get("access-control-allow-origin", "*") != "*":
+        headers["access-control-allow-credentials"] = "true"
+    return headers
+
+
+def _ui_workflow_routes(
+    mastra: Mastra, options: dict[str, Any], store: Any, heartbeat_ms: float
+) -> list[Any]:
+    """The AI SDK UI workflow routes of the page under `UI_WORKFLOWS`."""
+    from .server import workflow_cancel_route, workflow_route, workflow_stream_route
+
+    runs = f"{UI_WORKFLOWS}/{{workflow_id}}/runs/{{run_id}}"
+    routes = [
+        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/stream", **options),
+        workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/resume", resume=True, **options),
+        workflow_cancel_route(
+            mastra, f"{runs}/cancel", guard=options["guard"], stream_store=store, runner=options["runner"]
+        ),
+    ]
+    if store is not None:
+        routes.append(
+            workflow_stream_route(store, f"{runs}/stream", guard=options["guard"], heartbeat_ms=heartbeat_ms)
+        )
+    return routes
+
+
+def _mastra_api(mastra: Mastra, guard: Any, store: Any, runner: Any, workflow_runner: Any) -> list[Any]:
+    """Mastra's API routes (`agentstream.mastra_api`) for the app's registry, stores and guard."""
+    from .mastra_api import mastra_api_routes
+
+    return mastra_api_routes(
+        mastra, guard=guard, stream_store=store, runner=runner, workflow_runner=workflow_runner
     )

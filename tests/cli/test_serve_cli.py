@@ -67,7 +67,7 @@ def test_serves_an_agent_or_an_asgi_app_from_the_current_directory(
     proc, url = _serving(project, "--app", f"myproject:{attr}")
     try:
         if check == "agents":
-            assert httpx.get(f"{url}api/agents", timeout=30).json() == {
+            assert httpx.get(f"{url}api/chat/info", timeout=30).json() == {
                 "agents": [{"id": "helper", "name": "Helper"}],
                 "resumable": True,
             }

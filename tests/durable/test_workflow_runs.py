@@ -93,7 +93,7 @@ def serve(workers: Workers, redis: str) -> Iterator[str]:
         deadline = time.monotonic() + 60
         while True:
             try:
-                httpx.get(f"{base}/api/workflows", timeout=5)
+                httpx.get(f"{base}/api/workflow", timeout=5)
                 break
             except httpx.TransportError:
                 if process.poll() is not None or time.monotonic() > deadline:

@@ -29,7 +29,7 @@ def test_page_sends_the_token_from_the_address(token_url: str, tmp_path: Path) -
     # probe for a running answer of the page's chat, the chat
     resume = f"GET /api/chat/demo/{out['chat']}/stream 204"
     assert sorted(out["requests"]) == sorted(
-        ["GET /api/agents 200", "GET /api/workflows 200", resume, "POST /api/chat/demo 200"]
+        ["GET /api/chat/info 200", "GET /api/workflow 200", resume, "POST /api/chat/demo 200"]
     )
     assert out["consoleErrors"] == []
     assert "Paris" in out["turns"][0]["text"]

@@ -112,6 +112,34 @@ class ReaderStore(MemoryStreamStore):
             await asyncio.wait_for(self.changed.wait(), 10)
 
 
+class Teller:
+    """Calls ``transfer`` until the prompt ends with its result, then says ``Sent.`` (any number of
+    runs, unlike a script)."""
+
+    specification_version = "v2"
+    provider = "test"
+    model_id = "teller"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+        self.calls += 1
+        answered = bool(options["prompt"]) and options["prompt"][-1]["role"] == "tool"
+        return self._play(answered, f"call-t{self.calls}")
+
+    async def _play(self, answered: bool, call_id: str) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "stream-start", "warnings": []}
+        if answered:
+            yield {"type": "text-start", "id": "t"}
+            yield {"type": "text-delta", "id": "t", "delta": "Sent."}
+            yield {"type": "text-end", "id": "t"}
+            yield {"type": "finish", "finishReason": "stop", "usage": USAGE}
+            return
+        yield {"type": "tool-call", "toolCallId": call_id, "toolName": "transfer", "input": '{"amount":7}'}
+        yield {"type": "finish", "finishReason": "tool-calls", "usage": USAGE}
+
+
 class World:
     """The app under test and the handles a test needs into it."""
 
@@ -120,7 +148,9 @@ class World:
         self.leg_running = asyncio.Event()
         self.leg_go = asyncio.Event()
         self.transfers: list[Any] = []
-        self.mastra = Mastra(agents={"slow": self._slow(), "bank": self._bank()}, workflows={"w": self._flow()})
+        self.teller_transfers: list[Any] = []
+        agents = {"slow": self._slow(), "bank": self._bank(), "teller": self._teller()}
+        self.mastra = Mastra(agents=agents, workflows={"w": self._flow()})
         self.store = ReaderStore()
         self.app = create_app(
             self.mastra, smooth=False, heartbeat_ms=0, guard=RequestGuard(auth=hook), stream_store=self.store
@@ -143,8 +173,21 @@ class World:
              {"type": "finish", "finishReason": "stop", "usage": USAGE}],
         ]  # fmt: skip
         schema = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
-        tool = Tool(id="transfer", description="Send", input_schema=schema, execute=transfer, require_approval=True)
+        tool = Tool(
+            id="transfer", description="Send", input_schema=schema, execute=transfer, require_approval=True
+        )
         return Agent(id="bank", instructions="x", model=ScriptedModel(steps), tools=[tool])
+
+    def _teller(self) -> Agent:
+        async def transfer(args: dict[str, Any], ctx: ToolContext) -> Any:
+            self.teller_transfers.append(args)
+            return {"sent": args["amount"]}
+
+        schema = {"type": "object", "properties": {"amount": {"type": "number"}}, "required": ["amount"]}
+        tool = Tool(
+            id="transfer", description="Send", input_schema=schema, execute=transfer, require_approval=True
+        )
+        return Agent(id="teller", instructions="x", model=Teller(), tools=[tool])
 
     def _flow(self) -> Any:
         async def ask(c: StepContext) -> Any:
@@ -222,16 +265,20 @@ async def _approval(world: World, c: httpx.AsyncClient) -> None:
     assert world.transfers == []
     approved = await c.post("/api/chat/bank", json=follow_up, headers=ALICE)
     assert approved.status_code == 200
-    assert {"type": "tool-output-available", "toolCallId": "call-1", "output": {"sent": 5}} in _events(approved.text)
+    assert {"type": "tool-output-available", "toolCallId": "call-1", "output": {"sent": 5}} in _events(
+        approved.text
+    )
     assert world.transfers == [{"amount": 5}]
 
 
 async def _workflow(world: World, c: httpx.AsyncClient) -> None:
-    start, resume = "/api/workflows/w/stream", "/api/workflows/w/resume"
-    watch, cancel = "/api/workflows/w/runs/r1/stream", "/api/workflows/w/runs/r1/cancel"
+    start, resume = "/api/workflow/w/stream", "/api/workflow/w/resume"
+    watch, cancel = "/api/workflow/w/runs/r1/stream", "/api/workflow/w/runs/r1/cancel"
     suspended = await c.post(start, json={"runId": "r1", "inputData": {}}, headers=ALICE)
     assert suspended.status_code == 200
-    assert [e["data"]["status"] for e in _events(suspended.text) if e["type"] == "data-workflow"][-1] == "suspended"
+    assert [e["data"]["status"] for e in _events(suspended.text) if e["type"] == "data-workflow"][
+        -1
+    ] == "suspended"
     again = {"runId": "r1", "resumeData": {"ok": True}, "step": "ask"}
     for path in (start, resume):
         foreign = await c.post(path, json=again, headers=BOB)
@@ -248,12 +295,14 @@ async def _workflow(world: World, c: httpx.AsyncClient) -> None:
     finished, watched = await asyncio.wait_for(asyncio.gather(leg, watcher), 10)
     assert finished.status_code == watched.status_code == 200
     for answer in (finished, watched):
-        assert [e["data"]["status"] for e in _events(answer.text) if e["type"] == "data-workflow"][-1] == "success"
+        assert [e["data"]["status"] for e in _events(answer.text) if e["type"] == "data-workflow"][
+            -1
+        ] == "success"
     # A second run, suspended: only its owner cancels it.
     r2 = await c.post(start, json={"runId": "r2", "inputData": {}}, headers=ALICE)
     assert r2.status_code == 200
-    assert (await c.post("/api/workflows/w/runs/r2/cancel", headers=BOB)).status_code == 404
-    cancelled = await c.post("/api/workflows/w/runs/r2/cancel", headers=ALICE)
+    assert (await c.post("/api/workflow/w/runs/r2/cancel", headers=BOB)).status_code == 404
+    cancelled = await c.post("/api/workflow/w/runs/r2/cancel", headers=ALICE)
     assert cancelled.status_code == 200, cancelled.text
     snapshot = await world.mastra.storage.load_workflow_snapshot("w", "r2")
     assert snapshot["status"] == "canceled"
@@ -274,13 +323,20 @@ def _template(method: str, path: str) -> tuple[str, str]:
         "/api/chat/slow/chat-b/stream": "/api/chat/{agent_id}/{chat_id}/stream",
         "/api/chat/slow": "/api/chat/{agent_id}",
         "/api/chat/bank": "/api/chat/{agent_id}",
-        "/api/workflows/w/stream": "/api/workflows/{workflow_id}/stream",
-        "/api/workflows/w/resume": "/api/workflows/{workflow_id}/resume",
-        "/api/workflows/w/runs/r1/stream": "/api/workflows/{workflow_id}/runs/{run_id}/stream",
-        "/api/workflows/w/runs/r1/cancel": "/api/workflows/{workflow_id}/runs/{run_id}/cancel",
+        "/api/workflow/w/stream": "/api/workflow/{workflow_id}/stream",
+        "/api/workflow/w/resume": "/api/workflow/{workflow_id}/resume",
+        "/api/workflow/w/runs/r1/stream": "/api/workflow/{workflow_id}/runs/{run_id}/stream",
+        "/api/workflow/w/runs/r1/cancel": "/api/workflow/{workflow_id}/runs/{run_id}/cancel",
         "/api/memory/threads/t-alice": "/api/memory/threads/{thread_id}",
         "/api/memory/threads/t-alice/messages": "/api/memory/threads/{thread_id}/messages",
+        "/api/agents/teller": "/api/agents/{agent_id}",
+        "/api/tools/transfer": "/api/tools/{tool_id}",
+        "/api/agents/teller/tools/transfer": "/api/agents/{agent_id}/tools/{tool_id}",
+        "/api/tools/transfer/execute": "/api/tools/{tool_id}/execute",
+        "/api/agents/teller/tools/transfer/execute": "/api/agents/{agent_id}/tools/{tool_id}/execute",
     }
+    if path not in templates and path.startswith("/api/agents/teller/"):
+        return method, "/api/agents/{agent_id}/" + path.removeprefix("/api/agents/teller/")
     return method, templates.get(path, path)
 
 
@@ -307,6 +363,101 @@ async def _memory(world: World, c: httpx.AsyncClient, hook: Callable[[Request], 
     world.walked |= {("GET", threads), ("GET", one), ("GET", one + "/messages"), ("DELETE", one)}
 
 
+def _suspended_run(text: str) -> tuple[str, str]:
+    approval = next(e for e in _events(text) if e["type"] == "tool-call-approval")
+    return approval["runId"], approval["payload"]["toolCallId"]
+
+
+async def _mastra_runs(world: World, c: httpx.AsyncClient, hook: Callable[[Request], object]) -> None:
+    """Mastra's agent run routes: a run suspended for Alice is approved, declined or resumed by
+    Alice only; Bob can neither act for her resource, write to her thread nor take her run's id."""
+    alice = owner_key(hook(Request({"type": "http", "headers": [(b"x-user", b"alice")]})))
+    base = "/api/agents/teller"
+    first = {"messages": "send 7", "memory": {"thread": "t-teller", "resource": alice}}
+    started = await c.post(f"{base}/stream", json=first, headers=ALICE)
+    assert started.status_code == 200, started.text
+    run_id, call_id = _suspended_run(started.text)
+    decision = {"runId": run_id, "toolCallId": call_id}
+    for route in (
+        "approve-tool-call",
+        "decline-tool-call",
+        "approve-tool-call-generate",
+        "decline-tool-call-generate",
+    ):
+        refused = await c.post(f"{base}/{route}", json=decision, headers=BOB)
+        assert refused.status_code == 404, (route, refused.text)
+        assert (await c.post(f"{base}/{route}", json=decision)).status_code == 401
+    resume = {"runId": run_id, "resumeData": {"approved": True}}
+    assert (await c.post(f"{base}/resume-stream", json=resume, headers=BOB)).status_code == 404
+    # Naming Alice's resource, Bob acts for his own (the server's resource wins, as in Mastra).
+    own = await c.post(
+        f"{base}/stream",
+        json={"messages": "hi", "memory": {"thread": "t-bob", "resource": alice}},
+        headers=BOB,
+    )
+    assert own.status_code == 200, own.text
+    thread = await world.mastra.storage.get_thread("t-bob")
+    assert thread is not None and thread.resource_id == owner_key(
+        hook(Request({"type": "http", "headers": [(b"x-user", b"bob")]}))
+    )
+    for body in (
+        {"messages": "hi", "memory": {"thread": "t-teller"}},  # writing to Alice's thread
+        {"messages": "hi", "runId": run_id},  # taking Alice's run
+    ):
+        for route in ("stream", "generate", "stream-until-idle"):
+            taken = await c.post(f"{base}/{route}", json=body, headers=BOB)
+            assert taken.status_code == 403, (route, body, taken.text)
+    # Following Alice's thread: refused to Bob (the stream itself is read over HTTP in
+    # tests/mastra_api/test_client_js.py; an in-process client would wait for its end).
+    follow = {"threadId": "t-teller", "resourceId": alice}
+    assert (await c.post(f"{base}/threads/subscribe", json=follow, headers=BOB)).status_code == 403
+    assert (await c.post(f"{base}/threads/subscribe", json=follow)).status_code == 401
+    world.mark("POST", f"{base}/threads/subscribe")
+    assert world.teller_transfers == []
+    approved = await c.post(f"{base}/approve-tool-call", json=decision, headers=ALICE)
+    assert approved.status_code == 200 and "Sent." in approved.text
+    assert world.teller_transfers == [{"amount": 7}]
+    # generate suspends too; its decline answers JSON
+    generated = (await c.post(f"{base}/generate", json={"messages": "send 7"}, headers=ALICE)).json()
+    assert generated["finishReason"] == "suspended", generated
+    call = {"runId": generated["runId"], "toolCallId": generated["suspendPayload"]["toolCallId"]}
+    declined = await c.post(f"{base}/decline-tool-call-generate", json=call, headers=ALICE)
+    assert declined.status_code == 200 and declined.json()["text"] == "Sent.", declined.text
+    for route in ("approve-tool-call-generate", "decline-tool-call", "resume-stream"):
+        leg = await c.post(f"{base}/stream-until-idle", json={"messages": "send 7"}, headers=ALICE)
+        run, tool_call = _suspended_run(leg.text)
+        body = {"runId": run, "toolCallId": tool_call, "resumeData": {"approved": True}}
+        done = await c.post(f"{base}/{route}", json=body, headers=ALICE)
+        assert done.status_code == 200 and "Sent." in done.text, (route, done.text)
+    assert world.teller_transfers == [{"amount": 7}] * 3  # approved, declined, approved, declined, resumed
+    routes = ["stream", "stream-until-idle", "generate", "approve-tool-call", "decline-tool-call"]
+    routes += ["approve-tool-call-generate", "decline-tool-call-generate", "resume-stream"]
+    world.walked |= {("POST", f"{base}/{route}") for route in routes}
+
+
+async def _mastra_listings(world: World, c: httpx.AsyncClient) -> None:
+    """Mastra's descriptions, tools and discovery routes: any authenticated caller, nobody else."""
+    gets = [
+        path
+        for method, path in _api_routes(world.app)
+        if method == "GET"
+        and "{" not in path
+        and not path.startswith(("/api/chat", "/api/workflow", "/api/memory"))
+    ]
+    gets += ["/api/agents/teller", "/api/tools/transfer", "/api/agents/teller/tools/transfer"]
+    gets += ["/api/agents/teller/voice/speakers"]
+    for path in gets:
+        assert (await c.get(path, headers=BOB)).status_code == 200, path
+        assert (await c.get(path)).status_code == 401, path
+        world.mark("GET", path)
+    for path in ("/api/tools/transfer/execute", "/api/agents/teller/tools/transfer/execute"):
+        assert (await c.post(path, json={"data": {"amount": "x"}})).status_code == 401
+        invalid = await c.post(path, json={"data": {"amount": "x"}}, headers=BOB)
+        assert invalid.status_code == 200 and invalid.json()["error"] is True  # Mastra's validation answer
+        world.mark("POST", path)
+    assert world.teller_transfers == [{"amount": 7}] * 3
+
+
 @pytest.mark.parametrize("kind", sorted(HOOKS))
 async def test_every_route_serves_the_owner_and_refuses_another_principal(kind: str) -> None:
     world = World(HOOKS[kind])
@@ -316,7 +467,9 @@ async def test_every_route_serves_the_owner_and_refuses_another_principal(kind: 
         await _approval(world, c)
         await _workflow(world, c)
         await _memory(world, c, HOOKS[kind])
-        for listing in ("/api/agents", "/api/workflows"):
+        await _mastra_runs(world, c, HOOKS[kind])
+        await _mastra_listings(world, c)
+        for listing in ("/api/chat/info", "/api/workflow"):
             assert (await c.get(listing, headers=BOB)).status_code == 200
             assert (await c.get(listing)).status_code == 401
             world.mark("GET", listing)
@@ -327,7 +480,7 @@ async def test_every_route_serves_the_owner_and_refuses_another_principal(kind: 
 async def test_a_workflow_run_is_stored_under_the_owner_key_of_an_object_principal() -> None:
     world = World(_object)
     async with world.client() as c:
-        r = await c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
+        r = await c.post("/api/workflow/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
         assert r.status_code == 200
     snapshot = await world.mastra.storage.load_workflow_snapshot("w", "r1")
     assert snapshot["resourceId"] == "User:alice"  # not "<...User object at 0x...>"
@@ -340,7 +493,9 @@ async def test_a_chat_named_after_a_run_s_stream_key_does_not_take_the_run_s_str
 
     world = World(_string)
     async with world.client() as c:
-        suspended = await c.post("/api/workflows/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE)
+        suspended = await c.post(
+            "/api/workflow/w/stream", json={"runId": "r1", "inputData": {}}, headers=ALICE
+        )
         assert suspended.status_code == 200
         answers = []
         for chat_id in (workflow_stream_key("w", "r1"), "workflow-run\x1fw\x1fr1"):
@@ -349,12 +504,12 @@ async def test_a_chat_named_after_a_run_s_stream_key_does_not_take_the_run_s_str
             answers.append(asyncio.create_task(c.post("/api/chat/slow", json=body, headers=BOB)))
             await asyncio.wait_for(world.gate.started.wait(), 10)
         resume = {"runId": "r1", "resumeData": {"ok": True}, "step": "ask"}
-        leg = asyncio.create_task(c.post("/api/workflows/w/resume", json=resume, headers=ALICE))
+        leg = asyncio.create_task(c.post("/api/workflow/w/resume", json=resume, headers=ALICE))
         await asyncio.wait_for(world.leg_running.wait(), 10)
         readers = world.store.readers
-        watched = asyncio.create_task(c.get("/api/workflows/w/runs/r1/stream", headers=ALICE))
+        watched = asyncio.create_task(c.get("/api/workflow/w/runs/r1/stream", headers=ALICE))
         await world.store.one_more_reader(readers)
-        cancelled = await c.post("/api/workflows/w/runs/r1/cancel", headers=ALICE)
+        cancelled = await c.post("/api/workflow/w/runs/r1/cancel", headers=ALICE)
         finished, seen = await asyncio.wait_for(asyncio.gather(leg, watched), 10)
         assert not any(a.done() for a in answers)  # Bob's chats ran on, untouched
         world.gate.go.set()
@@ -362,5 +517,7 @@ async def test_a_chat_named_after_a_run_s_stream_key_does_not_take_the_run_s_str
     assert cancelled.status_code == 200, cancelled.text
     assert finished.status_code == seen.status_code == 200
     for answer in (finished, seen):
-        assert [e["data"]["status"] for e in _events(answer.text) if e["type"] == "data-workflow"][-1] == "canceled"
+        assert [e["data"]["status"] for e in _events(answer.text) if e["type"] == "data-workflow"][
+            -1
+        ] == "canceled"
     assert all(chat.status_code == 200 for chat in chats)

@@ -58,15 +58,15 @@ async def test_app_with_a_token_guards_the_api_not_the_page() -> None:
     app = create_app(delay_in_ms=None, heartbeat_ms=0, guard=RequestGuard(auth=bearer_token_auth("s3cret")))
     async with client_for(app) as client:
         assert (await client.get("/")).status_code == 200
-        r = await client.get("/api/agents")
+        r = await client.get("/api/chat/info")
         assert r.status_code == 401 and error_of(r)["name"] == "AuthError"
         r = await client.post("/api/chat", json=BODY)
         assert r.status_code == 401
         auth = {"authorization": "Bearer s3cret"}
-        assert (await client.get("/api/agents", headers=auth)).status_code == 200
+        assert (await client.get("/api/chat/info", headers=auth)).status_code == 200
         r = await client.post("/api/chat", json=BODY, headers=auth)
         assert r.status_code == 200 and r.text.endswith("data: [DONE]\n\n")
-        r = await client.get("/api/agents", headers={"origin": "http://evil.example"})
+        r = await client.get("/api/chat/info", headers={"origin": "http://evil.example"})
         assert r.status_code == 403
 
 

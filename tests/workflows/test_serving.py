@@ -154,18 +154,18 @@ async def test_route_checks_requests_like_the_chat_route() -> None:
 
 async def test_serve_app_lists_streams_and_resumes_workflows() -> None:
     client = _over(create_app(_mastra()))
-    listed = (await client.get("/api/workflows")).json()["workflows"]
+    listed = (await client.get("/api/workflow")).json()["workflows"]
     assert [w["id"] for w in listed] == ["approval"]
     assert listed[0]["steps"]["approve"]["resumeSchema"] == DECISION
-    started = await client.post("/api/workflows/approval/stream", json={"inputData": {"n": 5}, "runId": "s1"})
+    started = await client.post("/api/workflow/approval/stream", json={"inputData": {"n": 5}, "runId": "s1"})
     assert _events(started.text)[-2]["data"]["status"] == "suspended"
-    missing = await client.post("/api/workflows/approval/resume", json={"runId": "s1"})
+    missing = await client.post("/api/workflow/approval/resume", json={"runId": "s1"})
     assert missing.status_code == 400 and missing.json()["error"]["path"] == "resumeData"
     resumed = await client.post(
-        "/api/workflows/approval/resume", json={"runId": "s1", "resumeData": {"approved": True}}
+        "/api/workflow/approval/resume", json={"runId": "s1", "resumeData": {"approved": True}}
     )
     assert _events(resumed.text)[-2]["data"]["status"] == "success"
-    assert (await client.get("/api/workflows", headers={"host": "evil.example"})).status_code == 403
+    assert (await client.get("/api/workflow", headers={"host": "evil.example"})).status_code == 403
 
 
 async def test_a_nested_workflows_suspension_is_resumed_over_http() -> None:

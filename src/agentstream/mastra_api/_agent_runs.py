@@ -38,10 +38,14 @@ if TYPE_CHECKING:
     from ..stream import FullOutput, ModelOutput
     from ._context import ApiContext
 
-__all__ = ["full_output_json", "routes"]
+__all__ = ["full_output_json", "leg_options", "routes"]
 
 log = logging.getLogger("agentstream.mastra_api")
 
+_MODEL_SETTINGS = frozenset(
+    {"temperature", "topP", "topK", "maxOutputTokens", "maxTokens", "stopSequences", "seed"}
+    | {"presencePenalty", "frequencyPenalty"}
+)
 _SUSPENDING = frozenset({"tool-call-approval", "tool-call-suspended"})
 _FAILED = "the agent run failed (details are in the server log)"
 
@@ -76,8 +80,8 @@ def _messages(body: Mapping[str, Any]) -> Any:
     raise ApiError("messages: required, a string or a non-empty list of messages")
 
 
-def _leg_options(body: Mapping[str, Any]) -> dict[str, Any]:
-    """The options a leg (a first run or a resumed one) takes from the body."""
+def leg_options(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a leg (a first run or a resumed one) takes from the body (Mastra's camelCase)."""
     options: dict[str, Any] = {}
     if "maxSteps" in body:
         steps = body["maxSteps"]
@@ -90,10 +94,9 @@ def _leg_options(body: Mapping[str, Any]) -> dict[str, Any]:
         options["active_tools"] = [str(t) for t in body["activeTools"]]
     settings = body.get("modelSettings")
     if isinstance(settings, Mapping):
-        # headers and provider options stay the server's (a client does not steer the provider call)
-        options["model_settings"] = {
-            k: v for k, v in settings.items() if k not in ("headers", "providerOptions", "provider_options")
-        }
+        # Sampling settings only: headers and provider options stay the server's (a client does
+        # not steer the provider call), and Mastra's own (maxRetries, ...) have no meaning here.
+        options["model_settings"] = {k: v for k, v in settings.items() if k in _MODEL_SETTINGS}
     if isinstance(body.get("requireToolApproval"), bool):
         options["require_tool_approval"] = body["requireToolApproval"]
     output = body.get("structuredOutput")
@@ -102,10 +105,20 @@ def _leg_options(body: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
+def _until_idle(value: Any) -> bool | dict[str, Any]:
+    """The body's ``untilIdle`` (Studio sends ``true``): ``True``, ``{"max_idle_ms": n}`` or off."""
+    if isinstance(value, Mapping):
+        idle = value.get("maxIdleMs")
+        if isinstance(idle, (int, float)) and not isinstance(idle, bool) and idle > 0:
+            return {"max_idle_ms": idle}
+        return True
+    return value is True
+
+
 async def _run_options(
     context: ApiContext, agent: Agent, body: Mapping[str, Any], principal: object
 ) -> dict[str, Any]:
-    options = _leg_options(body)
+    options = leg_options(body)
     memory = await memory_option(context, agent, body, principal)
     if memory is not None:
         options["memory"] = memory
@@ -115,8 +128,11 @@ async def _run_options(
     return options
 
 
-async def _chunks(context: ApiContext, output: ModelOutput, principal: object) -> AsyncIterator[Any]:
-    """The run's chunks as Mastra's JSON; a run that suspends is bound to the caller first."""
+async def _chunks(
+    context: ApiContext, output: ModelOutput, principal: object, thread: tuple[str, str] | None
+) -> AsyncIterator[Any]:
+    """The run's chunks as Mastra's JSON, also to the thread's subscribers (``thread``: the agent's
+    id and the memory thread); a run that suspends is bound to the caller first."""
     run_id = ""
     try:
         async for chunk in output.full_stream:
@@ -124,6 +140,8 @@ async def _chunks(context: ApiContext, output: ModelOutput, principal: object) -
             run_id = str(data.get("runId") or run_id)
             if data.get("type") in _SUSPENDING and run_id:
                 await bind_run(context, run_id, principal)
+            if thread is not None:
+                context.threads.publish(*thread, data)
             yield data
     except Exception:
         log.exception("agent run %s failed while streaming", run_id)
@@ -131,7 +149,18 @@ async def _chunks(context: ApiContext, output: ModelOutput, principal: object) -
         yield {"type": "error", "runId": run_id, "from": "AGENT", "payload": {"error": error}}
 
 
-def _answer(context: ApiContext, request: Request, start: Any, principal: object) -> Response:
+def _thread_of(agent: Agent, options: Mapping[str, Any]) -> tuple[str, str] | None:
+    memory = options.get("memory")
+    if not isinstance(memory, Mapping):
+        return None
+    thread = memory.get("thread")
+    thread_id = thread.get("id") if isinstance(thread, Mapping) else thread
+    return (agent.id, thread_id) if isinstance(thread_id, str) else None
+
+
+def _answer(
+    context: ApiContext, request: Request, start: Any, principal: object, thread: tuple[str, str] | None
+) -> Response:
     """``start(abort_signal)`` → a `ModelOutput`, streamed as SSE; a bad option is a 400."""
     controller = AbortController()
     try:
@@ -139,7 +168,8 @@ def _answer(context: ApiContext, request: Request, start: Any, principal: object
     except (TypeError, ValueError) as exc:
         raise ApiError(str(exc)) from None
     headers = cors_headers(context.guard, request)
-    return SSEStreamResponse(_chunks(context, output, principal), controller=controller, headers=headers)
+    chunks = _chunks(context, output, principal, thread)
+    return SSEStreamResponse(chunks, controller=controller, headers=headers)
 
 
 def full_output_json(full: FullOutput) -> dict[str, Any]:
@@ -195,12 +225,13 @@ def routes(context: ApiContext) -> list[BaseRoute]:
             agent, body = await agent_and_body(request)
             messages = _messages(body)
             options = await _run_options(context, agent, body, principal)
-            options["until_idle"] = until_idle
+            options["until_idle"] = _until_idle(body.get("untilIdle")) or until_idle
             return _answer(
                 context,
                 request,
                 lambda signal: agent.stream(messages, abort_signal=signal, **options),
                 principal,
+                _thread_of(agent, options),
             )
 
         return handler
@@ -224,7 +255,7 @@ def routes(context: ApiContext) -> list[BaseRoute]:
             call_id = body.get("toolCallId")
             if kind != "resume" and (not isinstance(call_id, str) or not call_id):
                 raise ApiError("Tool call id is required")
-            options = _leg_options(body)
+            options = leg_options(body)
             memory = await memory_option(context, agent, body, principal)
             if memory is not None:
                 options["memory"] = memory
@@ -255,7 +286,7 @@ def routes(context: ApiContext) -> list[BaseRoute]:
                 )
 
             if not generate_:
-                return _answer(context, request, start, principal)
+                return _answer(context, request, start, principal, _thread_of(agent, options))
             try:
                 output = start(AbortController().signal)
             except (TypeError, ValueError) as exc:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from . import _agent_runs
+from . import _agent_runs, _thread_runs
 from ._http import api_route, json_answer
 from ._tools import find_agent, tool_json
 
@@ -119,8 +119,14 @@ def routes(context: ApiContext) -> list[BaseRoute]:
         _, agent = find_agent(context, request.path_params["agent_id"])
         return json_answer(context, request, agent_json(agent))
 
+    async def speakers(request: Request, _: object) -> Response:
+        find_agent(context, request.path_params["agent_id"])
+        return json_answer(context, request, [])  # no voice provider: Mastra's answer without one
+
     return [
         api_route(context, "/agents", list_agents, ["GET"], "mastra agents"),
+        api_route(context, "/agents/{agent_id}/voice/speakers", speakers, ["GET"], "mastra agent speakers"),
         api_route(context, "/agents/{agent_id}", get_agent, ["GET"], "mastra agent"),
         *_agent_runs.routes(context),
+        *_thread_runs.routes(context),
     ]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from ._threads import ThreadHub
 
 if TYPE_CHECKING:
     from .._mastra import Mastra
@@ -29,3 +31,5 @@ class ApiContext:
     """Workflow runs on worker processes, when the app has them."""
     prefix: str = "/api"
     """Mastra's ``apiPrefix``: Studio and ``@mastra/client-js`` default to ``/api``."""
+    threads: ThreadHub = field(default_factory=ThreadHub)
+    """The agents' runs on memory threads, for ``threads/subscribe`` (`ThreadHub`)."""

@@ -36,6 +36,10 @@ _EMPTY: dict[str, Any] = {
     "/editor/builder/settings": {"enabled": False, "modelPolicy": {"active": False}},
     "/mcp/v0/servers": {"servers": [], "total_count": 0, "next": None},
     "/scores/scorers": {},
+    # Studio's model picker: we serve no model catalog (an agent's model is set in code).
+    "/agents/providers": {"providers": []},
+    "/editor/builder/models/available": {"providers": []},
+    "/channels/platforms": [],
 }
 
 _PAGE = """<!doctype html>

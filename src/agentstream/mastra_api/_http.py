@@ -25,7 +25,14 @@ if TYPE_CHECKING:
     from ..server import RequestGuard
     from ._context import ApiContext
 
-__all__ = ["ApiError", "Handler", "api_route", "cors_headers", "json_answer", "read_object"]
+__all__ = [
+    "ApiError",
+    "Handler",
+    "api_route",
+    "cors_headers",
+    "json_answer",
+    "read_object",
+]
 
 log = logging.getLogger("agentstream.mastra_api")
 

@@ -1,8 +1,8 @@
 """Who may do what through the agents routes, by the one owner rule (`owner_key`):
 
-* ``memory``: with an auth hook a caller acts for exactly one resource, its owner key. A
-  ``memory.resource`` naming another is refused (403); left out it becomes the caller's (Mastra's
-  ``getEffectiveResourceId``); a thread that exists under another resource is refused (403).
+* ``memory``: with an auth hook a caller acts for exactly one resource, its owner key: it
+  replaces whatever ``memory.resource`` says (Mastra's ``getEffectiveResourceId``), and a thread
+  that exists under another resource is refused (403, Mastra's ``enforceThreadAccess``).
 * suspended runs: a run that suspends in an answer of these routes is recorded with the caller's
   owner; approving, declining or resuming it needs the same owner (one 404 for unknown runs and
   other callers' runs, so which runs exist is not revealed). A new run may not take a suspended
@@ -50,8 +50,7 @@ async def memory_option(
     acting = owner_key(principal) if context.guard.auth is not None else None
     resource = memory.get("resource")
     if acting is not None:
-        if resource is not None and resource != acting:
-            raise ApiError("memory.resource is not yours: a caller acts for its own resource only", 403)
+        # Mastra's getEffectiveResourceId: the server's resource for the caller wins over the body's.
         memory["resource"] = resource = acting
     thread_id = _thread_id(memory.get("thread"))
     if not isinstance(thread_id, str) or not thread_id:

@@ -88,7 +88,8 @@ async def execute_tool(tool: Tool, body: dict[str, Any], agent_id: str | None) -
     parsed, invalid = tool.validation_error(body["data"])
     if invalid is not None:
         return invalid
-    run_id = body.get("runId") if isinstance(body.get("runId"), str) else f"tool-{uuid.uuid4()}"
+    given = body.get("runId")
+    run_id = given if isinstance(given, str) and given else f"tool-{uuid.uuid4()}"
     controller = AbortController()
 
     def drop(_: Chunk) -> None:
