@@ -5,7 +5,8 @@ over the spans `agentstream.tracing.record_spans` keeps in the registry's storag
 * ``GET /observability/traces`` and ``.../traces/light`` (root spans, paged, filtered, newest
   first; ``mode=delta`` polls for traces after a cursor);
 * ``GET /observability/traces/:traceId`` and ``.../light`` (every span of the trace);
-* ``GET /observability/traces/:traceId/spans/:spanId``.
+* ``GET /observability/traces/:traceId/spans/:spanId``;
+* Studio's trace query (``POST /observability/traces/query`` and its discovery: `TraceQueries`).
 
 With an auth hook a caller sees the traces of its own resource only (another's is 404, as one that
 does not exist; a trace nobody owns is nobody's to see); without one (a local app), all of them.
@@ -24,6 +25,7 @@ from ..ai_sdk import ChatRequestError
 from ..storage import TraceQuery
 from ._flows_http import Caller, check_id, flows_route, query_int
 from ._observability_json import light_span, span_json, trace_span
+from ._trace_query import TraceQueries
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -206,6 +208,19 @@ class _Routes:
             raise ChatRequestError("Span not found", status_code=404)
         return JSONResponse({"span": span_json(found)})
 
+    async def span_scores(self, request: Request, caller: Caller) -> Response:
+        # Mastra's scorers score spans; this server runs no scorers: a span of the caller's has none
+        _, spans = await self._trace(request, caller)
+        if not any(s.span_id == request.path_params["span_id"] for s in spans):
+            raise ChatRequestError("Span not found", status_code=404)
+        return JSONResponse(_no_scores(request))
+
+
+def _no_scores(request: Request) -> dict[str, Any]:
+    page = query_int(request, "page") or 0
+    per_page = query_int(request, "perPage", minimum=1, maximum=1000) or 10
+    return {"scores": [], "pagination": {"total": 0, "page": page, "perPage": per_page, "hasMore": False}}
+
 
 def _cursor(at: datetime | None) -> str:
     return "0" if at is None else at.astimezone(UTC).isoformat(timespec="microseconds")
@@ -214,11 +229,22 @@ def _cursor(at: datetime | None) -> str:
 def routes(context: ApiContext) -> list[BaseRoute]:
     """The observability routes for ``context``'s registry."""
     r = _Routes(context)
-    table: list[tuple[str, Any]] = [
-        ("/observability/traces", r.list_traces),
-        ("/observability/traces/light", r.list_traces),
-        ("/observability/traces/{trace_id}", r.get_trace),
-        ("/observability/traces/{trace_id}/light", r.get_trace),
-        ("/observability/traces/{trace_id}/spans/{span_id}", r.get_span),
+    q = TraceQueries(context, lambda: _flushed(r.storage()))
+    table: list[tuple[str, Any, list[str]]] = [
+        ("/observability/traces", r.list_traces, ["GET"]),
+        ("/observability/traces/light", r.list_traces, ["GET"]),
+        ("/observability/traces/query", q.query, ["POST"]),
+        ("/observability/traces/query/fields", q.fields, ["POST"]),
+        ("/observability/traces/query/values", q.values, ["POST"]),
+        ("/observability/discovery/entity-names", q.entity_names, ["GET"]),
+        ("/observability/discovery/environments", q.environments, ["GET"]),
+        ("/datasets", q.datasets, ["GET"]),
+        ("/observability/traces/{trace_id}", r.get_trace, ["GET"]),
+        ("/observability/traces/{trace_id}/light", r.get_trace, ["GET"]),
+        ("/observability/traces/{trace_id}/spans/{span_id}", r.get_span, ["GET"]),
+        ("/observability/traces/{trace_id}/{span_id}/scores", r.span_scores, ["GET"]),
     ]
-    return [flows_route(context, path, handler, ["GET"], "observability request") for path, handler in table]
+    return [
+        flows_route(context, path, handler, methods, "observability request")
+        for path, handler, methods in table
+    ]

@@ -89,6 +89,11 @@ class _Routes:
     async def get_workflow(self, request: Request, caller: Caller) -> Response:
         return JSONResponse(workflow_info(self.legs.workflow(request.path_params["workflow_id"])))
 
+    async def schedules(self, request: Request, caller: Caller) -> Response:
+        # Mastra's scheduled workflow runs (cron triggers): this server schedules none
+        check_id(request.query_params.get("workflowId"), "workflowId", required=False)
+        return JSONResponse({"schedules": []})
+
     async def run_counts(self, request: Request, caller: Caller) -> Response:
         counts: dict[str, dict[str, int]] = {}
         for key, workflow in self.context.mastra.get_workflows().items():
@@ -252,6 +257,7 @@ def routes(context: ApiContext) -> list[BaseRoute]:
     r = _Routes(context)
     table: list[tuple[str, Any, list[str]]] = [
         ("/workflows", r.list_workflows, ["GET"]),
+        ("/schedules", r.schedules, ["GET"]),
         ("/workflows/run-counts", r.run_counts, ["GET"]),
         ("/workflows/{workflow_id}", r.get_workflow, ["GET"]),
         ("/workflows/{workflow_id}/runs", r.list_runs, ["GET"]),

@@ -66,6 +66,30 @@ def _kind(name: str, attributes: dict[str, Any]) -> tuple[str, str | None, str |
     return "generic", None, None, None, name
 
 
+def _answer(messages: Any) -> Any:
+    """GenAI output messages as Mastra's run output ``{text, toolCalls?}`` (other values as they are)."""
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        return messages
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for message in messages:
+        for part in message.get("parts") or []:
+            if isinstance(part, dict) and part.get("type") == "text":
+                texts.append(str(part.get("content", "")))
+            elif isinstance(part, dict) and part.get("type") == "tool_call":
+                calls.append(
+                    {
+                        "toolCallId": part.get("id"),
+                        "toolName": part.get("name"),
+                        "args": _json(part.get("arguments")),
+                    }
+                )
+    out: dict[str, Any] = {"text": "".join(texts)}
+    if calls:
+        out["toolCalls"] = calls
+    return out
+
+
 def _mastra_attributes(span_type: str, attributes: dict[str, Any]) -> dict[str, Any]:
     """The attributes Studio shows for a span of this type, named as Mastra names them."""
     if span_type == "model_generation":
@@ -114,6 +138,8 @@ def span_record(span: ReadableSpan, resource_id: str | None) -> SpanRecord:
     for key, where in _CONTENT.items():
         if key in attributes:
             data[where] = attributes.pop(key)
+    if span_type in ("agent_run", "model_generation") and "output" in data:
+        data["output"] = _answer(data["output"])
     for key, field in (
         ("agentstream.run_id", "runId"),
         ("agentstream.workflow.run_id", "runId"),
