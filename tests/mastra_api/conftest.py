@@ -274,3 +274,34 @@ def chromium() -> str:
     path = _services.chromium_path()
     assert path is not None
     return path
+
+
+def pending_groups() -> dict[str, str]:
+    """The route groups of the Mastra API still unbuilt here (issue 30, part 2: workflows, memory,
+    observability), by the path prefix Studio calls them under. A Studio failure on such a path is
+    the missing group's, not the page's; once a group answers routes it is no longer pending and
+    its failures count like any other."""
+    from agentstream import mastra_api
+    from agentstream._mastra import Mastra
+    from agentstream.mastra_api import _memory, _observability, _workflows
+    from agentstream.server import RequestGuard
+
+    context = mastra_api.ApiContext(mastra=Mastra(), guard=RequestGuard())
+    groups = {"/api/workflows": _workflows, "/api/memory": _memory, "/api/observability": _observability}
+    return {prefix: module.__name__ for prefix, module in groups.items() if not module.routes(context)}
+
+
+def unexplained_failures(report: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """``(failed API calls, console errors)`` of a Studio report that no pending group explains."""
+    pending = tuple(pending_groups())
+    failed = sorted({c for c in report["failedCalls"] if not c.split(" ", 2)[-1].startswith(pending)})
+    tolerated = [c for c in report["failedCalls"] if c not in failed]
+
+    def explained(error: str) -> bool:
+        if any(f"{prefix}" in error for prefix in pending):
+            return True  # names a pending group's path (a CORS refusal, a client error)
+        generic = error.startswith(("Failed to load resource", "Error fetching working memory"))
+        return bool(tolerated) and generic  # the browser's line for a failed call, which names no URL
+
+    errors = [e for e in report["consoleErrors"] if not explained(e)]
+    return failed, errors

@@ -14,6 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._secrets import redact, redact_value
 from . import _agent_runs, _thread_runs
 from ._http import api_route, json_answer
 from ._tools import find_agent, tool_json
@@ -36,21 +37,43 @@ def _camel(name: str) -> str:
     return _UPPER.sub(lambda m: m.group(1).upper(), name)
 
 
+_SHOWN_OPTIONS = frozenset(
+    {
+        "max_steps",
+        "tool_choice",
+        "active_tools",
+        "require_tool_approval",
+        "until_idle",
+        "tool_call_concurrency",
+    }
+)
+_SHOWN_SETTINGS = frozenset(
+    {"temperature", "top_p", "top_k", "max_output_tokens", "stop_sequences", "seed"}
+    | {"presence_penalty", "frequency_penalty"}
+)
+
+
+def _plain(value: Any) -> bool:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return True
+    if isinstance(value, list):
+        return all(_plain(v) for v in value)
+    if isinstance(value, Mapping):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return False
+
+
 def _json_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    """The default options a client may see: JSON values only (no callables, processors or
-    headers), camelCased as Mastra's ``defaultOptions``."""
-
-    def plain(value: Any) -> bool:
-        if value is None or isinstance(value, (bool, int, float, str)):
-            return True
-        if isinstance(value, list):
-            return all(plain(v) for v in value)
-        if isinstance(value, Mapping):
-            return all(isinstance(k, str) and plain(v) for k, v in value.items())
-        return False
-
-    hidden = {"headers", "provider_options", "request_context"}
-    return {_camel(k): v for k, v in options.items() if k not in hidden and plain(v)}
+    """The default options a client may see, as Mastra's camelCase ``defaultOptions``: the run
+    limits and sampling settings only (an allow-list: headers, provider options, callables and
+    processors stay on the server), with any configured secret redacted besides."""
+    shown: dict[str, Any] = {_camel(k): v for k, v in options.items() if k in _SHOWN_OPTIONS and _plain(v)}
+    settings = options.get("model_settings")
+    if isinstance(settings, Mapping):
+        kept = {_camel(k): v for k, v in settings.items() if k in _SHOWN_SETTINGS and _plain(v)}
+        if kept:
+            shown["modelSettings"] = kept
+    return dict(redact_value(shown))
 
 
 def _processors(processors: list[Any]) -> list[dict[str, Any]]:
@@ -84,7 +107,7 @@ def agent_json(agent: Agent) -> dict[str, Any]:
     return {
         "name": agent.name,
         "description": agent.description or "",
-        "instructions": agent.instructions,
+        "instructions": redact(agent.instructions),  # Mastra shows them; a configured secret in them is not
         "tools": {key: tool_json(tool) for key, tool in agent.tools.items()},
         "agents": {key: {"id": sub.id, "name": sub.name} for key, sub in agent.agents.items()},
         "workflows": {
