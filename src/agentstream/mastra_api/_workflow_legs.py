@@ -11,20 +11,24 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ..ai_sdk import ChatRequestError
+from ..ai_sdk import ChatRequestError, WorkflowRunSpec
 from ..storage import WorkflowSnapshotRecord
 from ..tracing import traced_for
 from ..workflows import WorkflowInputValidationError, WorkflowResumeError
 from ._flows_http import Caller, check_id, not_found
+from ._workflow_live import LocalLeg, leg_chunks
+from ._workflow_remote_leg import RemoteLeg
+from ._workflow_store import StoreLegs, spec_options
 
 if TYPE_CHECKING:
     from ..workflows import Run, Workflow
     from ._context import ApiContext
     from ._workflow_live import LiveRuns
 
-__all__ = ["RESUME_KEYS", "START_KEYS", "Legs", "check_keys", "visible"]
+__all__ = ["RESUME_KEYS", "START_KEYS", "Leg", "Legs", "check_keys", "visible"]
 
 _COMMON = frozenset({"requestContext", "tracingOptions", "perStep"})
 START_KEYS = _COMMON | {"inputData", "initialState", "resourceId", "closeOnSuspend"}
@@ -52,6 +56,26 @@ def visible(record: WorkflowSnapshotRecord | None, caller: Caller) -> bool:
     return record is not None and (caller.owner is None or record.resource_id == caller.owner)
 
 
+Leg: TypeAlias = "LocalLeg | RemoteLeg"
+
+
+def _spec(
+    workflow: Workflow, run_id: str, resource: str | None, *, resume: bool, body: dict[str, Any]
+) -> WorkflowRunSpec:
+    """The checked leg as JSON, what a worker needs to run it."""
+    return WorkflowRunSpec(
+        workflow_id=workflow.id,
+        run_id=run_id,
+        resource_id=resource,
+        resume=resume,
+        input_data=body.get("inputData"),
+        initial_state=body.get("initialState"),
+        resume_data=body.get("resumeData"),
+        step=body.get("step"),
+        options=spec_options(),  # type: ignore[typeddict-item]
+    )
+
+
 def _issues_path(prefix: str, exc: BaseException) -> str:
     issues = getattr(exc, "issues", ())
     if issues and issues[0].path:
@@ -65,6 +89,12 @@ class Legs:
     def __init__(self, context: ApiContext, live: LiveRuns) -> None:
         self.context = context
         self.live = live
+        store = context.stream_store
+        if context.workflow_runner is not None and store is None:
+            raise ValueError(
+                "mastra_api_routes(workflow_runner=...) needs the stream_store its workers write to"
+            )
+        self.stored_legs = StoreLegs(store, context.workflow_runner) if store is not None else None
 
     def workflow(self, workflow_id: str) -> Workflow:
         try:
@@ -122,6 +152,29 @@ class Legs:
                 path="runId",
             )
 
+    async def _launch(self, run: Run, spec: WorkflowRunSpec, start: Callable[[], Any]) -> Leg:
+        """The leg: dispatched to a worker (with a runner), else started here by ``start()`` (and
+        recorded in the stream store, when the app has one)."""
+        stored = self.stored_legs
+        if stored is None:
+            with traced_for(spec["resource_id"]):  # the run's task (and its spans) belong to its resource
+                output = start()
+            self.live.add(run, output)
+            return LocalLeg(output)
+        stream_id = await stored.claim(run.workflow_id, run.run_id, spec["resource_id"])
+        if stored.runner is not None:
+            await stored.dispatch(spec, stream_id)
+            return RemoteLeg(stored, stream_id, run.workflow, run.run_id)
+        try:
+            with traced_for(spec["resource_id"]):
+                output = start()
+        except BaseException:
+            await stored.store.finish(stream_id)
+            raise
+        self.live.add(run, output)
+        stored.record(stream_id, leg_chunks(output))
+        return LocalLeg(output)
+
     async def start(
         self,
         workflow: Workflow,
@@ -130,7 +183,7 @@ class Legs:
         body: dict[str, Any],
         *,
         must_exist: bool,
-    ) -> tuple[Run, Any]:
+    ) -> tuple[Run, Leg]:
         """Start run ``run_id`` (a new one when ``None``): the run and its leg's output. 400 naming
         the field of bad input (nothing runs), 409 for a run that ran already or streams now."""
         check_keys(body, START_KEYS)
@@ -154,10 +207,13 @@ class Legs:
             run.check_input(body.get("inputData"))
         except WorkflowInputValidationError as exc:
             raise ChatRequestError(str(exc), path=_issues_path("inputData", exc)) from None
-        with traced_for(resource):  # the run's task (and its spans) belong to the run's resource
-            output = run.stream(input_data=body.get("inputData"), initial_state=body.get("initialState"))
-        self.live.add(run, output)
-        return run, output
+        spec = _spec(workflow, run_id, resource, resume=False, body=body)
+        leg = await self._launch(
+            run,
+            spec,
+            lambda: run.stream(input_data=body.get("inputData"), initial_state=body.get("initialState")),
+        )
+        return run, leg
 
     async def resume(
         self, workflow: Workflow, run_id: str, caller: Caller, body: dict[str, Any]
@@ -182,7 +238,8 @@ class Legs:
             raise ChatRequestError(
                 str(exc), status_code=409, path="step" if step is not None else "runId"
             ) from None
-        with traced_for(record.resource_id):
-            output = run.resume_stream(step=step, resume_data=body.get("resumeData"))
-        self.live.add(run, output)
-        return run, output
+        spec = _spec(workflow, run_id, record.resource_id, resume=True, body=body)
+        leg = await self._launch(
+            run, spec, lambda: run.resume_stream(step=step, resume_data=body.get("resumeData"))
+        )
+        return run, leg

@@ -18,7 +18,7 @@ import msgspec
 
 from ..chunks import chunk_to_dict
 
-__all__ = ["RECORD_SEPARATOR", "LiveRun", "LiveRuns", "framed", "leg_chunks"]
+__all__ = ["RECORD_SEPARATOR", "LiveRun", "LiveRuns", "LocalLeg", "framed", "leg_chunks"]
 
 RECORD_SEPARATOR = b"\x1e"
 _encode = msgspec.json.Encoder().encode
@@ -83,3 +83,18 @@ async def leg_chunks(output: Any) -> AsyncIterator[dict[str, Any]]:
     """One leg's chunks, as wire dicts."""
     async for chunk in output.full_stream:
         yield chunk_to_dict(chunk)
+
+
+class LocalLeg:
+    """A leg running in this process: its chunks (replayed from the first) and its result."""
+
+    def __init__(self, output: Any) -> None:
+        self.output = output
+
+    def chunks(self) -> AsyncIterator[dict[str, Any]]:
+        return leg_chunks(self.output)
+
+    async def result(self) -> dict[str, Any]:
+        """Mastra's ``WorkflowResult`` JSON, once the leg ends."""
+        result: dict[str, Any] = (await self.output.result).to_dict()
+        return result

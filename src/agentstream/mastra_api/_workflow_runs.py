@@ -14,7 +14,7 @@ from typing import Any
 
 from ..storage import WorkflowSnapshotRecord
 
-__all__ = ["RUN_FIELDS", "mastra_snapshot", "run_item", "run_result"]
+__all__ = ["RUN_FIELDS", "leg_result", "mastra_snapshot", "run_item", "run_result"]
 
 RUN_FIELDS = ("result", "error", "payload", "steps", "activeStepsPath", "serializedStepGraph")
 """What ``?fields=`` may ask for (status and the run's metadata always come)."""
@@ -99,4 +99,28 @@ def run_result(record: WorkflowSnapshotRecord, fields: tuple[str, ...] | None) -
             resumeLabels=snapshot["resumeLabels"],
             waitingPaths=snapshot["waitingPaths"],
         )
+    return out
+
+
+def leg_result(record: WorkflowSnapshotRecord) -> dict[str, Any]:
+    """Mastra's ``WorkflowResult`` JSON from the snapshot a leg left (a leg run on a worker: its
+    result is what it stored)."""
+    ours = _dict(record.snapshot)
+    status = ours.get("status", "failed")
+    context = _dict(ours.get("context"))
+    out: dict[str, Any] = {
+        "status": status,
+        "steps": {"input": ours.get("input"), **context},
+        "input": ours.get("input"),
+        "stepExecutionPath": list(ours.get("stepExecutionPath") or []),
+    }
+    if status == "success":
+        out["result"] = ours.get("result")
+    elif status == "failed" and "error" in ours:
+        out["error"] = ours["error"]
+    elif status == "suspended":
+        suspended = list(_dict(ours.get("suspendedPaths")))
+        out["suspended"] = [[step] for step in suspended]
+        out["suspendPayload"] = {step: _dict(context.get(step)).get("suspendPayload") for step in suspended}
+    out["runId"] = record.run_id
     return out

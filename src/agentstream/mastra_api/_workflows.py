@@ -24,7 +24,7 @@ from ..storage import WorkflowRunQuery
 from ._flows_http import Caller, check_id, flows_route, not_found, query_int, read_object
 from ._workflow_info import workflow_info
 from ._workflow_legs import Legs, visible
-from ._workflow_live import LiveRuns, framed, leg_chunks
+from ._workflow_live import LiveRuns, framed
 from ._workflow_runs import RUN_FIELDS, run_item, run_result
 
 if TYPE_CHECKING:
@@ -178,8 +178,8 @@ class _Routes:
         workflow = self.legs.workflow(request.path_params["workflow_id"])
         run_id = _run_id(request)
         body = await read_object(self.context, request)
-        _, output = await self.legs.start(workflow, run_id, caller, body, must_exist=False)
-        return _stream(leg_chunks(output))
+        _, leg = await self.legs.start(workflow, run_id, caller, body, must_exist=False)
+        return _stream(leg.chunks())
 
     async def start(self, request: Request, caller: Caller) -> Response:
         workflow = self.legs.workflow(request.path_params["workflow_id"])
@@ -192,16 +192,16 @@ class _Routes:
         workflow = self.legs.workflow(request.path_params["workflow_id"])
         run_id = _run_id(request, required=False)
         body = await read_object(self.context, request)
-        _, output = await self.legs.start(workflow, run_id, caller, body, must_exist=False)
-        return JSONResponse((await output.result).to_dict())
+        _, leg = await self.legs.start(workflow, run_id, caller, body, must_exist=False)
+        return JSONResponse(await leg.result())
 
     async def resume_stream(self, request: Request, caller: Caller) -> Response:
         workflow = self.legs.workflow(request.path_params["workflow_id"])
         run_id = _run_id(request)
         assert run_id is not None
         body = await read_object(self.context, request)
-        _, output = await self.legs.resume(workflow, run_id, caller, body)
-        return _stream(leg_chunks(output))
+        _, leg = await self.legs.resume(workflow, run_id, caller, body)
+        return _stream(leg.chunks())
 
     async def resume(self, request: Request, caller: Caller) -> Response:
         workflow = self.legs.workflow(request.path_params["workflow_id"])
@@ -214,8 +214,8 @@ class _Routes:
         workflow = self.legs.workflow(request.path_params["workflow_id"])
         run_id = _run_id(request)
         assert run_id is not None
-        _, output = await self.legs.resume(workflow, run_id, caller, await read_object(self.context, request))
-        return JSONResponse((await output.result).to_dict())
+        _, leg = await self.legs.resume(workflow, run_id, caller, await read_object(self.context, request))
+        return JSONResponse(await leg.result())
 
     async def observe(self, request: Request, caller: Caller) -> Response:
         workflow = self.legs.workflow(request.path_params["workflow_id"])
@@ -225,7 +225,11 @@ class _Routes:
         live = self.live.get(workflow.id, run_id)
         if live is not None and (caller.owner is None or live.run.resource_id == caller.owner):
             return _stream(live.chunks(offset))
-        await self.legs.stored(workflow, run_id, caller)
+        record = await self.legs.stored(workflow, run_id, caller)
+        stored = self.legs.stored_legs
+        active = await stored.active(workflow.id, run_id) if stored is not None else None
+        if stored is not None and active is not None and stored.owns(active, record.resource_id):
+            return _stream(stored.follow(active.stream_id, offset))
 
         async def nothing() -> AsyncIterator[dict[str, Any]]:
             return
@@ -244,6 +248,16 @@ class _Routes:
         if not visible(record, caller):
             raise not_found("Workflow run")
         assert record is not None
+        stored = self.legs.stored_legs
+        active = await stored.active(workflow.id, run_id) if stored is not None else None
+        if stored is not None and active is not None:
+            if stored.runner is None:  # recorded by another server's process, running there
+                raise ChatRequestError(
+                    f"run {run_id[:120]!r} is running in another server process; cancel it through that server",
+                    status_code=409,
+                )
+            await stored.cancel_on_worker(workflow, run_id, active.stream_id, record.resource_id)
+            return JSONResponse({"message": "Workflow run cancelled"})
         key = request.path_params["workflow_id"]
         context = self.context
         await cancel_workflow_run(

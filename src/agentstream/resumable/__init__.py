@@ -14,7 +14,7 @@ chunks positionally.
 from __future__ import annotations
 
 from ._base import ActiveStream, StreamExpiredError, StreamOwnerError, StreamStore, check_at, check_ttl
-from ._keys import STREAM_KEY_KINDS, chat_stream_key, workflow_stream_key
+from ._keys import STREAM_KEY_KINDS, chat_stream_key, mastra_workflow_stream_key, workflow_stream_key
 from ._memory import DEFAULT_MAX_BYTES, MemoryStreamStore
 from ._redis import RedisStreamStore, stream_store_from_url
 from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
@@ -37,6 +37,7 @@ __all__ = [
     "chat_stream_key",
     "check_at",
     "check_ttl",
+    "mastra_workflow_stream_key",
     "stream_store_from_url",
     "workflow_stream_key",
 ]

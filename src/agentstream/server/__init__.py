@@ -23,7 +23,7 @@ from ._guard import (
     bearer_token_auth,
 )
 from ._memory_routes import memory_routes, message_json, thread_json
-from ._owner import owner_key
+from ._owner import owner_key, stream_owner
 from ._resume import resume_route
 from ._route import chat_route
 from ._stop import stop_route
@@ -56,6 +56,7 @@ __all__ = [
     "resume_route",
     "serving_config",
     "stop_route",
+    "stream_owner",
     "thread_json",
     "workflow_cancel_route",
     "workflow_route",
