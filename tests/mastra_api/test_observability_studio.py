@@ -1,7 +1,8 @@
 """Mastra Studio (``mastra studio``) in headless Chromium against the demo app as ``agentstream
 serve`` builds it, with its spans recorded (`record_spans`): the workflow graph page, the graph of
 a suspended run, a memory thread's chat page and the traces list and a trace's page each show
-their content with no console error and no failed API call (``flows-studio.mjs``; one screenshot
+their content, and a run started from the workflow page's form is resumed with its resume form
+to success, with no console error and no failed API call (``flows-studio.mjs``; one screenshot
 per page in ``.cache/e2e/mastra-api``)."""
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ PAGES = [
 ]
 
 
-def test_studio_shows_the_workflow_graph_a_run_a_thread_and_a_trace(tmp_path: Path) -> None:
+def test_studio_shows_the_workflow_graph_a_run_a_thread_and_a_trace_and_resumes_a_run(tmp_path: Path) -> None:
     install_mastra_clients()
     storage = SQLiteStore(tmp_path / "studio.db")
     record_spans(storage)
@@ -60,7 +61,7 @@ def test_studio_shows_the_workflow_graph_a_run_a_thread_and_a_trace(tmp_path: Pa
     finally:
         instrument(enabled=False)
     checks = check_results(result.stdout)
-    assert sorted(checks) == [1, 2, 3, 4], result.stdout + result.stderr
+    assert sorted(checks) == [1, 2, 3, 4, 5], result.stdout + result.stderr
     failed = {n: text for n, (ok, text) in checks.items() if not ok}
     assert not failed, failed
     for name in PAGES:

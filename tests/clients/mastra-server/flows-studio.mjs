@@ -2,7 +2,8 @@
 // Mastra Studio (`mastra studio`) in headless Chromium on the pages of workflows, memory and
 // traces, against a server: the data is made first with the REAL @mastra/client-js (a workflow
 // run that suspends, a chat on a memory thread), then each page must show it, with no console
-// error and no failed API call. One screenshot per page.
+// error and no failed API call; and a run started from the workflow page's form is resumed with
+// its resume form, to success. One screenshot per page.
 //
 //   node flows-studio.mjs --base-url URL --studio-url URL --chromium PATH --shots DIR [--agent demo]
 //
@@ -61,6 +62,24 @@ const { chromium } = await import('playwright-core');
 const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
 
 async function page(path, texts, shot) {
+  return interact(async (p) => {
+    await p.goto(`${studioUrl}${path}`, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+    const missing = [];
+    for (const text of texts) {
+      try {
+        await p.getByText(text, { exact: false }).first().waitFor({ state: 'visible', timeout: 20_000 });
+      } catch {
+        missing.push(text);
+      }
+    }
+    await p.waitForTimeout(1500);
+    expect(missing.length === 0, `not shown on ${p.url()}: ${missing.map((t) => JSON.stringify(t)).join(', ')}`);
+    return `${texts.map((t) => JSON.stringify(t)).join(', ')} shown at ${p.url()}`;
+  }, shot);
+}
+
+/** ``action(page)`` on a fresh page: no console error and no failed API call allowed; a screenshot. */
+async function interact(action, shot) {
   const p = await browser.newPage({ viewport: { width: 1400, height: 900 } });
   const consoleErrors = [];
   const failed = [];
@@ -78,22 +97,19 @@ async function page(path, texts, shot) {
   const api = (u) => u.slice(baseUrl.length).replace(/\?.*/, '');
   p.on('response', (r) => { if (r.status() >= 400 && r.url().startsWith(baseUrl)) failed.push(`${r.status()} ${r.request().method()} ${api(r.url())}`); });
   p.on('requestfailed', (r) => { if (r.url().startsWith(baseUrl) && !r.failure()?.errorText?.includes('ERR_ABORTED')) failed.push(`${r.failure()?.errorText} ${r.method()} ${api(r.url())}`); });
+  let detail;
+  let failure;
   try {
-    await p.goto(`${studioUrl}${path}`, { waitUntil: 'domcontentloaded', timeout: 30_000 });
-    const missing = [];
-    for (const text of texts) {
-      try {
-        await p.getByText(text, { exact: false }).first().waitFor({ state: 'visible', timeout: 20_000 });
-      } catch {
-        missing.push(text);
-      }
-    }
-    await p.waitForTimeout(1500);
+    detail = await action(p);
+  } catch (e) {
+    failure = e;
+  }
+  try {
     await p.screenshot({ path: `${shots}/${shot}`, fullPage: true });
     const extra = `${failed.length ? `; failed API calls: ${[...new Set(failed)].slice(0, 6).join('; ')}` : ''}${consoleErrors.length ? `; console: ${short(consoleErrors[0], 300)}` : ''}`;
-    expect(missing.length === 0, `not shown on ${p.url()}: ${missing.map((t) => JSON.stringify(t)).join(', ')}${extra}`);
+    if (failure) throw new CheckFailed(`${failure.message ?? failure}${extra}`);
     expect(consoleErrors.length === 0 && failed.length === 0, `${consoleErrors.length} console error(s), ${failed.length} failed call(s)${extra}`);
-    return `${texts.map((t) => JSON.stringify(t)).join(', ')} shown at ${p.url()}; ${shot}`;
+    return `${detail}; ${shot}`;
   } finally {
     await p.close();
   }
@@ -114,6 +130,31 @@ try {
     const one = await page(`/traces/${traceId}`, ["agent run: 'demo-agent'", "llm: 'demo'", 'A rainbow forms'], 'studio-trace.png');
     return `${list}; ${one}`;
   });
+  await check(5, 'run the workflow from its page (the form), then resume it with the resume form', () =>
+    interact(async (p) => {
+      await p.goto(`${studioUrl}/workflows/${WORKFLOW}/graph`, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+      const topic = p.getByRole('textbox').first();
+      await topic.waitFor({ state: 'visible', timeout: 20_000 });
+      await topic.fill(`from studio ${nonce}`);
+      await p.getByRole('button', { name: 'Run', exact: true }).click();
+      await p.getByText('Resume', { exact: true }).first().waitFor({ state: 'visible', timeout: 30_000 });
+      await p.getByRole('checkbox').first().check();
+      await p.getByRole('button', { name: 'Resume', exact: true }).click();
+      const runs = await client.getWorkflow(WORKFLOW).runs();
+      const mine = runs.runs.find((r) => r.snapshot?.context?.input?.topic === `from studio ${nonce}`);
+      expect(mine, `no run with the topic typed in Studio among ${runs.runs.length}`);
+      let status;
+      for (let i = 0; i < 100; i += 1) {
+        status = (await client.getWorkflow(WORKFLOW).runById(mine.runId, { fields: ['result'] })).status;
+        if (status === 'success') break;
+        await p.waitForTimeout(100);
+      }
+      expect(status === 'success', `the run resumed from Studio is ${status}`);
+      const result = await client.getWorkflow(WORKFLOW).runById(mine.runId, { fields: ['result'] });
+      expect(result.result?.published === true, `result ${short(result.result)}`);
+      await p.waitForTimeout(1000);
+      return `run ${mine.runId} started and resumed in Studio: ${short(result.result)}`;
+    }, 'studio-workflow-resumed.png'));
 } finally {
   await browser.close();
 }
