@@ -44,7 +44,7 @@ const idle = () => document.getElementById("log").getAttribute("aria-busy") === 
     const page = await browser.newPage({ viewport: { width: 1000, height: 800 } });
     page.on("console", (m) => { if (m.type() === "error") out.consoleErrors.push(m.text()); });
     page.on("pageerror", (e) => out.consoleErrors.push("pageerror: " + e.message));
-    page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/chat")) out.requests.push(r.status()); });
+    page.on("response", (r) => { const p = new URL(r.url()).pathname; if (p.startsWith("/api/chat") && p !== "/api/chat/info") out.requests.push(r.status()); });
     await page.goto(url);
     await page.waitForSelector("#log[data-ready=true]");
     out.empty = await page.$eval("#log", (l) => ({

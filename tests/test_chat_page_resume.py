@@ -46,7 +46,7 @@ async function open(out) {
   page.on("request", (r) => { if (r.method() === "POST") out.posted.push(JSON.parse(r.postData())); });
   page.on("response", (r) => {
     const path = new URL(r.url()).pathname;
-    if (path.startsWith("/api/chat")) out.requests.push(r.request().method() + " " + path + " " + r.status());
+    if (path.startsWith("/api/chat") && path !== "/api/chat/info") out.requests.push(r.request().method() + " " + path + " " + r.status());
   });
   return { browser, page };
 }
@@ -305,7 +305,7 @@ def test_without_a_stream_store_the_page_asks_for_nothing_to_resume(tmp_path: Pa
     with serving(create_app(delay_in_ms=None, stream_store=None)) as url:
         out = drive_turns(url, tmp_path, "What is the weather in Paris?")
     assert out["consoleErrors"] == [], out["requests"]
-    chat = [r for r in out["requests"] if r.startswith(("GET /api/chat", "POST /api/chat"))]
+    chat = [r for r in out["requests"] if r.startswith(("GET /api/chat/", "POST /api/chat")) and "/api/chat/info" not in r]
     assert chat == ["POST /api/chat/demo 200"]
     assert "Paris" in out["turns"][0]["text"]
 

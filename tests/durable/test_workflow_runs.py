@@ -260,7 +260,7 @@ async def test_a_run_suspended_on_one_worker_resumes_through_another_server_on_a
     with serve(workers, redis_url) as one, serve(workers, redis_url) as two:
         async with httpx.AsyncClient(timeout=120) as client:
             answer = await client.post(
-                f"{one}/api/workflows/{workflow}/stream",
+                f"{one}/api/workflow/{workflow}/stream",
                 json={"runId": run_id, "inputData": {"log": str(log), "gate": ""}},
             )
             assert answer.status_code == 200
@@ -269,15 +269,15 @@ async def test_a_run_suspended_on_one_worker_resumes_through_another_server_on_a
             first.wait(30)
             second = workflow_worker(workers, redis_url)
             bad = await client.post(
-                f"{two}/api/workflows/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": "yes"}}
+                f"{two}/api/workflow/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": "yes"}}
             )
             assert bad.status_code == 400 and "approved" in bad.json()["error"]["message"]
             resumed = await client.post(
-                f"{two}/api/workflows/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": True}}
+                f"{two}/api/workflow/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": True}}
             )
             assert resumed.status_code == 200
             again = await client.post(
-                f"{one}/api/workflows/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": True}}
+                f"{one}/api/workflow/{workflow}/resume", json={"runId": run_id, "resumeData": {"approved": True}}
             )
             assert again.status_code == 409  # resumed once, not twice
     resumed_chunks = ui_chunks(resumed.text)
@@ -325,14 +325,14 @@ async def test_a_run_on_a_worker_is_cancelled_through_another_server(
     request = {"runId": run_id, "inputData": {"log": str(log), "gate": str(gate)}}
     with serve(workers, redis_url) as one, serve(workers, redis_url) as two:
         async with httpx.AsyncClient(timeout=120) as client:
-            started = asyncio.create_task(client.post(f"{one}/api/workflows/three/stream", json=request))
+            started = asyncio.create_task(client.post(f"{one}/api/workflow/three/stream", json=request))
             await _until(
                 lambda: started.done() or any(line.startswith("two-started") for line in read_lines(log)),
                 "step two",
             )
             assert not started.done(), started.result().text
-            unknown = await client.post(f"{two}/api/workflows/three/runs/nope/cancel")
-            cancelled = await client.post(f"{two}/api/workflows/three/runs/{run_id}/cancel")
+            unknown = await client.post(f"{two}/api/workflow/three/runs/nope/cancel")
+            cancelled = await client.post(f"{two}/api/workflow/three/runs/{run_id}/cancel")
             answer = await started
     assert unknown.status_code == 404
     assert cancelled.status_code == 200 and cancelled.json() == {"message": "Workflow run cancelled"}

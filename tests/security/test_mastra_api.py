@@ -182,6 +182,9 @@ async def test_other_origins_and_hosts_are_refused_and_studio_gets_cors_with_cre
             assert "access-control-allow-origin" not in r.headers
         rebinding = await c.get("/api/agents", headers={"host": "evil.example"})
         assert rebinding.status_code == 403
+        # the public route (no auth) still checks origin and host
+        assert (await c.get("/api/auth/capabilities", headers=evil)).status_code == 403
+        assert (await c.get("/api/auth/capabilities", headers={"host": "evil.example"})).status_code == 403
         preflight = {"origin": "http://evil.example", "access-control-request-method": "POST"}
         assert (await c.options("/api/agents/a/stream", headers=preflight)).status_code == 403
         assert model.calls == 0

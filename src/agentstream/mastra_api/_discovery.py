@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 _EMPTY: dict[str, Any] = {
-    # No Mastra auth provider: Studio shows no login (Mastra: {"enabled": false, "login": null}).
+    # No Mastra auth provider (ours is the guard's hook, a token Studio sends as a header from its
+    # settings): Studio shows no login, as Mastra's answer without a provider says.
     "/auth/capabilities": {"enabled": False, "login": None},
     "/workspaces": {"workspaces": []},
     "/observability/feedback": {
@@ -80,8 +81,10 @@ def routes(context: ApiContext) -> list[BaseRoute]:
         html = _PAGE.format(prefix=context.prefix or "/")
         return HTMLResponse(html, headers=cors_headers(context.guard, request))
 
+    # Mastra's one public route: Studio asks it before anything, to learn whether to show a login
     out: list[BaseRoute] = [
-        api_route(context, path, fixed(data), ["GET"], f"mastra {path}") for path, data in _EMPTY.items()
+        api_route(context, path, fixed(data), ["GET"], f"mastra {path}", public=path == "/auth/capabilities")
+        for path, data in _EMPTY.items()
     ]
     out.append(api_route(context, "/system/packages", packages, ["GET"], "mastra /system/packages"))
     out.append(api_route(context, "", page, ["GET"], "mastra api page"))

@@ -93,16 +93,24 @@ async def read_object(context: ApiContext, request: Request) -> dict[str, Any]:
     return dict(body)
 
 
-def api_route(context: ApiContext, path: str, handler: Handler, methods: list[str], what: str) -> Route:
+def api_route(
+    context: ApiContext, path: str, handler: Handler, methods: list[str], what: str, *, public: bool = False
+) -> Route:
     """A route at ``context.prefix + path`` behind the guard: ``OPTIONS`` answers CORS preflights,
-    every other method is admitted (host, origin, auth) before ``handler`` runs."""
+    every other method is admitted (host, origin, auth) before ``handler`` runs. ``public``: host
+    and origin only, no auth (Mastra's public routes: what a client reads before it can log in)."""
     guard = context.guard
 
     async def endpoint(request: Request) -> Response:
         try:
             if request.method == "OPTIONS":
                 return _preflight(guard, request)
-            principal = await guard.admit(request)
+            if public:
+                guard.check_host(request)
+                guard.check_origin(request)
+                principal = None
+            else:
+                principal = await guard.admit(request)
             return await handler(request, principal)
         except ChatRequestError as exc:
             return _refusal(guard, request, exc)

@@ -128,6 +128,7 @@ def routes(context: ApiContext) -> list[BaseRoute]:
             "id": str(uuid.uuid4()),
             "acceptedAt": _now(),
             "createdAt": _now(),
+            "__isCreatedSignal": True,  # Mastra's mark of a signal this call created
         }
         options = _idle_options(body)
         options["memory"] = {"thread": thread_id, "resource": resource}

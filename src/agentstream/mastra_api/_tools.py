@@ -127,6 +127,8 @@ def routes(context: ApiContext) -> list[BaseRoute]:
     async def execute(request: Request, _: object) -> Response:
         tool = _tool_of(all_tools(context), request.path_params["tool_id"])
         body = await read_object(context, request)
+        if "runId" in request.query_params:  # client-js sends it in the query
+            body.setdefault("runId", request.query_params["runId"])
         return json_answer(context, request, await execute_tool(tool, body, None))
 
     async def agent_tool(request: Request, _: object) -> Response:

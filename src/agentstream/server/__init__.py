@@ -66,10 +66,11 @@ __all__ = [
 
 def create_app(mastra: Mastra | None = None, **options: Any) -> Any:
     """The app `agentstream serve` serves, for your own ``uvicorn`` or ASGI host: the chat page at
-    ``/``, ``/api/agents``, the chat, resume and stop routes and the workflow routes, for ``mastra``
+    ``/``, ``/api/chat/info``, the chat, resume and stop routes, the workflow routes and Mastra's
+    API (``/api/agents``, …: `agentstream.mastra_api`), for ``mastra``
     (the demo's when ``None``). ``options``: ``default_agent``, ``smooth``, ``delay_in_ms``,
     ``heartbeat_ms``, ``send_reasoning`` / ``send_sources`` / ``send_goals``, ``guard``,
-    ``stream_store``, ``runner``, ``workflow_runner`` (see docs/serving.md)."""
+    ``stream_store``, ``runner``, ``workflow_runner``, ``mastra_api`` (see docs/serving.md)."""
     # the app sits above this layer (it loads apps and the demo): imported when called
     from .._app import create_app as build
 
