@@ -85,7 +85,7 @@ def serve(workers: Workers, redis: str) -> Iterator[str]:
     command += ["--durable-db", workers.url, "--stream-store", redis]
     log_path = workers.tmp / f"server-{port}.log"
     process = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=open(log_path, "wb"),
+        command, cwd=ROOT, env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}, stdout=open(log_path, "wb"),
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
