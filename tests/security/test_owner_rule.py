@@ -29,6 +29,7 @@ from agentstream.server import AuthError, RequestGuard, owner_key
 from agentstream.testing import ScriptedModel
 from agentstream.tools import Tool, ToolContext
 from agentstream.workflows import StepContext, create_step, create_workflow
+from tests.security._owner_walk_flows import walk_flows
 
 USAGE = {"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}
 
@@ -523,6 +524,7 @@ async def test_every_route_serves_the_owner_and_refuses_another_principal(kind: 
         await _mastra_runs(world, c, HOOKS[kind])
         await _mastra_threads(world, c, HOOKS[kind])
         await _mastra_listings(world, c)
+        await walk_flows(world, c, HOOKS[kind])  # the workflows, memory and observability routes
         for listing in ("/api/chat/info", "/api/workflow"):
             assert (await c.get(listing, headers=BOB)).status_code == 200
             assert (await c.get(listing)).status_code == 401

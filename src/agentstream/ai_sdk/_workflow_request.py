@@ -12,10 +12,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 from .._abort import AbortSignal
-from ..chunks import zero_workflow_usage
+from ..chunks import chunk_to_dict, zero_workflow_usage
 from ..resumable import WORKER_LEASE_S, StreamExpiredError, StreamStore, WorkflowJob, writing
 from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
 from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
@@ -55,6 +55,9 @@ class WorkflowStreamOptions(TypedDict):
     include_text_stream_parts: bool
     send_reasoning: bool
     send_sources: bool
+    wire: NotRequired[Literal["ui", "mastra"]]
+    """``mastra``: the run's own chunks as JSON (Mastra's workflow stream, for the Mastra API's
+    workflow routes), not UI chunks; ``ui`` (the default): UI chunks."""
 
 
 class WorkflowRunSpec(TypedDict):
@@ -176,6 +179,8 @@ def start_workflow_stream(run: Any, spec: WorkflowRunSpec, *, on_error: OnErrorF
     except ValueError as exc:
         raise _refusal(exc) from None
     options = spec["options"]
+    if options.get("wire") == "mastra":
+        return _mastra_chunks(output)
     stream = to_ai_sdk_stream(
         output,
         from_="workflow",
@@ -186,6 +191,11 @@ def start_workflow_stream(run: Any, spec: WorkflowRunSpec, *, on_error: OnErrorF
         on_error=on_error,
     )
     return _guarded(stream, output, on_error)
+
+
+async def _mastra_chunks(output: Any) -> AsyncIterator[dict[str, Any]]:
+    async for chunk in output.full_stream:
+        yield chunk_to_dict(chunk)
 
 
 async def _cancel_on(signal: AbortSignal, run: Any) -> None:

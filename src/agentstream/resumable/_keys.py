@@ -10,9 +10,9 @@ never give one key, whatever characters the ids hold (separators, NUL, ``:``, an
 
 from __future__ import annotations
 
-__all__ = ["STREAM_KEY_KINDS", "chat_stream_key", "workflow_stream_key"]
+__all__ = ["STREAM_KEY_KINDS", "chat_stream_key", "mastra_workflow_stream_key", "workflow_stream_key"]
 
-STREAM_KEY_KINDS = ("chat", "workflow-run", "task")
+STREAM_KEY_KINDS = ("chat", "workflow-run", "mastra-workflow-run", "task")
 """Every kind of stream key (``task`` is ``agentstream.background``'s): distinct, none holds ``:``."""
 
 
@@ -25,3 +25,9 @@ def workflow_stream_key(workflow_id: str, run_id: str) -> str:
     """The key a workflow run's active leg is claimed under: no chat id and no other
     ``(workflow, run)`` pair gives it."""
     return f"workflow-run:{len(workflow_id)}:{workflow_id}:{run_id}"
+
+
+def mastra_workflow_stream_key(workflow_id: str, run_id: str) -> str:
+    """The key a workflow run's leg streamed by the Mastra API (Mastra's workflow chunks, not UI
+    chunks) is claimed under: distinct from `workflow_stream_key`, whose readers expect UI chunks."""
+    return f"mastra-workflow-run:{len(workflow_id)}:{workflow_id}:{run_id}"

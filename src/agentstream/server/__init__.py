@@ -22,12 +22,12 @@ from ._guard import (
     RequestGuard,
     bearer_token_auth,
 )
-from ._memory_routes import memory_routes
-from ._owner import owner_key
+from ._memory_routes import memory_routes, message_json, thread_json
+from ._owner import owner_key, stream_owner
 from ._resume import ANSWER_LOST, STORE_UNAVAILABLE, resume_route
 from ._route import chat_route
 from ._stop import stop_route
-from ._workflow_cancel import workflow_cancel_route
+from ._workflow_cancel import cancel_workflow_run, workflow_cancel_route
 from ._workflow_route import workflow_route, workflow_stream_route
 
 if TYPE_CHECKING:
@@ -47,15 +47,19 @@ __all__ = [
     "SSEStreamResponse",
     "assert_valid_heartbeat_ms",
     "bearer_token_auth",
+    "cancel_workflow_run",
     "chat_route",
     "create_app",
     "default_max_connections",
     "error_response",
     "memory_routes",
+    "message_json",
     "owner_key",
     "resume_route",
     "serving_config",
     "stop_route",
+    "stream_owner",
+    "thread_json",
     "workflow_cancel_route",
     "workflow_route",
     "workflow_stream_route",

@@ -1,4 +1,5 @@
-"""Storage domains (threads & messages, background tasks, workflow snapshots, thread state) over
+"""Storage domains (threads & messages, background tasks, workflow snapshots, thread state, tracing
+spans) over
 in-memory, SQLite (the embedded default) and PostgreSQL (`agentstream[postgres]`) backends.
 
     async with SQLiteStore(".cache/agentstream.db") as store:
@@ -24,6 +25,7 @@ from ._records import (
     MessageRecord,
     MessageRole,
     NotFoundError,
+    SpanRecord,
     StorageBusyError,
     StorageError,
     TaskDateField,
@@ -32,6 +34,8 @@ from ._records import (
     TaskStatus,
     TaskUpdate,
     ThreadRecord,
+    TraceQuery,
+    WorkflowRunQuery,
     WorkflowSnapshotRecord,
     utc_now,
 )
@@ -59,6 +63,7 @@ __all__ = [
     "OrderDirection",
     "PostgresStore",
     "SQLiteStore",
+    "SpanRecord",
     "Storage",
     "StorageBusyError",
     "StorageError",
@@ -68,6 +73,8 @@ __all__ = [
     "TaskStatus",
     "TaskUpdate",
     "ThreadRecord",
+    "TraceQuery",
+    "WorkflowRunQuery",
     "WorkflowSnapshotRecord",
     "utc_now",
 ]

@@ -12,6 +12,7 @@ from typing import ClassVar, Literal, Protocol, Self, runtime_checkable
 
 from msgspec import UNSET, UnsetType
 
+from ._observed import ObservedStore
 from ._records import (
     TASK_DATE_FIELDS,
     BackgroundTask,
@@ -19,11 +20,15 @@ from ._records import (
     MessagePage,
     MessageRecord,
     NotFoundError,
+    SpanRecord,
     TaskDateField,
     TaskPage,
     TaskStatus,
     TaskUpdate,
     ThreadRecord,
+    TraceQuery,
+    WorkflowRunQuery,
+    WorkflowSnapshotRecord,
     check_aware,
     check_choice,
     check_statuses,
@@ -333,6 +338,22 @@ class Storage(Protocol):
     async def list_thread_state(self, thread_id: str) -> dict[str, JSONValue]:
         """Every `key: value` stored for a thread."""
 
+    # workflow run listings and tracing spans (the Mastra server API's runs and traces)
+    async def list_workflow_runs(self, query: WorkflowRunQuery) -> tuple[list[WorkflowSnapshotRecord], int]:
+        """The stored runs of a workflow matching `query`, newest first, and how many match."""
+
+    async def find_workflow_run(self, workflow_name: str, run_id: str) -> WorkflowSnapshotRecord | None:
+        """The stored run with its owner and timestamps, or `None`."""
+
+    async def save_spans(self, spans: Sequence[SpanRecord]) -> None:
+        """Insert or replace finished tracing spans."""
+
+    async def list_traces(self, query: TraceQuery) -> tuple[list[SpanRecord], int]:
+        """Root spans matching `query`, one page, and the total."""
+
+    async def get_trace(self, trace_id: str) -> list[SpanRecord]:
+        """Every span of a trace, by start time."""
+
     async def dangerously_clear_all(self) -> None:
         """Delete every record of every domain (tests, development resets); the schema stays."""
 
@@ -340,7 +361,7 @@ class Storage(Protocol):
 Page = tuple[int, int] | None
 
 
-class BaseStore(ABC):
+class BaseStore(ObservedStore, ABC):
     """Argument validation, normalisation and lifecycle shared by the backends (they implement `_prims`)."""
 
     def __init__(self) -> None:

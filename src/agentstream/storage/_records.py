@@ -20,6 +20,7 @@ __all__ = [
     "MessageRecord",
     "MessageRole",
     "NotFoundError",
+    "SpanRecord",
     "StorageBusyError",
     "StorageError",
     "TaskDateField",
@@ -28,6 +29,8 @@ __all__ = [
     "TaskStatus",
     "TaskUpdate",
     "ThreadRecord",
+    "TraceQuery",
+    "WorkflowRunQuery",
     "WorkflowSnapshotRecord",
     "utc_now",
 ]
@@ -280,6 +283,59 @@ class WorkflowSnapshotRecord(msgspec.Struct, frozen=True, kw_only=True):
     resource_id: str | None = None
     created_at: datetime
     updated_at: datetime
+
+
+class WorkflowRunQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """Which stored runs of one workflow `Storage.list_workflow_runs` returns (newest first)."""
+
+    workflow_name: str
+    resource_id: str | None = None
+    status: str | None = None
+    from_date: datetime | None = None
+    to_date: datetime | None = None
+    page: int | None = None
+    per_page: int | None = None
+
+
+class SpanRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A finished tracing span (Mastra's AI span), keyed by `(trace_id, span_id)`.
+
+    ``parent_span_id`` is ``None`` for a trace's root; ``error`` is ``None`` for a span that did
+    not fail; ``data`` holds the rest of the span as JSON (attributes, input, output, links...).
+    ``resource_id`` is the resource (user) whose request made the span, when one did.
+    """
+
+    trace_id: str
+    span_id: str
+    parent_span_id: str | None = None
+    name: str
+    span_type: str
+    started_at: datetime
+    ended_at: datetime | None = None
+    resource_id: str | None = None
+    entity_type: str | None = None
+    entity_id: str | None = None
+    entity_name: str | None = None
+    error: JSONValue | None = None
+    data: JSONValue = None
+
+
+class TraceQuery(msgspec.Struct, frozen=True, kw_only=True):
+    """Which traces `Storage.list_traces` returns: root spans matching every field given."""
+
+    resource_id: str | None = None
+    """Only traces of this resource (``None``: every resource's)."""
+    entity_type: str | None = None
+    entity_id: str | None = None
+    entity_name: str | None = None
+    span_type: str | None = None
+    status: str | None = None
+    """``success`` (ended, no error), ``error`` or ``running`` (not ended)."""
+    started_from: datetime | None = None
+    started_to: datetime | None = None
+    page: int = 0
+    per_page: int = 10
+    descending: bool = True
 
 
 class MessagePage(msgspec.Struct, frozen=True, kw_only=True):

@@ -117,6 +117,31 @@ SQLITE_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX mastra_bg_owner_idx ON mastra_background_tasks (owner_id)",
         ),
     ),
+    Migration(
+        3,
+        "tracing spans (the Mastra API's traces) and the workflow runs' listing index",
+        (
+            """CREATE TABLE mastra_ai_spans (
+                trace_id TEXT NOT NULL,
+                span_id TEXT NOT NULL,
+                parent_span_id TEXT,
+                name TEXT NOT NULL,
+                span_type TEXT NOT NULL,
+                started_at TEXT NOT NULL,
+                ended_at TEXT,
+                resource_id TEXT,
+                entity_type TEXT,
+                entity_id TEXT,
+                entity_name TEXT,
+                error TEXT,
+                data TEXT NOT NULL,
+                PRIMARY KEY (trace_id, span_id))""",
+            "CREATE INDEX mastra_ai_spans_roots_idx ON mastra_ai_spans (started_at) "
+            "WHERE parent_span_id IS NULL",
+            "CREATE INDEX mastra_workflow_snapshot_listing_idx ON mastra_workflow_snapshot "
+            "(workflow_name, created_at)",
+        ),
+    ),
 )
 
 # `{s}` is replaced by the quoted schema name.
@@ -196,6 +221,31 @@ POSTGRES_MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX mastra_bg_owner_idx ON {s}.mastra_background_tasks (owner_id)",
         ),
     ),
+    Migration(
+        3,
+        "tracing spans (the Mastra API's traces) and the workflow runs' listing index",
+        (
+            """CREATE TABLE {s}.mastra_ai_spans (
+                trace_id TEXT NOT NULL,
+                span_id TEXT NOT NULL,
+                parent_span_id TEXT,
+                name TEXT NOT NULL,
+                span_type TEXT NOT NULL,
+                started_at TIMESTAMPTZ NOT NULL,
+                ended_at TIMESTAMPTZ,
+                resource_id TEXT,
+                entity_type TEXT,
+                entity_id TEXT,
+                entity_name TEXT,
+                error JSONB,
+                data JSONB NOT NULL,
+                PRIMARY KEY (trace_id, span_id))""",
+            "CREATE INDEX mastra_ai_spans_roots_idx ON {s}.mastra_ai_spans (started_at) "
+            "WHERE parent_span_id IS NULL",
+            "CREATE INDEX mastra_workflow_snapshot_listing_idx ON {s}.mastra_workflow_snapshot "
+            "(workflow_name, created_at)",
+        ),
+    ),
 )
 
 
@@ -213,6 +263,7 @@ class Tables:
     snapshots: str
     state: str
     migrations: str
+    spans: str
 
     @classmethod
     def prefixed(cls, prefix: str) -> Tables:
@@ -223,6 +274,7 @@ class Tables:
             snapshots=f"{prefix}mastra_workflow_snapshot",
             state=f"{prefix}mastra_thread_state",
             migrations=f"{prefix}{MIGRATIONS_TABLE}",
+            spans=f"{prefix}mastra_ai_spans",
         )
 
 

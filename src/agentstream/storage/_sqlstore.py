@@ -23,13 +23,14 @@ from ._records import (
     utc_now,
 )
 from ._sql import MESSAGE_COLUMNS, TASK_COLUMNS, THREAD_COLUMNS, Codec, Tables, limit_clause
+from ._sqlobserved import SQLObserved
 
 __all__ = ["SQLStore"]
 
 Row = Sequence[Any]
 
 
-class SQLStore(BaseStore):
+class SQLStore(SQLObserved, BaseStore):
     """Single-statement storage operations over a `Codec` and `Tables` (see the module docstring)."""
 
     def __init__(self, codec: Codec, tables: Tables) -> None:

@@ -10,13 +10,17 @@ from typing import Any, TypeVar
 import msgspec
 
 from ._base import BaseStore, Page, TaskCondition, TaskQuery
+from ._observed import page_of, run_matches, trace_matches
 from ._records import (
     BackgroundTask,
     ConflictError,
     JSONValue,
     MessageRecord,
     NotFoundError,
+    SpanRecord,
     ThreadRecord,
+    TraceQuery,
+    WorkflowRunQuery,
     WorkflowSnapshotRecord,
     utc_now,
 )
@@ -50,6 +54,7 @@ class InMemoryStore(BaseStore):
         self._tasks: dict[str, tuple[int, BackgroundTask]] = {}
         self._snapshots: dict[tuple[str, str], WorkflowSnapshotRecord] = {}
         self._state: dict[str, dict[str, JSONValue]] = {}
+        self._spans: dict[tuple[str, str], SpanRecord] = {}
 
     async def _open(self) -> None:
         return None
@@ -274,3 +279,35 @@ class InMemoryStore(BaseStore):
             self._tasks.clear()
             self._snapshots.clear()
             self._state.clear()
+            self._spans.clear()
+
+    # workflow run listings and tracing spans
+
+    async def _list_runs(self, query: WorkflowRunQuery) -> tuple[list[WorkflowSnapshotRecord], int]:
+        with self._lock:
+            found = [r for r in self._snapshots.values() if run_matches(r, query)]
+        found.sort(key=lambda r: (r.created_at, r.run_id), reverse=True)
+        return [_copy(r) for r in page_of(found, query.page, query.per_page)], len(found)
+
+    async def _find_run(self, workflow_name: str, run_id: str) -> WorkflowSnapshotRecord | None:
+        with self._lock:
+            found = self._snapshots.get((workflow_name, run_id))
+        return None if found is None else _copy(found)
+
+    async def _save_spans(self, spans: list[SpanRecord]) -> None:
+        copies = [_copy(s) for s in spans]
+        with self._lock:
+            for span in copies:
+                self._spans[(span.trace_id, span.span_id)] = span
+
+    async def _list_traces(self, query: TraceQuery) -> tuple[list[SpanRecord], int]:
+        with self._lock:
+            roots = [s for s in self._spans.values() if trace_matches(s, query)]
+        roots.sort(key=lambda s: (s.started_at, s.trace_id), reverse=query.descending)
+        return [_copy(s) for s in page_of(roots, query.page, query.per_page)], len(roots)
+
+    async def _trace(self, trace_id: str) -> list[SpanRecord]:
+        with self._lock:
+            spans = [s for (t, _), s in self._spans.items() if t == trace_id]
+        spans.sort(key=lambda s: (s.started_at, s.span_id))
+        return [_copy(s) for s in spans]

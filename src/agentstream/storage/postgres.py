@@ -294,5 +294,5 @@ class PostgresStore(SQLStore):
         t = self._t
         await self._rowcount(
             "dangerously_clear_all",
-            f"TRUNCATE {t.messages}, {t.state}, {t.threads}, {t.tasks}, {t.snapshots}",
+            f"TRUNCATE {t.messages}, {t.state}, {t.threads}, {t.tasks}, {t.snapshots}, {t.spans}",
         )

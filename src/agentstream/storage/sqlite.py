@@ -276,7 +276,7 @@ class SQLiteStore(SQLStore):
     async def _clear_all(self) -> None:
         def run(c: sqlite3.Connection) -> None:
             with _transaction(c):
-                for table in (_T_.messages, _T_.state, _T_.threads, _T_.tasks, _T_.snapshots):
+                for table in (_T_.messages, _T_.state, _T_.threads, _T_.tasks, _T_.snapshots, _T_.spans):
                     c.execute(f"DELETE FROM {table}")
 
         await self._call("dangerously_clear_all", run)

@@ -18,6 +18,10 @@ conventions:
 
 Errors set the span's status to ``ERROR`` with an ``exception`` event (secrets redacted). Prompts,
 outputs, tool arguments and results are recorded only with ``include_content=True``.
+
+`record_spans` (needs ``opentelemetry-sdk``, in the ``otel`` extra) keeps the finished spans in an
+app's storage as Mastra's AI spans, for the Mastra API's observability routes (Studio's traces);
+`traced_for` names the resource (user) the spans started inside belong to.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._background import TaskParent, dispatch_parent, traced_task
+from ._owner import current_trace_resource, traced_for
 from ._propagation import incoming_trace
 from ._settings import InstrumentationSettings, check_instrument_option, instrument, settings_for
 from ._tree import format_span_tree
@@ -32,6 +37,7 @@ from ._workflow import workflow_run_span, workflow_step_span
 
 if TYPE_CHECKING:
     from ..models import LanguageModel
+    from ._recorder import SpanRecorder, flush_spans, record_spans
     from ._run import RunTrace
 else:
 
@@ -40,19 +46,28 @@ else:
             from ._run import RunTrace
 
             return RunTrace
+        if name in ("SpanRecorder", "flush_spans", "record_spans"):  # the SDK, only when asked for
+            from . import _recorder
+
+            return getattr(_recorder, name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "InstrumentationSettings",
     "RunTrace",
+    "SpanRecorder",
     "TaskParent",
     "check_instrument_option",
+    "current_trace_resource",
     "dispatch_parent",
+    "flush_spans",
     "format_span_tree",
     "incoming_trace",
     "instrument",
+    "record_spans",
     "trace_run",
+    "traced_for",
     "traced_task",
     "workflow_run_span",
     "workflow_step_span",

@@ -120,7 +120,9 @@ class StepSuspendValidationError(_ValidationFailure):
 
 class WorkflowResumeError(WorkflowError, ValueError):
     """A run cannot be resumed: unknown run, not suspended, wrong step, resume data that does not match
-    the step's `resume_schema`, or already resumed by someone else."""
+    the step's `resume_schema` (then `issues` names the fields), or already resumed by someone else."""
+
+    issues: tuple[SchemaIssue, ...] = ()
 
 
 class _Suspend(BaseException):

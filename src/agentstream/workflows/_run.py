@@ -323,9 +323,11 @@ class Run:
             if not outcome.ok:
                 from ..tools import format_issues
 
-                raise WorkflowResumeError(
+                error = WorkflowResumeError(
                     f"Invalid resume data for step {path[-1]!r}: \n{format_issues(outcome.issues)}"
                 )
+                error.issues = outcome.issues  # the fields, for a server's 400 to name
+                raise error
         return step_id
 
     async def resume(

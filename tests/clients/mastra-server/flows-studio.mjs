@@ -1,0 +1,162 @@
+#!/usr/bin/env node
+// Mastra Studio (`mastra studio`) in headless Chromium on the pages of workflows, memory and
+// traces, against a server: the data is made first with the REAL @mastra/client-js (a workflow
+// run that suspends, a chat on a memory thread), then each page must show it, with no console
+// error and no failed API call; and a run started from the workflow page's form is resumed with
+// its resume form, to success. One screenshot per page.
+//
+//   node flows-studio.mjs --base-url URL --studio-url URL --chromium PATH --shots DIR [--agent demo]
+//
+// Prints "PASS (n) …" / "FAIL (n) …" lines, then "RESULT p/t"; exit 0 when all passed.
+import { MastraClient } from '@mastra/client-js';
+
+const arg = (name, fallback) => {
+  const i = process.argv.indexOf(name);
+  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
+};
+const baseUrl = arg('--base-url').replace(/\/$/, '');
+const studioUrl = arg('--studio-url').replace(/\/$/, '');
+const chromiumPath = arg('--chromium', '/usr/bin/chromium');
+const shots = arg('--shots', '.');
+const agentId = arg('--agent', 'demo');
+const WORKFLOW = 'publish-article';
+const nonce = Math.random().toString(36).slice(2, 8);
+const client = new MastraClient({ baseUrl, retries: 0 });
+
+const short = (v, n = 300) => {
+  const s = typeof v === 'string' ? v : JSON.stringify(v);
+  return (s ?? String(v)).length > n ? `${s.slice(0, n)}…` : s;
+};
+class CheckFailed extends Error {}
+const expect = (cond, why) => { if (!cond) throw new CheckFailed(why); };
+let passed = 0;
+let total = 0;
+async function check(n, what, fn) {
+  total += 1;
+  try {
+    const detail = await Promise.race([fn(), new Promise((_, r) => setTimeout(() => r(new Error('timed out after 90 s')), 90_000))]);
+    passed += 1;
+    console.log(`PASS (${n}) ${what}${detail ? `: ${short(detail)}` : ''}`);
+  } catch (e) {
+    console.log(`FAIL (${n}) ${what}: ${short(e?.message ?? e, 600)}`);
+  }
+}
+
+// --- the data, made through the API as a Studio user's app would -------------------------------
+const threadId = `studio-thread-${nonce}`;
+// Studio lists an agent's threads under the agent's id as the resource (its chat page's own convention)
+const resourceId = agentId;
+const prompt = 'Explain how rainbows form';
+await client.getAgent(agentId).generate(prompt, { memory: { thread: threadId, resource: resourceId } });
+const run = await client.getWorkflow(WORKFLOW).createRun();
+const started = await run.startAsync({ inputData: { topic: `studio ${nonce}` } });
+let traceId;
+for (let i = 0; i < 50 && !traceId; i += 1) {
+  const traces = await client.getObservability?.()?.listTraces?.({ filters: { entityType: 'agent' } }).catch(() => null)
+    ?? await fetch(`${baseUrl}/api/observability/traces?entityType=agent`).then((r) => r.json());
+  traceId = traces?.spans?.[0]?.traceId;
+  if (!traceId) await new Promise((r) => setTimeout(r, 200));
+}
+
+const { chromium } = await import('playwright-core');
+const browser = await chromium.launch({ executablePath: chromiumPath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+
+async function page(path, texts, shot) {
+  return interact(async (p) => {
+    await p.goto(`${studioUrl}${path}`, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+    const missing = [];
+    for (const text of texts) {
+      try {
+        await p.getByText(text, { exact: false }).first().waitFor({ state: 'visible', timeout: 20_000 });
+      } catch {
+        missing.push(text);
+      }
+    }
+    await p.waitForTimeout(1500);
+    expect(missing.length === 0, `not shown on ${p.url()}: ${missing.map((t) => JSON.stringify(t)).join(', ')}`);
+    return `${texts.map((t) => JSON.stringify(t)).join(', ')} shown at ${p.url()}`;
+  }, shot);
+}
+
+/** ``action(page)`` on a fresh page: no console error and no failed API call allowed; a screenshot. */
+async function interact(action, shot) {
+  const p = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+  const consoleErrors = [];
+  const failed = [];
+  p.on('console', (m) => { if (m.type() === 'error' && !m.text().includes('ERR_BLOCKED_BY_CLIENT')) consoleErrors.push(m.text()); });
+  p.on('pageerror', (e) => consoleErrors.push(`pageerror: ${e.message}`));
+  await p.route(/\/refresh-events(\?|$)/, (route) => route.fulfill({
+    status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body: 'retry: 600000\n\n',
+  }));
+  await p.route((url) => !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname), (route) => {
+    if (route.request().resourceType() === 'image') {
+      return route.fulfill({ status: 200, contentType: 'image/svg+xml', body: '<svg xmlns="http://www.w3.org/2000/svg" width="1" height="1"/>' });
+    }
+    return route.abort('blockedbyclient');
+  });
+  const api = (u) => u.slice(baseUrl.length).replace(/\?.*/, '');
+  p.on('response', (r) => { if (r.status() >= 400 && r.url().startsWith(baseUrl)) failed.push(`${r.status()} ${r.request().method()} ${api(r.url())}`); });
+  p.on('requestfailed', (r) => { if (r.url().startsWith(baseUrl) && !r.failure()?.errorText?.includes('ERR_ABORTED')) failed.push(`${r.failure()?.errorText} ${r.method()} ${api(r.url())}`); });
+  let detail;
+  let failure;
+  try {
+    detail = await action(p);
+  } catch (e) {
+    failure = e;
+  }
+  try {
+    await p.screenshot({ path: `${shots}/${shot}`, fullPage: true });
+    const extra = `${failed.length ? `; failed API calls: ${[...new Set(failed)].slice(0, 6).join('; ')}` : ''}${consoleErrors.length ? `; console: ${short(consoleErrors[0], 300)}` : ''}`;
+    if (failure) throw new CheckFailed(`${failure.message ?? failure}${extra}`);
+    expect(consoleErrors.length === 0 && failed.length === 0, `${consoleErrors.length} console error(s), ${failed.length} failed call(s)${extra}`);
+    return `${detail}; ${shot}`;
+  } finally {
+    await p.close();
+  }
+}
+
+try {
+  await check(1, 'the workflow graph page draws the steps of publish-article', () =>
+    page(`/workflows/${WORKFLOW}/graph`, ['gather', 'approve', 'publish'], 'studio-workflow-graph.png'));
+  await check(2, 'the graph of a suspended run', async () => {
+    expect(started.status === 'suspended', `the run is ${started.status}`);
+    return page(`/workflows/${WORKFLOW}/graph/${run.runId}`, ['approve'], 'studio-workflow-run.png');
+  });
+  await check(3, 'a memory thread: the chat page shows its messages', () =>
+    page(`/agents/${agentId}/chat/${threadId}`, [prompt, 'rainbow forms when sunlight'], 'studio-memory-thread.png'));
+  await check(4, 'a trace: the traces page lists the agent run and its page shows its spans', async () => {
+    expect(traceId, 'no agent trace was recorded');
+    const list = await page('/observability', ['demo-agent', prompt, 'publish-article'], 'studio-traces.png');
+    const one = await page(`/traces/${traceId}`, ["agent run: 'demo-agent'", "llm: 'demo'", 'A rainbow forms'], 'studio-trace.png');
+    return `${list}; ${one}`;
+  });
+  await check(5, 'run the workflow from its page (the form), then resume it with the resume form', () =>
+    interact(async (p) => {
+      await p.goto(`${studioUrl}/workflows/${WORKFLOW}/graph`, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+      const topic = p.getByRole('textbox').first();
+      await topic.waitFor({ state: 'visible', timeout: 20_000 });
+      await topic.fill(`from studio ${nonce}`);
+      await p.getByRole('button', { name: 'Run', exact: true }).click();
+      await p.getByText('Resume', { exact: true }).first().waitFor({ state: 'visible', timeout: 30_000 });
+      await p.getByRole('checkbox').first().check();
+      await p.getByRole('button', { name: 'Resume', exact: true }).click();
+      const runs = await client.getWorkflow(WORKFLOW).runs();
+      const mine = runs.runs.find((r) => r.snapshot?.context?.input?.topic === `from studio ${nonce}`);
+      expect(mine, `no run with the topic typed in Studio among ${runs.runs.length}`);
+      let status;
+      for (let i = 0; i < 100; i += 1) {
+        status = (await client.getWorkflow(WORKFLOW).runById(mine.runId, { fields: ['result'] })).status;
+        if (status === 'success') break;
+        await p.waitForTimeout(100);
+      }
+      expect(status === 'success', `the run resumed from Studio is ${status}`);
+      const result = await client.getWorkflow(WORKFLOW).runById(mine.runId, { fields: ['result'] });
+      expect(result.result?.published === true, `result ${short(result.result)}`);
+      await p.waitForTimeout(1000);
+      return `run ${mine.runId} started and resumed in Studio: ${short(result.result)}`;
+    }, 'studio-workflow-resumed.png'));
+} finally {
+  await browser.close();
+}
+console.log(`RESULT ${passed}/${total}`);
+process.exit(passed === total ? 0 : 1);
