@@ -678,6 +678,11 @@ class Agent:
             "resourceId": scope.resource_id if scope is not None else None,
         }
 
+    async def lost_run(self, run_id: str) -> str | None:
+        """Why run ``run_id`` of this agent cannot go on because the process running its resumed
+        leg died (it was marked failed; a sentence for people), or ``None``."""
+        return await self._run_snapshots().lost(run_id)
+
     def _resume_leg(
         self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]
     ) -> ModelOutput:

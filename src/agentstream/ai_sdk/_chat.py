@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import msgspec
 
 from .._abort import AbortSignal
+from ..chunks import loads_wellformed
 from ..stream import TransformFactory, check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, UIChunk, Version, to_ai_sdk_stream
 from ._errors import ChatRequestError, UIMessageError, default_error_text
@@ -86,7 +87,9 @@ def parse_json_body(raw: bytes | bytearray | memoryview | str, *, max_depth: int
     if _nesting(data, max_depth):
         raise ChatRequestError(f"the request body nests arrays/objects deeper than {max_depth} levels")
     try:
-        return msgspec.json.decode(data)
+        # JSON.stringify spells a lone surrogate (an answer's delta cut inside an emoji, sent back
+        # with the history) as an escape msgspec alone refuses.
+        return loads_wellformed(data)
     except msgspec.DecodeError as exc:
         raise ChatRequestError(_decode_problem(data, exc)) from None
     except RecursionError:  # unreachable below max_depth, kept so it can never become a 500
@@ -227,9 +230,15 @@ async def _still_waiting(agent: Any, target: ResumeTarget, path: str) -> None:
     pending = await probe(run_id=target.run_id)
     run = _clip(target.run_id, 120)
     if pending is None:
+        lost_run = getattr(agent, "lost_run", None)
+        lost = await lost_run(target.run_id) if lost_run is not None else None
         raise ChatRequestError(
-            f"run {run!r} is not waiting for an answer any more: it has finished or is being "
-            "resumed (each suspension is answered once; send a new message to go on)",
+            f"run {run!r} is not waiting for an answer any more: "
+            + (
+                lost
+                if lost is not None
+                else "it has finished or is being resumed (each suspension is answered once; send a new message to go on)"
+            ),
             status_code=409,
             path=path,
         )

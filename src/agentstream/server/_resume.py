@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import unquote
 
-import msgspec
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Match, Route
@@ -29,6 +28,7 @@ from ..ai_sdk import (
     ChatRequestError,
     SSEStreamResponse,
     assert_valid_heartbeat_ms,
+    decode_ui_chunk,
     write_chunks,
 )
 from ..resumable import StreamExpiredError, StreamOwnerError, StreamStore, chat_stream_key
@@ -51,7 +51,7 @@ _RUNNING: set[asyncio.Task[None]] = set()
 # The response each chat is running in this process (its stream id and run's controller): a new
 # one for the chat stops the old one, and so does a stop request.
 _CURRENT: dict[tuple[int, str], tuple[str, AbortController]] = {}
-_decode = msgspec.json.Decoder().decode
+_decode = decode_ui_chunk
 
 # How long a stop or cancel waits for a worker to end the stream: its cancel poll (0.5 s) and a
 # run's cancel grace (2 s by default) with room; past it the server ends the stream itself.
