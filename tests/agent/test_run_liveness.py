@@ -48,12 +48,16 @@ async def _running(store: BaseStore, agent: Agent, owner: dict[str, Any]) -> Non
     assert out.status == "suspended"
     snapshot = await store.load_workflow_snapshot(SNAPSHOT_WORKFLOW, "r1")
     assert isinstance(snapshot, dict)
-    await store.persist_workflow_snapshot(SNAPSHOT_WORKFLOW, "r1", {**snapshot, "status": "running", "owner": owner})
+    await store.persist_workflow_snapshot(
+        SNAPSHOT_WORKFLOW, "r1", {**snapshot, "status": "running", "owner": owner}
+    )
 
 
 async def test_an_expired_lease_marks_the_run_lost_and_every_answer_says_why(store: BaseStore) -> None:
     agent = _agent(store)
-    await _running(store, agent, {"id": "elsewhere:4242:99", "leaseExpiresAt": int(time.time() * 1000) - 5_000})
+    await _running(
+        store, agent, {"id": "elsewhere:4242:99", "leaseExpiresAt": int(time.time() * 1000) - 5_000}
+    )
     leg = agent.approve_tool_call(run_id="r1", tool_call_id="c1")
     await read(leg)
     with pytest.raises(ResumeError, match="stopped while a resumed leg was running") as info:
@@ -72,7 +76,9 @@ async def test_a_gone_process_on_this_host_is_lost_at_once(store: BaseStore) -> 
     proc = await asyncio.create_subprocess_exec("true")
     await proc.wait()  # a pid that no longer runs
     host = PROCESS_OWNER.split(":")[0]
-    await _running(store, agent, {"id": f"{host}:{proc.pid}:1", "leaseExpiresAt": int(time.time() * 1000) + 30_000})
+    await _running(
+        store, agent, {"id": f"{host}:{proc.pid}:1", "leaseExpiresAt": int(time.time() * 1000) + 30_000}
+    )
     lost = await agent.lost_run("r1")  # a first look that is not an answer marks it too
     assert lost is not None and f"pid {proc.pid}" in lost and "is gone" in lost
 
@@ -81,7 +87,9 @@ async def test_a_live_owner_keeps_its_run_and_a_running_leg_renews_its_lease(
     store: BaseStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     agent = _agent(store)
-    await _running(store, agent, {"id": "elsewhere:4242:99", "leaseExpiresAt": int(time.time() * 1000) + 30_000})
+    await _running(
+        store, agent, {"id": "elsewhere:4242:99", "leaseExpiresAt": int(time.time() * 1000) + 30_000}
+    )
     leg = agent.approve_tool_call(run_id="r1", tool_call_id="c1")
     await read(leg)
     with pytest.raises(ResumeError, match="already being resumed"):  # maybe alive: left alone

@@ -49,7 +49,13 @@ def _approver(path: str) -> Any:
         [{"type": "stream-start", "warnings": []}, call, {"type": "finish", "finishReason": "tool-calls", "usage": USAGE}],
         [{"type": "stream-start", "warnings": []}, {"type": "finish", "finishReason": "stop", "usage": USAGE}],
     ]  # fmt: skip
-    tool = Tool(id="deploy", description="deploy", input_schema={"type": "object"}, execute=deploy, require_approval=True)
+    tool = Tool(
+        id="deploy",
+        description="deploy",
+        input_schema={"type": "object"},
+        execute=deploy,
+        require_approval=True,
+    )
     return Agent(id="approver", instructions="x", model=ScriptedModel(steps), tools=[tool])
 
 

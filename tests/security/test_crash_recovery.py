@@ -158,7 +158,9 @@ def _suspend(base: str) -> str:
     answer = httpx.post(base + "/api/agents-chat/approver", json=APPROVAL_CHAT, timeout=30)
     assert answer.status_code == 200, answer.text
     frames = [json.loads(line[6:]) for line in answer.text.split("\n\n") if line.startswith("data: {")]
-    approval = [f for f in frames if f["type"] == "tool-approval-request" or f["type"] == "data-tool-call-approval"]
+    approval = [
+        f for f in frames if f["type"] == "tool-approval-request" or f["type"] == "data-tool-call-approval"
+    ]
     assert approval, frames
     run_ids = {f.get("data", {}).get("runId") for f in frames if isinstance(f.get("data"), dict)}
     run_ids.discard(None)
@@ -199,4 +201,6 @@ async def test_an_agent_run_killed_in_its_approved_leg_is_reported_lost_by_the_n
         assert "stopped while a resumed leg was running" in message and f"pid {process.pid}" in message
         assert "is gone" in message and "being resumed" not in message
     stored = await _snapshot(db, "agentstream:agent-run", run_id)
-    assert stored["status"] == "failed" and stored["error"]["name"] == "AgentRunLost" and "owner" not in stored
+    assert (
+        stored["status"] == "failed" and stored["error"]["name"] == "AgentRunLost" and "owner" not in stored
+    )

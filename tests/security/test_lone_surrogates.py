@@ -41,7 +41,11 @@ def _answer(text: str, *, wait: bool) -> list[dict[str, Any]]:
     ]
     if wait:
         parts.append({"$waitForAbort": True})
-    return [*parts, {"type": "text-end", "id": "t"}, {"type": "finish", "finishReason": "stop", "usage": USAGE}]
+    return [
+        *parts,
+        {"type": "text-end", "id": "t"},
+        {"type": "finish", "finishReason": "stop", "usage": USAGE},
+    ]
 
 
 def _frames(raw: bytes) -> list[Any]:
