@@ -212,6 +212,14 @@ class Agent:
         manager: BackgroundTaskManager | None = self._mastra.background_task_manager
         return manager
 
+    async def get_memory(self) -> Memory | None:
+        """The memory this agent's runs use (Mastra's ``getMemory``): its own, bound to the Mastra's
+        storage when it has none, or a plain `Memory` over that storage; ``None`` without storage."""
+        try:
+            return self._memory_for_run()
+        except ValueError:
+            return None
+
     def _memory_for_run(self) -> Memory:
         storage = self._mastra.storage if self._mastra is not None else None
         memory = self.memory

@@ -248,9 +248,9 @@ async def resumed_source(
         finally:
             await _close(source)
     finally:
+        # Cancelled, not awaited first: the run's end is stored before anything else can run (a
+        # renewal still in flight is a compare-and-set on ``running``, so it cannot undo the end).
         renewer.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await renewer
         if not recorder.suspended:
             try:
                 await snapshots.finish(run_id, status)
@@ -258,6 +258,8 @@ async def resumed_source(
                     await snapshots.clear_thread(scope.thread_id, run_id)
             except Exception:
                 log.exception("marking resumed run %s as %s failed", run_id, status)
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewer
 
 
 async def _renew_lease(snapshots: RunSnapshots, run_id: str, claimed: dict[str, Any]) -> None:

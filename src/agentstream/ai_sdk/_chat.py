@@ -17,6 +17,7 @@ from ..stream import TransformFactory, check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, UIChunk, Version, to_ai_sdk_stream
 from ._errors import ChatRequestError, UIMessageError, default_error_text
 from ._errors import _clip as _clip  # re-exported: _workflow imports it from here
+from ._memory_option import request_memory
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
 from ._resume import (
     ResumeTarget,
@@ -165,6 +166,7 @@ class _Checked:
     last_message_id: str | None
     model_messages: list[Any]
     run_id: str | None
+    memory: dict[str, Any] | None = None
 
 
 async def _checked(
@@ -214,7 +216,8 @@ async def _checked(
     run_id = extra.get("runId") if isinstance(extra.get("runId"), str) else None
     if run_id is not None:
         await owners.check_new_run(run_id)
-    return _Checked(agent, owners, [], False, last_message_id, model_messages, run_id)
+    memory = await request_memory(agent, extra.get("memory"), owner, max_id=MAX_ID_LENGTH)
+    return _Checked(agent, owners, [], False, last_message_id, model_messages, run_id, memory)
 
 
 async def _still_waiting(agent: Any, target: ResumeTarget, path: str) -> None:
@@ -345,6 +348,8 @@ async def handle_chat_stream(
         return _guarded(resumed, None, on_error, owners)
     if checked.run_id is not None:
         options["run_id"] = checked.run_id
+    if checked.memory is not None:  # the body's, over the route's defaults (Mastra's precedence)
+        options["memory"] = checked.memory
     model_messages = checked.model_messages
     output = agent.stream(model_messages, **options)
     return _guarded(to_ai_sdk_stream(output, **convert), output, on_error, owners)
