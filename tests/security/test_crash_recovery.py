@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -120,6 +121,10 @@ async def test_a_workflow_run_killed_with_its_process_is_reported_lost_by_the_ne
         with httpx.stream("POST", base + "/api/workflows/slow/stream", json=body, timeout=10) as response:
             assert response.status_code == 200
             _frames(response, 2)  # the run has started its minute-long step
+            deadline = time.monotonic() + 20  # (its running snapshot may land just after the frames)
+            while (await _snapshot(db, "slow", "run-1")) is None:
+                assert time.monotonic() < deadline, "the running run was never stored"
+                await asyncio.sleep(0.05)
             _kill(process)
     stored = await _snapshot(db, "slow", "run-1")
     assert stored["status"] == "running" and stored["owner"]["id"].split(":")[1] == str(process.pid)
