@@ -23,7 +23,7 @@ const { chromium } = require(playwrightPath);
 const idle = (page, n) => page.waitForFunction((n) => document.querySelectorAll(".msg.assistant").length === n &&
   document.getElementById("log").getAttribute("aria-busy") === "false", n, { timeout: 30000 });
 const shown = (page) => page.$$eval(".msg", (ms) => ms.map((m) => [m.querySelector(".role").textContent, [...m.querySelectorAll(".text")].map((t) => t.textContent).join("")]));
-const listed = (page) => page.$$eval("#thread-list a", (as) => as.map((a) => ({ id: a.dataset.thread, current: a.classList.contains("current"), title: a.textContent })));
+const listed = (page) => page.$$eval("#thread-list button", (as) => as.map((a) => ({ id: a.dataset.thread, current: a.classList.contains("current"), title: a.textContent })));
 async function ask(page, text, n) { await page.fill("#input", text); await page.click("#send"); await idle(page, n); }
 (async () => {
   const browser = await chromium.launch({ executablePath: process.env.CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
@@ -41,7 +41,7 @@ async function ask(page, text, n) { await page.fill("#input", text); await page.
     out.listVisible = await page.isVisible("#threads");
     out.emptyList = await page.$eval("#thread-list", (l) => l.textContent);
     await ask(page, "What is the weather in Paris?", 1);
-    await page.waitForFunction(() => document.querySelectorAll("#thread-list a").length === 1);
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button").length === 1);
     out.afterFirst = await listed(page);
     await ask(page, "Explain how rainbows form", 2);
     out.firstChat = await shown(page);
@@ -54,10 +54,10 @@ async function ask(page, text, n) { await page.fill("#input", text); await page.
     await page.click("#new-chat");
     out.second = new URL(page.url()).searchParams.get("chat");
     await ask(page, "What is the weather in Berlin?", 1);
-    await page.waitForFunction(() => document.querySelectorAll("#thread-list a").length === 2);
+    await page.waitForFunction(() => document.querySelectorAll("#thread-list button").length === 2);
     out.twoListed = await listed(page);
     await page.evaluate(() => sessionStorage.clear());
-    await page.click(`#thread-list a[data-thread="${out.first}"]`);
+    await page.click(`#thread-list button[data-thread="${out.first}"]`);
     await page.waitForFunction(() => document.querySelectorAll(".msg").length === 4);
     out.continuedAt = new URL(page.url()).searchParams.get("chat");
     out.backToFirst = await shown(page);
@@ -68,7 +68,7 @@ async function ask(page, text, n) { await page.fill("#input", text); await page.
     const other = await (await browser.newContext()).newPage();
     await other.goto(url + "?chat=" + encodeURIComponent(out.first));
     await other.waitForSelector("#log[data-ready=true]");
-    out.otherList = await other.$$eval("#thread-list a", (as) => as.length);
+    out.otherList = await other.$$eval("#thread-list button", (as) => as.length);
     out.otherShown = await shown(other);
   } finally {
     await browser.close();

@@ -116,3 +116,13 @@ async def test_without_auth_the_resource_is_the_clients(storage: SQLiteStore) ->
     assert answer.status_code == 200
     thread = await storage.get_thread("t9")
     assert (thread.resource_id, thread.title) == ("browser-1", "Tides")
+
+
+async def test_an_agent_without_memory_refuses_the_option(storage: SQLiteStore) -> None:
+    model = ScriptedModel([ANSWER])
+    mastra = Mastra(agents={"plain": Agent(id="plain", instructions="x", model=model)}, storage=storage)
+    app = Starlette(routes=[chat_route(mastra, "/api/chat/{agent_id}", heartbeat_ms=0)])
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=BASE, timeout=30) as client:
+        answer = await client.post("/api/chat/plain", json=_body("hi", {"thread": "t1", "resource": "r"}))
+    assert answer.status_code == 400 and answer.json()["error"]["path"] == "memory"
+    assert "has no memory" in answer.json()["error"]["message"] and model.calls == []

@@ -213,8 +213,10 @@ class Agent:
         return manager
 
     async def get_memory(self) -> Memory | None:
-        """The memory this agent's runs use (Mastra's ``getMemory``): its own, bound to the Mastra's
-        storage when it has none, or a plain `Memory` over that storage; ``None`` without storage."""
+        """The agent's memory (Mastra's ``getMemory``), bound to the Mastra's storage when it has
+        none of its own; ``None`` when the agent has no memory (or nothing to keep it in)."""
+        if self.memory is None:
+            return None
         try:
             return self._memory_for_run()
         except ValueError:

@@ -86,7 +86,7 @@ async def request_memory(agent: Any, given: Any, owner: str | None, *, max_id: i
     if memory is None:
         raise _refuse(
             "memory",
-            f"agent {_clip(str(getattr(agent, 'id', '')), 120)!r} has no memory (no storage to keep threads in)",
+            f"agent {_clip(str(getattr(agent, 'id', '')), 120)!r} has no memory (Agent(memory=Memory(...)) and storage to keep its threads in)",
         )
     found = await memory.get_thread(thread_id)
     if found is not None and found.resource_id != resource:
