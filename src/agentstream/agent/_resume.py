@@ -228,7 +228,7 @@ async def resumed_source(
     checked = decision_for(snapshot, decision, tools)
     config, scope, wrap = leg_config(snapshot)
     claimed = await snapshots.claim(run_id, snapshot)
-    renewer = asyncio.create_task(_renew_lease(snapshots, run_id, claimed))
+    renewer = asyncio.create_task(_renew_lease(snapshots, run_id, claimed, lambda: not recorder.suspended))
     status = "failed"
     try:
         config.resume = ResumePoint.from_json(snapshot["loop"], checked)
@@ -262,12 +262,17 @@ async def resumed_source(
             await renewer
 
 
-async def _renew_lease(snapshots: RunSnapshots, run_id: str, claimed: dict[str, Any]) -> None:
-    """Keep the claimed run's lease fresh while its leg runs (see ``_suspension``'s docs)."""
+async def _renew_lease(
+    snapshots: RunSnapshots, run_id: str, claimed: dict[str, Any], leg_running: Callable[[], bool]
+) -> None:
+    """Keep the claimed run's lease fresh while its leg runs (see ``_suspension``'s docs); never
+    once the leg suspended the run again (another leg may claim it then)."""
     from ..storage import RUN_RENEW_MS  # the agent package does not import storage at load
 
     while True:
         await asyncio.sleep(RUN_RENEW_MS / 1000)
+        if not leg_running():
+            return
         try:
             if not await snapshots.renew(run_id, claimed):
                 return  # no longer running: marked lost elsewhere, or the leg ended
