@@ -95,7 +95,11 @@ async def test_300_concurrent_until_idle_chats_for_60_s_all_end_with_finish_or_e
     process = _start(port)
     endings: list[tuple[str, float]] = []
     try:
-        limits = httpx.Limits(max_connections=CLIENTS + 20, max_keepalive_connections=CLIENTS + 20)
+        # A pooled connection is dropped before the server's 5 s keep-alive closes it (as browsers
+        # do), so a request never races the server's close of an idle connection.
+        limits = httpx.Limits(
+            max_connections=CLIENTS + 20, max_keepalive_connections=CLIENTS + 20, keepalive_expiry=1.0
+        )
         timeout = httpx.Timeout(LOAD_S + 120, connect=30)
         async with httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{port}", limits=limits, timeout=timeout
