@@ -143,7 +143,8 @@ def test_two_turns_with_a_tool_card(base_url: str, tmp_path: Path) -> None:
     assert out["agents"] == ["demo"]
     assert out["consoleErrors"] == [], out["requests"]
     assert "GET /api/workflow 200" in out["requests"]  # the workflow picker (tests/test_workflow_page.py)
-    chat_requests = [r for r in out["requests"] if r != "GET /api/workflow 200"]
+    # (and the memory threads: tests/test_chat_page_memory.py)
+    chat_requests = [r for r in out["requests"] if r != "GET /api/workflow 200" and "/api/memory/" not in r]
     # On load the page asks whether an answer for its chat (?chat=<id>) is running: 204, none.
     resume = f"GET /api/chat/demo/{out['chat']}/stream 204"
     assert chat_requests == ["GET /api/chat/info 200", resume, "POST /api/chat/demo 200", "POST /api/chat/demo 200"]

@@ -182,6 +182,21 @@ def check_models(mastra: Mastra) -> None:
             raise AppLoadError(f"agent {key!r} has an unusable model: {exc}", usage=False) from exc
 
 
+def _with_memory_agents(page: str, agents: dict[str, Any]) -> str:
+    """The page, told which agents have memory (their chats are memory threads, listed at the side).
+    An agent whose default options name its thread already keeps that one thread: not listed."""
+    import html
+    import json
+
+    ids = [
+        agent_id
+        for agent_id, agent in agents.items()
+        if getattr(agent, "memory", None) is not None
+        and "memory" not in (getattr(agent, "default_options", None) or {})
+    ]
+    return page.replace("<body>", f'<body data-memory-agents="{html.escape(json.dumps(ids))}">', 1)
+
+
 def create_app(
     mastra: Mastra | None = None,
     *,
@@ -246,7 +261,9 @@ def create_app(
     if not agents and not workflows:
         raise ValueError("the Mastra instance has no agents or workflows to serve")
     default = default_agent or next(iter(agents), None)
-    page = resources.files("agentstream._web").joinpath("chat.html").read_text(encoding="utf-8")
+    page = _with_memory_agents(
+        resources.files("agentstream._web").joinpath("chat.html").read_text(encoding="utf-8"), agents
+    )
     options: dict[str, Any] = {
         "heartbeat_ms": heartbeat_ms,
         "send_reasoning": send_reasoning,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -120,6 +121,10 @@ async def test_a_workflow_run_killed_with_its_process_is_reported_lost_by_the_ne
         with httpx.stream("POST", base + "/api/workflows/slow/stream", json=body, timeout=10) as response:
             assert response.status_code == 200
             _frames(response, 2)  # the run has started its minute-long step
+            deadline = time.monotonic() + 20  # (its running snapshot may land just after the frames)
+            while (await _snapshot(db, "slow", "run-1")) is None:
+                assert time.monotonic() < deadline, "the running run was never stored"
+                await asyncio.sleep(0.05)
             _kill(process)
     stored = await _snapshot(db, "slow", "run-1")
     assert stored["status"] == "running" and stored["owner"]["id"].split(":")[1] == str(process.pid)
@@ -139,3 +144,68 @@ async def test_a_workflow_run_killed_with_its_process_is_reported_lost_by_the_ne
     stored = await _snapshot(db, "slow", "run-1")
     assert stored["status"] == "failed" and stored["error"]["name"] == "WorkflowRunLost"
     assert "owner" not in stored
+
+
+APPROVAL_CHAT = {
+    "id": "chat-approve",
+    "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": "Deploy it"}]}],
+    "trigger": "submit-message",
+}
+
+
+def _approve(base: str, run_id: str) -> httpx.Response:
+    body = {**APPROVAL_CHAT, "runId": run_id, "toolCallId": "call-1", "resumeData": {"approved": True}}
+    return httpx.post(base + "/api/agents-chat/approver", json=body, timeout=10)
+
+
+def _suspend(base: str) -> str:
+    """A turn whose tool call waits for approval; the run id (kept in the SQLite file)."""
+    answer = httpx.post(base + "/api/agents-chat/approver", json=APPROVAL_CHAT, timeout=30)
+    assert answer.status_code == 200, answer.text
+    frames = [json.loads(line[6:]) for line in answer.text.split("\n\n") if line.startswith("data: {")]
+    approval = [
+        f for f in frames if f["type"] == "tool-approval-request" or f["type"] == "data-tool-call-approval"
+    ]
+    assert approval, frames
+    run_ids = {f.get("data", {}).get("runId") for f in frames if isinstance(f.get("data"), dict)}
+    run_ids.discard(None)
+    assert len(run_ids) == 1, frames
+    return str(run_ids.pop())
+
+
+async def test_an_agent_run_killed_in_its_approved_leg_is_reported_lost_by_the_next_process(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "crash.db"
+    started = Path(str(db) + ".tool-started")
+    with _server(db) as (process, base):
+        run_id = _suspend(base)
+    # A waiting run outlives its process: the next one answers its approval...
+    with _server(db) as (process, base):
+        with httpx.stream(
+            "POST",
+            base + "/api/agents-chat/approver",
+            json={**APPROVAL_CHAT, "runId": run_id, "toolCallId": "call-1", "resumeData": {"approved": True}},
+            timeout=10,
+        ) as response:
+            assert response.status_code == 200, response.read()
+            deadline = time.monotonic() + 20
+            while not started.exists():  # ...and is killed while the approved tool runs
+                assert time.monotonic() < deadline, "the approved tool never started"
+                time.sleep(0.02)
+            _kill(process)
+    stored = await _snapshot(db, "agentstream:agent-run", run_id)
+    assert stored["status"] == "running" and stored["owner"]["id"].split(":")[1] == str(process.pid)
+    with _server(db) as (_process, base):
+        again = _approve(base, run_id)
+        twice = _approve(base, run_id)
+    # Not "already being resumed" for good: the run is lost, and the answer says why.
+    for answer in (again, twice):
+        assert answer.status_code == 409, answer.text
+        message = answer.json()["error"]["message"]
+        assert "stopped while a resumed leg was running" in message and f"pid {process.pid}" in message
+        assert "is gone" in message and "being resumed" not in message
+    stored = await _snapshot(db, "agentstream:agent-run", run_id)
+    assert (
+        stored["status"] == "failed" and stored["error"]["name"] == "AgentRunLost" and "owner" not in stored
+    )

@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 from ._errors import EXIT_USAGE
 
-__all__ = ["Parser", "milliseconds", "milliseconds_or_none"]
+__all__ = ["Parser", "milliseconds", "milliseconds_or_none", "positive_count", "positive_seconds"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -52,3 +52,25 @@ def milliseconds(value: str) -> float:
 def milliseconds_or_none(value: str) -> float | None:
     """``argparse`` type: like `milliseconds`, or ``none`` (no delay)."""
     return _number(value, allow_none=True)
+
+
+def positive_seconds(value: str) -> float:
+    """``argparse`` type: a finite number of seconds > 0 (a limit of 0 s would refuse everyone)."""
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {value!r}") from None
+    if not math.isfinite(number) or number <= 0:
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {value!r}")
+    return number
+
+
+def positive_count(value: str) -> int:
+    """``argparse`` type: a whole number >= 1 (connections, bytes)."""
+    try:
+        number = int(value.replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value!r}")
+    return number

@@ -9,7 +9,7 @@ import socket
 import sys
 from typing import Any
 
-from ._args import milliseconds, milliseconds_or_none
+from ._args import milliseconds, milliseconds_or_none, positive_count, positive_seconds
 from ._errors import CLIError, UsageError, missing_extra
 
 __all__ = ["add_parser", "run"]
@@ -93,7 +93,68 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="trace the agents with OpenTelemetry and print each run's span tree on stderr as it ends",
     )
+    _add_limits(parser)
     parser.set_defaults(func=run)
+
+
+def _add_limits(parser: argparse.ArgumentParser) -> None:
+    """The connection limits (``ConnectionLimits``) and body caps (``RequestGuard``) as flags."""
+    group = parser.add_argument_group('connection limits (docs/serving.md, "Connection limits")')
+    seconds: list[tuple[str, str, str]] = [
+        ("--header-timeout", "header_timeout_s", "the request head must be complete within S seconds (10)"),
+        ("--body-timeout", "body_timeout_s", "the whole request body within S seconds of its head (30)"),
+        ("--keep-alive", "keep_alive_s", "close an idle keep-alive connection after S seconds (5)"),
+        ("--graceful-shutdown", "graceful_shutdown_s", "on SIGTERM, open streams get S seconds (2)"),
+    ]
+    for flag, dest, text in seconds:
+        group.add_argument(flag, dest=dest, type=positive_seconds, default=None, metavar="S", help=text)
+    counts: list[tuple[str, str, str]] = [
+        ("--max-connections", "max_connections", "connections open at once (the open-file limit less 128)"),
+        ("--max-header-bytes", "max_header_bytes", "bytes of an incomplete request head buffered (16384)"),
+        ("--max-body-bytes", "max_body_bytes", "largest request body, a 413 beyond (1048576)"),
+        (
+            "--max-buffered-bytes",
+            "max_buffered_bytes",
+            "request-body bytes read at once in total, a 503 beyond (16777216)",
+        ),
+    ]
+    for flag, dest, text in counts:
+        group.add_argument(flag, dest=dest, type=positive_count, default=None, metavar="N", help=text)
+
+
+_LIMIT_FIELDS = ("header_timeout_s", "body_timeout_s", "keep_alive_s", "graceful_shutdown_s")
+_COUNT_FIELDS = ("max_connections", "max_header_bytes")
+
+
+def _limits(args: argparse.Namespace) -> Any:
+    """The `ConnectionLimits` of the flags given (the defaults for the others)."""
+    from agentstream.server import ConnectionLimits, default_max_connections
+
+    ceiling = default_max_connections()
+    if args.max_connections is not None and args.max_connections > ceiling:
+        raise UsageError(
+            f"--max-connections {args.max_connections} is above what the open-file limit allows ({ceiling}: "
+            "ulimit -n less 128 for the server's own files); raise ulimit -n or lower --max-connections"
+        )
+    given = {name: getattr(args, name) for name in (*_LIMIT_FIELDS, *_COUNT_FIELDS)}
+    try:
+        return ConnectionLimits(**{name: value for name, value in given.items() if value is not None})
+    except ValueError as exc:
+        raise UsageError(str(exc)) from exc
+
+
+def _body_caps(args: argparse.Namespace) -> dict[str, int]:
+    """``--max-body-bytes`` / ``--max-buffered-bytes`` for `RequestGuard`, checked together."""
+    from agentstream.server import RequestGuard
+
+    body = args.max_body_bytes or RequestGuard.max_body_bytes
+    buffered = args.max_buffered_bytes or RequestGuard.max_buffered_bytes
+    if buffered < body:
+        raise UsageError(
+            f"--max-buffered-bytes {buffered} is below the largest body allowed ({body}, --max-body-bytes): "
+            "no full-size body could ever be read"
+        )
+    return {"max_body_bytes": body, "max_buffered_bytes": buffered}
 
 
 def _runner(args: argparse.Namespace) -> Any:
@@ -222,6 +283,7 @@ def _guard(args: argparse.Namespace) -> Any:
         allowed_origins=args.allow_origin,
         cors=bool(args.allow_origin),
         auth=bearer_token_auth(args.token) if args.token else None,
+        **_body_caps(args),
     )
 
 
@@ -243,6 +305,7 @@ def run(args: argparse.Namespace) -> int:
         from ._trace import trace_each_run
 
         trace_each_run()
+    limits = _limits(args)
     app = _app(args)
     sock = _listen(args.host, args.port)
     host, port = sock.getsockname()[:2]
@@ -259,7 +322,7 @@ def run(args: argparse.Namespace) -> int:
     from agentstream.server import serving_config
 
     # Head/body deadlines, a connection cap, a 2 s grace on SIGTERM (docs/serving.md, "Limits").
-    server = uvicorn.Server(serving_config(app, log_level="warning"))
+    server = uvicorn.Server(serving_config(app, limits, log_level="warning"))
     with sock:
         server.run(sockets=[sock])
     return 0

@@ -212,6 +212,16 @@ class Agent:
         manager: BackgroundTaskManager | None = self._mastra.background_task_manager
         return manager
 
+    async def get_memory(self) -> Memory | None:
+        """The agent's memory (Mastra's ``getMemory``), bound to the Mastra's storage when it has
+        none of its own; ``None`` when the agent has no memory (or nothing to keep it in)."""
+        if self.memory is None:
+            return None
+        try:
+            return self._memory_for_run()
+        except ValueError:
+            return None
+
     def _memory_for_run(self) -> Memory:
         storage = self._mastra.storage if self._mastra is not None else None
         memory = self.memory
@@ -677,6 +687,11 @@ class Agent:
             "threadId": scope.thread_id if scope is not None else None,
             "resourceId": scope.resource_id if scope is not None else None,
         }
+
+    async def lost_run(self, run_id: str) -> str | None:
+        """Why run ``run_id`` of this agent cannot go on because the process running its resumed
+        leg died (it was marked failed; a sentence for people), or ``None``."""
+        return await self._run_snapshots().lost(run_id)
 
     def _resume_leg(
         self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]

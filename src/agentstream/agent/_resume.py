@@ -4,6 +4,8 @@ suspended, and the source of a leg that resumes one (`Agent.approve_tool_call`,
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import json
 import logging
@@ -225,7 +227,8 @@ async def resumed_source(
     snapshot = await snapshots.load(run_id)
     checked = decision_for(snapshot, decision, tools)
     config, scope, wrap = leg_config(snapshot)
-    await snapshots.claim(run_id, snapshot)
+    claimed = await snapshots.claim(run_id, snapshot)
+    renewer = asyncio.create_task(_renew_lease(snapshots, run_id, claimed, lambda: not recorder.suspended))
     status = "failed"
     try:
         config.resume = ResumePoint.from_json(snapshot["loop"], checked)
@@ -245,6 +248,9 @@ async def resumed_source(
         finally:
             await _close(source)
     finally:
+        # Cancelled, not awaited first: the run's end is stored before anything else can run (a
+        # renewal still in flight is a compare-and-set on ``running``, so it cannot undo the end).
+        renewer.cancel()
         if not recorder.suspended:
             try:
                 await snapshots.finish(run_id, status)
@@ -252,6 +258,26 @@ async def resumed_source(
                     await snapshots.clear_thread(scope.thread_id, run_id)
             except Exception:
                 log.exception("marking resumed run %s as %s failed", run_id, status)
+        with contextlib.suppress(asyncio.CancelledError):
+            await renewer
+
+
+async def _renew_lease(
+    snapshots: RunSnapshots, run_id: str, claimed: dict[str, Any], leg_running: Callable[[], bool]
+) -> None:
+    """Keep the claimed run's lease fresh while its leg runs (see ``_suspension``'s docs); never
+    once the leg suspended the run again (another leg may claim it then)."""
+    from ..storage import RUN_RENEW_MS  # the agent package does not import storage at load
+
+    while True:
+        await asyncio.sleep(RUN_RENEW_MS / 1000)
+        if not leg_running():
+            return
+        try:
+            if not await snapshots.renew(run_id, claimed):
+                return  # no longer running: marked lost elsewhere, or the leg ended
+        except Exception as exc:  # the store may be down for a moment: the next renewal retries
+            log.warning("agent run %s: renewing its lease failed: %s", run_id, exc)
 
 
 AUTO_RESUME_INSTRUCTIONS = """\

@@ -11,10 +11,19 @@ another one with the same storage, claims the snapshot with a compare-and-set on
 (``suspended`` → ``running``), so that two legs racing for one run run its tool once; the loser
 gets a `ResumeError`. A leg that ends writes ``finished`` (or a new ``suspended`` snapshot when
 the run stops again).
+
+A claimed (``running``) snapshot names its process and a lease the leg renews
+(``storage.run_owner_record``, as a workflow run's). When that process died (kill -9, a crash, a
+host gone) the run would stay ``running`` for good and every answer to it would hear "already
+being resumed": whoever loads it next, in any process sharing the store, finds the owner gone or
+its lease expired and marks it ``failed`` with `LOST_RUN` and a sentence saying so; resuming it is
+then a `ResumeError` with status ``"lost"`` that tells the truth. The leg is not run again: its
+tool may have had effects half-way (docs/decisions/issue-22-dead-runs.md).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,15 +37,19 @@ from ..chunks import (
     error_to_dict,
     to_jsonable,
 )
+from ..memory import resolve_memory_option
 from ._call_index import SuspendedCalls
 from ._hooks import PendingToolCall, StepInfo
 
 if TYPE_CHECKING:
     from ..storage import Storage
 
+log = logging.getLogger("agentstream.agent")
+
 __all__ = [
     "APPROVAL_RESUME_SCHEMA",
     "DECLINED_REASON",
+    "LOST_RUN",
     "PENDING_THREAD_KEY",
     "SNAPSHOT_WORKFLOW",
     "ApprovalPolicy",
@@ -50,6 +63,9 @@ __all__ = [
 
 SNAPSHOT_WORKFLOW = "agentstream:agent-run"
 """The workflow name under which suspended agent runs are kept in the workflow-snapshot domain."""
+
+LOST_RUN = "AgentRunLost"
+"""``error.name`` of a resumed run marked failed because the process running it died."""
 
 PENDING_THREAD_KEY = "agentstream:suspended-run"
 """Thread-state key naming the suspended run of a memory thread (for ``auto_resume_suspended_tools``)."""
@@ -74,7 +90,8 @@ class ResumeError(RuntimeError):
     """A run cannot be resumed: unknown, finished, already resumed, or not waiting for that call.
 
     ``status`` says which: ``"not-found"``, ``"finished"``, ``"running"`` (another leg resumed it),
-    ``"mismatch"`` (another agent's run, another tool call, or the wrong kind of answer).
+    ``"lost"`` (the process running a resumed leg died; the run was marked failed), ``"mismatch"``
+    (another agent's run, another tool call, or the wrong kind of answer).
     """
 
     def __init__(self, message: str, *, run_id: str, status: str) -> None:
@@ -262,19 +279,73 @@ class RunSnapshots:
                 run_id=run_id,
                 status="mismatch",
             )
-        _check_status(run_id, found.get("status"))
+        from ..storage import run_lost_reason  # the agent package does not import storage at load
+
+        if (reason := run_lost_reason(found)) is not None:
+            found = await self._mark_lost(run_id, found, reason)
+        _check_status(run_id, found.get("status"), found.get("error"))
         return found
 
-    async def claim(self, run_id: str, snapshot: dict[str, Any]) -> None:
-        """Take the run for one leg: ``suspended`` → ``running``, atomically in the storage."""
+    async def _mark_lost(self, run_id: str, found: dict[str, Any], reason: str) -> dict[str, Any]:
+        """A claimed run whose process died: stored ``failed`` (once, whoever looks first)."""
+        failed = {
+            "status": "failed",
+            "agentId": self.agent_id,
+            "runId": run_id,
+            "error": lost_error(run_id, reason),
+        }
+        if not await self.storage.compare_and_set_workflow_snapshot(
+            SNAPSHOT_WORKFLOW, run_id, failed, expected_status="running"
+        ):
+            current = await self.storage.load_workflow_snapshot(SNAPSHOT_WORKFLOW, run_id)
+            return current if isinstance(current, dict) else failed
+        if self.calls is not None:
+            self.calls.discard(run_id)
+        thread_id = _thread_of(found)
+        if thread_id is not None:  # the thread's next message must not try to auto-resume it
+            await self.clear_thread(thread_id, run_id)
+        log.warning("agent %s run %s: %s; marked failed", self.agent_id, run_id, reason)
+        return failed
+
+    async def lost(self, run_id: str) -> str | None:
+        """Why the run was marked lost (its process died during a resumed leg), or ``None``."""
+        found = await self.storage.load_workflow_snapshot(SNAPSHOT_WORKFLOW, run_id)
+        if not isinstance(found, dict) or found.get("agentId") != self.agent_id:
+            return None
+        if found.get("status") == "running":  # not looked at since its process died
+            try:
+                found = await self.load(run_id)
+            except ResumeError as exc:
+                return str(exc) if exc.status == "lost" else None
+        error = found.get("error")
+        lost = found.get("status") == "failed" and isinstance(error, dict) and error.get("name") == LOST_RUN
+        return str(error["message"]) if lost and isinstance(error, dict) else None
+
+    async def claim(self, run_id: str, snapshot: dict[str, Any]) -> dict[str, Any]:
+        """Take the run for one leg: ``suspended`` → ``running`` (with this process as its owner),
+        atomically in the storage; the claimed snapshot, for `renew`."""
+        from ..storage import run_owner_record
+
+        claimed = {**snapshot, "status": "running", "owner": run_owner_record()}
         won = await self.storage.compare_and_set_workflow_snapshot(
-            SNAPSHOT_WORKFLOW, run_id, {**snapshot, "status": "running"}, expected_status="suspended"
+            SNAPSHOT_WORKFLOW, run_id, claimed, expected_status="suspended"
         )
         if not won:
             current = await self.storage.load_workflow_snapshot(SNAPSHOT_WORKFLOW, run_id)
             status = current.get("status") if isinstance(current, dict) else None
             _check_status(run_id, status if status != "suspended" else "running")
             raise ResumeError(f"no suspended run {run_id!r} to resume", run_id=run_id, status="not-found")
+        return claimed
+
+    async def renew(self, run_id: str, claimed: dict[str, Any]) -> bool:
+        """Extend the running leg's lease; ``False`` when the run is no longer ``running`` (marked
+        lost by another process after a long stall: the leg goes on, but the lease is not revived)."""
+        from ..storage import run_owner_record
+
+        renewed = {**claimed, "owner": run_owner_record()}
+        return await self.storage.compare_and_set_workflow_snapshot(
+            SNAPSHOT_WORKFLOW, run_id, renewed, expected_status="running"
+        )
 
     async def mark_thread(self, thread_id: str, run_id: str, pending: Mapping[str, Any]) -> None:
         """Remember that the memory thread's last run is suspended on ``pending``."""
@@ -306,9 +377,31 @@ class RunSnapshots:
         )
 
 
-def _check_status(run_id: str, status: Any) -> None:
+def _thread_of(snapshot: Mapping[str, Any]) -> str | None:
+    options = snapshot.get("options")
+    memory = options.get("memory") if isinstance(options, Mapping) else None
+    try:
+        return resolve_memory_option(memory).thread_id if memory is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def lost_error(run_id: str, reason: str) -> dict[str, Any]:
+    """The ``error`` of a lost run's ``failed`` snapshot."""
+    return {
+        "name": LOST_RUN,
+        "message": (
+            f"run {run_id[:120]!r} stopped while a resumed leg was running: {reason}. It was marked "
+            "failed; the tool call being answered may have run part-way. Send a new message to go on."
+        ),
+    }
+
+
+def _check_status(run_id: str, status: Any, error: Any = None) -> None:
     if status == "suspended":
         return
+    if status == "failed" and isinstance(error, dict) and error.get("name") == LOST_RUN:
+        raise ResumeError(str(error.get("message")), run_id=run_id, status="lost")
     if status == "running":
         raise ResumeError(
             f"run {run_id!r} is already being resumed (approve, decline or resume it only once)",

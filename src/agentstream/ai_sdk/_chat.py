@@ -12,10 +12,12 @@ from typing import Any, Protocol
 import msgspec
 
 from .._abort import AbortSignal
+from ..chunks import loads_wellformed
 from ..stream import TransformFactory, check_transform_factories
 from ._convert import MessageMetadataFn, OnErrorFn, UIChunk, Version, to_ai_sdk_stream
 from ._errors import ChatRequestError, UIMessageError, default_error_text
 from ._errors import _clip as _clip  # re-exported: _workflow imports it from here
+from ._memory_option import request_memory
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request
 from ._resume import (
     ResumeTarget,
@@ -86,7 +88,9 @@ def parse_json_body(raw: bytes | bytearray | memoryview | str, *, max_depth: int
     if _nesting(data, max_depth):
         raise ChatRequestError(f"the request body nests arrays/objects deeper than {max_depth} levels")
     try:
-        return msgspec.json.decode(data)
+        # JSON.stringify spells a lone surrogate (an answer's delta cut inside an emoji, sent back
+        # with the history) as an escape msgspec alone refuses.
+        return loads_wellformed(data)
     except msgspec.DecodeError as exc:
         raise ChatRequestError(_decode_problem(data, exc)) from None
     except RecursionError:  # unreachable below max_depth, kept so it can never become a 500
@@ -162,6 +166,7 @@ class _Checked:
     last_message_id: str | None
     model_messages: list[Any]
     run_id: str | None
+    memory: dict[str, Any] | None = None
 
 
 async def _checked(
@@ -211,7 +216,8 @@ async def _checked(
     run_id = extra.get("runId") if isinstance(extra.get("runId"), str) else None
     if run_id is not None:
         await owners.check_new_run(run_id)
-    return _Checked(agent, owners, [], False, last_message_id, model_messages, run_id)
+    memory = await request_memory(agent, extra.get("memory"), owner, max_id=MAX_ID_LENGTH)
+    return _Checked(agent, owners, [], False, last_message_id, model_messages, run_id, memory)
 
 
 async def _still_waiting(agent: Any, target: ResumeTarget, path: str) -> None:
@@ -227,9 +233,15 @@ async def _still_waiting(agent: Any, target: ResumeTarget, path: str) -> None:
     pending = await probe(run_id=target.run_id)
     run = _clip(target.run_id, 120)
     if pending is None:
+        lost_run = getattr(agent, "lost_run", None)
+        lost = await lost_run(target.run_id) if lost_run is not None else None
         raise ChatRequestError(
-            f"run {run!r} is not waiting for an answer any more: it has finished or is being "
-            "resumed (each suspension is answered once; send a new message to go on)",
+            f"run {run!r} is not waiting for an answer any more: "
+            + (
+                lost
+                if lost is not None
+                else "it has finished or is being resumed (each suspension is answered once; send a new message to go on)"
+            ),
             status_code=409,
             path=path,
         )
@@ -336,6 +348,8 @@ async def handle_chat_stream(
         return _guarded(resumed, None, on_error, owners)
     if checked.run_id is not None:
         options["run_id"] = checked.run_id
+    if checked.memory is not None:  # the body's, over the route's defaults (Mastra's precedence)
+        options["memory"] = checked.memory
     model_messages = checked.model_messages
     output = agent.stream(model_messages, **options)
     return _guarded(to_ai_sdk_stream(output, **convert), output, on_error, owners)

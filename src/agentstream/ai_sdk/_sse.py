@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+
+from ..chunks import dumps_wellformed, loads_wellformed, to_jsonable
 
 if TYPE_CHECKING:
     from ._response import SSEStreamResponse
@@ -19,6 +20,7 @@ __all__ = [
     "StoredUIChunk",
     "assert_valid_heartbeat_ms",
     "create_ui_message_stream_response",
+    "decode_ui_chunk",
     "encode_sse",
     "encode_sse_frame",
     "encode_ui_chunk",
@@ -69,14 +71,10 @@ def _dumps(chunk: Any) -> bytes:
     try:
         return _encode(chunk)
     except UnicodeEncodeError:
-        # Lone surrogates (a delta cut inside an emoji) cannot be UTF-8: escape them as JavaScript does.
-        return json.dumps(chunk, separators=(",", ":"), ensure_ascii=False).encode(
-            "utf-8", "backslashreplace"
-        )
+        # Lone surrogates (a delta cut inside an emoji) cannot be UTF-8: escaped as JavaScript does.
+        return dumps_wellformed(chunk)
     except TypeError:
-        from agentstream.chunks import to_jsonable
-
-        return _encode(to_jsonable(chunk))
+        return dumps_wellformed(to_jsonable(chunk))
 
 
 def encode_sse_frame(chunk: Any) -> bytes:
@@ -116,3 +114,8 @@ def create_ui_message_stream_response(
 def encode_ui_chunk(chunk: Any) -> bytes:
     """One UI message chunk as compact JSON bytes: an SSE frame's data, or one JSON line."""
     return _dumps(chunk)
+
+
+def decode_ui_chunk(raw: bytes | str) -> Any:
+    """One UI message chunk from the JSON `encode_ui_chunk` wrote (a lone surrogate's escape kept)."""
+    return loads_wellformed(raw)

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgspec
+from ..chunks import dumps_wellformed, loads_wellformed
 
 if TYPE_CHECKING:
     from ..resumable import StreamStore
@@ -37,9 +37,6 @@ SEGMENT_END = frozenset(
     }
 )
 """Chunks after which the task's current segment ends (a resume opens a new one)."""
-
-_encoder = msgspec.json.Encoder()
-_decoder = msgspec.json.Decoder()
 
 
 STREAM_OWNER = "agentstream:background-task"
@@ -112,7 +109,7 @@ class TaskStreams:
         entry: dict[str, Any] = {"c": chunk}
         if output is not None:
             entry["r"], entry["n"] = output
-        segment.pending.append(_encoder.encode(entry))
+        segment.pending.append(dumps_wellformed(entry))
         if chunk.get("type") in SEGMENT_END:
             segment.closing = True
             del self._segments[task_id]
@@ -190,7 +187,7 @@ class TaskStreams:
         while active is not None:
             async for raw in self.store.read(active.stream_id, after=delivered):
                 delivered += 1
-                chunk = _decoder.decode(raw).get("c")
+                chunk = loads_wellformed(raw).get("c")
                 if isinstance(chunk, dict):
                     deliver(chunk)
                     if chunk.get("type") in SEGMENT_END:
@@ -211,7 +208,7 @@ class TaskStreams:
 def _written_outputs(entries: list[bytes], retry_count: int) -> int:
     written = 0
     for raw in entries:
-        entry = _decoder.decode(raw)
+        entry = loads_wellformed(raw)
         if entry.get("r") == retry_count and isinstance(entry.get("n"), int):
             written = max(written, entry["n"] + 1)
     return written

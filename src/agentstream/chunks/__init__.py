@@ -161,6 +161,7 @@ from ._network import (
     WorkflowExecutionStartPayload,
     WorkflowExecutionSuspended,
 )
+from ._wellformed import dumps_wellformed, loads_wellformed, wellformed_json_text
 from ._workflow import (
     WorkflowCanceled,
     WorkflowCanceledPayload,
@@ -359,12 +360,15 @@ __all__ = [
     "chunk_from_dict",
     "chunk_to_dict",
     "decode_chunk",
+    "dumps_wellformed",
     "encode_chunk",
     "encode_jsonl",
     "error_to_dict",
     "format_date",
     "iter_jsonl",
+    "loads_wellformed",
     "to_jsonable",
+    "wellformed_json_text",
     "write_jsonl",
     "zero_workflow_usage",
 ]

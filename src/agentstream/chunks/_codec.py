@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal, Union, cast
@@ -14,6 +13,7 @@ from . import _agent, _agent_control, _agent_tools, _network, _workflow
 from ._base import UNSET, BaseChunk, ChunkFrom, Payload
 from ._data import DataChunk, NetworkEventChunk, UnknownChunk
 from ._errors import ChunkDecodeError, from_validation_message
+from ._wellformed import dumps_wellformed, loads_wellformed
 
 __all__ = [
     "Chunk",
@@ -204,8 +204,8 @@ def _decode_lenient(data: bytes | bytearray | memoryview | str) -> Any:
     # JavaScript strings may hold lone UTF-16 surrogates (a delta cut inside an emoji) and JSON
     # can spell them as "\\ud83d"; msgspec rejects those, the stdlib parser keeps them.
     try:
-        return json.loads(bytes(data) if isinstance(data, memoryview) else data)
-    except (ValueError, UnicodeDecodeError) as exc:
+        return loads_wellformed(data)
+    except msgspec.DecodeError as exc:
         raise ChunkDecodeError("", "valid JSON", str(exc)) from None
 
 
@@ -300,7 +300,7 @@ def encode_chunk(chunk: Chunk) -> bytes:
         return _encoder.encode(chunk)
     except UnicodeEncodeError:
         # Lone surrogates cannot be UTF-8: write them as JSON escapes, as JavaScript does.
-        return json.dumps(chunk_to_dict(chunk), separators=(",", ":"), default=_enc_hook).encode("ascii")
+        return dumps_wellformed(chunk_to_dict(chunk), _enc_hook)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -84,4 +84,7 @@ async def generate_title(
         kind = part.get("type") if isinstance(part, Mapping) else getattr(part, "type", None)
         if kind == "text-delta":
             text += part.get("delta", "") if isinstance(part, Mapping) else getattr(part, "delta", "")
-    return text.strip()
+    # A title is a text column (SQLite and PostgreSQL text hold no lone surrogate): a half the
+    # model's deltas left becomes U+FFFD, as JavaScript's String.prototype.toWellFormed() does.
+    joined = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return joined.strip()

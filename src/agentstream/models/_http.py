@@ -40,6 +40,7 @@ from httpx_sse import EventSource, SSEError
 
 from .._abort import AbortError, AbortSignal, abortable, until_aborted
 from .._secrets import register_secret, shorten
+from ..chunks import wellformed_json_text
 from ._base import APICallError, CallOptions, ModelStream, StreamPart
 
 __all__ = ["DEFAULT_TIMEOUT", "Sleep", "iso_timestamp"]
@@ -335,7 +336,11 @@ class _HTTPStreamingModel:
         headers = {**self._auth_headers(), **self._headers, **dict(options.get("headers") or {})}
         content: bytes | None = None
         if body is not None:
-            text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            # wellformed: a lone surrogate in the prompt (a client's text, a cut delta) goes as
+            # its escape, as the JavaScript SDKs send it.
+            text = wellformed_json_text(
+                json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+            )
             info.request = {"body": text}
             content = text.encode("utf-8")
             headers.setdefault("content-type", "application/json")

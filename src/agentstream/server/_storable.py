@@ -2,8 +2,9 @@
 
 PostgreSQL refuses NUL in ``text`` and in ``jsonb`` (``\\u0000 cannot be converted to text``), so
 an id or a message holding one used to reach the store and fail there (a 500, or an error chunk
-quoting the database). Every route refuses it first with a 400 naming the field. (JSON with a
-lone surrogate, the other thing UTF-8 storage cannot hold, never parses: that is a 400 already.)
+quoting the database). Every route refuses it first with a 400 naming the field. (A lone surrogate, the other
+thing UTF-8 storage cannot hold, is accepted: ``JSON.stringify`` writes one as an escape, and the
+stores keep it escaped, ``chunks.dumps_wellformed`` and ``storage.postgres.pg_json_text``.)
 """
 
 from __future__ import annotations

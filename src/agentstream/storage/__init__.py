@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ._base import BaseStore, OrderDirection, Storage
+from ._liveness import PROCESS_OWNER, RUN_LEASE_MS, RUN_RENEW_MS, run_lost_reason, run_owner_record
 from ._records import (
     TASK_DATE_FIELDS,
     TASK_STATUSES,
@@ -47,6 +48,9 @@ if TYPE_CHECKING:
     from .postgres import PostgresStore
 
 __all__ = [
+    "PROCESS_OWNER",
+    "RUN_LEASE_MS",
+    "RUN_RENEW_MS",
     "TASK_DATE_FIELDS",
     "TASK_STATUSES",
     "TERMINAL_TASK_STATUSES",
@@ -76,6 +80,8 @@ __all__ = [
     "TraceQuery",
     "WorkflowRunQuery",
     "WorkflowSnapshotRecord",
+    "run_lost_reason",
+    "run_owner_record",
     "utc_now",
 ]
 

@@ -24,21 +24,22 @@ from ._records import (
     WorkflowSnapshotRecord,
     utc_now,
 )
+from ._wellformed import copy_record, dumps_wellformed, loads_wellformed
 
 __all__ = ["InMemoryStore"]
 
 _S = TypeVar("_S", bound=msgspec.Struct)
-_encode = msgspec.json.Encoder().encode
 
 
 def _copy(record: _S) -> _S:
     """An independent copy via JSON, so callers never share mutable values with the store and the store
     accepts exactly what the SQL backends accept."""
-    return msgspec.json.decode(_encode(record), type=type(record))
+    return copy_record(record)
 
 
 def _copy_json(value: JSONValue) -> JSONValue:
-    return msgspec.json.decode(_encode(value))
+    copied: JSONValue = loads_wellformed(dumps_wellformed(value))
+    return copied
 
 
 class InMemoryStore(BaseStore):

@@ -12,8 +12,6 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import msgspec
-
 from ._records import (
     MessageRecord,
     NotFoundError,
@@ -26,9 +24,9 @@ from ._sql import (
     Migration,
     Tables,
     check_migrations,
-    json_text,
 )
 from ._sqlstore import Row, SQLStore
+from ._wellformed import dumps_wellformed, loads_wellformed
 
 __all__ = ["SQLiteStore"]
 
@@ -44,7 +42,12 @@ def _dec_dt(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
-_codec = Codec(ph="?", enc_json=json_text, dec_json=msgspec.json.decode, enc_dt=_enc_dt, dec_dt=_dec_dt)
+def _json_text(value: Any) -> str:
+    return dumps_wellformed(value).decode()
+
+
+# A lone surrogate (SQLite's UTF-8 text cannot hold one) is stored as its JSON escape.
+_codec = Codec(ph="?", enc_json=_json_text, dec_json=loads_wellformed, enc_dt=_enc_dt, dec_dt=_dec_dt)
 _T_ = Tables.prefixed("")
 
 

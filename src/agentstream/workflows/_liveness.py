@@ -1,12 +1,6 @@
-"""Who runs a workflow run, and whether that process still lives.
+"""Workflow runs whose process died (the mechanism: ``storage._liveness``, shared with agent runs).
 
-A ``running`` snapshot records its owner: this process (``host:pid:start``) and a lease
-(wall-clock milliseconds) that the running leg renews every `RENEW_MS`. A run whose owner died
-would otherwise stay ``running`` for good, and cancel and resume would keep answering "running in
-another server process". It is lost when its lease expired (any process sharing the store can
-tell), or at once when its owner was a process on this host that no longer exists (a restart
-after kill -9 on one machine; the process start time tells a reused pid apart). A lost run is
-marked ``failed`` with a sentence that says so (`lost_error`).
+A lost run is marked ``failed`` with a sentence that says so (`lost_error`).
 
 Mastra recovers differently: ``Mastra.restartAllActiveWorkflowRuns()``, called by its deployer at
 boot, restarts every ``running`` run of the default engine from its last snapshot, assuming the
@@ -17,75 +11,18 @@ booting one owns nothing (docs/decisions/issue-22-dead-runs.md).
 
 from __future__ import annotations
 
-import os
-import socket
-import time
 from typing import Any
+
+from ..storage import PROCESS_OWNER, RUN_LEASE_MS, RUN_RENEW_MS, run_lost_reason, run_owner_record
 
 __all__ = ["LEASE_MS", "LOST_RUN", "PROCESS_OWNER", "RENEW_MS", "lost_error", "lost_reason", "owner_record"]
 
-LEASE_MS = 30_000
-RENEW_MS = 10_000
+LEASE_MS = RUN_LEASE_MS
+RENEW_MS = RUN_RENEW_MS
 LOST_RUN = "WorkflowRunLost"
 """``error.name`` of a run marked failed because its process died."""
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks since boot (Linux ``/proc``), ``None`` elsewhere."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        return fields[19]
-    except (OSError, IndexError):
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # exists, owned by someone else
-        return True
-    return True
-
-
-_HOST = socket.gethostname()
-PROCESS_OWNER = f"{_HOST}:{os.getpid()}:{_start_time(os.getpid()) or 'unknown'}"
-"""This process, as written into the ``running`` snapshots it owns."""
-
-
-def owner_record(now_ms: float | None = None) -> dict[str, Any]:
-    """The ``owner`` field of a ``running`` snapshot written now."""
-    now = time.time() * 1000 if now_ms is None else now_ms
-    return {"id": PROCESS_OWNER, "leaseExpiresAt": int(now + LEASE_MS)}
-
-
-def lost_reason(snapshot: dict[str, Any], now_ms: float | None = None) -> str | None:
-    """Why the ``running`` run of ``snapshot`` has no live owner, or ``None`` (it may be running)."""
-    if snapshot.get("status") != "running":
-        return None
-    owner = snapshot.get("owner")
-    if not isinstance(owner, dict) or not isinstance(owner.get("id"), str):
-        return None  # written before owners were recorded: nothing to tell
-    owner_id: str = owner["id"]
-    if owner_id == PROCESS_OWNER:
-        return None  # ours: this process knows whether it runs it
-    host, _, rest = owner_id.partition(":")
-    pid_text, _, started = rest.partition(":")
-    if host == _HOST and pid_text.isdigit():
-        pid = int(pid_text)
-        if not _alive(pid):
-            return f"its server process (pid {pid}) is gone"
-        current = _start_time(pid)
-        if started != "unknown" and current is not None and current != started:
-            return f"its server process (pid {pid}) is gone (the pid now belongs to another process)"
-    expires = owner.get("leaseExpiresAt")
-    now = time.time() * 1000 if now_ms is None else now_ms
-    if isinstance(expires, (int, float)) and expires < now:
-        # the owner's host name stays out: the sentence reaches clients
-        return f"its server process stopped renewing its lease {int((now - expires) / 1000)} s ago"
-    return None
+lost_reason = run_lost_reason
+owner_record = run_owner_record
 
 
 def lost_error(workflow_id: str, run_id: str, reason: str) -> dict[str, Any]:
