@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from dbos import DBOS, DBOSClient
-from dbos._error import DBOSAwaitedWorkflowCancelledError
+from dbos import error as dbos_error
 
 from .._abort import AbortController
 
@@ -100,7 +100,7 @@ class CancelledIsNotAnError(logging.Filter):
         if record.levelno == logging.WARNING and "ModelStep._call" in str(record.msg):
             return not str(record.msg).startswith("Asyncio task cancelled for workflow or step")
         error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, DBOSAwaitedWorkflowCancelledError):
+        if isinstance(error, dbos_error.DBOSAwaitedWorkflowCancelledError):
             record.levelno, record.levelname = logging.INFO, "INFO"
             record.msg, record.args = "workflow %s was cancelled; its run stopped", (error.workflow_id,)
             record.exc_info = record.exc_text = None

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS
-from dbos._serialization import WorkflowSerializationFormat
+from dbos import WorkflowSerializationFormat
 
 from ..ai_sdk import run_chat_turn
 from ..resumable import ChatTurn, StreamStore
@@ -47,6 +47,7 @@ class DurableChat(QueuedRunner):
 
     queue_name = CHAT_QUEUE_NAME
     workflow_name = CHAT_WORKFLOW_NAME
+    what = "this chat turn"
 
     async def dispatch(self, turn: ChatTurn) -> None:
         """Enqueue the turn (a turn already enqueued is not enqueued again)."""

@@ -150,9 +150,8 @@ class DurableWorker:
     chat_concurrency: int | None = None
     chat_worker_concurrency: int | None = None
     workflow_concurrency: int | None = None
-    executor_id: str = field(
-        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    )
+    pool_size: int = 8
+    executor_id: str = field(default_factory=lambda: default_executor_id())
     _leases: ExecutorLeases | None = field(default=None, init=False, repr=False)
 
     def launch(self) -> None:
@@ -165,7 +164,7 @@ class DurableWorker:
             "system_database_url": self.database_url,
             "executor_id": self.executor_id,
             "application_version": "agentstream-durable-1",
-            "notification_listener_polling_interval_sec": 0.05,
+            "sys_db_pool_size": self.pool_size,
         }
         DBOS(config=config)
         if not any(isinstance(f, CancelledIsNotAnError) for f in logging.getLogger("dbos").filters):
@@ -236,5 +235,21 @@ class DurableWorker:
         DBOS.destroy(workflow_completion_timeout_sec=0)
 
 
+def default_executor_id() -> str:
+    """``$DBOS__VMID`` (DBOS's own setting: a worker restarted with the same id recovers its own
+    unfinished workflows when it launches), else an id of this process alone."""
+    return os.environ.get("DBOS__VMID") or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 def _recover(executor_id: str) -> int:
-    return len(DBOS._recover_pending_workflows([executor_id]))
+    """Re-enqueue the unfinished workflows of the dead ``executor_id`` on their own queues, through
+    DBOS's public workflow management (``list_workflows`` / ``resume_workflow``): the queue's limits
+    still hold, and the next worker to dequeue one resumes it after its last recorded step."""
+    quiet = {"load_input": False, "load_output": False}
+    count = 0
+    for status in DBOS.list_workflows(status="PENDING", executor_id=executor_id, **quiet):
+        # Asked again just before resuming: a workflow that finished or moved on since is left alone.
+        if DBOS.list_workflows(workflow_ids=[status.workflow_id], status="PENDING", executor_id=executor_id, **quiet):
+            DBOS.resume_workflow(status.workflow_id, queue_name=status.queue_name)
+            count += 1
+    return count

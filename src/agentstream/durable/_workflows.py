@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbos import DBOS
-from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
-from dbos._serialization import WorkflowSerializationFormat
+from dbos import error as dbos_error
+from dbos import WorkflowSerializationFormat
 
 from .._abort import AbortError
 from ..ai_sdk import run_workflow_job
@@ -56,6 +56,7 @@ class DurableWorkflows(QueuedRunner):
 
     queue_name = WORKFLOW_QUEUE_NAME
     workflow_name = WORKFLOW_RUN_NAME
+    what = "this workflow run"
 
     async def dispatch(self, job: WorkflowJob) -> None:
         """Enqueue the leg (a leg already enqueued is not enqueued again)."""
@@ -85,9 +86,9 @@ class DBOSCheckpoint:
 
             try:
                 return await reservation.run_async({"name": name}, step)
-            except DBOSWorkflowCancelledError:
+            except dbos_error.DBOSWorkflowCancelledError:
                 raise self._abort() from None
-            except DBOSWorkflowConflictIDError:
+            except dbos_error.DBOSWorkflowConflictIDError:
                 # Cancelling also takes the workflow from its execution; a takeover does too, and
                 # then this (stale) execution must stop without writing anything.
                 if not await is_cancelled(DBOS.workflow_id):
@@ -101,7 +102,7 @@ class DBOSCheckpoint:
         # Always a step id, even for no wait: a re-run (later on the clock) must take the same ids.
         try:
             await DBOS.sleep_async(max(seconds, 0.001))
-        except DBOSWorkflowCancelledError:
+        except dbos_error.DBOSWorkflowCancelledError:
             raise self._abort() from None
 
     def _abort(self) -> AbortError:
