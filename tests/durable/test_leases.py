@@ -33,5 +33,5 @@ def test_workers_starting_at_once_all_create_or_find_the_lease_table(durable_db:
     for _ in range(5):
         assert _start_together(durable_db, 6) == []
         with psycopg.connect(durable_db, autocommit=True) as conn:
-            assert conn.execute("SELECT count(*) FROM agentstream_durable_workers").fetchone() == (0,)
-            conn.execute("DROP TABLE agentstream_durable_workers")
+            assert conn.execute("SELECT count(*) FROM agentstream_durable_executors").fetchone() == (0,)
+            conn.execute("DROP TABLE agentstream_durable_executors")

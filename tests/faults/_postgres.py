@@ -22,7 +22,9 @@ __all__ = ["OwnPostgres", "bindir"]
 
 def bindir() -> Path | None:
     """The newest ``/usr/lib/postgresql/<version>/bin`` with initdb, pg_ctl and postgres."""
-    candidates = sorted(Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name), reverse=True)
+    candidates = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin"), key=lambda p: int(p.parent.name), reverse=True
+    )
     for path in candidates:
         if all((path / name).exists() for name in ("initdb", "pg_ctl", "postgres")):
             return path
@@ -41,7 +43,9 @@ class OwnPostgres:
     def __init__(self) -> None:
         found = bindir()
         if found is None:
-            raise RuntimeError("no PostgreSQL server binaries under /usr/lib/postgresql/*/bin; run scripts/postgres.sh")
+            raise RuntimeError(
+                "no PostgreSQL server binaries under /usr/lib/postgresql/*/bin; run scripts/postgres.sh"
+            )
         self.bin = found
         self.root = os.geteuid() == 0
         self.base = Path(tempfile.mkdtemp(prefix="agentstream-faults-pg-", dir="/tmp"))
@@ -50,7 +54,19 @@ class OwnPostgres:
         self.port = _free_port()
         if self.root:
             shutil.chown(self.base, "postgres", "postgres")
-        self._owner([str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-locale"])
+        self._owner(
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data),
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ]
+        )
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write(
                 f"port = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.base}'\n"
@@ -67,7 +83,9 @@ class OwnPostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self) -> None:
-        self._owner([str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "start"])
+        self._owner(
+            [str(self.bin / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "start"]
+        )
         with psycopg.connect(self.dsn(), autocommit=True, connect_timeout=5) as conn:
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
 

@@ -41,7 +41,9 @@ async def is_cancelled(workflow_id: str | None) -> bool:
     DBOS does not record the query as one of its steps)."""
     if workflow_id is None:
         return False
-    query = DBOS.list_workflows_async(workflow_ids=[workflow_id], status="CANCELLED", load_input=False, load_output=False)
+    query = DBOS.list_workflows_async(
+        workflow_ids=[workflow_id], status="CANCELLED", load_input=False, load_output=False
+    )
     found = await asyncio.get_running_loop().create_task(query, context=contextvars.Context())
     return bool(found)
 

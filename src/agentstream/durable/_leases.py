@@ -39,14 +39,14 @@ database is back, well inside the lease its sweeping peers grant it)."""
 def _db_now(dialect: str) -> sa.ColumnElement[float]:
     """The database's clock in seconds since the epoch."""
     if dialect == "postgresql":
-        return sa.func.extract("epoch", sa.func.now())
+        return sa.cast(sa.extract("epoch", sa.func.now()), sa.Float)
     return (sa.func.julianday("now") - 2440587.5) * 86400.0  # SQLite: one machine, one clock
 
 
 def _db_uptime(dialect: str) -> sa.ColumnElement[float]:
     """Seconds since the database server started (its restart expires every lease at once)."""
     if dialect == "postgresql":
-        return sa.func.extract("epoch", sa.func.now() - sa.func.pg_postmaster_start_time())
+        return sa.cast(sa.extract("epoch", sa.func.now() - sa.func.pg_postmaster_start_time()), sa.Float)
     return sa.literal(float("inf"))
 
 
@@ -58,7 +58,9 @@ def _create_table(engine: sa.Engine) -> None:
     try:
         with engine.begin() as conn:
             if conn.dialect.name == "postgresql":
-                conn.execute(sa.text("SELECT pg_advisory_xact_lock(hashtext('agentstream_durable_executors'))"))
+                conn.execute(
+                    sa.text("SELECT pg_advisory_xact_lock(hashtext('agentstream_durable_executors'))")
+                )
             _metadata.create_all(conn)
     except sa.exc.DBAPIError:
         if not sa.inspect(engine).has_table(_executors.name):
@@ -149,7 +151,9 @@ class ExecutorLeases:
             if conn.execute(_executors.update().where(mine).values(expires_at=expires)).rowcount:
                 return
             if self._healthy_since is not None:
-                _log.warning("worker %s was taken over while it could not renew; it goes on", self._executor_id)
+                _log.warning(
+                    "worker %s was taken over while it could not renew; it goes on", self._executor_id
+                )
             conn.execute(_executors.insert().values(executor_id=self._executor_id, expires_at=expires))
 
     def healthy_for_a_lease(self) -> bool:
@@ -180,5 +184,7 @@ class ExecutorLeases:
             count = self._recover(executor_id)
             with self._engine.begin() as conn:
                 conn.execute(_executors.delete().where(_executors.c.executor_id == executor_id))
-            _log.warning("worker %s's lease expired; re-enqueued its %d unfinished workflows", executor_id, count)
+            _log.warning(
+                "worker %s's lease expired; re-enqueued its %d unfinished workflows", executor_id, count
+            )
         return list(won)

@@ -4,6 +4,7 @@ JSON job per stream (its workflow id is the stream id) and cancels it; and `Queu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, ClassVar, TypeVar
@@ -14,6 +15,7 @@ from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowSerializationFormat
 
 from ..ai_sdk import ChatRequestError
 from ._cancel import cancel_workflow
+from ._inbox import create_inbox, put_job, take_back
 from ._protocol import to_sqlalchemy_url
 
 __all__ = ["QueueUnavailable", "QueuedRunner"]
@@ -44,6 +46,7 @@ class QueuedRunner:
     is done or it fails with `QueueUnavailable` (DBOS's client is told not to wait for the database
     to come back, and a connection attempt gives up after ``timeout_sec``)."""
 
+    kind: ClassVar[str]
     queue_name: ClassVar[str]
     workflow_name: ClassVar[str]
     what: ClassVar[str] = "this job"
@@ -69,6 +72,11 @@ class QueuedRunner:
         self._client = DBOSClient(
             system_database_engine=self._engine, application_name="agentstream", retry_connection_errors=False
         )
+        # On PostgreSQL jobs go through the inbox, which wakes a worker at once (LISTEN/NOTIFY);
+        # SQLite (one machine) has no notifications: jobs go on the DBOS queue, which workers poll.
+        self._inbox = self._engine.dialect.name == "postgresql"
+        if self._inbox:
+            create_inbox(self._engine)
 
     async def _bounded(self, work: Awaitable[T]) -> T:
         try:
@@ -79,6 +87,9 @@ class QueuedRunner:
             raise QueueUnavailable(self.what) from exc
 
     async def _enqueue(self, job: Mapping[str, Any]) -> None:
+        if self._inbox:
+            await self._bounded(asyncio.to_thread(put_job, self._engine, self.kind, job))
+            return
         # The workflow id is the stream id, so enqueueing a job twice runs it once; JSON (DBOS's
         # portable serialization), not pickle, so the queue holds no code.
         options: EnqueueOptions = {
@@ -93,6 +104,8 @@ class QueuedRunner:
         """Cancel the job writing ``stream_id`` (a finished one is left as it is); whether it had
         started. A started job's worker stops its run within about half a second and ends the
         stream; a job that had not never will start: the caller ends its stream."""
+        if self._inbox and await self._bounded(asyncio.to_thread(take_back, self._engine, stream_id)):
+            return False  # no worker had claimed it: it never runs
         return await self._bounded(cancel_workflow(self._client, stream_id))
 
     def close(self) -> None:
