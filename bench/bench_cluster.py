@@ -35,7 +35,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -50,6 +50,7 @@ REDIS = os.environ.get("AGENTSTREAM_TEST_REDIS_URL", "redis://127.0.0.1:56379/0"
 LATENCY_N = 40
 _SERVER = re.compile(r"agentstream cluster: server \d+ (http://\S+)/ \(pid \d+\)")
 _WORKER = re.compile(r"agentstream cluster: worker \d+ \(pid (\d+)\)")
+_SERVER_PID = re.compile(r"agentstream cluster: server \d+ http://\S+/ \(pid (\d+)\)")
 ROUNDS = 3
 
 
@@ -57,6 +58,7 @@ ROUNDS = 3
 class Cluster:
     urls: list[str]
     workers: list[int]  # pids
+    servers: list[int] = field(default_factory=list)  # pids
 
 
 @contextmanager
@@ -83,7 +85,11 @@ def cluster(database: str, servers: int, workers: int, *extra: str) -> Iterator[
                     raise SystemExit(f"agentstream cluster failed:\n{out.read_text()}")
                 time.sleep(0.1)
             said = out.read_text()
-            yield Cluster(_SERVER.findall(said), [int(pid) for pid in _WORKER.findall(said)])
+            yield Cluster(
+                _SERVER.findall(said),
+                [int(pid) for pid in _WORKER.findall(said)],
+                [int(pid) for pid in _SERVER_PID.findall(said)],
+            )
         finally:
             proc.send_signal(signal.SIGTERM)
             proc.wait(60)
@@ -169,7 +175,10 @@ async def main(k: int) -> None:
             cluster(database, 2, 0) as redis,
             cluster(database, 2, 2) as workers,
         ):
-            await _measure(k, memory, redis, workers)
+            try:
+                await _measure(k, memory, redis, workers)
+            finally:  # the worker path's costs even when a burst above failed
+                await _worker_costs(name, redis, workers)
     finally:
         with psycopg.connect(PG, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -205,6 +214,76 @@ async def _measure(k: int, memory: Cluster, redis: Cluster, workers: Cluster) ->
             f"{rate[mode] / rate['in-process']:.2f}x reference",
         )
     _row("  2 workers vs 1", f"{rate['2 workers'] / rate['1 worker']:.2f}x")
+
+
+COST_N = 100
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_sec(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _backends(database: str) -> list[int]:
+    with psycopg.connect(PG, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def _transactions(database: str) -> int:
+    with psycopg.connect(PG, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s", (database,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _turn_cpu(where: Cluster, database: str | None) -> tuple[float, float]:
+    """CPU ms per turn over ``COST_N`` chats (10 at a time): (this cluster's processes, its
+    database backends)."""
+    pids = where.servers + where.workers
+    backends = _backends(database) if database else []
+    before = {pid: _cpu_sec(pid) for pid in pids + backends}
+    async with _client() as client:
+        for start in range(0, COST_N, 10):
+            questions = [f"cost {i} {uuid.uuid4().hex[:6]}" for i in range(start, start + 10)]
+            await asyncio.gather(
+                *(_chat(client, where.urls[i % len(where.urls)], q) for i, q in enumerate(questions))
+            )
+    if database:
+        backends = sorted(set(backends) | set(_backends(database)))
+    spent = {pid: _cpu_sec(pid) - before.get(pid, 0.0) for pid in pids + backends}
+    own = sum(spent[pid] for pid in pids) * 1000 / COST_N
+    return own, sum(spent[pid] for pid in backends) * 1000 / COST_N
+
+
+async def _worker_costs(database: str, redis: Cluster, workers: Cluster) -> None:
+    """The worker path's cost, same run: CPU per turn, an idle worker's PostgreSQL transactions
+    per second (``pg_stat_database.xact_commit`` deltas; only the workers use this database while
+    idle), and the connections left open after the bursts above."""
+    reference, _ = await _turn_cpu(redis, None)
+    own, backends = await _turn_cpu(workers, database)
+    print(
+        f"cost per turn, {COST_N} chats 10 at a time (CPU of the cluster's own processes; Redis not counted):"
+    )
+    _row("  2 servers answering in-process, Redis store (reference)", f"{reference:.1f} ms")
+    _row("  worker path: servers + workers", f"{own:.1f} ms", f"{own / reference:.2f}x reference")
+    _row(
+        "  worker path: + PostgreSQL backends",
+        f"{own + backends:.1f} ms",
+        f"{(own + backends) / reference:.2f}x reference",
+    )
+    await asyncio.sleep(5)
+    first, window = _transactions(database), 10.0
+    await asyncio.sleep(window)
+    idle = (_transactions(database) - first - 1) / window / len(workers.workers)
+    _row("  an idle worker: PostgreSQL transactions per second", f"{idle:.1f} /s")
+    _row("  PostgreSQL connections open after the bursts (all processes)", f"{len(_backends(database))}")
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from ..resumable import StreamStore
 from ..tools import Tool, ToolWriter
 from ._cancel import CancelledIsNotAnError
 from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, chat_setup, enqueue_chat_turn, start_chat_turn
+from ._checkpoint import install_checkpoints
 from ._inbox import InboxListener, Starter
 from ._leases import ExecutorLeases
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec, to_sqlalchemy_url
@@ -137,17 +138,26 @@ class DurableWorker:
 
     Limits hold across every worker on the database: at most `global_concurrency` tasks run at once
     in all, and at most `per_agent_concurrency` of one agent (DBOS queue partitions, keyed by agent
-    id); `worker_concurrency` bounds this process. Each worker holds a lease renewed every
-    `lease_sec / 3`; a worker whose lease expired (killed, partitioned) has its unfinished tasks
-    re-enqueued by whichever live worker notices first, and they resume after their last completed
-    step. A chat turn writes its answer to `stream_store` (shared with the servers); after a
-    takeover it runs again and the store skips the chunks already written. `chat_options` are
+    id); `worker_concurrency` bounds this process. Tasks are dequeued every `polling_interval_sec`.
+    Chat turns and workflow legs are not polled for: on PostgreSQL a server's enqueue notifies the
+    workers (``LISTEN/NOTIFY`` on an inbox table) and a free one starts the turn at once;
+    `chat_worker_concurrency` bounds the turns on this one, and `chat_concurrency` (the turns on
+    all workers) routes every turn through the DBOS chat queue, which enforces it (polled, so
+    slower to start). `pool_size` bounds this process's DBOS connection pool.
+
+    Each worker holds a lease (on the database's clock) renewed every `lease_sec / 3`; a worker
+    whose lease expired (killed, partitioned) has its unfinished work re-enqueued by whichever live
+    worker notices first, and it resumes after its last completed step. A worker that could not
+    reach the database itself takes nobody over until it has renewed its own lease for a whole
+    `lease_sec` (an outage of the database expires every lease at once). `executor_id` is DBOS's
+    executor id: a worker restarted with the same id recovers its own unfinished work at launch.
+    A chat turn writes its answer to `stream_store` (shared with the servers); after a takeover it
+    runs again and the store skips the chunks already written. `chat_options` are
     `handle_chat_stream`'s callables for those turns (``experimental_transform``, ``on_error``,
-    ``message_metadata``, ``default_options``); `chat_concurrency` bounds the turns running on all
-    workers, `chat_worker_concurrency` those on this one. The same `mastra` and `stream_store`
-    run the workflow legs servers dispatch through `DurableWorkflows` (each workflow step a DBOS
-    step, so a takeover does not run completed steps again); `workflow_concurrency` bounds the
-    legs running on all workers.
+    ``message_metadata``, ``default_options``). The same `mastra` and `stream_store` run the
+    workflow legs servers dispatch through `DurableWorkflows` (each workflow step a DBOS step, so a
+    takeover does not run completed steps again); `workflow_concurrency` bounds the legs running on
+    all workers.
     """
 
     database_url: str
@@ -155,7 +165,7 @@ class DurableWorker:
     global_concurrency: int | None = None
     per_agent_concurrency: int | None = None
     worker_concurrency: int | None = None
-    polling_interval_sec: float = 0.1
+    polling_interval_sec: float = 1.0
     lease_sec: float = 30.0
     mastra: Any = None
     stream_store: StreamStore | None = None
@@ -171,6 +181,7 @@ class DurableWorker:
     def launch(self) -> None:
         """Connect, register the queues (their limits are stored; the last worker launched wins), start."""
         queues = self._queues()
+        install_checkpoints()
         _tools.clear()
         _tools.update(self.tools)
         config: DBOSConfig = {
