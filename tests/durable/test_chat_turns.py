@@ -330,8 +330,11 @@ def test_a_turn_cancelled_before_any_worker_started_it_ends_its_stream(
     assert resumed_payloads == first_payloads
     kinds = [json.loads(p)["type"] for p in second_payloads[:-1]]
     assert kinds[0] == "start" and kinds[-1] == "finish" and "abort" not in kinds
+    # The cancelled turn was taken back from the inbox: it never became a DBOS workflow.
     statuses = sorted(status for _, status, _, _ in workflow_rows(workers.url))
-    assert statuses == ["CANCELLED", "SUCCESS"]
+    assert statuses == ["SUCCESS"]
+    with psycopg.connect(workers.url) as conn:
+        assert conn.execute("SELECT count(*) FROM agentstream_durable_inbox").fetchone() == (0,)
 
 
 async def test_a_stop_through_another_server_ends_the_answer_a_worker_is_writing(

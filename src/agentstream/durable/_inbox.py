@@ -18,7 +18,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import psycopg
@@ -143,18 +143,18 @@ class InboxListener:
                 self._stop.wait(1.0)
 
     def _listen(self, conn: psycopg.Connection[Any]) -> None:
-        self._claim_all(conn)  # what waited while this worker was not listening
+        self._claim_all(conn, self._starters)  # what waited while this worker was not listening
         last = time.monotonic()
         while not self._stop.is_set():
             # At most 1 s per wait, so a stop is seen; a wait costs no round trip.
-            woken = any(
-                True for _ in conn.notifies(timeout=_BACKLOG_SEC if self._backlog else 1.0, stop_after=1)
-            )
-            if woken:
-                for _ in conn.notifies(timeout=0):  # a burst's other notifications: one claim for all
-                    pass
-            if woken or self._backlog or time.monotonic() - last >= _IDLE_SEC:
-                self._claim_all(conn)
+            timeout = _BACKLOG_SEC if self._backlog else 1.0
+            kinds = {n.payload for n in conn.notifies(timeout=timeout, stop_after=1)}
+            if kinds:  # a burst's other notifications: one claim for all
+                kinds.update(n.payload for n in conn.notifies(timeout=0))
+            if self._backlog or time.monotonic() - last >= _IDLE_SEC:
+                kinds = set(self._starters)
+            if kinds:
+                self._claim_all(conn, kinds)
                 last = time.monotonic()
 
     def _take_slots(self, kind: str) -> int:
@@ -172,9 +172,14 @@ class InboxListener:
             with self._lock:
                 self._running[kind] -= count
 
-    def _claim_all(self, conn: psycopg.Connection[Any]) -> None:
-        backlog = False
-        for kind, starter in self._starters.items():
+    def _claim_all(self, conn: psycopg.Connection[Any], kinds: Iterable[str]) -> None:
+        """Claim jobs of ``kinds`` (each notification names its kind; others are not asked for)."""
+        kinds = set(kinds)
+        backlog = self._backlog and not kinds >= self._starters.keys()  # kinds not asked keep theirs
+        for kind in kinds:
+            starter = self._starters.get(kind)
+            if starter is None:  # a kind this worker does not run
+                continue
             room = self._take_slots(kind)
             if room == 0:
                 backlog = True

@@ -190,6 +190,12 @@ class DurableWorker:
             "executor_id": self.executor_id,
             "application_version": "agentstream-durable-1",
             "sys_db_pool_size": self.pool_size,
+            # No ping before every transaction (a round trip each): DBOS retries a connection
+            # error itself, and SQLAlchemy then drops the pool's stale connections.
+            "db_engine_kwargs": {"pool_pre_ping": False, "max_overflow": 0},
+            # DBOS's notifier thread wakes this often; its default (0.01 s) is 100 wake-ups a second
+            # of an idle worker, for stream and event notifications the chat path does not use.
+            "notification_coalesce_sec": 0.05,
         }
         DBOS(config=config)
         if not any(isinstance(f, CancelledIsNotAnError) for f in logging.getLogger("dbos").filters):
