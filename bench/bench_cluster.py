@@ -14,9 +14,13 @@ AGENTSTREAM_TEST_REDIS_URL); a fresh database is made and dropped. The app is
   are interleaved round by round (`ROUNDS`), the shared machine's load drifting.
 * First token: one chat at a time (`LATENCY_N` per path, interleaved), request sent → first ``text-delta`` line read by
   the client (httpx, loopback), p50 / p90. Reference: one server answering in-process with the
-  in-memory store; then the Redis store in-process; then turns on a worker (DBOS queue on
-  PostgreSQL, the worker writes to Redis, the server follows). Workers poll the queue every 0.1 s
-  (`agentstream worker --poll-sec`'s default), which is most of that row's figure.
+  in-memory store; then the Redis store in-process; then turns on a worker (handed over on
+  PostgreSQL, a worker woken by LISTEN/NOTIFY runs it and writes to Redis, the server follows).
+* Cost (closing rows, same run): CPU per turn over `COST_N` chats (10 at a time) of the worker
+  cluster's servers and workers, and with their PostgreSQL backends (`/proc/<pid>/stat`), against
+  the in-process memory-store server; an idle worker's PostgreSQL transactions per second
+  (`pg_stat_database` deltas over 10 s: only the workers use the bench database while idle); the
+  connections left open after the bursts.
 
 Figures are printed, never asserted.
 """
