@@ -14,9 +14,13 @@ AGENTSTREAM_TEST_REDIS_URL); a fresh database is made and dropped. The app is
   are interleaved round by round (`ROUNDS`), the shared machine's load drifting.
 * First token: one chat at a time (`LATENCY_N` per path, interleaved), request sent → first ``text-delta`` line read by
   the client (httpx, loopback), p50 / p90. Reference: one server answering in-process with the
-  in-memory store; then the Redis store in-process; then turns on a worker (DBOS queue on
-  PostgreSQL, the worker writes to Redis, the server follows). Workers poll the queue every 0.1 s
-  (`agentstream worker --poll-sec`'s default), which is most of that row's figure.
+  in-memory store; then the Redis store in-process; then turns on a worker (handed over on
+  PostgreSQL, a worker woken by LISTEN/NOTIFY runs it and writes to Redis, the server follows).
+* Cost (closing rows, same run): CPU per turn over `COST_N` chats (10 at a time) of the worker
+  cluster's servers and workers, and with their PostgreSQL backends (`/proc/<pid>/stat`), against
+  the in-process memory-store server; an idle worker's PostgreSQL transactions per second
+  (`pg_stat_database` deltas over 10 s: only the workers use the bench database while idle); the
+  connections left open after the bursts.
 
 * Pooled Redis connections: after the last burst of K chats, the connections each server process
   holds (Redis's ``CLIENT LIST``, by the ``agentstream-<pid>`` name every pooled connection
@@ -41,7 +45,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
@@ -64,7 +68,7 @@ ROUNDS = 3
 class Cluster:
     urls: list[str]
     workers: list[int]  # pids
-    servers: list[int]  # pids
+    servers: list[int] = field(default_factory=list)  # pids
 
 
 @contextmanager
@@ -195,7 +199,10 @@ async def main(k: int) -> None:
             cluster(database, 2, 0) as redis,
             cluster(database, 2, 2) as workers,
         ):
-            await _measure(k, memory, redis, workers)
+            try:
+                await _measure(k, memory, redis, workers)
+            finally:  # the worker path's costs even when a burst above failed
+                await _worker_costs(name, memory, workers)
     finally:
         with psycopg.connect(PG, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -267,6 +274,77 @@ async def pooled_connections(k: int, clusters: dict[str, Cluster]) -> None:
             now = _named_connections(where.servers)
         waited = time.monotonic() - start
         _row(f"  {name}: peak / right after / {waited:.0f} s later", f"{peak} / {after} / {now}")
+
+
+COST_N = 100
+_TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_sec(pid: int) -> float:
+    """User + system CPU seconds of ``pid`` so far (0 if it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / _TICK
+
+
+def _backends(database: str) -> list[int]:
+    with psycopg.connect(PG, autocommit=True) as conn:
+        rows = conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (database,)).fetchall()
+    return [row[0] for row in rows]
+
+
+def _transactions(database: str) -> int:
+    with psycopg.connect(PG, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = %s", (database,)
+        ).fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _turn_cpu(where: Cluster, database: str | None) -> tuple[float, float]:
+    """CPU ms per turn over ``COST_N`` chats (10 at a time): (this cluster's processes, its
+    database backends)."""
+    pids = where.servers + where.workers
+    backends = _backends(database) if database else []
+    before = {pid: _cpu_sec(pid) for pid in pids + backends}
+    async with _client() as client:
+        for start in range(0, COST_N, 10):
+            questions = [f"cost {i} {uuid.uuid4().hex[:6]}" for i in range(start, start + 10)]
+            await asyncio.gather(
+                *(_chat(client, where.urls[i % len(where.urls)], q) for i, q in enumerate(questions))
+            )
+    if database:
+        backends = sorted(set(backends) | set(_backends(database)))
+    spent = {pid: _cpu_sec(pid) - before.get(pid, 0.0) for pid in pids + backends}
+    own = sum(spent[pid] for pid in pids) * 1000 / COST_N
+    return own, sum(spent[pid] for pid in backends) * 1000 / COST_N
+
+
+async def _worker_costs(database: str, memory: Cluster, workers: Cluster) -> None:
+    """The worker path's cost, same run: CPU per turn, an idle worker's PostgreSQL transactions
+    per second (``pg_stat_database.xact_commit`` deltas; only the workers use this database while
+    idle), and the connections left open after the bursts above."""
+    print(
+        f"cost per turn, {COST_N} chats 10 at a time (CPU of the cluster's own processes; Redis not counted):"
+    )
+    try:
+        reference, _ = await _turn_cpu(memory, None)
+        own, backends = await _turn_cpu(workers, database)
+    except (httpx.HTTPError, SystemExit) as exc:
+        print(f"  failed: {type(exc).__name__}: {exc}")
+    else:
+        _row("  one server in-process, memory store (reference)", f"{reference:.1f} ms")
+        _row("  worker path: servers + workers", f"{own:.1f} ms", f"{own / reference:.2f}x reference")
+        total = own + backends
+        _row("  worker path: + PostgreSQL backends", f"{total:.1f} ms", f"{total / reference:.2f}x reference")
+    await asyncio.sleep(5)
+    first, window = _transactions(database), 10.0
+    await asyncio.sleep(window)
+    idle = (_transactions(database) - first - 1) / window / len(workers.workers)
+    _row("  an idle worker: PostgreSQL transactions per second", f"{idle:.1f} /s")
+    _row("  PostgreSQL connections open after the bursts (all processes)", f"{len(_backends(database))}")
 
 
 if __name__ == "__main__":

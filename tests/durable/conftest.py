@@ -42,7 +42,11 @@ class Workers:
     def start(self, *extra: str, tools: str | None = "tests.durable._app:tools") -> subprocess.Popen[bytes]:
         """An `agentstream worker` running ``tools`` (``None``: only what ``extra`` names)."""
         log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSTREAM_TEST_GATE": str(self.tmp / "gate")}
+        env = {
+            **os.environ,
+            "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}",
+            "AGENTSTREAM_TEST_GATE": str(self.tmp / "gate"),
+        }
         proc = subprocess.Popen(
             [
                 sys.executable,

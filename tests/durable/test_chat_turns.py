@@ -37,7 +37,11 @@ def _free_port() -> int:
 def servers(workers: Workers, redis: str, count: int = 1) -> Iterator[list[str]]:
     """``count`` `agentstream serve` processes (started at once) handing chat turns to the workers
     of ``workers``' database."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate")}
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}",
+        "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate"),
+    }
     started: list[tuple[subprocess.Popen[bytes], str, Path]] = []
     try:
         for _ in range(count):
@@ -266,7 +270,7 @@ def test_a_refused_request_is_answered_by_the_server_and_never_enqueued(
 )
 def test_command_line_mistakes(argv: list[str], message: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENTSTREAM_")}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = f"{ROOT / 'src'}:{ROOT}"
     result = subprocess.run(
         [sys.executable, "-m", "agentstream", *argv],
         cwd=ROOT,
@@ -302,7 +306,9 @@ async def test_a_new_answer_for_the_chat_cancels_the_turn_running_on_a_worker(
     assert statuses == ["CANCELLED", "SUCCESS"]
 
 
-def test_a_turn_cancelled_before_any_worker_started_it_ends_its_stream(workers: Workers, redis_url: str) -> None:
+def test_a_turn_cancelled_before_any_worker_started_it_ends_its_stream(
+    workers: Workers, redis_url: str
+) -> None:
     """No worker runs while the first turn is queued, so it cannot start; a second answer for the
     chat cancels it, and the server ends its stream (the POST and a resume of it both end)."""
     first_request = body("Weather?")
@@ -324,8 +330,11 @@ def test_a_turn_cancelled_before_any_worker_started_it_ends_its_stream(workers: 
     assert resumed_payloads == first_payloads
     kinds = [json.loads(p)["type"] for p in second_payloads[:-1]]
     assert kinds[0] == "start" and kinds[-1] == "finish" and "abort" not in kinds
+    # The cancelled turn was taken back from the inbox: it never became a DBOS workflow.
     statuses = sorted(status for _, status, _, _ in workflow_rows(workers.url))
-    assert statuses == ["CANCELLED", "SUCCESS"]
+    assert statuses == ["SUCCESS"]
+    with psycopg.connect(workers.url) as conn:
+        assert conn.execute("SELECT count(*) FROM agentstream_durable_inbox").fetchone() == (0,)
 
 
 async def test_a_stop_through_another_server_ends_the_answer_a_worker_is_writing(

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -14,14 +17,16 @@ from typing import Any, ClassVar
 import pytest
 from dbos import DBOS, SetWorkflowID
 
-import agentstream.durable  # noqa: F401  (registers the checkpoint seam)
 from agentstream.agent import Agent
 from agentstream.agent._checkpoints import begin_checkpointed_run, set_checkpoint_seam
 from agentstream.chunks import chunk_to_dict
+from agentstream.durable import install_checkpoints
 from agentstream.durable._checkpoint import _IDS, DBOSCheckpoints
 from agentstream.models import APICallError, CallOptions, StreamPart
 from agentstream.testing import ScriptedModel
 from agentstream.tools import ToolContext, tool
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 USAGE = {"inputTokens": 1, "outputTokens": 1, "totalTokens": 2}
 
@@ -116,8 +121,10 @@ def dbos(tmp_path: Path) -> Iterator[None]:
         config={"name": "agentstream-checkpoint-test", "system_database_url": f"sqlite:///{tmp_path}/dbos.db"}
     )
     DBOS.launch()
+    install_checkpoints()
     yield
     DBOS.destroy(workflow_completion_timeout_sec=0)
+    set_checkpoint_seam(None)
 
 
 async def _run(prompt: str) -> tuple[str, list[dict[str, Any]]]:
@@ -139,6 +146,21 @@ def _same_ids(chunks: list[dict[str, Any]]) -> str:
     start = chunks[0]
     text = json.dumps(chunks)
     return text.replace(start["runId"], "<run>").replace(start["payload"]["messageId"], "<message>")
+
+
+def test_importing_the_package_installs_no_checkpoint_seam() -> None:
+    # In a fresh interpreter: this one has installed the seam in other tests' fixtures.
+    code = (
+        "import agentstream.durable\n"
+        "from agentstream.agent._checkpoints import _seams\n"
+        "assert _seams == [], _seams\n"
+        "agentstream.durable.install_checkpoints()\n"
+        "assert len(_seams) == 1\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": SRC}
+    )
+    assert done.returncode == 0, done.stderr
 
 
 def test_a_run_is_checkpointed_only_in_workflow_code(dbos: None) -> None:

@@ -64,7 +64,7 @@ async def test_agent_task_on_a_worker_is_followed_by_another_server_which_finish
         server_a = subprocess.Popen(
             [sys.executable, "-m", "tests.durable._server", *argv],
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
             stdout=out,
             stderr=subprocess.STDOUT,
         )

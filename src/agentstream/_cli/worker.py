@@ -87,9 +87,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--poll-sec",
         type=_positive_float,
-        default=0.1,
+        default=1.0,
         metavar="S",
-        help="how often the queue is polled for new tasks (default 0.1)",
+        help=(
+            "how often the background-task queue is polled (default 1; chat turns and workflow runs "
+            "wake the worker at once, unless --chat-concurrency routes chat turns through a queue too)"
+        ),
+    )
+    parser.add_argument(
+        "--db-pool-size",
+        type=_positive_int,
+        default=8,
+        metavar="N",
+        help="connections in this worker's PostgreSQL pool (default 8; docs/serving.md's connection budget)",
+    )
+    parser.add_argument(
+        "--executor-id",
+        default=os.environ.get("DBOS__VMID") or None,
+        metavar="ID",
+        help=(
+            "this worker's DBOS executor id (default: $DBOS__VMID, else unique to the process); a worker "
+            "restarted with the same id recovers its own unfinished work when it starts"
+        ),
     )
     parser.set_defaults(func=run)
     return parser
@@ -199,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
         worker_concurrency=args.worker_concurrency,
         polling_interval_sec=args.poll_sec,
         lease_sec=args.lease_sec,
+        pool_size=args.db_pool_size,
+        **({"executor_id": args.executor_id} if args.executor_id else {}),
         mastra=mastra,
         stream_store=store,
         chat_options=chat_options,

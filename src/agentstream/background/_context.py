@@ -40,6 +40,17 @@ class BackgroundTaskContext:
     messages: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def idempotency_key(self) -> str:
+        """A key naming this tool call, the same every time the call runs again.
+
+        A task taken over from a dead worker (or a dead server) runs again with the same run id
+        and tool call id, and so does a retry of the task: every execution of the call gets the
+        same key. Hand it to the service the tool acts on (a payment API's ``Idempotency-Key``,
+        an email's ``Message-ID``) or keep it with the effect in your own database, and the
+        effect happens once (see docs/serving.md, "Tools with side effects")."""
+        return f"{self.run_id}:{self.tool_call_id}"
+
+    @property
     def is_resumed(self) -> bool:
         """Whether this execution resumes a suspended task (`resume_data` was given)."""
         return self.resume_data is not None

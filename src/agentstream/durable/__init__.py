@@ -30,24 +30,21 @@ Workflow runs on workers (the same worker; each workflow step is a DBOS step):
     workflow_route(mastra, stream_store=redis_store, runner=DurableWorkflows(url))  # server
 
 Agent runs started inside DBOS workflow code (a worker's tool running an agent) are checkpointed:
-each model call and each tool call is a step, replayed from its record after a crash.
+each model call and each tool call is a step, replayed from its record after a crash. A
+`DurableWorker` turns that on when it launches; a process running DBOS workflows of its own calls
+`install_checkpoints()` (importing this package changes nothing by itself).
 
 Requires the ``durable`` extra (``pip install 'agentstream[durable]'``).
 """
 
 from __future__ import annotations
 
-from ..agent import set_checkpoint_seam
 from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, DurableChat
-from ._checkpoint import DBOSCheckpoints
+from ._checkpoint import install_checkpoints
 from ._protocol import QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 from ._remote import DurableBackground, RemoteTaskError, attempt_id
 from ._worker import DurableWorker, step
 from ._workflows import WORKFLOW_QUEUE_NAME, WORKFLOW_RUN_NAME, DBOSCheckpoint, DurableWorkflows
-
-# Agent runs inside DBOS workflow code are checkpointed from now on (docs/decisions/durable.md, "Checkpointed
-# agent runs"); outside a workflow this costs a run one context lookup.
-set_checkpoint_seam(DBOSCheckpoints())
 
 __all__ = [
     "CHAT_QUEUE_NAME",
@@ -65,5 +62,6 @@ __all__ = [
     "RemoteTaskError",
     "TaskSpec",
     "attempt_id",
+    "install_checkpoints",
     "step",
 ]

@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator
 
 from dbos import DBOS, DBOSClient
-from dbos._error import DBOSAwaitedWorkflowCancelledError
+from dbos import error as dbos_error
 
 from .._abort import AbortController
 
@@ -41,7 +41,9 @@ async def is_cancelled(workflow_id: str | None) -> bool:
     DBOS does not record the query as one of its steps)."""
     if workflow_id is None:
         return False
-    query = DBOS.list_workflows_async(workflow_ids=[workflow_id], status="CANCELLED", load_input=False, load_output=False)
+    query = DBOS.list_workflows_async(
+        workflow_ids=[workflow_id], status="CANCELLED", load_input=False, load_output=False
+    )
     found = await asyncio.get_running_loop().create_task(query, context=contextvars.Context())
     return bool(found)
 
@@ -100,7 +102,7 @@ class CancelledIsNotAnError(logging.Filter):
         if record.levelno == logging.WARNING and "ModelStep._call" in str(record.msg):
             return not str(record.msg).startswith("Asyncio task cancelled for workflow or step")
         error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, DBOSAwaitedWorkflowCancelledError):
+        if isinstance(error, dbos_error.DBOSAwaitedWorkflowCancelledError):
             record.levelno, record.levelname = logging.INFO, "INFO"
             record.msg, record.args = "workflow %s was cancelled; its run stopped", (error.workflow_id,)
             record.exc_info = record.exc_text = None

@@ -10,19 +10,27 @@ already written. Turns and results are stored as JSON (DBOS's portable serializa
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS
-from dbos._serialization import WorkflowSerializationFormat
+from dbos import DBOS, SetWorkflowID, WorkflowSerializationFormat
 
 from ..ai_sdk import run_chat_turn
 from ..resumable import ChatTurn, StreamStore
 from ._cancel import watched
 from ._queued import QueuedRunner
 
-__all__ = ["CHAT_OPTIONS", "CHAT_QUEUE_NAME", "CHAT_WORKFLOW_NAME", "ChatSetup", "DurableChat", "chat_setup"]
+__all__ = [
+    "CHAT_OPTIONS",
+    "CHAT_QUEUE_NAME",
+    "CHAT_WORKFLOW_NAME",
+    "ChatSetup",
+    "DurableChat",
+    "chat_setup",
+    "enqueue_chat_turn",
+    "start_chat_turn",
+]
 
 _log = logging.getLogger("agentstream.durable")
 
@@ -45,8 +53,10 @@ class DurableChat(QueuedRunner):
     queued or running (a running one stops within about half a second and ends its stream).
     """
 
+    kind = "chat"
     queue_name = CHAT_QUEUE_NAME
     workflow_name = CHAT_WORKFLOW_NAME
+    what = "this chat turn"
 
     async def dispatch(self, turn: ChatTurn) -> None:
         """Enqueue the turn (a turn already enqueued is not enqueued again)."""
@@ -60,6 +70,8 @@ class ChatSetup:
     mastra: Any
     store: StreamStore
     options: Mapping[str, Any]
+    finished: Callable[[str], None] | None = None
+    """Called with the stream id when a turn ends on this worker (the inbox gives its slot back)."""
 
 
 _setup: list[ChatSetup] = []
@@ -84,7 +96,23 @@ async def _chat_turn(turn: ChatTurn) -> None:
     if not _setup:
         raise RuntimeError("this worker was started without a Mastra and stream store for chat turns")
     setup = _setup[0]
-    async with watched(turn["stream_id"]) as controller:
-        await run_chat_turn(
-            setup.mastra, setup.store, turn, abort_signal=controller.signal, chat_options=setup.options
-        )
+    try:
+        async with watched(turn["stream_id"]) as controller:
+            await run_chat_turn(
+                setup.mastra, setup.store, turn, abort_signal=controller.signal, chat_options=setup.options
+            )
+    finally:
+        if setup.finished is not None:
+            setup.finished(turn["stream_id"])
+
+
+def start_chat_turn(stream_id: str, turn: dict[str, Any]) -> None:
+    """Start a claimed turn's workflow here now (its id the stream id: a second start attaches)."""
+    with SetWorkflowID(stream_id):
+        DBOS.start_workflow(_chat_turn, turn)  # type: ignore[arg-type]
+
+
+def enqueue_chat_turn(stream_id: str, turn: dict[str, Any]) -> None:
+    """Put a claimed turn on the chat queue, whose limits hold across all workers."""
+    with SetWorkflowID(stream_id):
+        DBOS.enqueue_workflow(CHAT_QUEUE_NAME, _chat_turn, turn)  # type: ignore[arg-type]

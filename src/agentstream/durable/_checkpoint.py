@@ -4,8 +4,9 @@ A model call streams live (its step runs the provider and hands each part to the
 arrives) and records the parts; a tool call records its result and the chunks it wrote. After a
 crash the workflow runs again: completed steps return their records (the provider is not called,
 the tool not run), so the run emits the same chunks up to the step that was in flight, which runs
-again. Registered as the agent package's `CheckpointSeam` when ``agentstream.durable`` is imported;
-outside a workflow (or inside a step: a sub-agent inside a tool step) a run is not touched.
+again. Installed as the agent package's `CheckpointSeam` by `install_checkpoints()` (a
+`DurableWorker` calls it when it launches); outside a workflow (or inside a step: a sub-agent
+inside a tool step) a run is not touched.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from dbos import DBOS, StepReservation
 
-from ..agent import ChainedHooks, LoopHooks, PendingToolCall
+from ..agent import ChainedHooks, LoopHooks, PendingToolCall, set_checkpoint_seam
 from ..chunks import Chunk, chunk_from_dict, chunk_to_dict
 from ..tools import Tool, ToolContext, ToolWriter
 from ._record import decode, decode_error, encode, encode_error
@@ -28,12 +29,19 @@ from ._record import decode, decode_error, encode, encode_error
 if TYPE_CHECKING:
     from ..models import CallOptions, LanguageModel, StreamPart
 
-__all__ = ["CheckpointHooks", "CheckpointedModel", "DBOSCheckpoints", "RunSteps"]
+__all__ = ["CheckpointHooks", "CheckpointedModel", "DBOSCheckpoints", "RunSteps", "install_checkpoints"]
 
 _log = logging.getLogger("agentstream.durable")
 _IDS = uuid.UUID("5b0c3f52-8d4e-4a43-9c59-0c7f3f1f5e21")
 """Namespace of the run and message ids made inside a workflow (uuid5 of workflow id and step id)."""
 _END = object()
+
+
+def install_checkpoints() -> None:
+    """Checkpoint, from now on, every agent run this process starts in DBOS workflow code (each model
+    call and each tool call a step; docs/decisions/durable.md, "Checkpointed agent runs"). Outside
+    a workflow a run then costs one context lookup. `DurableWorker.launch` calls it."""
+    set_checkpoint_seam(DBOSCheckpoints())
 
 
 class DBOSCheckpoints:

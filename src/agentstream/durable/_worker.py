@@ -19,10 +19,18 @@ from ..chunks import Chunk, chunk_to_dict, to_jsonable
 from ..resumable import StreamStore
 from ..tools import Tool, ToolWriter
 from ._cancel import CancelledIsNotAnError
-from ._chat import CHAT_QUEUE_NAME, chat_setup
+from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, chat_setup, enqueue_chat_turn, start_chat_turn
+from ._checkpoint import install_checkpoints
+from ._inbox import InboxListener, Starter
 from ._leases import ExecutorLeases
-from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
-from ._workflows import WORKFLOW_QUEUE_NAME, workflow_setup
+from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec, to_sqlalchemy_url
+from ._workflows import (
+    WORKFLOW_QUEUE_NAME,
+    WORKFLOW_RUN_NAME,
+    enqueue_workflow_leg,
+    start_workflow_leg,
+    workflow_setup,
+)
 
 __all__ = ["DurableWorker", "step"]
 
@@ -33,6 +41,12 @@ R = TypeVar("R")
 # A partitioned queue needs a limit per partition; "no per-agent limit" is one no deployment reaches.
 _UNLIMITED = 2**31 - 1
 _tools: dict[str, Any] = {}
+_RECOVERY_POLL_SEC = 5.0
+_QUEUE_OF = {
+    CHAT_WORKFLOW_NAME: CHAT_QUEUE_NAME,
+    WORKFLOW_RUN_NAME: WORKFLOW_QUEUE_NAME,
+    WORKFLOW_NAME: QUEUE_NAME,
+}
 _pending: contextvars.ContextVar[list[Chunk]] = contextvars.ContextVar("agentstream_durable_pending")
 
 
@@ -124,17 +138,26 @@ class DurableWorker:
 
     Limits hold across every worker on the database: at most `global_concurrency` tasks run at once
     in all, and at most `per_agent_concurrency` of one agent (DBOS queue partitions, keyed by agent
-    id); `worker_concurrency` bounds this process. Each worker holds a lease renewed every
-    `lease_sec / 3`; a worker whose lease expired (killed, partitioned) has its unfinished tasks
-    re-enqueued by whichever live worker notices first, and they resume after their last completed
-    step. A chat turn writes its answer to `stream_store` (shared with the servers); after a
-    takeover it runs again and the store skips the chunks already written. `chat_options` are
+    id); `worker_concurrency` bounds this process. Tasks are dequeued every `polling_interval_sec`.
+    Chat turns and workflow legs are not polled for: on PostgreSQL a server's enqueue notifies the
+    workers (``LISTEN/NOTIFY`` on an inbox table) and a free one starts the turn at once;
+    `chat_worker_concurrency` bounds the turns on this one, and `chat_concurrency` (the turns on
+    all workers) routes every turn through the DBOS chat queue, which enforces it (polled, so
+    slower to start). `pool_size` bounds this process's DBOS connection pool.
+
+    Each worker holds a lease (on the database's clock) renewed every `lease_sec / 3`; a worker
+    whose lease expired (killed, partitioned) has its unfinished work re-enqueued by whichever live
+    worker notices first, and it resumes after its last completed step. A worker that could not
+    reach the database itself takes nobody over until it has renewed its own lease for a whole
+    `lease_sec` (an outage of the database expires every lease at once). `executor_id` is DBOS's
+    executor id: a worker restarted with the same id recovers its own unfinished work at launch.
+    A chat turn writes its answer to `stream_store` (shared with the servers); after a takeover it
+    runs again and the store skips the chunks already written. `chat_options` are
     `handle_chat_stream`'s callables for those turns (``experimental_transform``, ``on_error``,
-    ``message_metadata``, ``default_options``); `chat_concurrency` bounds the turns running on all
-    workers, `chat_worker_concurrency` those on this one. The same `mastra` and `stream_store`
-    run the workflow legs servers dispatch through `DurableWorkflows` (each workflow step a DBOS
-    step, so a takeover does not run completed steps again); `workflow_concurrency` bounds the
-    legs running on all workers.
+    ``message_metadata``, ``default_options``). The same `mastra` and `stream_store` run the
+    workflow legs servers dispatch through `DurableWorkflows` (each workflow step a DBOS step, so a
+    takeover does not run completed steps again); `workflow_concurrency` bounds the legs running on
+    all workers.
     """
 
     database_url: str
@@ -142,7 +165,7 @@ class DurableWorker:
     global_concurrency: int | None = None
     per_agent_concurrency: int | None = None
     worker_concurrency: int | None = None
-    polling_interval_sec: float = 0.1
+    polling_interval_sec: float = 1.0
     lease_sec: float = 30.0
     mastra: Any = None
     stream_store: StreamStore | None = None
@@ -150,14 +173,15 @@ class DurableWorker:
     chat_concurrency: int | None = None
     chat_worker_concurrency: int | None = None
     workflow_concurrency: int | None = None
-    executor_id: str = field(
-        default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    )
+    pool_size: int = 8
+    executor_id: str = field(default_factory=lambda: default_executor_id())
     _leases: ExecutorLeases | None = field(default=None, init=False, repr=False)
+    _inbox: InboxListener | None = field(default=None, init=False, repr=False)
 
     def launch(self) -> None:
         """Connect, register the queues (their limits are stored; the last worker launched wins), start."""
         queues = self._queues()
+        install_checkpoints()
         _tools.clear()
         _tools.update(self.tools)
         config: DBOSConfig = {
@@ -165,7 +189,13 @@ class DurableWorker:
             "system_database_url": self.database_url,
             "executor_id": self.executor_id,
             "application_version": "agentstream-durable-1",
-            "notification_listener_polling_interval_sec": 0.05,
+            "sys_db_pool_size": self.pool_size,
+            # No ping before every transaction (a round trip each): DBOS retries a connection
+            # error itself, and SQLAlchemy then drops the pool's stale connections.
+            "db_engine_kwargs": {"pool_pre_ping": False, "max_overflow": 0},
+            # DBOS's notifier thread wakes this often; its default (0.01 s) is 100 wake-ups a second
+            # of an idle worker, for stream and event notifications the chat path does not use.
+            "notification_coalesce_sec": 0.05,
         }
         DBOS(config=config)
         if not any(isinstance(f, CancelledIsNotAnError) for f in logging.getLogger("dbos").filters):
@@ -178,14 +208,14 @@ class DurableWorker:
                     CHAT_QUEUE_NAME,
                     global_concurrency=self.chat_concurrency,
                     worker_concurrency=self.chat_worker_concurrency,
-                    polling_interval_sec=self.polling_interval_sec,
+                    polling_interval_sec=self._poll_sec(self.chat_concurrency),
                     on_conflict="always_update",
                 )
             if WORKFLOW_QUEUE_NAME in queues:
                 DBOS.register_queue(
                     WORKFLOW_QUEUE_NAME,
                     global_concurrency=self.workflow_concurrency,
-                    polling_interval_sec=self.polling_interval_sec,
+                    polling_interval_sec=self._poll_sec(self.workflow_concurrency),
                     on_conflict="always_update",
                 )
             if QUEUE_NAME in queues:  # a chat-only worker must not reset the tool workers' limits
@@ -203,6 +233,8 @@ class DurableWorker:
             raise
         self._leases = ExecutorLeases(self.database_url, self.executor_id, self.lease_sec, _recover)
         self._leases.start()
+        if self._inbox is not None:
+            self._inbox.start()
         _log.info(
             "worker %s started (tools: %s; chat turns: %s)",
             self.executor_id,
@@ -219,22 +251,68 @@ class DurableWorker:
                 raise ValueError(
                     "DurableWorker: chat turns (mastra=...) need the stream_store the servers follow"
                 )
-            chat_setup(self.mastra, self.stream_store, self.chat_options)
-            workflow_setup(self.mastra, self.stream_store, (self.chat_options or {}).get("on_error"))
+            chats = chat_setup(self.mastra, self.stream_store, self.chat_options)
+            legs = workflow_setup(self.mastra, self.stream_store, (self.chat_options or {}).get("on_error"))
         elif self.chat_options:
             raise ValueError("DurableWorker: chat_options are for chat turns, which need a mastra")
-        with_mastra = [CHAT_QUEUE_NAME, WORKFLOW_QUEUE_NAME] if self.mastra is not None else []
-        queues = ([QUEUE_NAME] if self.tools else []) + with_mastra
-        if not queues:
+        if not self.tools and self.mastra is None:
             raise ValueError("DurableWorker: nothing to run; give it tools, or a mastra and a stream_store")
-        return queues
+        queues = [QUEUE_NAME] if self.tools else []
+        if self.mastra is None:
+            return queues
+        if not to_sqlalchemy_url(self.database_url).startswith("postgresql"):
+            return [*queues, CHAT_QUEUE_NAME, WORKFLOW_QUEUE_NAME]  # no inbox without LISTEN/NOTIFY
+        # Turns and legs come from the inbox; a kind with a limit across all workers goes from
+        # there onto its DBOS queue, which enforces the limit (and is polled, not woken).
+        starters: dict[str, Starter] = {
+            "chat": enqueue_chat_turn if self.chat_concurrency else start_chat_turn,
+            "workflow": enqueue_workflow_leg if self.workflow_concurrency else start_workflow_leg,
+        }
+        limits = {"chat": None if self.chat_concurrency else self.chat_worker_concurrency, "workflow": None}
+        self._inbox = inbox = InboxListener(self.database_url, starters, limits)
+        chats.finished = lambda stream_id: inbox.finished("chat", stream_id)
+        legs.finished = lambda stream_id: inbox.finished("workflow", stream_id)
+        return [*queues, CHAT_QUEUE_NAME, WORKFLOW_QUEUE_NAME]
+
+    def _poll_sec(self, limited: int | None) -> float:
+        """A queue's polling interval: a chat or workflow queue fed by the inbox carries only the
+        turns and legs a takeover re-enqueued (unless a limit across workers routes them all
+        there), so it is polled seldom."""
+        return self.polling_interval_sec if self._inbox is None or limited else _RECOVERY_POLL_SEC
 
     def shutdown(self) -> None:
         """Stop taking tasks and give up the lease, so the others take over this worker's tasks at once."""
+        if self._inbox is not None:
+            self._inbox.stop()
         if self._leases is not None:
             self._leases.stop(release=True)
         DBOS.destroy(workflow_completion_timeout_sec=0)
 
 
+def default_executor_id() -> str:
+    """``$DBOS__VMID`` (DBOS's own setting: a worker restarted with the same id recovers its own
+    unfinished workflows when it launches), else an id of this process alone."""
+    return os.environ.get("DBOS__VMID") or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
 def _recover(executor_id: str) -> int:
-    return len(DBOS._recover_pending_workflows([executor_id]))
+    """Re-enqueue the unfinished workflows of the dead ``executor_id`` through DBOS's public
+    workflow management (``list_workflows`` / ``resume_workflow``), each on its kind's queue (a turn
+    the inbox started has none of its own): the queue's limits hold, only a worker that runs that
+    kind takes it, and it resumes after its last recorded step."""
+    count = 0
+    for status in DBOS.list_workflows(
+        status="PENDING", executor_id=executor_id, load_input=False, load_output=False
+    ):
+        # Asked again just before resuming: a workflow that finished or moved on since is left alone.
+        if DBOS.list_workflows(
+            workflow_ids=[status.workflow_id],
+            status="PENDING",
+            executor_id=executor_id,
+            load_input=False,
+            load_output=False,
+        ):
+            queue = status.queue_name or _QUEUE_OF.get(status.name or "")
+            DBOS.resume_workflow(status.workflow_id, queue_name=queue)
+            count += 1
+    return count

@@ -17,9 +17,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS
-from dbos._error import DBOSWorkflowCancelledError, DBOSWorkflowConflictIDError
-from dbos._serialization import WorkflowSerializationFormat
+from dbos import DBOS, SetWorkflowID, WorkflowSerializationFormat
+from dbos import error as dbos_error
 
 from .._abort import AbortError
 from ..ai_sdk import run_workflow_job
@@ -34,6 +33,8 @@ __all__ = [
     "DBOSCheckpoint",
     "DurableWorkflows",
     "WorkflowSetup",
+    "enqueue_workflow_leg",
+    "start_workflow_leg",
     "workflow_setup",
 ]
 
@@ -54,8 +55,10 @@ class DurableWorkflows(QueuedRunner):
     workers write its UI chunks to the stream store the route follows. ``cancel`` stops a leg.
     """
 
+    kind = "workflow"
     queue_name = WORKFLOW_QUEUE_NAME
     workflow_name = WORKFLOW_RUN_NAME
+    what = "this workflow run"
 
     async def dispatch(self, job: WorkflowJob) -> None:
         """Enqueue the leg (a leg already enqueued is not enqueued again)."""
@@ -85,9 +88,9 @@ class DBOSCheckpoint:
 
             try:
                 return await reservation.run_async({"name": name}, step)
-            except DBOSWorkflowCancelledError:
+            except dbos_error.DBOSWorkflowCancelledError:
                 raise self._abort() from None
-            except DBOSWorkflowConflictIDError:
+            except dbos_error.DBOSWorkflowConflictIDError:
                 # Cancelling also takes the workflow from its execution; a takeover does too, and
                 # then this (stale) execution must stop without writing anything.
                 if not await is_cancelled(DBOS.workflow_id):
@@ -101,7 +104,7 @@ class DBOSCheckpoint:
         # Always a step id, even for no wait: a re-run (later on the clock) must take the same ids.
         try:
             await DBOS.sleep_async(max(seconds, 0.001))
-        except DBOSWorkflowCancelledError:
+        except dbos_error.DBOSWorkflowCancelledError:
             raise self._abort() from None
 
     def _abort(self) -> AbortError:
@@ -117,6 +120,8 @@ class WorkflowSetup:
     mastra: Any
     store: StreamStore
     on_error: Callable[[BaseException], str] | None = None
+    finished: Callable[[str], None] | None = None
+    """Called with the stream id when a leg ends on this worker (the inbox gives its slot back)."""
 
 
 _setup: list[WorkflowSetup] = []
@@ -138,12 +143,28 @@ async def _workflow_run(job: WorkflowJob) -> None:
     if not _setup:
         raise RuntimeError("this worker was started without a Mastra and stream store for workflow runs")
     setup = _setup[0]
-    async with watched(job["stream_id"]) as controller:
-        await run_workflow_job(
-            setup.mastra,
-            setup.store,
-            job,
-            on_error=setup.on_error,
-            abort_signal=controller.signal,
-            checkpoint=DBOSCheckpoint(cancelled=controller.abort),
-        )
+    try:
+        async with watched(job["stream_id"]) as controller:
+            await run_workflow_job(
+                setup.mastra,
+                setup.store,
+                job,
+                on_error=setup.on_error,
+                abort_signal=controller.signal,
+                checkpoint=DBOSCheckpoint(cancelled=controller.abort),
+            )
+    finally:
+        if setup.finished is not None:
+            setup.finished(job["stream_id"])
+
+
+def start_workflow_leg(stream_id: str, job: dict[str, Any]) -> None:
+    """Start a claimed leg's workflow here now (its id the stream id: a second start attaches)."""
+    with SetWorkflowID(stream_id):
+        DBOS.start_workflow(_workflow_run, job)  # type: ignore[arg-type]
+
+
+def enqueue_workflow_leg(stream_id: str, job: dict[str, Any]) -> None:
+    """Put a claimed leg on the workflow queue, whose limit holds across all workers."""
+    with SetWorkflowID(stream_id):
+        DBOS.enqueue_workflow(WORKFLOW_QUEUE_NAME, _workflow_run, job)  # type: ignore[arg-type]

@@ -133,6 +133,17 @@ class ToolContext:
     client called the tool through `agentstream.mcp.MCPServer`; ``None`` otherwise."""
 
     @property
+    def idempotency_key(self) -> str:
+        """A key naming this tool call, the same every time the call runs again.
+
+        A run on a worker that died runs again elsewhere with the same run id and the model's
+        recorded tool call ids, so the call that was in flight gets the same key: hand it to the
+        service the tool acts on (a payment API's ``Idempotency-Key``, an email's ``Message-ID``)
+        or keep it with the effect in your own database, and the effect happens once (see
+        docs/serving.md, "Tools with side effects")."""
+        return f"{self.run_id}:{self.tool_call_id}"
+
+    @property
     def is_resumed(self) -> bool:
         """Whether this execution resumes a suspended call (`resume_data` was given)."""
         return self.resume_data is not None
