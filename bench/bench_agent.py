@@ -69,7 +69,9 @@ async def _measure(cold: bool) -> Figures:
         min([await agent_path(long) for _ in range(passes)]) / LONG
     )
     runs = 1 if cold else SHORT_RUNS
-    figures["bare generator, 2,000-token answer (µs/token)"] = min([await bare(short) for _ in range(runs)]) / SHORT
+    figures["bare generator, 2,000-token answer (µs/token)"] = (
+        min([await bare(short) for _ in range(runs)]) / SHORT
+    )
     figures["agent.stream → full_stream, 2,000-token answer (µs/token)"] = (
         min([await agent_path(short) for _ in range(runs)]) / SHORT
     )

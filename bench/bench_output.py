@@ -125,7 +125,9 @@ def report(f: Figures) -> list[str]:
     lines = [f"full_stream delivery of {N:,} text-delta chunks; µs per chunk (CPU); ratio = reference / ours"]
     lines += [f"{k:<48} {v:8.3f} µs  {ref / v:6.2f}x reference" for k, v in f.items()]
     ten = f["full_stream, 10 consumers"]
-    lines.append(f"goal: 10 consumers ≥ 0.2x reference: {'met' if ref / ten >= 0.2 else 'NOT met'} ({ref / ten:.2f}x)")
+    lines.append(
+        f"goal: 10 consumers ≥ 0.2x reference: {'met' if ref / ten >= 0.2 else 'NOT met'} ({ref / ten:.2f}x)"
+    )
     return lines
 
 
