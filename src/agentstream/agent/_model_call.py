@@ -299,8 +299,8 @@ class ModelCall:
 
 
 def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
-    """A processor changed or dropped a text or reasoning delta: the step's text (and the history
-    the model is sent next) follows what was streamed."""
+    """A processor changed or dropped a text or reasoning delta: the history the model is sent next
+    follows what was streamed (the step's text does by itself: it is read from the output's fold)."""
     if processed is original or not isinstance(original, (TextDelta, ReasoningDelta)):
         return
     text = processed.payload.text if isinstance(processed, type(original)) else ""
@@ -309,7 +309,6 @@ def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
     if isinstance(original, ReasoningDelta):
         acc = st.reasoning_acc.get(original.payload.id)
     else:
-        st.text_chunks[-1] = text
         acc = st.text_acc.get(original.payload.id)
     if acc:
         acc[-1] = text
@@ -330,7 +329,6 @@ def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> No
         else:
             acc = st.text_acc.get(pid)
             acc = st.text_entry(pid, None) if acc is None else acc
-            st.text_chunks.insert(len(st.text_chunks) - isinstance(original, TextDelta), text)
             st.has_content = True
         acc.insert(len(acc) - same, text)
 

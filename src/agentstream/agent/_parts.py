@@ -144,7 +144,6 @@ def _text_delta(st: StepState, part: TextDeltaPart) -> Handled:
     if acc is None:
         acc = st.text_entry(tid, None)
     acc.append(delta)
-    st.text_chunks.append(delta)
     if pm is not None:
         st.text_part[tid]["providerOptions"] = pm
     st.has_content = True

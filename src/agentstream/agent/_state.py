@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..chunks import UNSET, Chunk
 from ..models import StreamPart, ToolInputStartPart
+from ..stream import RunAccumulator
 from ._hooks import PendingToolCall
 from ._structured import StructuredOutputState
 
@@ -41,6 +42,8 @@ class StepState:
     run_id: str
     number: int
     created_at: int
+    results: Callable[[], RunAccumulator]
+    """The run's fold of the chunks streamed so far (`RunConfig.results`): the step's text is read there."""
     so: StructuredOutputState | None = None
     stream: AsyncIterator[StreamPart] | None = None
     first: StreamPart | None = None
@@ -67,7 +70,6 @@ class StepState:
     """The `Tripwire` a processor raised in this step (``None``: none)."""
     text_closed: set[str] = field(default_factory=set)
     """Text part ids whose ``text-end`` went through async output processing."""
-    text_chunks: list[str] = field(default_factory=list)
     content: list[dict[str, Any]] = field(default_factory=list)
     """The assistant message's parts in stream order (text / reasoning parts filled in at the end)."""
     text_acc: dict[str, list[str]] = field(default_factory=dict)
@@ -88,7 +90,8 @@ class StepState:
 
     @property
     def text(self) -> str:
-        return "".join(self.text_chunks)
+        """The text this step streamed (after output processing), as the run's output folded it."""
+        return self.results().step_text
 
     @property
     def ended(self) -> bool:
