@@ -218,7 +218,7 @@ class ModelCall:
         ]
         probes += [
             TextEnd(run_id=self.cfg.run_id, from_=AGENT, payload=TextEndPayload(id=tid))
-            for tid in st.text_acc
+            for tid in st.text_part
             if tid not in st.text_closed
         ]
         for probe in probes:
@@ -299,17 +299,15 @@ class ModelCall:
 
 
 def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
-    """A processor changed or dropped a text or reasoning delta: the history the model is sent next
-    follows what was streamed (the step's text does by itself: it is read from the output's fold)."""
-    if processed is original or not isinstance(original, (TextDelta, ReasoningDelta)):
+    """A processor changed or dropped a reasoning delta: the history the model is sent next follows
+    what was streamed. (Text needs nothing: the step's text is read from the output's fold, which
+    holds the deltas as streamed.)"""
+    if processed is original or type(original) is not ReasoningDelta:
         return
-    text = processed.payload.text if isinstance(processed, type(original)) else ""
+    text = processed.payload.text if isinstance(processed, ReasoningDelta) else ""
     if text == original.payload.text:
         return
-    if isinstance(original, ReasoningDelta):
-        acc = st.reasoning_acc.get(original.payload.id)
-    else:
-        acc = st.text_acc.get(original.payload.id)
+    acc = st.reasoning_acc.get(original.payload.id)
     if acc:
         acc[-1] = text
 
@@ -326,11 +324,11 @@ def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> No
         if isinstance(chunk, ReasoningDelta):
             acc = st.reasoning_acc.get(pid)
             acc = st.reasoning_entry(pid, None) if acc is None else acc
-        else:
-            acc = st.text_acc.get(pid)
-            acc = st.text_entry(pid, None) if acc is None else acc
+            acc.insert(len(acc) - same, text)
+        else:  # its text is in the output's fold once streamed; the part needs its place
+            if pid not in st.text_part:
+                st.text_entry(pid, None)
             st.has_content = True
-        acc.insert(len(acc) - same, text)
 
 
 async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:

@@ -126,6 +126,7 @@ class StepBook:
 
     def _record(self, st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
         # kept as is and turned into Mastra's ``output.steps`` entries only if a step trips
+        st.freeze()
         self.records.append((st, new_messages, metadata))
 
     @staticmethod
