@@ -50,7 +50,7 @@ from ._parts import (
 from ._settings import call_options
 from ._state import StepState
 from ._step_book import NO_TOOLS_REASONS, StepBook, decision_chunks, step_reason
-from ._tool_runner import ToolRunner
+from ._tool_runner import ToolRunner, notify_on_chunk
 from ._tripwire import Tripwire
 
 __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
@@ -103,7 +103,7 @@ async def _phases(cfg: RunConfig, results: Callable[[], RunAccumulator]) -> Asyn
             parts = run.parts(st)
             if parts is not None:
                 try:
-                    signal, routed, aroute = cfg.signal, run.routed, run.aroute
+                    signal, routed, aroute, on_chunk = cfg.signal, run.routed, run.aroute, run.on_chunk
                     lookup: Callable[[str, Handler], Handler] = HANDLERS.get
                     async for part in parts:  # the per-token path: no generator in between
                         if signal.aborted:
@@ -113,7 +113,13 @@ async def _phases(cfg: RunConfig, results: Callable[[], RunAccumulator]) -> Asyn
                         if routed and out is not None:
                             out = run.route(st, out) if aroute is None else await aroute(st, out)
                         if st.pending:
-                            for early in await run.flush(st):
+                            notify, early_chunks = run.flush(st)
+                            if on_chunk is not None:
+                                for queued in notify:
+                                    waiting = notify_on_chunk(on_chunk, queued)
+                                    if waiting is not None:
+                                        await waiting
+                            for early in early_chunks:
                                 yield early
                         if out is not None:
                             yield out

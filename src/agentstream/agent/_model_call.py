@@ -35,7 +35,6 @@ from ._deadlines import StepDeadline
 from ._hooks import StepInfo
 from ._parts import FATAL, ON_CHUNK_TYPES, RAW, STANDARD, finish_structured_output
 from ._state import StepState
-from ._tool_runner import call_on_chunk
 from ._tripwire import Tripwire
 
 if TYPE_CHECKING:
@@ -233,13 +232,12 @@ class ModelCall:
                 out.extend(written)
         return out
 
-    async def flush(self, st: StepState) -> list[Chunk]:
-        """Show ``on_chunk`` what the last part queued for it; the chunks to stream before its own."""
+    @staticmethod
+    def flush(st: StepState) -> tuple[list[Chunk], list[Chunk]]:
+        """What the last part queued: the chunks to show ``on_chunk``, and those to stream before
+        its own (`run_loop` calls ``on_chunk`` with `notify_on_chunk`: no coroutine per token)."""
         notify, st.notify, early, st.early, st.pending = st.notify, [], st.early, [], False
-        if self.on_chunk is not None:
-            for chunk in notify:
-                await call_on_chunk(self.on_chunk, chunk)
-        return early
+        return notify, early
 
     def failed(self, st: StepState, exc: Exception) -> list[Chunk]:
         """The model stream raised: an abort, a timeout, or a step error (streamed as ``error``)."""
