@@ -557,3 +557,36 @@ async def test_end_of_step_can_stop_the_run() -> None:
     assert len(model.calls) == 1
     (step_finish,) = [c for c in chunks if c["type"] == "step-finish"]
     assert step_finish["payload"]["stepResult"]["isContinued"] is False
+
+
+async def test_on_chunk_sync_async_and_failing_callbacks_all_see_every_delta_in_order(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``on_chunk`` on the per-token path: a plain callback is called with no coroutine, an async
+    one is awaited before the next chunk, and one that raises is logged while the run goes on."""
+    step = [
+        {"type": "stream-start", "warnings": []},
+        {"type": "text-start", "id": "t"},
+        *({"type": "text-delta", "id": "t", "delta": d} for d in ("a", "b", "c")),
+        {"type": "text-end", "id": "t"},
+        {"type": "finish", "finishReason": "stop", "usage": {"inputTokens": 1}},
+    ]
+    seen: list[str] = []
+
+    def plain(chunk: Any) -> None:
+        if chunk.type == "text-delta":
+            seen.append(chunk.payload.text)
+
+    async def awaited(chunk: Any) -> None:
+        await asyncio.sleep(0)
+        if chunk.type == "text-delta":
+            seen.append(chunk.payload.text.upper())
+
+    def failing(chunk: Any) -> None:
+        raise RuntimeError("callback broke")
+
+    for callback in (plain, awaited, failing):
+        output = Agent(id="a", model=ScriptedModel([step])).stream("go", on_chunk=callback)
+        assert await output.text == "abc"
+    assert seen == ["a", "b", "c", "A", "B", "C"]
+    assert "on_chunk callback failed" in caplog.text

@@ -31,6 +31,36 @@ CLIENT_MESSAGE_DIFFERS: set[str] = set()
 # (docs/decisions/issue-24-v5-decline.md).
 V5_DIVERGES = {"tool-output-denied"}
 
+# Recorded with the blocked answer's text part left open (Mastra sends no ``text-end`` before
+# ``data-tripwire``); we close it, so that the client's text part is done, not streaming for good
+# (docs/decisions/issue-21-endings-over-http.md). Checked against the recording with that one
+# frame added, and pinned by `test_a_blocked_answer_closes_its_text_part`.
+CLOSES_OPEN_TEXT = {"processor-tripwire-second-step-v5"}
+TEXT_END_FRAME = 'data: {{"type":"text-end","id":"{id}"}}\n\n'
+
+
+def _as_we_send(vector: dict[str, Any]) -> dict[str, Any]:
+    """The vector as we convert it: for `CLOSES_OPEN_TEXT`, a ``text-end`` before ``data-tripwire``."""
+    if vector["name"] not in CLOSES_OPEN_TEXT:
+        return vector
+    expected = list(vector["expected"])
+    at = next(i for i, part in enumerate(expected) if part["type"] == "data-tripwire")
+    text_id = next(p["id"] for p in reversed(expected[:at]) if p["type"] == "text-start")
+    expected.insert(at, {"type": "text-end", "id": text_id})
+    body = vector["expectedSse"]["body"]
+    cut = body.index('data: {"type":"data-tripwire"')
+    body = body[:cut] + TEXT_END_FRAME.format(id=text_id) + body[cut:]
+    message = dict(vector["expectedUiMessage"])
+    message["parts"] = [
+        {**part, "state": "done"} if part.get("type") == "text" else part for part in message["parts"]
+    ]
+    return {
+        **vector,
+        "expected": expected,
+        "expectedSse": {**vector["expectedSse"], "body": body},
+        "expectedUiMessage": message,
+    }
+
 
 def _options(vector: dict[str, Any]) -> dict[str, Any]:
     options = options_of(vector)
@@ -80,7 +110,7 @@ def _check_error(vector: dict[str, Any], error: BaseException | None) -> None:
 
 @pytest.mark.parametrize("path", params("aisdk", VECTORS, only=CHUNKS_DIFFER))
 async def test_chunks(path: Path) -> None:
-    vector = load(path)
+    vector = _as_we_send(load(path))
     parts, error = await _run(vector)
     assert parts == to_wire(vector["expected"])
     # Key order matters on the wire (byte-exact SSE), so compare it too.
@@ -90,7 +120,7 @@ async def test_chunks(path: Path) -> None:
 
 @pytest.mark.parametrize("path", params("aisdk", VECTORS, only=CHUNKS_DIFFER))
 async def test_sse_bytes(path: Path) -> None:
-    vector = load(path)
+    vector = _as_we_send(load(path))
     body, error = await _sse(vector)
     expected = vector["expectedSse"]
     assert body.decode("utf-8") == expected["body"]
@@ -104,7 +134,7 @@ async def test_sse_bytes(path: Path) -> None:
 
 @pytest.mark.parametrize("path", params("aisdk", VECTORS, only=CLIENT_MESSAGE_DIFFERS))
 async def test_real_client_message(path: Path) -> None:
-    vector = load(path)
+    vector = _as_we_send(load(path))
     body, _ = await _sse(vector)
     code, report = replay(body, "v7")
     message, expected = report["assistantMessage"], vector["expectedUiMessage"]
@@ -187,3 +217,54 @@ async def test_v5_sends_a_decline_as_an_output_error_ai5_accepts() -> None:
     assert code == 0, report["error"]
     tool = next(p for p in report["assistantMessage"]["parts"] if p["type"] == "tool-deleteFile")
     assert tool["state"] == "output-error"
+
+
+async def test_a_blocked_answer_closes_its_text_part() -> None:
+    """Mastra leaves the blocked step's text part open; we end it before ``data-tripwire``, and the
+    real client then holds the text the user saw as a finished part."""
+    vector = load(next(p for p in VECTORS if p.stem == "processor-tripwire-second-step-v5"))
+    recorded = [p["type"] for p in vector["expected"]]
+    assert recorded[-4:] == ["text-start", "text-delta", "data-tripwire", "finish"]  # Mastra's
+    parts, error = await _run(vector)
+    assert error is None
+    assert [p["type"] for p in parts][-5:] == [
+        "text-start",
+        "text-delta",
+        "text-end",
+        "data-tripwire",
+        "finish",
+    ]
+    starts = [p["id"] for p in parts if p["type"] == "text-start"]
+    ends = [p["id"] for p in parts if p["type"] == "text-end"]
+    assert starts == ends
+    body, _ = await _sse(vector)
+    code, report = replay(body, "v7")
+    assert code == 0, report["error"]
+    text = [p for p in report["assistantMessage"]["parts"] if p["type"] == "text"]
+    assert text == [{"type": "text", "text": "Paris is sunny, ", "state": "done"}]
+
+
+async def test_an_aborted_answer_closes_its_open_parts() -> None:
+    """``abort`` mid-answer: the open text (and sent reasoning) parts end before the ``abort``."""
+    from agentstream.chunks import decode_chunk
+
+    base = {"runId": "r", "from": "AGENT"}
+    raw = [
+        {"type": "start", **base, "payload": {"id": "a", "messageId": "m"}},
+        {"type": "step-start", **base, "payload": {"request": {}, "messageId": "m"}},
+        {"type": "reasoning-start", **base, "payload": {"id": "r1"}},
+        {"type": "reasoning-delta", **base, "payload": {"id": "r1", "text": "hm"}},
+        {"type": "text-start", **base, "payload": {"id": "t1"}},
+        {"type": "text-delta", **base, "payload": {"id": "t1", "text": "Hel"}},
+        {"type": "abort", **base, "payload": {}},
+    ]
+
+    async def chunks():  # type: ignore[no-untyped-def]
+        for item in raw:
+            yield decode_chunk(item)
+
+    ui = [part async for part in to_ai_sdk_stream(chunks(), send_reasoning=True)]
+    assert [p["type"] for p in ui][-3:] == ["reasoning-end", "text-end", "abort"]
+    assert ui[-3:-1] == [{"type": "reasoning-end", "id": "r1"}, {"type": "text-end", "id": "t1"}]
+    hidden = [part async for part in to_ai_sdk_stream(chunks())]  # reasoning not sent: only text ends
+    assert [p["type"] for p in hidden][-2:] == ["text-end", "abort"]

@@ -133,6 +133,36 @@ async def test_route_streams_sse() -> None:
     assert '"delta":"Hi"' in r.text
 
 
+class _BlockForbidden:
+    """An output-stream processor that blocks the answer at the delta holding "forbidden"."""
+
+    id = "banned-words"
+
+    async def process_output_stream(self, *, part: Any, abort: Any, **_: Any) -> Any:
+        if getattr(part.payload, "text", None) and "forbidden" in part.payload.text:
+            abort("Banned word detected")
+        return part
+
+
+async def test_route_closes_the_text_of_a_blocked_answer() -> None:
+    """Over HTTP a tripwire-blocked answer still ends its text part (``text-end`` before
+    ``data-tripwire``): every ``text-start`` of the SSE body is closed, then ``finish``."""
+    model = ScriptedModel([text_step("Paris is sunny, ", "forbidden words", "never sent")])
+    agent = Agent(id="weather", model=model, output_processors=[_BlockForbidden()])
+    app = Starlette(routes=[chat_route(Mastra(agents={"weather": agent}))])
+    r = await _over(app).post("/chat/weather", json=body(USER))
+    assert r.status_code == 200
+    frames = [line[len("data: ") :] for line in r.text.split("\n\n") if line.startswith("data: {")]
+    parts = [json.loads(frame) for frame in frames]
+    kinds = [p["type"] for p in parts]
+    assert kinds[-5:] == ["text-start", "text-delta", "text-end", "data-tripwire", "finish"]
+    assert [p["id"] for p in parts if p["type"] == "text-start"] == [
+        p["id"] for p in parts if p["type"] == "text-end"
+    ]
+    assert parts[-2]["data"]["reason"] == "Banned word detected"
+    assert "never sent" not in r.text and r.text.endswith("data: [DONE]\n\n")
+
+
 async def test_fastapi_style_mount() -> None:
     import fastapi
     app = fastapi.FastAPI()

@@ -154,6 +154,35 @@ async def test_the_loop_reads_the_step_in_flight() -> None:
     assert acc.steps == [] and not acc.usage  # no step has finished: nothing counted yet
 
 
+def test_the_step_text_read_chunk_by_chunk_is_the_text_read_at_once() -> None:
+    """The loop reads the step's text while the step streams (each read scans only what was logged
+    since the last): at every point, and across steps, it is the step's deltas joined."""
+    acc = RunAccumulator(run_id=R)
+    log = acc.text.log
+
+    def delta(text: str) -> TextDelta:
+        return decode_chunk(
+            {"type": "text-delta", "runId": R, "from": "AGENT", "payload": {"id": "t", "text": text}}
+        )  # type: ignore[return-value]
+
+    seen: list[str] = []
+    for step, words in enumerate([["a", "b", "c"], ["d", "", "e"]]):
+        for word in words:
+            log.append(delta(word))
+            log.append(
+                decode_chunk({"type": "abort", "runId": R, "from": "AGENT", "payload": {}})
+            )  # not text
+            seen.append(word)
+            assert acc.step_text == "".join(seen)
+            assert acc.step_text == "".join(seen)  # read twice, nothing new
+        acc.text.close_step(len(log))
+        seen = []
+        assert acc.step_text == "", step
+    acc.text.prior_step = "resumed "
+    log.append(delta("f"))
+    assert acc.step_text == "resumed f"
+
+
 def test_restore_state_names_a_state_it_cannot_read() -> None:
     output = ModelOutput(_source([]), run_id=R)
     with pytest.raises(ValueError, match=r"restore_state: not a state written by serialize_state\(\).*steps"):

@@ -18,6 +18,7 @@ import pytest
 
 from agentstream.ai_sdk import to_ai_sdk_stream
 from agentstream.chunks import chunk_to_dict
+from agentstream.stream import Usage
 from agentstream.workflows import Run, WorkflowRunOutput
 from tests.conformance import load, params, to_wire, vector_files
 
@@ -216,7 +217,8 @@ async def _check_leg(
         _matches(results["result"], result.to_dict(), f"{leg} results.result")
         assert output.status == results["status"], leg
         assert result.status == results["status"], leg
-        assert await output.usage == results["usage"], leg
+        usage = await output.usage
+        assert isinstance(usage, Usage) and usage.to_wire() == results["usage"], leg
     if late:
         replayed = [c.type async for c in output.full_stream]
         assert replayed == expected["lateSubscriberChunkTypes"], f"{leg} late subscriber"

@@ -208,7 +208,8 @@ async def test_invalid_workflow_input_runs_nothing_and_the_stream_ends_failed_wi
     with pytest.raises(WorkflowInputValidationError) as info:
         await output.result
     assert info.value.issues[0].path == ("value",)
-    assert (output.status, run.status, await output.usage) == ("failed", "failed", zero_workflow_usage())
+    usage = await output.usage
+    assert (output.status, run.status, usage.to_wire()) == ("failed", "failed", zero_workflow_usage())
     assert not ran
     # start() raises it (Mastra's start throws the schema error)
     with pytest.raises(WorkflowInputValidationError, match="- value: Invalid input"):
@@ -528,7 +529,11 @@ async def test_agent_step_with_structured_output() -> None:
     assert result.status == "success", result.error
     assert result.result == {"city": "Oslo", "celsius": 4}
     usage = await output.usage
-    assert (usage["inputTokens"], usage["outputTokens"], usage["totalTokens"]) == (5, 7, 12)
+    assert (usage.input_tokens, usage.output_tokens, usage.total_tokens) == (5, 7, 12)
+    with pytest.warns(DeprecationWarning, match="usage.input_tokens"):
+        assert usage["inputTokens"] == 5  # the dict access of earlier releases, for one more
+    with pytest.warns(DeprecationWarning):
+        assert usage == {**zero_workflow_usage(), "inputTokens": 5, "outputTokens": 7, "totalTokens": 12}
 
 
 async def test_a_tripwire_in_an_agent_step_fails_the_step_and_ends_the_run_tripwire() -> None:

@@ -7,17 +7,15 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController
-from .._request_context import as_request_context
 from ..chunks import Chunk
 from ..memory import Memory, resolve_memory_option
 from ..models import LanguageModel
-from ..stream import FullOutput, ModelOutput
+from ..stream import FullOutput, ModelOutput, RunAccumulator
 from ..tools import AgentBackgroundConfig, Tool
-from ..tracing import InstrumentationSettings, check_instrument_option, trace_run
-from ._call_index import SuspendedCalls, thread_of
-from ._checkpoints import begin_checkpointed_run, new_id
+from ..tracing import InstrumentationSettings, check_instrument_option
+from ._call_index import SuspendedCalls
 from ._delegation import check_sub_agents, check_workflows
-from ._dynamic import Dynamic, check_dynamic_defaults, dynamic_fields, resolved_agent
+from ._dynamic import Dynamic, dynamic_fields
 from ._goal import GoalConfig
 from ._goal_record import GoalObjective, GoalStatus
 from ._goal_record import load_objective as _load_objective
@@ -25,10 +23,11 @@ from ._goal_record import set_objective as _set_objective
 from ._goal_record import update_objective as _update_objective
 from ._hooks import BackgroundSeam, LoopHooks, StopCondition
 from ._identity import check_identity
-from ._loop import RunConfig, run_loop
+from ._legs import leg_source, resume_leg
+from ._loop import RunConfig
 from ._messages import MessageInput
-from ._options import RESUME_OPTIONS, ResumeOptions, StreamOptions, TurnOptions, check_options
-from ._plan import RunPlan, check_retries, merge_options, plan_run
+from ._options import ResumeOptions, StreamOptions, TurnOptions, check_options
+from ._plan import check_retries, merge_options
 from ._processors import (
     ERROR_METHODS,
     INPUT_METHODS,
@@ -37,15 +36,11 @@ from ._processors import (
     check_processors,
 )
 from ._resume import (
-    Leg,
     SuspendRecorder,
     approval_check,
-    auto_resume_turn,
-    resumed_source,
-    stored_options,
 )
 from ._suspension import ApprovalPolicy, ResumeDecision, ResumeError, RunSnapshots
-from ._tripwire import Tripwire
+from ._turns import stream_turn, turn_output, turn_source
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -64,20 +59,6 @@ def step_count_is(n: int) -> StopCondition:
 def has_tool_call(name: str) -> StopCondition:
     """Stop after a step in which the model called tool ``name`` (``hasToolCall``)."""
     return lambda steps: bool(steps) and any(c["toolName"] == name for c in steps[-1].tool_calls)
-
-
-def _same_thread(run_id: str, stored: Any, given: Any) -> None:
-    """A leg may not move a run that lives in one memory thread into another (someone else's)."""
-    if stored is None or given is None:
-        return
-    was, now = resolve_memory_option(stored), resolve_memory_option(given)
-    if (was.thread_id, was.resource_id) != (now.thread_id, now.resource_id):
-        raise ResumeError(
-            f"run {run_id!r} belongs to memory thread {was.thread_id!r} of resource {was.resource_id!r}; "
-            "a leg cannot continue it in another thread or resource",
-            run_id=run_id,
-            status="mismatch",
-        )
 
 
 class Agent:
@@ -437,103 +418,14 @@ class Agent:
         background: BackgroundSeam | None = None,
         background_scope: tuple[str | None, str | None] | None = None,
     ) -> ModelOutput:
-        """One turn with the run's merged ``options`` (`merged_options`). ``continuation``: an
-        until-idle continuation whose ``messages`` already hold the history (memory is not
-        reloaded and only the response is stored).
-
-        With enabled background tasks (``background`` or the Mastra's), the run gets the tools,
-        instructions and hooks of `BackgroundSeam.prepare_run`; its tasks belong to
-        ``background_scope`` (thread, resource), by default the memory thread's.
-        """
-        if self._dynamic:
-            return self._dynamic_turn(
-                messages,
-                options,
-                continuation=continuation,
-                background=background,
-                background_scope=background_scope,
-            )
-        opts = dict(options)
-        opts.pop("until_idle", None)
-        auto_resume = opts.pop("auto_resume_suspended_tools", False)
-        cancel = AbortController()
-        recorder = SuspendRecorder(self._run_snapshots(), run_id="", options={})
-        if auto_resume and opts.get("memory") is not None and not continuation:
-            return auto_resume_turn(self, messages, opts, cancel, recorder)
-        source, config = self._turn_source(
+        """One turn with the run's merged ``options`` (`_turns.stream_turn`)."""
+        return stream_turn(
+            self,
             messages,
-            opts,
-            cancel,
-            recorder,
+            options,
             continuation=continuation,
             background=background,
             background_scope=background_scope,
-        )
-        blocked: list[Tripwire] = []
-        config.on_result_tripwire = blocked.append
-        return self._output(
-            source,
-            opts,
-            cancel,
-            recorder,
-            config.run_id,
-            config.message_id,
-            result_tripwire=lambda: blocked[-1].data() if blocked else None,
-        )
-
-    def _dynamic_turn(
-        self,
-        messages: MessageInput,
-        options: Mapping[str, Any],
-        *,
-        continuation: bool,
-        background: BackgroundSeam | None,
-        background_scope: tuple[str | None, str | None] | None,
-    ) -> ModelOutput:
-        """A turn of a dynamic agent: its fields are resolved for the run's request context when
-        the run starts (the output exists at once, as for any turn)."""
-        opts = dict(options)
-        if opts.pop("auto_resume_suspended_tools", False):
-            raise TypeError(
-                f"agent {self.id!r}: auto_resume_suspended_tools needs an agent without dynamic fields"
-            )
-        opts.pop("until_idle", None)
-        context = as_request_context(opts.get("request_context"))
-        opts["request_context"] = context
-        opts["run_id"] = str(opts.get("run_id") or new_id(None))
-        message_id = new_id(None)
-        cancel = AbortController()
-        recorder = SuspendRecorder(self._run_snapshots(), run_id="", options={})
-        blocked: list[Tripwire] = []
-
-        async def source() -> AsyncIterator[Chunk]:
-            agent = await resolved_agent(self, self._dynamic, context)
-            run_opts = opts  # static defaults were merged by the caller, once
-            if "default_options" in self._dynamic:
-                check_dynamic_defaults(self.id, agent.default_options)
-                run_opts = merge_options(agent.default_options, opts)
-            chunks, config = agent._turn_source(
-                messages,
-                run_opts,
-                cancel,
-                recorder,
-                continuation=continuation,
-                background=background,
-                background_scope=background_scope,
-                message_id=message_id,
-            )
-            config.on_result_tripwire = blocked.append
-            async for chunk in chunks:
-                yield chunk
-
-        return self._output(
-            source(),
-            opts,
-            cancel,
-            recorder,
-            opts["run_id"],
-            message_id,
-            result_tripwire=lambda: blocked[-1].data() if blocked else None,
         )
 
     def _turn_source(
@@ -547,42 +439,21 @@ class Agent:
         background: BackgroundSeam | None = None,
         background_scope: tuple[str | None, str | None] | None = None,
         message_id: str | None = None,
+        results: Callable[[], RunAccumulator] | None = None,
     ) -> tuple[AsyncIterator[Chunk], RunConfig]:
-        """The chunk source of one new turn and its loop configuration."""
-        plan = plan_run(
+        """The chunk source of one new turn and its loop configuration (`_turns.turn_source`)."""
+        return turn_source(
             self,
+            messages,
             opts,
             cancel,
-            checkpoint=begin_checkpointed_run(),  # inside a durable workflow: model and tool calls are steps
-            messages=messages,
-            message_id=message_id,
+            recorder,
+            continuation=continuation,
             background=background,
             background_scope=background_scope,
+            message_id=message_id,
+            results=results,
         )
-        config = self._loop_config(plan, recorder)
-        source: AsyncIterator[Chunk] = run_loop(config)
-        if plan.memory is not None and plan.scope is not None:
-            source = plan.memory.remember(
-                source,
-                plan.scope,
-                config.prompt,
-                [] if continuation else plan.inputs,
-                message_id=plan.message_id,
-                load=not continuation,
-                model=plan.model,  # the title model when generate_title has none of its own
-            )
-        if plan.trace is not None:
-            source = plan.trace.wrap(source)
-        return source, config
-
-    @staticmethod
-    def _loop_config(plan: RunPlan, recorder: SuspendRecorder) -> RunConfig:
-        """The loop's configuration of ``plan``, kept by ``recorder`` should it suspend."""
-        config = plan.config()
-        recorder.start(plan.run_id, stored_options(plan.options), plan.scope)
-        recorder.trace = plan.trace
-        config.on_suspend = recorder.on_loop_suspend
-        return config
 
     def _output(
         self,
@@ -595,20 +466,9 @@ class Agent:
         *,
         result_tripwire: Callable[[], dict[str, Any] | None] | None = None,
     ) -> ModelOutput:
-        return ModelOutput(
-            source,
-            run_id=run_id,
-            message_id=message_id,
-            include_raw_chunks=bool(opts.get("include_raw_chunks", False)),
-            on_step_finish=opts.get("on_step_finish"),
-            on_finish=opts.get("on_finish"),
-            on_error=opts.get("on_error"),
-            on_abort=opts.get("on_abort"),
-            experimental_transform=opts.get("experimental_transform"),
-            has_structured_output=opts.get("structured_output") is not None,
-            on_cancel=cancel.abort,
-            on_suspended=recorder.on_output_suspended,
-            result_tripwire=result_tripwire,
+        """The `ModelOutput` of a turn or leg (`_turns.turn_output`)."""
+        return turn_output(
+            self, source, opts, cancel, recorder, run_id, message_id, result_tripwire=result_tripwire
         )
 
     # ------------------------------------------------------------------------- human in the loop
@@ -624,7 +484,7 @@ class Agent:
         out when the run suspended in this process and ``tool_call_id`` names its call. ``options``
         are the leg's (callbacks, ...); the run's stored JSON options apply unless given again.
         """
-        return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "approve"), options)
+        return resume_leg(self, run_id, ResumeDecision(tool_call_id or "", "approve"), options)
 
     def decline_tool_call(
         self,
@@ -638,7 +498,7 @@ class Agent:
         not run, ``tool-output-denied`` is streamed and the model is told ``reason`` (default "Tool
         call was not approved by the user"); then the run goes on, as with `approve_tool_call`.
         """
-        return self._resume_leg(run_id, ResumeDecision(tool_call_id or "", "decline", reason=reason), options)
+        return resume_leg(self, run_id, ResumeDecision(tool_call_id or "", "decline", reason=reason), options)
 
     def resume_stream(
         self,
@@ -654,8 +514,8 @@ class Agent:
         field, and the run keeps waiting). For a run waiting for approval, ``{"approved": bool,
         "reason"?: str}`` approves or declines. Returns at once, as `approve_tool_call`.
         """
-        return self._resume_leg(
-            run_id, ResumeDecision(tool_call_id or "", "resume", resume_data=resume_data), options
+        return resume_leg(
+            self, run_id, ResumeDecision(tool_call_id or "", "resume", resume_data=resume_data), options
         )
 
     async def suspended_run(
@@ -693,51 +553,6 @@ class Agent:
         leg died (it was marked failed; a sentence for people), or ``None``."""
         return await self._run_snapshots().lost(run_id)
 
-    def _resume_leg(
-        self, run_id: str | None, decision: ResumeDecision, options: Mapping[str, Any]
-    ) -> ModelOutput:
-        run_id = self._suspended_calls.run_for(self.id, run_id, decision.tool_call_id, thread_of(options))
-        check_options(options, RESUME_OPTIONS)
-        cancel = AbortController()
-        recorder = SuspendRecorder(self._run_snapshots(), run_id=run_id, options={})
-        checkpoint = begin_checkpointed_run()
-        message_id = new_id(checkpoint)
-        holder: list[ModelOutput] = []
-        # the output's callbacks are the call's or the defaults' (a snapshot stores JSON options only)
-        opts = self.merged_options(options)
-        source = (
-            self._dynamic_leg(decision, options, cancel, recorder, message_id, lambda: holder[0])
-            if self._dynamic
-            else self._leg_source(
-                decision, dict(options), cancel, recorder, message_id, lambda: holder[0], merged=opts
-            )
-        )
-        output = self._output(source, opts, cancel, recorder, run_id, message_id)
-        holder.append(output)
-        return output
-
-    async def _dynamic_leg(
-        self,
-        decision: ResumeDecision,
-        options: Mapping[str, Any],
-        cancel: AbortController,
-        recorder: SuspendRecorder,
-        message_id: str,
-        output: Callable[[], ModelOutput],
-    ) -> AsyncIterator[Chunk]:
-        """A leg of a dynamic agent's run, resolved for the leg's ``request_context``."""
-        explicit = dict(options)
-        context = as_request_context(explicit.get("request_context"))
-        explicit["request_context"] = context
-        agent = await resolved_agent(self, self._dynamic, context)
-        if "default_options" in self._dynamic:
-            check_dynamic_defaults(self.id, agent.default_options)
-        merged = agent.merged_options(explicit)
-        async for chunk in agent._leg_source(
-            decision, explicit, cancel, recorder, message_id, output, merged=merged
-        ):
-            yield chunk
-
     def _leg_source(
         self,
         decision: ResumeDecision,
@@ -750,53 +565,9 @@ class Agent:
         *,
         merged: Mapping[str, Any] | None = None,
     ) -> AsyncIterator[Chunk]:
-        """The chunks of a leg continuing run ``recorder.run_id`` (see `resumed_source`); its options
-        are the stored run's, overridden by ``explicit`` (``merged``: ``explicit`` with the defaults
-        under it, when the caller merged them already). ``inputs``: user messages this leg answers
-        (auto-resume), stored with its response."""
-        given = self.merged_options(explicit) if merged is None else merged
-
-        # made now, not when the leg starts streaming: its span's parent is the caller's context
-        traced = trace_run(
-            self.instrument,
-            agent_id=self.id,
-            agent_name=self.name,
-            run_id=recorder.run_id,
-            model=self.model,
-            prompt=[],
-        )
-
-        def leg_config(snapshot: Mapping[str, Any]) -> Leg:
-            stored: Mapping[str, Any] = snapshot.get("options") or {}
-            _same_thread(recorder.run_id, stored.get("memory"), explicit.get("memory"))
-            # the stored run's options over the defaults, under the leg's own
-            opts = {**given, **{k: v for k, v in stored.items() if k not in explicit}}
-            opts.pop("auto_resume_suspended_tools", None)
-            loop: Mapping[str, Any] = snapshot.get("loop") or {}
-            if traced is not None:  # outermost, as in a first leg
-                traced.continues(snapshot.get("trace"), decision.action, list(loop.get("messages") or []))
-            plan = plan_run(
-                self,
-                opts,
-                cancel,
-                checkpoint=begin_checkpointed_run(),
-                message_id=message_id,
-                run_id=recorder.run_id,
-                trace=traced,
-                resumed=loop,
-            )
-            config = self._loop_config(plan, recorder)
-            return config, plan.scope, traced.wrap if traced is not None else None
-
-        return resumed_source(
-            decision,
-            tools=self.tools,
-            output=output,
-            recorder=recorder,
-            leg_config=leg_config,
-            memory=self._memory_for_run,
-            run=run_loop,
-            inputs=inputs,
+        """The chunks of a leg continuing run ``recorder.run_id`` (`_legs.leg_source`)."""
+        return leg_source(
+            self, decision, explicit, cancel, recorder, message_id, output, inputs, merged=merged
         )
 
     async def generate(self, messages: MessageInput, **options: Unpack[TurnOptions]) -> FullOutput:

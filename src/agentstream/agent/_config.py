@@ -11,6 +11,7 @@ from .._abort import AbortSignal
 from .._request_context import RequestContext
 from ..chunks import Chunk
 from ..models import LanguageModel
+from ..stream import RunAccumulator
 from ..tools import Tool, ToolErrorMask
 from ._hooks import LoopHooks, StopCondition
 from ._settings import ModelSettings
@@ -60,6 +61,10 @@ class RunConfig:
     """The run's `RequestContext`, handed to its tools (``context.request_context``)."""
     """Fill ``finish.payload.response`` (Mastra does once output processors ran on the result:
     the run's own, or memory's)."""
+    results: Callable[[], RunAccumulator] | None = None
+    """What the run's output has folded of the chunks so far (`ModelOutput.accumulator`): the loop
+    reads the step's text there instead of keeping a copy. ``None``: no output reads this loop
+    (a test driving `run_loop` itself), which then folds its own (`run_loop`)."""
     on_result_tripwire: Callable[[Tripwire], None] | None = None
     """Told when ``end_of_run`` (an output-result processor) raised `Tripwire`: no chunk shows it,
     the output's results do (text ``""``, finish reason ``other``, ``tripwire`` set)."""

@@ -7,9 +7,10 @@ Per step: ``step-start``, the provider parts converted to chunks (``convertFullS
 ``ModelOutput`` does the accounting (synthetic tool-call, usage sums, raw filtering, awaitables,
 callbacks), so none of that happens here.
 
-`run_loop` is the orchestration only; the pieces are the per-step state (`_state`), the
-part → chunk table (`_parts`), the tool runner, the deadlines and clock (`_deadlines`)
-and the seams where processors, goals, approvals and background tasks plug in (`_hooks`).
+`run_loop` and `_Run`'s phases are the orchestration only; the pieces are the per-step state
+(`_state`), the part → chunk table (`_parts`), the model call (`_model_call`), the step
+bookkeeping (`_step_book`), the tool runner, the deadlines and clock (`_deadlines`) and the seams
+where processors, goals, approvals and background tasks plug in (`_hooks`).
 
 What the provider sent and got back (a `ModelStream`'s ``request`` /
 ``response``) goes into ``step-start.request`` and the step's metadata (``request``, ``headers``);
@@ -21,12 +22,11 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
 from ..chunks import (
-    UNSET,
     Abort,
     Chunk,
     ChunkFrom,
@@ -34,13 +34,13 @@ from ..chunks import (
     ErrorPayload,
     Start,
     StartPayload,
-    ToolCallApproval,
-    ToolCallSuspended,
+    StepFinish,
 )
+from ..stream import RunAccumulator
 from ._config import RunConfig
 from ._deadlines import Deadlines, LoopClock, StepDeadline, pause
 from ._endings import INPUT_PHASES, Ending, StepOutcome, finish_chunk, finish_response, step_finish_chunk
-from ._hooks import StepDecision, StepInfo, StopCondition
+from ._hooks import StepDecision, StepInfo
 from ._model_call import AgentStreamError, ModelCall, rate_limited, response_headers
 from ._parts import (
     HANDLERS,
@@ -49,9 +49,8 @@ from ._parts import (
 )
 from ._settings import call_options
 from ._state import StepState
-from ._structured import StructuredOutputState
-from ._suspension import ResumePoint
-from ._tool_runner import ToolRunner
+from ._step_book import NO_TOOLS_REASONS, StepBook, decision_chunks, step_reason
+from ._tool_runner import ToolRunner, notify_on_chunk
 from ._tripwire import Tripwire
 
 __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
@@ -59,17 +58,38 @@ __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
 log = logging.getLogger("agentstream.agent")
 
 AGENT = ChunkFrom.AGENT
-TERMINAL_FINISH_REASONS = frozenset({"stop", "error", "length", "content-filter"})
-NO_TOOLS_REASONS = frozenset({"error", "length", "content-filter"})
 RATE_LIMIT_PAUSE_S = 10.0
 
 
-async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
-    """The run's chunk stream (see the module docstring): the phases of `_Run`, each naming the
-    next phase or an `Ending`, which `_Run.end` turns into the run's last chunks. Streaming the
-    model is written out here, not as a phase: it is the per-token path, and a generator in
-    between would cost every token a hop."""
-    run = _Run(cfg)
+def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
+    """The run's chunk stream (see the module docstring). The loop reads what it streamed (the
+    step's text) from the output that folds its chunks (``cfg.results``); a loop that no output
+    reads folds its own."""
+    if cfg.results is None:
+        return _self_folded(cfg)
+    return _phases(cfg, cfg.results)
+
+
+async def _self_folded(cfg: RunConfig) -> AsyncIterator[Chunk]:
+    """`run_loop` with no output reading it (tests drive the loop so): the text chunks it streams
+    are folded here, as `ModelOutput` would fold them."""
+    acc = RunAccumulator(run_id=cfg.run_id)
+    if cfg.resume is not None:  # the suspended step's text, as the output's state would restore it
+        acc.text.prior_step = str(cfg.resume.step.get("text") or "")
+    log = acc.text.log
+    async with aclosing(_phases(cfg, lambda: acc)) as chunks:
+        async for chunk in chunks:
+            log.append(chunk)
+            if type(chunk) is StepFinish:
+                acc.text.close_step(len(log))
+            yield chunk
+
+
+async def _phases(cfg: RunConfig, results: Callable[[], RunAccumulator]) -> AsyncGenerator[Chunk, None]:
+    """The phases of `_Run`, each naming the next phase or an `Ending`, which `_Run.end` turns into
+    the run's last chunks. Streaming the model is written out here, not as a phase: it is the
+    per-token path, and a generator in between would cost every token a hop."""
+    run = _Run(cfg, results)
     phase: Phase = run.start
     try:
         while not isinstance(phase, Ending):
@@ -83,7 +103,7 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
             parts = run.parts(st)
             if parts is not None:
                 try:
-                    signal, routed, aroute = cfg.signal, run.routed, run.aroute
+                    signal, routed, aroute, on_chunk = cfg.signal, run.routed, run.aroute, run.on_chunk
                     lookup: Callable[[str, Handler], Handler] = HANDLERS.get
                     async for part in parts:  # the per-token path: no generator in between
                         if signal.aborted:
@@ -93,7 +113,13 @@ async def run_loop(cfg: RunConfig) -> AsyncIterator[Chunk]:
                         if routed and out is not None:
                             out = run.route(st, out) if aroute is None else await aroute(st, out)
                         if st.pending:
-                            for early in await run.flush(st):
+                            notify, early_chunks = run.flush(st)
+                            if on_chunk is not None:
+                                for queued in notify:
+                                    waiting = notify_on_chunk(on_chunk, queued)
+                                    if waiting is not None:
+                                        await waiting
+                            for early in early_chunks:
                                 yield early
                         if out is not None:
                             yield out
@@ -122,11 +148,12 @@ Phase = Callable[[], AsyncGenerator[Chunk, None]] | _Stream | Ending
 """What a phase names next: another phase, `STREAM`, or how the run ends."""
 
 
-class _Run(ModelCall):
+class _Run(ModelCall, StepBook):
     """What lives across the steps of one run: the prompt so far, the finished steps, the timers."""
 
-    def __init__(self, cfg: RunConfig) -> None:
+    def __init__(self, cfg: RunConfig, results: Callable[[], RunAccumulator]) -> None:
         self.cfg = cfg
+        self.results = results
         settings = cfg.model_settings
         self.deadlines = Deadlines(settings.get("timeout"), LoopClock(cfg.now_ms, cfg.sleep), cfg.signal)
         self.tools = (
@@ -155,7 +182,7 @@ class _Run(ModelCall):
         self.notify_raw = cfg.on_chunk is not None and cfg.include_raw_chunks
         self.next: Phase = STREAM
         """The phase a phase names next (read by `run_loop` once the phase has streamed)."""
-        self.st = StepState(run_id=cfg.run_id, number=0, created_at=0)
+        self.st = StepState(run_id=cfg.run_id, number=0, created_at=0, results=results)
         """The step in flight."""
         self.deadline: StepDeadline | None = None
         self.metadata: dict[str, Any] = {}
@@ -235,7 +262,7 @@ class _Run(ModelCall):
         """The step's client tool calls (``tool-output`` live, then results in call order)."""
         st = self.st
         runner = self.runner = self.tool_runner()
-        pending = st.client_calls() if _reason(st) not in NO_TOOLS_REASONS else []
+        pending = st.client_calls() if step_reason(st) not in NO_TOOLS_REASONS else []
         self.ran_tools = bool(pending)
         self.next = self.decide_step
         if not pending:
@@ -256,7 +283,7 @@ class _Run(ModelCall):
         _, decision = self.judged = await self.decide(self.st, self.runner, self.ran_tools)
         self.next = self.close_step
         if isinstance(decision, StepDecision):
-            async for chunk in _decision_chunks(decision):
+            async for chunk in decision_chunks(decision):
                 yield chunk
             if self.cfg.signal.aborted:  # aborted while a judge was deciding
                 self.next = self._aborted(self.st.text)
@@ -302,301 +329,3 @@ class _Run(ModelCall):
         if self.deadline is not None:
             self.deadline.close()
         self.deadlines.close()
-
-    # ------------------------------------------------------------------ the phases' parts
-
-    async def begin(self) -> None:
-        """Run the input seam and split the prompt into system / user messages (a resumed run
-        takes them from its snapshot instead)."""
-        resume = self.resume
-        if resume is not None:
-            self.messages = list(resume.messages)
-            self.first_non_system = resume.first_non_system
-            self.user_messages = self.messages[self.first_non_system :][: resume.user_count]
-            self.steps = list(resume.steps)
-            return
-        self.messages = list(await self.cfg.hooks.process_input(self.messages))
-        self.first_non_system = next(
-            (i for i, m in enumerate(self.messages) if m.get("role") != "system"), len(self.messages)
-        )
-        self.user_messages = self.messages[self.first_non_system :]
-
-    def new_step(self) -> StepState:
-        if self.resume is not None:
-            return _resumed_step(self.cfg.run_id, self.resume)
-        created_at = int(self.cfg.now_ms())
-        so = (
-            StructuredOutputState(self.cfg.structured_output, self.cfg.run_id)
-            if self.cfg.structured_output
-            else None
-        )
-        return StepState(run_id=self.cfg.run_id, number=len(self.steps) + 1, created_at=created_at, so=so)
-
-    def _step_info(self, st: StepState) -> StepInfo:
-        tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
-        return StepInfo(
-            st.number, st.text, _reason(st), False, tool_calls, [], st.usage, st.error is not UNSET
-        )
-
-    async def after_model(self, st: StepState) -> bool:
-        """The output-step seam; ``False``: a processor asked to retry the step (and may)."""
-        if st.error is not UNSET:
-            return True
-        try:
-            await self.cfg.hooks.after_model(self._step_info(st))
-        except Tripwire as trip:
-            st.tripwire = trip
-            self.tripped = True
-            return not trip.will_retry
-        return True
-
-    def retry_step(self, st: StepState, metadata: dict[str, Any]) -> StepOutcome:
-        """Roll the step back (its messages are not kept, its tools not run) and add the feedback
-        for the next call: Mastra's ``[Processor Feedback]`` system message after the instructions."""
-        trip = st.tripwire
-        tool_calls = [{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls]
-        self.steps.append(StepInfo(st.number, "", "retry", True, tool_calls, [], st.usage))
-        self._record(st, [], metadata)
-        feedback = {
-            "role": "system",
-            "content": f"[Processor Feedback] Your previous response was not accepted: {trip.reason}. "
-            "Please try again with the feedback in mind.",
-        }
-        self.messages.insert(self.first_non_system, feedback)
-        self.first_non_system += 1
-        return self._outcome(
-            st,
-            "retry",
-            True,
-            metadata,
-            tool_calls=[],
-            retry=trip,
-            retry_count=trip.retry_count,
-            retry_feedback=feedback["content"],
-        )
-
-    def _record(self, st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]) -> None:
-        # kept as is and turned into Mastra's ``output.steps`` entries only if a step trips
-        self.records.append((st, new_messages, metadata))
-
-    @staticmethod
-    def _step_record(
-        st: StepState, new_messages: list[dict[str, Any]], metadata: dict[str, Any]
-    ) -> dict[str, Any]:
-        response = {k: metadata[k] for k in ("id", "timestamp", "modelId", "headers") if k in metadata}
-        content = st.assistant_content()
-        record: dict[str, Any] = {
-            "content": content,
-            "usage": st.usage,
-            "warnings": st.warnings,
-            "request": st.request,
-            "response": {**response, "messages": new_messages or [{"role": "assistant", "content": content}]},
-        }
-        if st.tripwire is not None:
-            record["tripwire"] = st.tripwire.data()
-        return record
-
-    def _outcome(
-        self,
-        st: StepState,
-        reason: str,
-        continued: bool,
-        metadata: dict[str, Any],
-        *,
-        tool_calls: list[dict[str, Any]],
-        **fields: Any,
-    ) -> StepOutcome:
-        """The step as ``step-finish`` reports it, with the conversation so far."""
-        all_messages = self.messages[self.first_non_system :]
-        return StepOutcome(
-            message_id=self.cfg.message_id,
-            reason=reason,
-            is_continued=continued,
-            metadata=metadata,
-            text=st.text,
-            tool_calls=tool_calls,
-            usage=st.usage,
-            messages={
-                "all": all_messages,
-                "user": self.user_messages,
-                "nonUser": all_messages[len(self.user_messages) :],
-            },
-            steps=[self._step_record(*r) for r in self.records] if self.tripped else None,
-            **fields,
-        )
-
-    async def end_of_run(self) -> list[Chunk]:
-        """The output-result seam: chunks to stream before ``finish``; a `Tripwire` there shows only
-        in the output's results (``on_result_tripwire``)."""
-        try:
-            return await self.cfg.hooks.end_of_run(self.steps)
-        except Tripwire as trip:
-            log.warning(
-                "output result processor tripwire triggered: %s (processor %s)",
-                trip.reason,
-                trip.processor_id,
-            )
-            self.result_blocked = True
-            if self.cfg.on_result_tripwire is not None:
-                self.cfg.on_result_tripwire(trip)
-            return []
-
-    def tool_runner(self) -> ToolRunner:
-        cfg = self.cfg
-        resume, self.resume = self.resume, None  # only the suspended step takes the answer
-        return ToolRunner(
-            run_id=cfg.run_id,
-            agent_id=cfg.agent_id,
-            signal=cfg.signal,
-            tools=self.tools,
-            hooks=cfg.hooks,
-            on_chunk=cfg.on_chunk,
-            concurrency=cfg.tool_call_concurrency,
-            on_tool_error=cfg.on_tool_error,
-            approval=cfg.approval,
-            approved=self.approved,
-            decision=resume.decision if resume is not None else None,
-            restored=resume.completed if resume is not None else None,
-            request_context=cfg.request_context,
-        )
-
-    def suspend(self, st: StepState, runner: ToolRunner, metadata: dict[str, Any]) -> Chunk:
-        """A step's call waits for a human: hand the loop's state to ``on_suspend`` and return
-        the chunk that ends the stream (``tool-call-approval`` / ``tool-call-suspended``)."""
-        suspension = runner.suspended
-        assert suspension is not None
-        step = st.resumed or {
-            "number": st.number,
-            "createdAt": st.created_at,
-            "text": st.text,
-            "usage": st.usage,
-            "finishReason": st.finish_reason,
-            "rawReason": st.raw_reason,
-            "warnings": st.warnings,
-            "metadata": {k: v for k, v in metadata.items() if k != "request"},
-            "content": st.assistant_content(),
-            "calls": [
-                {
-                    "callId": c.call_id,
-                    "name": c.name,
-                    "execArgs": c.exec_args,
-                    "historyArgs": c.history_args,
-                    "providerExecuted": c.provider_executed,
-                }
-                for c in st.calls
-            ],
-        }
-        point = ResumePoint(
-            messages=self.messages,
-            first_non_system=self.first_non_system,
-            user_count=len(self.user_messages),
-            steps=self.steps,
-            step=step,
-            completed=runner.completed,
-            approved=sorted(self.approved),
-        )
-        if self.cfg.on_suspend is not None:
-            self.cfg.on_suspend({**point.to_json(), "pending": suspension.to_json()})
-        chunk: ToolCallApproval | ToolCallSuspended = suspension.chunk(self.cfg.run_id)
-        return chunk
-
-    async def decide(
-        self, st: StepState, runner: ToolRunner, ran_tools: bool
-    ) -> tuple[StepInfo, bool | StepDecision | None]:
-        """The step as hooks see it, and what ``end_of_step`` decided about it."""
-        errored = st.error is not UNSET
-        reason = _reason(st)
-        continued = not errored and (ran_tools or runner.errored or reason not in TERMINAL_FINISH_REASONS)
-        if runner.errored:
-            reason = "tool-calls"
-        if st.tripwire is not None:  # an output-step processor stopped the run (no retry)
-            reason, continued = "tripwire", False
-        info = StepInfo(
-            number=st.number,
-            text=st.text,
-            finish_reason=reason,
-            is_continued=continued,
-            tool_calls=[{"toolCallId": c.call_id, "toolName": c.name, "args": c.exec_args} for c in st.calls],
-            tool_results=[
-                {"toolCallId": c.call_id, "toolName": c.name, "result": v, "isError": f}
-                for c, f, v in runner.results
-            ],
-            usage=st.usage,
-            errored=errored,
-        )
-        await self.cfg.hooks.after_tools(info, runner.results)
-        return info, (await self.cfg.hooks.end_of_step(info) if st.tripwire is None else None)
-
-    async def finish_step(
-        self,
-        st: StepState,
-        runner: ToolRunner,
-        info: StepInfo,
-        decision: bool | StepDecision | None,
-        metadata: dict[str, Any],
-    ) -> tuple[StepOutcome, bool]:
-        """Record the step: ``(its outcome, continued)``."""
-        cfg = self.cfg
-        forced = decision.continue_ if isinstance(decision, StepDecision) else decision
-        if forced is not None:
-            info.is_continued = forced
-        continued, reason, tool_calls = info.is_continued, info.finish_reason, info.tool_calls
-        self.steps.append(info)
-        # the flag says what happens next: a run stopped by max_steps / stop_when does not continue
-        if continued and (st.number >= cfg.max_steps or await _any_stop(cfg.stop_when, self.steps)):
-            continued = info.is_continued = False
-        new_messages = st.history(runner.results)
-        self.messages.extend(new_messages)
-        self._record(st, new_messages, metadata)
-        if isinstance(decision, StepDecision):
-            self.messages.extend(decision.messages)
-        outcome = self._outcome(
-            st,
-            reason,
-            continued,
-            metadata,
-            tool_calls=tool_calls,
-            warnings=st.warnings,
-            raw_reason=st.raw_reason,
-            resumed_message_id=st.resumed is not None,  # as recorded for the step a leg resumed
-        )
-        return outcome, continued
-
-
-async def _decision_chunks(decision: StepDecision) -> AsyncIterator[Chunk]:
-    chunks = decision.chunks
-    if isinstance(chunks, AsyncIterable):
-        async for chunk in chunks:
-            yield chunk
-    else:
-        for chunk in chunks:
-            yield chunk
-
-
-def _resumed_step(run_id: str, resume: ResumePoint) -> StepState:
-    """The suspended step as the loop left it: its calls, text, usage and finish, no model call."""
-    data = resume.step
-    st = StepState(run_id=run_id, number=int(data["number"]), created_at=int(data["createdAt"]))
-    st.resumed = data
-    st.calls = resume.calls()
-    st.text_chunks = [data["text"]] if data.get("text") else []
-    st.usage = dict(data.get("usage") or {})
-    st.finish_reason = data.get("finishReason")
-    st.raw_reason = data.get("rawReason")
-    st.warnings = list(data.get("warnings") or [])
-    st.has_content = True
-    return st
-
-
-def _reason(st: StepState) -> str:
-    return "error" if st.error is not UNSET else (st.finish_reason or "other")
-
-
-async def _any_stop(conditions: list[StopCondition], steps: list[StepInfo]) -> bool:
-    for condition in conditions:
-        result = condition(steps)
-        if inspect.isawaitable(result):
-            result = await result
-        if result:
-            return True
-    return False

@@ -35,7 +35,6 @@ from ._deadlines import StepDeadline
 from ._hooks import StepInfo
 from ._parts import FATAL, ON_CHUNK_TYPES, RAW, STANDARD, finish_structured_output
 from ._state import StepState
-from ._tool_runner import call_on_chunk
 from ._tripwire import Tripwire
 
 if TYPE_CHECKING:
@@ -218,7 +217,7 @@ class ModelCall:
         ]
         probes += [
             TextEnd(run_id=self.cfg.run_id, from_=AGENT, payload=TextEndPayload(id=tid))
-            for tid in st.text_acc
+            for tid in st.text_part
             if tid not in st.text_closed
         ]
         for probe in probes:
@@ -233,13 +232,12 @@ class ModelCall:
                 out.extend(written)
         return out
 
-    async def flush(self, st: StepState) -> list[Chunk]:
-        """Show ``on_chunk`` what the last part queued for it; the chunks to stream before its own."""
+    @staticmethod
+    def flush(st: StepState) -> tuple[list[Chunk], list[Chunk]]:
+        """What the last part queued: the chunks to show ``on_chunk``, and those to stream before
+        its own (`run_loop` calls ``on_chunk`` with `notify_on_chunk`: no coroutine per token)."""
         notify, st.notify, early, st.early, st.pending = st.notify, [], st.early, [], False
-        if self.on_chunk is not None:
-            for chunk in notify:
-                await call_on_chunk(self.on_chunk, chunk)
-        return early
+        return notify, early
 
     def failed(self, st: StepState, exc: Exception) -> list[Chunk]:
         """The model stream raised: an abort, a timeout, or a step error (streamed as ``error``)."""
@@ -299,18 +297,15 @@ class ModelCall:
 
 
 def _retext(st: StepState, original: Chunk, processed: Chunk | None) -> None:
-    """A processor changed or dropped a text or reasoning delta: the step's text (and the history
-    the model is sent next) follows what was streamed."""
-    if processed is original or not isinstance(original, (TextDelta, ReasoningDelta)):
+    """A processor changed or dropped a reasoning delta: the history the model is sent next follows
+    what was streamed. (Text needs nothing: the step's text is read from the output's fold, which
+    holds the deltas as streamed.)"""
+    if processed is original or type(original) is not ReasoningDelta:
         return
-    text = processed.payload.text if isinstance(processed, type(original)) else ""
+    text = processed.payload.text if isinstance(processed, ReasoningDelta) else ""
     if text == original.payload.text:
         return
-    if isinstance(original, ReasoningDelta):
-        acc = st.reasoning_acc.get(original.payload.id)
-    else:
-        st.text_chunks[-1] = text
-        acc = st.text_acc.get(original.payload.id)
+    acc = st.reasoning_acc.get(original.payload.id)
     if acc:
         acc[-1] = text
 
@@ -327,12 +322,11 @@ def _account_written(st: StepState, original: Chunk, written: list[Chunk]) -> No
         if isinstance(chunk, ReasoningDelta):
             acc = st.reasoning_acc.get(pid)
             acc = st.reasoning_entry(pid, None) if acc is None else acc
-        else:
-            acc = st.text_acc.get(pid)
-            acc = st.text_entry(pid, None) if acc is None else acc
-            st.text_chunks.insert(len(st.text_chunks) - isinstance(original, TextDelta), text)
+            acc.insert(len(acc) - same, text)
+        else:  # its text is in the output's fold once streamed; the part needs its place
+            if pid not in st.text_part:
+                st.text_entry(pid, None)
             st.has_content = True
-        acc.insert(len(acc) - same, text)
 
 
 async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncIterator[StreamPart]:

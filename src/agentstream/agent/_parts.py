@@ -140,11 +140,8 @@ def _text_delta(st: StepState, part: TextDeltaPart) -> Handled:
     if not delta and pm is None:
         return None
     tid = part["id"]
-    acc = st.text_acc.get(tid)
-    if acc is None:
-        acc = st.text_entry(tid, None)
-    acc.append(delta)
-    st.text_chunks.append(delta)
+    if tid not in st.text_part:  # a delta without its text-start: the part starts here
+        st.text_entry(tid, None)
     if pm is not None:
         st.text_part[tid]["providerOptions"] = pm
     st.has_content = True
@@ -197,7 +194,7 @@ def _tool_input_delta(st: StepState, part: ToolInputDeltaPart) -> Handled:
 def _text_start(st: StepState, part: TextStartPart) -> Handled:
     tid = part["id"]
     pm = part.get("providerMetadata")
-    if tid not in st.text_acc:
+    if tid not in st.text_part:
         st.text_entry(tid, pm)
     return TextStart(run_id=st.run_id, from_=AGENT, payload=TextStartPayload(id=tid, provider_metadata=pm))
 

@@ -233,6 +233,7 @@ async def resumed_source(
     try:
         config.resume = ResumePoint.from_json(snapshot["loop"], checked)
         output().restore_state(snapshot["output"])
+        config.results = lambda: output().accumulator  # the loop reads its step's text there
         source = run(config)
         if scope is not None:
             source = memory().remember(
@@ -362,7 +363,12 @@ def auto_resume_turn(
             )
         else:
             inner, _ = agent._turn_source(
-                messages, {**opts, "run_id": run_id}, cancel, recorder, message_id=message_id
+                messages,
+                {**opts, "run_id": run_id},
+                cancel,
+                recorder,
+                message_id=message_id,
+                results=lambda: holder[0].accumulator,
             )
         try:
             async for chunk in inner:

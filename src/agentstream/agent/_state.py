@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..chunks import UNSET, Chunk
 from ..models import StreamPart, ToolInputStartPart
+from ..stream import RunAccumulator
 from ._hooks import PendingToolCall
 from ._structured import StructuredOutputState
 
@@ -41,6 +42,8 @@ class StepState:
     run_id: str
     number: int
     created_at: int
+    results: Callable[[], RunAccumulator]
+    """The run's fold of the chunks streamed so far (`RunConfig.results`): the step's text is read there."""
     so: StructuredOutputState | None = None
     stream: AsyncIterator[StreamPart] | None = None
     first: StreamPart | None = None
@@ -67,11 +70,11 @@ class StepState:
     """The `Tripwire` a processor raised in this step (``None``: none)."""
     text_closed: set[str] = field(default_factory=set)
     """Text part ids whose ``text-end`` went through async output processing."""
-    text_chunks: list[str] = field(default_factory=list)
     content: list[dict[str, Any]] = field(default_factory=list)
     """The assistant message's parts in stream order (text / reasoning parts filled in at the end)."""
-    text_acc: dict[str, list[str]] = field(default_factory=dict)
     text_part: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """The assistant content's text part per text part id (its text is read from the output's
+    fold when the content is built: `assistant_content`)."""
     reasoning_acc: dict[str, list[str]] = field(default_factory=dict)
     reasoning_part: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: list[PendingToolCall] = field(default_factory=list)
@@ -83,12 +86,24 @@ class StepState:
     """Chunks a handler wants streamed before its own (structured-output objects, their errors)."""
     notify: list[Chunk] = field(default_factory=list)
     """Chunks a handler wants ``on_chunk`` to see before its own (the synthetic streamed tool-call)."""
+    frozen: tuple[str, dict[str, str]] | None = None
+    """The step's text, and its text by part, as the fold held them when the step was recorded
+    (`freeze`): read later, the fold would give a later step's."""
     resumed: dict[str, Any] | None = None
     """A step restored from a suspended run (``ResumePoint.step``): no model call, its tools go on."""
 
     @property
     def text(self) -> str:
-        return "".join(self.text_chunks)
+        """The text this step streamed (after output processing), as the run's output folded it."""
+        if self.frozen is not None:
+            return self.frozen[0]
+        return self.results().step_text
+
+    def freeze(self) -> None:
+        """Keep the step's text as it is now: the step is recorded, the fold moves on to the next."""
+        if self.frozen is None:
+            acc = self.results()
+            self.frozen = (acc.step_text, acc.step_text_parts())
 
     @property
     def ended(self) -> bool:
@@ -98,11 +113,10 @@ class StepState:
     def client_calls(self) -> list[PendingToolCall]:
         return [c for c in self.calls if not c.provider_executed]
 
-    def text_entry(self, tid: str, provider_options: Any) -> list[str]:
-        acc = self.text_acc[tid] = []
+    def text_entry(self, tid: str, provider_options: Any) -> None:
+        """A text part starts: its place in the assistant content."""
         self.text_part[tid] = part = {"type": "text", "text": "", "providerOptions": provider_options}
         self.content.append(part)
-        return acc
 
     def reasoning_entry(self, rid: str, provider_options: Any) -> list[str]:
         acc = self.reasoning_acc[rid] = []
@@ -120,13 +134,15 @@ class StepState:
             return list(self.resumed["content"])
         by_obj: dict[int, str] = {id(p): k for k, p in self.text_part.items()}
         by_reasoning: dict[int, str] = {id(p): k for k, p in self.reasoning_part.items()}
+        texts = self.frozen[1] if self.frozen is not None else self.results().step_text_parts()
         out: list[dict[str, Any]] = []
         for part in self.content:
             kind = part["type"]
             if kind == "text" or kind == "reasoning":
-                key = by_obj.get(id(part)) if kind == "text" else by_reasoning.get(id(part))
-                acc = self.text_acc if kind == "text" else self.reasoning_acc
-                text = "".join(acc.get(key or "", []))
+                if kind == "text":
+                    text = texts.get(by_obj.get(id(part)) or "", "")
+                else:
+                    text = "".join(self.reasoning_acc.get(by_reasoning.get(id(part)) or "", []))
                 if not text and (kind == "text" or part.get("providerOptions") is None):
                     continue
                 options = dict(part.get("providerOptions") or {})

@@ -32,7 +32,14 @@ from ._parts import ON_CHUNK_TYPES
 from ._suspension import DECLINED_REASON, ResumeDecision, Suspension
 from ._tripwire import Tripwire
 
-__all__ = ["ToolNotFoundError", "ToolRunner", "call_on_chunk", "tool_error", "tool_error_payload"]
+__all__ = [
+    "ToolNotFoundError",
+    "ToolRunner",
+    "call_on_chunk",
+    "notify_on_chunk",
+    "tool_error",
+    "tool_error_payload",
+]
 
 log = logging.getLogger("agentstream.agent")
 
@@ -104,6 +111,26 @@ async def call_on_chunk(on_chunk: Callable[[Chunk], Any], chunk: Chunk) -> None:
         result = on_chunk(chunk)
         if inspect.isawaitable(result):
             await result
+    except Exception:
+        log.exception("on_chunk callback failed")
+
+
+def notify_on_chunk(on_chunk: Callable[[Chunk], Any], chunk: Chunk) -> Awaitable[None] | None:
+    """`call_on_chunk` without a coroutine per call (the per-token path): a plain callback is
+    called now; an async one's awaitable comes back, guarded, for the caller to await."""
+    try:
+        result = on_chunk(chunk)
+    except Exception:
+        log.exception("on_chunk callback failed")
+        return None
+    if result is None or not inspect.isawaitable(result):
+        return None
+    return _guarded(result)
+
+
+async def _guarded(result: Awaitable[Any]) -> None:
+    try:
+        await result
     except Exception:
         log.exception("on_chunk callback failed")
 

@@ -220,6 +220,8 @@ class UIChunkConverter:
         self._held: list[UIChunk] = []
         self._tripwire = False
         self._finish_seen = False
+        self._open_parts: dict[tuple[str, str], None] = {}
+        """The text (and sent reasoning) parts started and not ended yet, in order: ``(kind, id)``."""
         self._agent_runs = AgentRunTracker(lambda: _now())
         self._workflow_runs: WorkflowUIChunkConverter | None = None
         self._dispatch: dict[type[Any], Callable[[Any], Any]] = {
@@ -384,11 +386,19 @@ class UIChunkConverter:
         self._observe(chunk)
         return {"type": "error", "errorText": self.on_error(chunk.payload.error)}
 
-    def _abort(self, chunk: Abort) -> UIChunk:
+    def _abort(self, chunk: Abort) -> list[UIChunk]:
         self._observe(chunk)
-        return {"type": "abort"}
+        return [*self._close_open_parts(), {"type": "abort"}]
 
-    def _tripwire_chunk(self, chunk: Tripwire) -> UIChunk:
+    def _close_open_parts(self) -> list[UIChunk]:
+        """The ``text-end`` / ``reasoning-end`` of every part the run left open: a blocked or aborted
+        answer is over, and a client must not show its text as still streaming (a deliberate
+        divergence from Mastra, docs/decisions/issue-21-endings-over-http.md)."""
+        closing: list[UIChunk] = [{"type": f"{kind}-end", "id": pid} for kind, pid in self._open_parts]
+        self._open_parts.clear()
+        return closing
+
+    def _tripwire_chunk(self, chunk: Tripwire) -> list[UIChunk]:
         self._tripwire = True
         p = chunk.payload
         data: dict[str, Any] = {"reason": p.reason}
@@ -401,7 +411,7 @@ class UIChunkConverter:
         out: UIChunk = {"type": "data-tripwire", "data": data}
         if self.message_metadata is not None:
             self.message_metadata(dict(out))
-        return out
+        return [*self._close_open_parts(), out]
 
     # --- text and reasoning -------------------------------------------------------------------
 
@@ -412,6 +422,7 @@ class UIChunkConverter:
 
     def _text_start(self, chunk: TextStart) -> UIChunk:
         self._observe(chunk)
+        self._open_parts["text", chunk.payload.id] = None
         out: UIChunk = {"type": "text-start", "id": chunk.payload.id}
         pm = self._text_pm(chunk.payload.provider_metadata)
         if pm is not None:
@@ -432,6 +443,7 @@ class UIChunkConverter:
 
     def _text_end(self, chunk: TextEnd) -> UIChunk:
         self._observe(chunk)
+        self._open_parts.pop(("text", chunk.payload.id), None)
         out: UIChunk = {"type": "text-end", "id": chunk.payload.id}
         pm = self._text_pm(chunk.payload.provider_metadata)
         if pm is not None:
@@ -443,6 +455,10 @@ class UIChunkConverter:
         if not self.send_reasoning:
             return None
         p = chunk.payload
+        if type(chunk) is ReasoningStart:
+            self._open_parts["reasoning", p.id] = None
+        elif type(chunk) is ReasoningEnd:
+            self._open_parts.pop(("reasoning", p.id), None)
         out: UIChunk = {"type": chunk.type, "id": p.id}
         if isinstance(chunk, ReasoningDelta):
             out["delta"] = chunk.payload.text

@@ -268,7 +268,9 @@ class TextStart(BaseChunk, tag="text-start", frozen=True):
     payload: TextStartPayload
 
 
-class TextDeltaPayload(Payload, frozen=True, gc=False):  # JSON data only: no cycle can pass through it
+# gc=False: one per token and never in a cycle; tracked, a long log costs every collection a walk
+# over all of it (docs/decisions/issue-29-token-path.md).
+class TextDeltaPayload(Payload, frozen=True, gc=False):
     """Payload of the `text-delta` chunk (`TextDelta`): the text part's id and the new text."""
 
     id: str
@@ -276,7 +278,9 @@ class TextDeltaPayload(Payload, frozen=True, gc=False):  # JSON data only: no cy
     provider_metadata: ProviderMetadata | None = None
 
 
-class TextDelta(BaseChunk, tag="text-delta", frozen=True):
+# gc=False: one per token and never in a cycle; tracked, a long log costs every collection a walk
+# over all of it (docs/decisions/issue-29-token-path.md).
+class TextDelta(BaseChunk, tag="text-delta", frozen=True, gc=False):
     """`text-delta` chunk: a piece of the answer's text (`payload.text`) for text part `payload.id`.
 
     Payload: `TextDeltaPayload`.
@@ -320,7 +324,9 @@ class ReasoningStart(BaseChunk, tag="reasoning-start", frozen=True):
     payload: ReasoningStartPayload
 
 
-class ReasoningDeltaPayload(Payload, frozen=True, gc=False):  # JSON data only: no cycle can pass through it
+# gc=False: one per token and never in a cycle; tracked, a long log costs every collection a walk
+# over all of it (docs/decisions/issue-29-token-path.md).
+class ReasoningDeltaPayload(Payload, frozen=True, gc=False):
     """Payload of the `reasoning-delta` chunk (`ReasoningDelta`): the reasoning part's id and the new text."""
 
     id: str
@@ -328,7 +334,9 @@ class ReasoningDeltaPayload(Payload, frozen=True, gc=False):  # JSON data only: 
     provider_metadata: ProviderMetadata | None = None
 
 
-class ReasoningDelta(BaseChunk, tag="reasoning-delta", frozen=True):
+# gc=False: one per token and never in a cycle; tracked, a long log costs every collection a walk
+# over all of it (docs/decisions/issue-29-token-path.md).
+class ReasoningDelta(BaseChunk, tag="reasoning-delta", frozen=True, gc=False):
     """`reasoning-delta` chunk: a piece of the model's reasoning text.
 
     Payload: `ReasoningDeltaPayload`.

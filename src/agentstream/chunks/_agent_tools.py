@@ -82,7 +82,9 @@ class ToolCallInputStreamingStart(BaseChunk, tag="tool-call-input-streaming-star
     payload: ToolCallInputStreamingStartPayload
 
 
-class ToolCallDeltaPayload(Payload, frozen=True):
+# gc=False: one per token and never in a cycle; tracked, a long log costs every collection a walk
+# over all of it (docs/decisions/issue-29-token-path.md).
+class ToolCallDeltaPayload(Payload, frozen=True, gc=False):
     """Payload of the `tool-call-delta` chunk (`ToolCallDelta`): the call id and the next piece of argument
     text.
     """
@@ -93,7 +95,9 @@ class ToolCallDeltaPayload(Payload, frozen=True):
     tool_name: str | None = None
 
 
-class ToolCallDelta(BaseChunk, tag="tool-call-delta", frozen=True):
+# gc=False: one per token and never in a cycle; tracked, a long log costs every collection a walk
+# over all of it (docs/decisions/issue-29-token-path.md).
+class ToolCallDelta(BaseChunk, tag="tool-call-delta", frozen=True, gc=False):
     """`tool-call-delta` chunk: a piece of a tool call's argument JSON as the model writes it.
 
     Payload: `ToolCallDeltaPayload`.

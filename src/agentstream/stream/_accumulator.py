@@ -53,7 +53,17 @@ class LogText:
     steps (their text is no part of the answer); ``replay_start`` is where the run's text begins
     after a goal judge restarted the run."""
 
-    __slots__ = ("dropped", "log", "prior", "prior_step", "replay_start", "step_start")
+    __slots__ = (
+        "_scan_from",
+        "_scanned",
+        "_step_parts",
+        "dropped",
+        "log",
+        "prior",
+        "prior_step",
+        "replay_start",
+        "step_start",
+    )
 
     def __init__(self, prior: str = "", prior_step: str = "") -> None:
         self.log: list[Chunk] = []
@@ -62,6 +72,11 @@ class LogText:
         self.replay_start = 0
         self.step_start = 0
         self.dropped: list[tuple[int, int]] = []
+        # The step's text as read so far: the loop and the facade read it several times per step,
+        # so each read scans only the chunks logged since the last one.
+        self._scan_from = 0
+        self._scanned = 0
+        self._step_parts: list[str] = []
 
     def run(self, *, dropped: bool = False) -> str:
         """The text of the run; with ``dropped`` also that of steps a processor rejected."""
@@ -79,7 +94,25 @@ class LogText:
 
     def step(self) -> str:
         """The text the step in flight has streamed so far."""
-        return self.prior_step + _joined(self.log, self.step_start, len(self.log))
+        start, end = self.step_start, len(self.log)
+        if self._scan_from != start or self._scanned > end:
+            self._scan_from, self._scanned, self._step_parts = start, start, []
+        if self._scanned < end:
+            self._step_parts.append(_joined(self.log, self._scanned, end))
+            self._scanned = end
+        return self.prior_step + "".join(self._step_parts)
+
+    def step_parts(self) -> dict[str, str]:
+        """The step's text by text part id (the step's deltas of this leg), in first-seen order."""
+        parts: dict[str, list[str]] = {}
+        for chunk in self.log[self.step_start :]:
+            if type(chunk) is TextDelta:
+                payload = chunk.payload
+                texts = parts.get(payload.id)
+                if texts is None:
+                    texts = parts[payload.id] = []
+                texts.append(payload.text)
+        return {key: "".join(texts) for key, texts in parts.items()}
 
     def before_step(self) -> str:
         """The run's text without the step in flight (what is settled)."""
@@ -169,6 +202,10 @@ class RunAccumulator:
     def step_text(self) -> str:
         """The text of the step in flight so far."""
         return self.text.step()
+
+    def step_text_parts(self) -> dict[str, str]:
+        """The text of the step in flight by text part id (for the assistant message's parts)."""
+        return self.text.step_parts()
 
     @property
     def step_tool_calls(self) -> list[ToolCall]:

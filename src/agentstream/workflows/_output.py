@@ -25,7 +25,7 @@ from ..chunks import (
     to_jsonable,
     zero_workflow_usage,
 )
-from ..stream import ChunkLog, ChunkStream, Delayed
+from ..stream import ChunkLog, ChunkStream, Delayed, Usage
 from ._errors import error_instance_json, error_json
 
 __all__ = ["WorkflowResult", "WorkflowRunOutput", "WorkflowRunStatus"]
@@ -99,7 +99,9 @@ class WorkflowRunOutput(ChunkLog):
       from the first chunk, then follows live (a late subscriber misses nothing);
     * ``status`` — ``running``, then ``success`` / ``failed`` / ``suspended`` / ``canceled``;
     * ``await output.result`` — the `WorkflowResult`; ``await output.usage`` — token usage summed
-      over the agent steps (``finish`` chunks forwarded as step output);
+      over the agent steps (``finish`` chunks forwarded as step output), a `Usage`
+      (``usage.input_tokens``; its six counts are 0, not ``None``, when no step reported one, and its
+      `Usage.to_wire` is the ``workflow-finish`` chunk's ``output.usage``);
     * ``consume_stream()`` — wait for the end without reading.
 
     ``workflow-step-finish`` is internal and never reaches ``full_stream`` (``run.watch`` sees it).
@@ -119,7 +121,7 @@ class WorkflowRunOutput(ChunkLog):
         self._usage = zero_workflow_usage()
         self._usage_seen = False
         self._result: Delayed[WorkflowResult] = Delayed(_nothing)
-        self._usage_result: Delayed[dict[str, int]] = Delayed(_nothing)
+        self._usage_result: Delayed[Usage] = Delayed(_nothing)
         self._task: asyncio.Task[Any] | None = None
         self._on_cancel: Callable[[], Any] | None = None
 
@@ -141,8 +143,9 @@ class WorkflowRunOutput(ChunkLog):
         return self._result
 
     @property
-    def usage(self) -> Delayed[dict[str, int]]:
-        """Awaitable: token usage of the run's agent steps (`inputTokens`, `outputTokens`, ...)."""
+    def usage(self) -> Delayed[Usage]:
+        """Awaitable: token usage of the run's agent steps (``usage.input_tokens``, ...; dict access
+        still works for one release, with a `DeprecationWarning`)."""
         return self._usage_result
 
     async def consume_stream(self) -> None:
@@ -215,7 +218,7 @@ class WorkflowRunOutput(ChunkLog):
         self._log.append(WorkflowFinish(run_id=self.run_id, from_=ChunkFrom.WORKFLOW, payload=finish))
         self._done = True
         self._wake()
-        self._usage_result.resolve(dict(self._usage))
+        self._usage_result.resolve(Usage.from_wire(self._usage))
         if result is not None:
             self._result.resolve(result)
         else:
