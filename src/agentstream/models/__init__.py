@@ -39,6 +39,8 @@ from ._base import (
     ToolInputStartPart,
     ToolResultPart,
 )
+from ._bedrock_mantle import BedrockMantleModel
+from ._cohere import CohereModel
 from ._fallback import FallbackModel
 from ._google import GoogleModel
 from ._offline import OfflineModel
@@ -51,7 +53,9 @@ __all__ = [
     "APICallError",
     "AnthropicModel",
     "AzureOpenAIModel",
+    "BedrockMantleModel",
     "CallOptions",
+    "CohereModel",
     "CustomPart",
     "ErrorPart",
     "FallbackModel",
