@@ -163,12 +163,6 @@ class _Run(ModelCall):
         self.ran_tools = False
         self.judged: tuple[StepInfo, bool | StepDecision | None] | None = None
         self.result_blocked = False
-        model = cfg.model
-        self.model_metadata = {
-            "modelId": model.model_id,
-            "modelVersion": getattr(model, "specification_version", "v2"),
-            "modelProvider": model.provider,
-        }
 
     # ------------------------------------------------------------------ phases
 
@@ -422,6 +416,7 @@ class _Run(ModelCall):
                 "nonUser": all_messages[len(self.user_messages) :],
             },
             steps=[self._step_record(*r) for r in self.records] if self.tripped else None,
+            fallback_index=getattr(st.stream, "fallback_index", None),
             **fields,
         )
 

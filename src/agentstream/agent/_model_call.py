@@ -72,7 +72,6 @@ class ModelCall:
     on_chunk: Callable[[Chunk], Any] | None
     notify_raw: bool
     deadline: StepDeadline | None
-    model_metadata: dict[str, Any]
 
     async def _call_options(self, st: StepState, signal: AbortSignal) -> CallOptions:
         cfg = self.cfg
@@ -266,15 +265,21 @@ class ModelCall:
         if st.resumed is not None:
             return dict(st.resumed["metadata"])
         response = st.response
+        # the model that answered: a fallback list's entry, or the step's model (`prepare_step`)
+        model = getattr(st.stream, "model", None) or self.cfg.model
         metadata: dict[str, Any] = {
             "id": response.get("id") or str(uuid.uuid4()),
             "timestamp": _timestamp(response.get("timestamp"), self.cfg.now_ms()),
-            "modelId": response.get("modelId") or self.cfg.model.model_id,
+            "modelId": response.get("modelId") or model.model_id,
         }
         headers = response_headers(st.stream)
         if headers is not None:
             metadata["headers"] = headers
-        metadata["modelMetadata"] = self.model_metadata
+        metadata["modelMetadata"] = {
+            "modelId": model.model_id,
+            "modelVersion": getattr(model, "specification_version", "v2"),
+            "modelProvider": model.provider,
+        }
         metadata["request"] = st.request
         if st.provider_metadata is not None:
             metadata["providerMetadata"] = st.provider_metadata
