@@ -23,7 +23,7 @@ import inspect
 import logging
 from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..chunks import (
     UNSET,
@@ -53,6 +53,9 @@ from ._structured import StructuredOutputState
 from ._suspension import ResumePoint
 from ._tool_runner import ToolRunner
 from ._tripwire import Tripwire
+
+if TYPE_CHECKING:
+    from ..tools import Tool
 
 __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
 
@@ -228,7 +231,7 @@ class _Run(ModelCall):
     async def run_tools(self) -> AsyncGenerator[Chunk, None]:
         """The step's client tool calls (``tool-output`` live, then results in call order)."""
         st = self.st
-        runner = self.runner = self.tool_runner()
+        runner = self.runner = self.tool_runner(await self.cfg.hooks.step_tools(st.number, self.tools))
         pending = st.client_calls() if _reason(st) not in NO_TOOLS_REASONS else []
         self.ran_tools = bool(pending)
         self.next = self.decide_step
@@ -436,14 +439,15 @@ class _Run(ModelCall):
                 self.cfg.on_result_tripwire(trip)
             return []
 
-    def tool_runner(self) -> ToolRunner:
+    def tool_runner(self, tools: dict[str, Tool] | None = None) -> ToolRunner:
+        """The step's tool runner, with ``tools`` (default: the run's)."""
         cfg = self.cfg
         resume, self.resume = self.resume, None  # only the suspended step takes the answer
         return ToolRunner(
             run_id=cfg.run_id,
             agent_id=cfg.agent_id,
             signal=cfg.signal,
-            tools=self.tools,
+            tools=self.tools if tools is None else tools,
             hooks=cfg.hooks,
             on_chunk=cfg.on_chunk,
             concurrency=cfg.tool_call_concurrency,

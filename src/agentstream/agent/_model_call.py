@@ -41,7 +41,7 @@ from ._tripwire import Tripwire
 if TYPE_CHECKING:
     from ._loop import RunConfig
 
-__all__ = ["AgentStreamError", "ModelCall", "rate_limited", "response_headers"]
+__all__ = ["AgentStreamError", "ModelCall", "normalize_tool_choice", "rate_limited", "response_headers"]
 
 log = logging.getLogger("agentstream.agent")
 
@@ -83,7 +83,7 @@ class ModelCall:
         }
         if self.tool_defs:
             options["tools"] = self.tool_defs
-            options["tool_choice"] = _tool_choice(cfg.tool_choice) or {"type": "auto"}
+            options["tool_choice"] = normalize_tool_choice(cfg.tool_choice) or {"type": "auto"}
         if cfg.structured_output is not None:
             options["response_format"] = {"type": "json", "schema": cfg.structured_output.json_schema}
         return await cfg.hooks.prepare_step(st.number, options)
@@ -347,7 +347,7 @@ async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncI
         yield part
 
 
-def _tool_choice(choice: Any) -> dict[str, Any] | None:
+def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
     if choice is None:
         return None
     if isinstance(choice, str):
