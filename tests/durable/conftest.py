@@ -42,7 +42,9 @@ class Workers:
     def start(self, *extra: str, tools: str | None = "tests.durable._app:tools") -> subprocess.Popen[bytes]:
         """An `agentstream worker` running ``tools`` (``None``: only what ``extra`` names)."""
         log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSTREAM_TEST_GATE": str(self.tmp / "gate")}
+        # the caller's PYTHONPATH after the repository (a worktree's src/ must win over an install)
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, "PYTHONPATH": path, "AGENTSTREAM_TEST_GATE": str(self.tmp / "gate")}
         proc = subprocess.Popen(
             [
                 sys.executable,
