@@ -198,6 +198,7 @@ def _processor_layer(agent: Agent, opts: Mapping[str, Any], signal: AbortSignal)
         error_processors=errors,
         max_processor_retries=retries,
         signal=signal,
+        request_context=as_request_context(opts.get("request_context")),
     )
 
 
@@ -223,6 +224,9 @@ def plan_run(
     memory thread's). ``trace``: a new turn's trace is made here; a leg passes the one it made when
     it was called (its span's parent is the caller's context).
     """
+    context = as_request_context(opts.get("request_context"))
+    if opts.get("request_context") is not context:  # one context per run: tools, processors, steps
+        opts = {**opts, "request_context": context}
     memory_option = opts.get("memory")
     scope = resolve_memory_option(memory_option) if memory_option is not None else None
     memory = agent._memory_for_run() if scope is not None else None
