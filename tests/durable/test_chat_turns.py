@@ -22,7 +22,7 @@ import pytest
 
 from tests.resumable._gated_app import FIRST, REST
 
-from .conftest import ROOT, Workers
+from .conftest import PYTHONPATH, ROOT, Workers
 
 APP = "tests.durable._chat_app:mastra"
 
@@ -37,7 +37,7 @@ def _free_port() -> int:
 def servers(workers: Workers, redis: str, count: int = 1) -> Iterator[list[str]]:
     """``count`` `agentstream serve` processes (started at once) handing chat turns to the workers
     of ``workers``' database."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate")}
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate")}
     started: list[tuple[subprocess.Popen[bytes], str, Path]] = []
     try:
         for _ in range(count):

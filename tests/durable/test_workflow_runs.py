@@ -32,7 +32,7 @@ from agentstream.server import (
 )
 from tests.security._support import x_user
 
-from .conftest import ROOT, Workers, read_lines
+from .conftest import PYTHONPATH, ROOT, Workers, read_lines
 from .test_chat_turns import _free_port, frames
 
 APP = "tests.durable._workflow_app:mastra"
@@ -85,7 +85,7 @@ def serve(workers: Workers, redis: str) -> Iterator[str]:
     command += ["--durable-db", workers.url, "--stream-store", redis]
     log_path = workers.tmp / f"server-{port}.log"
     process = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=open(log_path, "wb"),
+        command, cwd=ROOT, env={**os.environ, "PYTHONPATH": PYTHONPATH}, stdout=open(log_path, "wb"),
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
