@@ -34,7 +34,7 @@ def test_seams_are_the_protocols_and_the_hooks_defaults() -> None:
         == public
         == {*LoopSeams.__annotations__, *(n for n in vars(LoopSeams) if not n.startswith("_"))}
     )
-    assert len(SEAMS) == 10  # nine methods and process_chunk
+    assert len(SEAMS) == 11  # ten methods and process_chunk
 
 
 class _Recorder(LoopHooks):
@@ -64,6 +64,7 @@ _ARGS: dict[str, tuple[Any, ...]] = {
     "process_input": ([],),
     "start_of_run": (),
     "prepare_step": (1, {}),
+    "step_tools": (1, {}),
     "on_model_error": (StepInfo(1, "", "error", False, [], [], {}), RuntimeError("x")),
     "after_model": (StepInfo(1, "", "stop", False, [], [], {}),),
     "execute_tool": (PendingToolCall("c", "t", {}, {}, None), None, None, None),
@@ -253,6 +254,8 @@ async def test_every_processor_phase_runs_once_with_every_combination_of_concern
     options: dict[str, Any] = {"memory": {"thread": "t1", "resource": "r1"}}
     if "is_task_complete" in concerns:
         options["is_task_complete"] = {"scorers": [Passes()]}
+    if "prepare_step" in concerns:
+        options["prepare_step"] = lambda *, step_number, **_: {"tool_choice": "auto"}
     if "goal" in concerns:
         await agent.set_objective("Answer", thread_id="t1", resource_id="r1")
     if "checkpoint" in concerns:

@@ -7,7 +7,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-SCRUBBED = ("AGENTSTREAM_MODEL", "AGENTSTREAM_DEBUG", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NO_COLOR")
+SCRUBBED = (
+    "AGENTSTREAM_MODEL",
+    "AGENTSTREAM_DEBUG",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "COHERE_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "GOOGLE_GENERATIVE_AI_API_KEY",
+    "GEMINI_API_KEY",
+    "NO_COLOR",
+)
 
 
 def clean_env(**extra: str) -> dict[str, str]:

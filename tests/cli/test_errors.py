@@ -82,7 +82,13 @@ def test_version() -> None:
 
 @pytest.mark.parametrize(
     ("model", "variable"),
-    [("openai/gpt-4o-mini", "OPENAI_API_KEY"), ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY")],
+    [
+        ("openai/gpt-4o-mini", "OPENAI_API_KEY"),
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("google/gemini-2.5-flash", "GOOGLE_GENERATIVE_AI_API_KEY"),
+        ("cohere/command-a-03-2025", "COHERE_API_KEY"),
+        ("bedrock-mantle/openai.gpt-oss-120b", "AWS_BEARER_TOKEN_BEDROCK"),
+    ],
 )
 def test_missing_api_key_is_one_line_and_exit_1(model: str, variable: str) -> None:
     line = assert_one_line(

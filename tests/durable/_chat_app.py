@@ -45,6 +45,31 @@ async def _exists(path: Path) -> None:
         await asyncio.sleep(0.02)
 
 
+class SystemEchoModel:
+    """Answers with the call's system prompt: what the run's instructions were, on the worker."""
+
+    specification_version = "v2"
+    provider = "test"
+    model_id = "system-echo"
+
+    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
+        system = " ".join(m["content"] for m in options["prompt"] if m["role"] == "system")
+        return self._play(system)
+
+    async def _play(self, text: str) -> AsyncIterator[dict[str, Any]]:
+        yield {"type": "stream-start", "warnings": []}
+        yield {"type": "text-start", "id": "t1"}
+        yield {"type": "text-delta", "id": "t1", "delta": text}
+        yield {"type": "text-end", "id": "t1"}
+        yield {"type": "finish", "finishReason": "stop", "usage": USAGE}
+
+
+def _tenant_instructions(request_context: Any) -> str:
+    return f"You serve {request_context.get('tenant')} for {request_context.get('user')}."
+
+
 def mastra() -> Mastra:
     gated = Agent(id="gated", instructions="Be brief.", model=GatedModel())
-    return Mastra(agents={"demo": demo_agent(), "gated": gated})
+    # instructions from the request context the server built, which the turn carried here
+    tenant = Agent(id="tenant", instructions=_tenant_instructions, model=SystemEchoModel())
+    return Mastra(agents={"demo": demo_agent(), "gated": gated, "tenant": tenant})

@@ -15,6 +15,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+PYTHONPATH = os.pathsep.join(p for p in (str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+"""What the servers and workers these tests start import from: the repository, then the caller's
+path (a worktree's ``src/`` given there must win over an installed copy, in every process alike)."""
 
 
 @pytest.fixture
@@ -42,11 +45,7 @@ class Workers:
     def start(self, *extra: str, tools: str | None = "tests.durable._app:tools") -> subprocess.Popen[bytes]:
         """An `agentstream worker` running ``tools`` (``None``: only what ``extra`` names)."""
         log = open(self.tmp / f"worker-{len(self.procs)}.log", "wb")
-        env = {
-            **os.environ,
-            "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}",
-            "AGENTSTREAM_TEST_GATE": str(self.tmp / "gate"),
-        }
+        env = {**os.environ, "PYTHONPATH": PYTHONPATH, "AGENTSTREAM_TEST_GATE": str(self.tmp / "gate")}
         proc = subprocess.Popen(
             [
                 sys.executable,

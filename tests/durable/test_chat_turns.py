@@ -22,7 +22,7 @@ import pytest
 
 from tests.resumable._gated_app import FIRST, REST
 
-from .conftest import ROOT, Workers
+from .conftest import PYTHONPATH, ROOT, Workers
 
 APP = "tests.durable._chat_app:mastra"
 
@@ -37,11 +37,7 @@ def _free_port() -> int:
 def servers(workers: Workers, redis: str, count: int = 1) -> Iterator[list[str]]:
     """``count`` `agentstream serve` processes (started at once) handing chat turns to the workers
     of ``workers``' database."""
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}",
-        "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate"),
-    }
+    env = {**os.environ, "PYTHONPATH": PYTHONPATH, "AGENTSTREAM_TEST_GATE": str(workers.tmp / "gate")}
     started: list[tuple[subprocess.Popen[bytes], str, Path]] = []
     try:
         for _ in range(count):
@@ -364,3 +360,75 @@ async def test_a_stop_through_another_server_ends_the_answer_a_worker_is_writing
         assert time.monotonic() < deadline, log.read_text()[-3000:]
         time.sleep(0.05)
     assert "Traceback" not in log.read_text() and "ERROR" not in log.read_text()
+
+
+async def test_the_request_context_travels_with_the_turn_to_the_worker(
+    workers: Workers, redis_url: str
+) -> None:
+    """The server builds each principal's context; the worker's run reads the same context."""
+    from starlette.applications import Starlette
+
+    from agentstream.durable import DurableChat
+    from agentstream.resumable import RedisStreamStore
+    from agentstream.server import RequestGuard, chat_route
+    from tests.durable._chat_app import mastra
+    from tests.security._support import x_user
+
+    tenants = {"ada": "acme", "bob": "globex"}
+
+    def context(request: Any, principal: object) -> dict[str, Any]:
+        return {"tenant": tenants[str(principal)], "user": str(principal)}
+
+    worker = chat_worker(workers, redis_url)
+    store = RedisStreamStore.from_url(redis_url, block_ms=100)
+    runner = DurableChat(workers.url)
+    app_mastra = mastra()
+    route = chat_route(
+        app_mastra,
+        "/chat/{agent_id}",
+        stream_store=store,
+        runner=runner,
+        request_context=context,
+        guard=RequestGuard(auth=x_user),
+    )
+    transport = httpx.ASGITransport(app=Starlette(routes=[route]))
+    answers: dict[str, str] = {}
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=60) as client:
+            for user in ("ada", "bob"):
+                headers = {"x-user": user}
+                async with client.stream("POST", "/chat/tenant", json=body("hi"), headers=headers) as answer:
+                    assert answer.status_code == 200
+                    payloads = [p async for p in _aframes(answer.aiter_lines())]
+                chunks = [json.loads(p) for p in payloads[:-1]]
+                answers[user] = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
+    finally:
+        runner.close()
+        await store.aclose()
+    assert answers == {"ada": "You serve acme for ada.", "bob": "You serve globex for bob."}
+    rows = workflow_rows(workers.url)
+    assert len(rows) == 2 and all(status == "SUCCESS" for _, status, _, _ in rows)
+    # both ran in the worker process, from turns stored as JSON (the context with them)
+    assert {executor.split(":")[1] for _, _, executor, _ in rows} == {str(worker.pid)}
+    assert {serialization for _, _, _, serialization in rows} == {"portable_json"}
+
+
+def test_a_context_that_is_not_json_cannot_travel_to_a_worker() -> None:
+    from agentstream.server._route import _portable_context
+
+    assert _portable_context({"tenant": "acme", "limits": {"rpm": 10}}) == {
+        "tenant": "acme",
+        "limits": {"rpm": 10},
+    }
+    with pytest.raises(TypeError, match=r"request_context\['since'\] is a datetime, not JSON"):
+        import datetime
+
+        _portable_context({"since": datetime.datetime.now()})
+
+
+async def _aframes(lines: Any) -> Any:
+    async for line in lines:
+        if line.startswith("data: "):
+            yield line.removeprefix("data: ")
+            if line == "data: [DONE]":
+                return

@@ -22,7 +22,7 @@ from agentstream.resumable import RedisStreamStore
 from agentstream.storage import SQLiteStore
 
 from ._server import LEASE
-from .conftest import ROOT, Workers, read_lines
+from .conftest import PYTHONPATH, ROOT, Workers, read_lines
 
 
 async def _until(predicate: Callable[[], bool], what: str, limit: float = 90.0) -> None:
@@ -64,7 +64,7 @@ async def test_agent_task_on_a_worker_is_followed_by_another_server_which_finish
         server_a = subprocess.Popen(
             [sys.executable, "-m", "tests.durable._server", *argv],
             cwd=ROOT,
-            env={**os.environ, "PYTHONPATH": f"{ROOT / 'src'}:{ROOT}"},
+            env={**os.environ, "PYTHONPATH": PYTHONPATH},
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -32,7 +32,7 @@ from agentstream.server import (
 )
 from tests.security._support import x_user
 
-from .conftest import ROOT, Workers, read_lines
+from .conftest import PYTHONPATH, ROOT, Workers, read_lines
 from .test_chat_turns import _free_port, frames
 
 APP = "tests.durable._workflow_app:mastra"
@@ -89,12 +89,7 @@ def serve(workers: Workers, redis: str) -> Iterator[str]:
     process = subprocess.Popen(
         command,
         cwd=ROOT,
-        env={
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(
-                filter(None, [str(ROOT / "src"), str(ROOT), os.environ.get("PYTHONPATH")])
-            ),
-        },
+        env={**os.environ, "PYTHONPATH": PYTHONPATH},
         stdout=open(log_path, "wb"),
         stderr=subprocess.STDOUT,
     )

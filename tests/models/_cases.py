@@ -54,13 +54,9 @@ RECORDED_PROMPTS = {"groq/tool-use-failed-error-event.json"}
 
 
 # Recordings of providers the router does not know yet, with the issue that builds them.
-# `test_not_built_provider_recordings` asks the router for each one's provider and is expected to
-# fail (`xfail_strict`): once the provider exists the run fails until the file is replayed.
-NOT_BUILT: dict[str, str] = {
-    "bedrock-mantle/responses-sequential-tools-three-turns.json": "26: Bedrock's OpenAI Responses endpoint",
-    "cohere/text-nonstream.json": "26: Cohere",
-    "cohere/tool-call-two-turns-citations-nonstream.json": "26: Cohere",
-}
+# `test_not_built_provider_recordings` checks the router really has no model for each one's provider,
+# so an entry goes once the provider exists (and its recording gets a case or a test of its own).
+NOT_BUILT: dict[str, str] = {}
 
 # Non-streaming calls of providers we stream from: our models always stream, so these are not
 # replayed; their provider's streaming recordings are (`test_non_streaming_only` checks each really
@@ -91,6 +87,9 @@ OWN_TESTS = [
     "bedrock/reasoning-content-signature-stream.json",
     "bedrock/native-json-output-stream.json",
     "bedrock/server-tool-code-interpreter-stream.json",
+    "bedrock-mantle/responses-sequential-tools-three-turns.json",  # tests/models/test_bedrock_mantle.py
+    "cohere/text-nonstream.json",  # tests/models/test_cohere.py (stream=False replays them as recorded)
+    "cohere/tool-call-two-turns-citations-nonstream.json",
 ]
 GOOGLE_ONE_SHOT = [
     "google/max-tokens-no-parts-nonstream.json",

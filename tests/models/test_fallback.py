@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from agentstream import Agent
+from agentstream.chunks import encode_chunk
 from agentstream.models import FallbackModel, OpenAIChatModel, resolve_model
 from agentstream.models._fallback import ModelEntry, fallback_entries
 
@@ -108,3 +110,28 @@ def test_entries() -> None:
     entries = fallback_entries(["demo", {"model": "demo", "maxRetries": 2}], resolve_model)
     assert [e.max_retries for e in entries] == [0, 2]
     assert isinstance(resolve_model(["demo", "demo"]), FallbackModel)
+
+
+async def test_step_finish_names_the_model_that_answered(server: ReplayServer) -> None:
+    """Mastra's ``metadata.modelMetadata`` and ``fallbackModelIndex`` name the answering entry."""
+    server.replies += [UNAVAILABLE, Reply(body=ANSWER)]
+    model = FallbackModel([ModelEntry(_model(server, "primary")), ModelEntry(_model(server, "backup"))])
+    agent = Agent(id="a", model=model)
+    output = agent.stream("hi")
+    [finish] = [c async for c in output.full_stream if c.type == "step-finish"]
+    assert finish.payload.metadata["modelMetadata"] == {
+        "modelId": "backup",
+        "modelVersion": "v2",
+        "modelProvider": "openai",
+    }
+    wire = json.loads(encode_chunk(finish))
+    assert wire["payload"]["fallbackModelIndex"] == 1
+
+
+async def test_a_plain_model_has_no_fallback_index(server: ReplayServer) -> None:
+    server.replies.append(Reply(body=ANSWER))
+    agent = Agent(id="a", model=_model(server, "only"))
+    output = agent.stream("hi")
+    [finish] = [c async for c in output.full_stream if c.type == "step-finish"]
+    assert "fallbackModelIndex" not in json.loads(encode_chunk(finish))["payload"]
+    assert finish.payload.metadata["modelMetadata"]["modelId"] == "only"

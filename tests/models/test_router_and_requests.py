@@ -297,3 +297,23 @@ async def test_stream_reports_headers_of_a_failed_call(server: ReplayServer) -> 
     assert [p["type"] for p in parts] == ["error"]
     assert json.loads(stream.request["body"])["model"] == "gpt-4o"
     assert stream.response["headers"]["x-request-id"] == "req-1"
+
+
+def test_offline_is_read_once_per_model_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``AGENTSTREAM_OFFLINE`` is read once for a whole spec, however many fallbacks it lists."""
+    from agentstream.models import FallbackModel, OfflineModel, _router
+
+    reads: list[bool] = []
+    real = _router.offline_forced
+
+    def counting() -> bool:
+        reads.append(real())
+        return reads[-1]
+
+    monkeypatch.setenv("AGENTSTREAM_OFFLINE", "1")
+    monkeypatch.setattr(_router, "offline_forced", counting)
+    model = _router.resolve_model(["openai/a", {"model": "anthropic/b"}, "cohere/c"])
+    assert isinstance(model, FallbackModel)
+    assert all(isinstance(e.model, OfflineModel) for e in model.entries)
+    assert [e.model.model_id for e in model.entries] == ["openai/a", "anthropic/b", "cohere/c"]
+    assert reads == [True]

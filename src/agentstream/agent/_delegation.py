@@ -182,6 +182,7 @@ def agent_tool(run: DelegationRun, name: str, sub: Agent) -> Tool:
             "abort_signal": context.abort_signal,
             "clock": run.clock,
             "sleep": run.sleep,
+            "request_context": context.request_context,  # the parent run's, as in Mastra
         }
         extra = args.get("instructions")
         if extra:
@@ -339,7 +340,11 @@ def workflow_tool(run: DelegationRun, name: str, workflow: Any) -> Tool:
             wf_run = await workflow.create_run(clock=run.clock, sleep=run.sleep)
             # checked first, as Mastra's start() throws for it: the tool fails, nothing streams
             wf_run.check_input(args.get("inputData"))
-            output = wf_run.stream(input_data=args.get("inputData"), initial_state=args.get("initialState"))
+            output = wf_run.stream(
+                input_data=args.get("inputData"),
+                initial_state=args.get("initialState"),
+                request_context=context.request_context,
+            )
         except Exception as exc:
             raise WorkflowToolError(f"[Agent:{parent.name}] - Failed workflow tool execution: {exc}") from exc
         try:

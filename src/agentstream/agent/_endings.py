@@ -62,6 +62,8 @@ class StepOutcome:
     retry_feedback: str | None = None
     steps: list[dict[str, Any]] | None = None
     """``output.steps``: Mastra's per-step records, sent once a step tripped a processor."""
+    fallback_index: int | None = None
+    """``fallbackModelIndex``: which model of a fallback list answered (``None``: no list)."""
 
     @classmethod
     def aborted(cls, message_id: str, metadata: dict[str, Any], text: str) -> StepOutcome:
@@ -98,6 +100,8 @@ class StepOutcome:
             out["processorRetryCount"] = self.retry_count
         if self.retry_feedback is not None:
             out["processorRetryFeedback"] = self.retry_feedback
+        if self.fallback_index is not None:
+            out["fallbackModelIndex"] = self.fallback_index
         return out
 
 

@@ -9,6 +9,8 @@ only what it needs and chains to an inner hooks object for the rest (as the back
 ``start_of_run``            once, after ``process_input``: chunks to stream before the first step
 ``prepare_step``            before every model call: that call's options (per-step processors,
                             ``prepareStep``, the LLM-request phase)
+``step_tools``              once a step's response is in: the tools its calls may run
+                            (``prepareStep``'s per-step tools)
 ``process_chunk``           every chunk the loop streams (output-stream processors, tripwire)
 ``on_model_error``          a model call failed before producing anything: retry it? (error
                             processors)
@@ -117,6 +119,8 @@ class LoopHooks:
       ``None`` to drop it. A plain attribute (``None``: no processing) so that the per-token path
       pays nothing when nobody processes. It may be a coroutine function (awaited only then), and
       may return a list: chunks to stream first, then the chunk (or ``None``).
+    * ``step_tools(step_number, tools)`` — the tools the step's calls run with (after its model
+      call); return them, or a replacement (a step's own tool set).
     * ``on_model_error(step, error)`` — a model call failed before streaming any content; return
       ``True`` to call the model again (same step), ``False`` to let the error end the step.
     * ``after_model(step)`` — after the model's response, before the step's tools run.
@@ -153,6 +157,10 @@ class LoopHooks:
     async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions:
         """One model call's options (1-based ``step_number``); return them or a replacement."""
         return options
+
+    async def step_tools(self, step_number: int, tools: dict[str, Tool]) -> dict[str, Tool]:
+        """The tools step ``step_number``'s calls run with; return them or a replacement."""
+        return tools
 
     async def on_model_error(self, step: StepInfo, error: Any) -> bool:
         """A model call failed before streaming content: ``True`` calls the model again."""
@@ -195,6 +203,7 @@ class LoopSeams(Protocol):
     async def process_input(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
     async def start_of_run(self) -> list[Chunk]: ...
     async def prepare_step(self, step_number: int, options: CallOptions) -> CallOptions: ...
+    async def step_tools(self, step_number: int, tools: dict[str, Tool]) -> dict[str, Tool]: ...
     async def on_model_error(self, step: StepInfo, error: Any) -> bool: ...
     async def after_model(self, step: StepInfo) -> None: ...
     async def execute_tool(

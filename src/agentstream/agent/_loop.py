@@ -24,7 +24,7 @@ import inspect
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..chunks import (
     Abort,
@@ -52,6 +52,9 @@ from ._state import StepState
 from ._step_book import NO_TOOLS_REASONS, StepBook, decision_chunks, step_reason
 from ._tool_runner import ToolRunner, notify_on_chunk
 from ._tripwire import Tripwire
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["AgentStreamError", "RunConfig", "rate_limited", "run_loop"]
 
@@ -190,12 +193,6 @@ class _Run(ModelCall, StepBook):
         self.ran_tools = False
         self.judged: tuple[StepInfo, bool | StepDecision | None] | None = None
         self.result_blocked = False
-        model = cfg.model
-        self.model_metadata = {
-            "modelId": model.model_id,
-            "modelVersion": getattr(model, "specification_version", "v2"),
-            "modelProvider": model.provider,
-        }
 
     # ------------------------------------------------------------------ phases
 
@@ -261,7 +258,7 @@ class _Run(ModelCall, StepBook):
     async def run_tools(self) -> AsyncGenerator[Chunk, None]:
         """The step's client tool calls (``tool-output`` live, then results in call order)."""
         st = self.st
-        runner = self.runner = self.tool_runner()
+        runner = self.runner = self.tool_runner(await self.cfg.hooks.step_tools(st.number, self.tools))
         pending = st.client_calls() if step_reason(st) not in NO_TOOLS_REASONS else []
         self.ran_tools = bool(pending)
         self.next = self.decide_step

@@ -40,7 +40,7 @@ from ._tripwire import Tripwire
 if TYPE_CHECKING:
     from ._loop import RunConfig
 
-__all__ = ["AgentStreamError", "ModelCall", "rate_limited", "response_headers"]
+__all__ = ["AgentStreamError", "ModelCall", "normalize_tool_choice", "rate_limited", "response_headers"]
 
 log = logging.getLogger("agentstream.agent")
 
@@ -71,7 +71,6 @@ class ModelCall:
     on_chunk: Callable[[Chunk], Any] | None
     notify_raw: bool
     deadline: StepDeadline | None
-    model_metadata: dict[str, Any]
 
     async def _call_options(self, st: StepState, signal: AbortSignal) -> CallOptions:
         cfg = self.cfg
@@ -83,7 +82,7 @@ class ModelCall:
         }
         if self.tool_defs:
             options["tools"] = self.tool_defs
-            options["tool_choice"] = _tool_choice(cfg.tool_choice) or {"type": "auto"}
+            options["tool_choice"] = normalize_tool_choice(cfg.tool_choice) or {"type": "auto"}
         if cfg.structured_output is not None:
             options["response_format"] = {"type": "json", "schema": cfg.structured_output.json_schema}
         return await cfg.hooks.prepare_step(st.number, options)
@@ -264,15 +263,21 @@ class ModelCall:
         if st.resumed is not None:
             return dict(st.resumed["metadata"])
         response = st.response
+        # the model that answered: a fallback list's entry, or the step's model (`prepare_step`)
+        model = getattr(st.stream, "model", None) or self.cfg.model
         metadata: dict[str, Any] = {
             "id": response.get("id") or str(uuid.uuid4()),
             "timestamp": _timestamp(response.get("timestamp"), self.cfg.now_ms()),
-            "modelId": response.get("modelId") or self.cfg.model.model_id,
+            "modelId": response.get("modelId") or model.model_id,
         }
         headers = response_headers(st.stream)
         if headers is not None:
             metadata["headers"] = headers
-        metadata["modelMetadata"] = self.model_metadata
+        metadata["modelMetadata"] = {
+            "modelId": model.model_id,
+            "modelVersion": getattr(model, "specification_version", "v2"),
+            "modelProvider": model.provider,
+        }
         metadata["request"] = st.request
         if st.provider_metadata is not None:
             metadata["providerMetadata"] = st.provider_metadata
@@ -336,7 +341,7 @@ async def _prepend(first: StreamPart, rest: AsyncIterator[StreamPart]) -> AsyncI
         yield part
 
 
-def _tool_choice(choice: Any) -> dict[str, Any] | None:
+def normalize_tool_choice(choice: Any) -> dict[str, Any] | None:
     if choice is None:
         return None
     if isinstance(choice, str):

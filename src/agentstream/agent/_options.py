@@ -95,6 +95,12 @@ class TurnOptions(ResumeOptions, total=False):
     """Processor retries allowed (``None``: none for input/output; 3 for API errors with error processors)."""
     is_task_complete: IsTaskCompleteConfig | Mapping[str, Any]
     """``{"scorers": [...], "strategy": "all" | "any", ...}``: keep going until the scorers pass."""
+    prepare_step: Callable[..., Any]
+    """Called before every model call with the step (``step_number``, ``steps``, ``messages``,
+    ``system_messages``, ``model``, ``tools``, ``tool_choice``, ``active_tools``,
+    ``request_context``): return ``None`` or ``{"model"?, "tools"?, "active_tools"?,
+    "tool_choice"?, "messages"?, "system_messages"?, "provider_options"?}`` for that call only
+    (Mastra's ``prepareStep``)."""
     auto_resume_suspended_tools: bool
     """With ``memory``: a new user message in a thread whose run is suspended answers the pending
     approval or suspension (resume data generated from the conversation) instead of starting over."""

@@ -8,6 +8,8 @@ from one ordered list of concerns (`compose_hooks`), innermost first:
 the agent's hooks   ``Agent(hooks=...)``
 background          dispatch of background-eligible tools (`BackgroundSeam.prepare_run` wraps the
                     agent's hooks itself, so it is the chain's base when enabled)
+prepare_step        the call's ``prepare_step`` (`PrepareStepHooks`): each model call's model,
+                    tools, tool choice and prompt
 processors          input, output and error processors (`ProcessorHooks`)
 is_task_complete    the run's completion scorers (`IsTaskCompleteHooks`)
 goal                the memory thread's objective (`GoalHooks`)
@@ -37,6 +39,7 @@ from ._goal import GoalHooks
 from ._hooks import Layer, LoopHooks, StopCondition, compose_hooks
 from ._loop import RunConfig
 from ._messages import MessageInput, to_prompt
+from ._prepare_step import PrepareStepHooks, StepModel, check_prepare_step
 from ._processors import ERROR_METHODS, INPUT_METHODS, OUTPUT_METHODS, ProcessorHooks, check_processors
 from ._resume import approval_check, forces_serial_tools
 from ._settings import normalize_model_settings
@@ -55,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunPlan", "check_retries", "merge_options", "plan_run", "run_signal"]
 
-CONCERNS = ("background", "processors", "is_task_complete", "goal", "checkpoint", "tracing")
+CONCERNS = ("background", "prepare_step", "processors", "is_task_complete", "goal", "checkpoint", "tracing")
 """The concerns of a run's hooks chain, innermost first (the order `plan_run` composes them in)."""
 
 
@@ -195,6 +198,7 @@ def _processor_layer(agent: Agent, opts: Mapping[str, Any], signal: AbortSignal)
         error_processors=errors,
         max_processor_retries=retries,
         signal=signal,
+        request_context=as_request_context(opts.get("request_context")),
     )
 
 
@@ -220,6 +224,9 @@ def plan_run(
     memory thread's). ``trace``: a new turn's trace is made here; a leg passes the one it made when
     it was called (its span's parent is the caller's context).
     """
+    context = as_request_context(opts.get("request_context"))
+    if opts.get("request_context") is not context:  # one context per run: tools, processors, steps
+        opts = {**opts, "request_context": context}
     memory_option = opts.get("memory")
     scope = resolve_memory_option(memory_option) if memory_option is not None else None
     memory = agent._memory_for_run() if scope is not None else None
@@ -253,6 +260,9 @@ def plan_run(
         inputs = to_prompt(messages, created_at=int(now_ms()))
         prompt.extend(inputs)
     model = agent.model
+    step_layer: Layer | None = None
+    if opts.get("prepare_step") is not None:
+        step_layer, model = _prepare_step_layer(opts, model, tools, signal)
     traced = trace
     if messages is not None:
         traced = trace_run(
@@ -264,7 +274,8 @@ def plan_run(
             prompt=prompt,
             thread_id=scope.thread_id if scope is not None else None,
         )
-    chain = _chain(agent, opts, signal, str(run_id), scope, now_ms, checkpoint, traced, resumed)
+    chain = [("prepare_step", step_layer)]
+    chain += _chain(agent, opts, signal, str(run_id), scope, now_ms, checkpoint, traced, resumed)
     hooks = compose_hooks(base, chain)
     layers += [name for name, layer in chain if layer is not None]
     if checkpoint is not None:
@@ -294,6 +305,29 @@ def plan_run(
         approval=opts.get("require_tool_approval", agent.require_tool_approval),
         output_processed=scope is not None or _has_output_processors(agent, opts),
     )
+
+
+def _prepare_step_layer(
+    opts: Mapping[str, Any], model: LanguageModel, tools: dict[str, Tool], signal: AbortSignal
+) -> tuple[Layer, LanguageModel]:
+    """The ``prepare_step`` concern and the run's model it switches per step (`StepModel`)."""
+    fn = check_prepare_step(opts["prepare_step"])
+    step_model = StepModel(model)
+    context = as_request_context(opts.get("request_context"))
+
+    def layer(inner: LoopHooks) -> LoopHooks:
+        return PrepareStepHooks(
+            inner,
+            fn,
+            model=step_model,
+            tools=tools,
+            request_context=context,
+            signal=signal,
+            tool_choice=opts.get("tool_choice"),
+            active_tools=opts.get("active_tools"),
+        )
+
+    return layer, step_model
 
 
 def _has_output_processors(agent: Agent, opts: Mapping[str, Any]) -> bool:

@@ -4,8 +4,9 @@ agent's input, output and error processors in the phases of Mastra's ``Processor
 Every processor method is called with keyword arguments named as Mastra's in snake_case; a
 processor names the ones it uses and takes the rest as ``**_``. Each call gets ``abort(reason, *,
 retry=False, metadata=None)`` (raises `Tripwire` with the processor's id), ``retry_count`` (the
-consecutive processor retries so far), ``writer`` (``writer.custom(chunk)`` streams a chunk) and
-``abort_signal`` (the run's).
+consecutive processor retries so far), ``writer`` (``writer.custom(chunk)`` streams a chunk),
+``abort_signal`` (the run's) and ``request_context`` (the run's `RequestContext`, Mastra's
+``requestContext``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, runtime_checkable
 
 from .._abort import AbortSignal
+from .._request_context import RequestContext
 from ..chunks import Chunk, DataChunk, ToolCallApproval, ToolCallSuspended
 from ._hooks import ChainedHooks, LoopHooks, PendingToolCall, StepDecision, StepInfo
 from ._tripwire import Tripwire
@@ -184,8 +186,10 @@ class ProcessorHooks(ChainedHooks):
         error_processors: Sequence[Any] = (),
         max_processor_retries: int | None = None,
         signal: AbortSignal | None = None,
+        request_context: RequestContext | None = None,
     ) -> None:
         super().__init__(inner)
+        self.request_context = request_context if request_context is not None else RequestContext()
         self.inputs = [_Entry(p) for p in input_processors]
         self.outputs = [_Entry(p) for p in output_processors]
         self.errors = [_Entry(p) for p in error_processors]
@@ -223,6 +227,7 @@ class ProcessorHooks(ChainedHooks):
             "retry_count": self.retry_count,
             "writer": self.writer,
             "abort_signal": self.signal,
+            "request_context": self.request_context,
         }
 
     # ------------------------------------------------------------------ input

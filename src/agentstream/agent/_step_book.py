@@ -172,6 +172,7 @@ class StepBook:
                 "nonUser": all_messages[len(self.user_messages) :],
             },
             steps=[self._step_record(*r) for r in self.records] if self.tripped else None,
+            fallback_index=getattr(st.stream, "fallback_index", None),
             **fields,
         )
 
@@ -191,14 +192,15 @@ class StepBook:
                 self.cfg.on_result_tripwire(trip)
             return []
 
-    def tool_runner(self) -> ToolRunner:
+    def tool_runner(self, tools: dict[str, Tool] | None = None) -> ToolRunner:
+        """The step's tool runner, with ``tools`` (default: the run's)."""
         cfg = self.cfg
         resume, self.resume = self.resume, None  # only the suspended step takes the answer
         return ToolRunner(
             run_id=cfg.run_id,
             agent_id=cfg.agent_id,
             signal=cfg.signal,
-            tools=self.tools,
+            tools=self.tools if tools is None else tools,
             hooks=cfg.hooks,
             on_chunk=cfg.on_chunk,
             concurrency=cfg.tool_call_concurrency,

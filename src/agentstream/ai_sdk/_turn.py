@@ -165,6 +165,7 @@ async def _answer_turn(
                     owner=turn["owner"],
                     abort_signal=abort_signal,
                     default_options=defaults,
+                    request_context=turn.get("request_context"),
                     **_options(turn["options"]),
                     **options,
                 )

@@ -39,19 +39,27 @@ from ._base import (
     ToolInputStartPart,
     ToolResultPart,
 )
+from ._bedrock import BedrockModel
+from ._bedrock_mantle import BedrockMantleModel
+from ._cohere import CohereModel
 from ._fallback import FallbackModel
 from ._google import GoogleModel
+from ._http import TransportOptions
 from ._offline import OfflineModel
 from ._openai_chat import OpenAIChatModel, OpenAICompatible, convert_to_openai_chat_messages
 from ._openai_responses import OpenAIResponsesModel, convert_to_openai_responses_input
 from ._prompt import InvalidPromptError
 from ._router import MissingAPIKeyError, UnknownProviderError, register_model_factory, resolve_model
+from ._vertex import VertexModel
 
 __all__ = [
     "APICallError",
     "AnthropicModel",
     "AzureOpenAIModel",
+    "BedrockMantleModel",
+    "BedrockModel",
     "CallOptions",
+    "CohereModel",
     "CustomPart",
     "ErrorPart",
     "FallbackModel",
@@ -86,7 +94,9 @@ __all__ = [
     "ToolInputEndPart",
     "ToolInputStartPart",
     "ToolResultPart",
+    "TransportOptions",
     "UnknownProviderError",
+    "VertexModel",
     "convert_to_anthropic_messages",
     "convert_to_openai_chat_messages",
     "convert_to_openai_responses_input",

@@ -12,11 +12,10 @@ parts; usage and cache counters land in ``finish.usage`` / ``providerMetadata.an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
-import httpx
 import msgspec
+from typing_extensions import Unpack
 
 from ._base import (
     CallOptions,
@@ -27,7 +26,7 @@ from ._base import (
     ToolInputStartPart,
     ToolResultPart,
 )
-from ._http import Sleep, _HTTPStreamingModel, _Transformer
+from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings
 from ._prompt import (
     InvalidPromptError,
     camel_to_snake,
@@ -38,6 +37,18 @@ from ._prompt import (
 )
 
 __all__ = ["AnthropicModel", "convert_to_anthropic_messages"]
+
+# call option -> wire name; None: the API has no such setting (a warning when given)
+_SETTINGS: dict[str, str | None] = {
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": "top_k",
+    "stop_sequences": "stop_sequences",
+    "seed": None,
+    "presence_penalty": None,
+    "frequency_penalty": None,
+}
+
 
 _json_decode = msgspec.json.Decoder().decode
 
@@ -544,28 +555,14 @@ class AnthropicModel(_HTTPStreamingModel):
         provider: str = "anthropic",
         default_max_tokens: int = 4096,
         anthropic_version: str = "2023-06-01",
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        max_retries: int = 2,
-        retry_initial_delay: float = 0.5,
-        sleep: Sleep | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        generate_id: Callable[[], str] | None = None,
+        **transport: Unpack[TransportOptions],
     ) -> None:
         super().__init__(
             model_id,
             provider=provider,
             base_url=base_url,
             api_key=api_key,
-            headers=headers,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_initial_delay=retry_initial_delay,
-            sleep=sleep,
-            http_client=http_client,
-            transport=transport,
-            generate_id=generate_id,
+            **transport,
         )
         self.default_max_tokens = default_max_tokens
         self.anthropic_version = anthropic_version
@@ -588,21 +585,7 @@ class AnthropicModel(_HTTPStreamingModel):
         }
         if system:
             body["system"] = system
-        for key, api in (
-            ("temperature", "temperature"),
-            ("top_p", "top_p"),
-            ("top_k", "top_k"),
-            ("stop_sequences", "stop_sequences"),
-        ):
-            if options.get(key) is not None:
-                body[api] = options.get(key)
-        for key, setting in (
-            ("seed", "seed"),
-            ("presence_penalty", "presencePenalty"),
-            ("frequency_penalty", "frequencyPenalty"),
-        ):
-            if options.get(key) is not None:
-                warnings.append({"type": "unsupported-setting", "setting": setting})
+        body.update(call_settings(options, _SETTINGS, warnings))
         extra = dict((options.get("provider_options") or {}).get("anthropic") or {})
         thinking = extra.pop("thinking", None)
         if isinstance(thinking, dict) and thinking.get("type") == "enabled":

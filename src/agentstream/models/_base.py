@@ -318,17 +318,23 @@ class ModelStream(AsyncIterator[StreamPart]):
     result and carries the rest as attributes, filled in by the time the first part is produced:
 
     * ``request`` — ``{"body": <the JSON request body, as sent>}`` (``{}`` until the request is built);
-    * ``response`` — ``{"headers": {name: value}}`` of the HTTP response (``{}`` until it arrives).
+    * ``response`` — ``{"headers": {name: value}}`` of the HTTP response (``{}`` until it arrives);
+    * ``model`` — the model that answered, when it is not the one called (a `FallbackModel`'s entry;
+      ``None``: the called model), with ``fallback_index`` its place in the list and ``attempts``
+      the calls that failed before it (``{"model", "index", "message", "statusCode"?}``).
 
     ``do_stream`` may return any async iterator; consumers read these attributes with ``getattr`` and
     treat a plain async generator (``ScriptedModel``) as ``{}``.
     """
 
-    __slots__ = ("_parts", "request", "response")
+    __slots__ = ("_parts", "attempts", "fallback_index", "model", "request", "response")
 
     def __init__(self) -> None:
         self.request: dict[str, Any] = {}
         self.response: dict[str, Any] = {}
+        self.model: LanguageModel | None = None
+        self.fallback_index: int | None = None
+        self.attempts: list[dict[str, Any]] = []
         self._parts: AsyncGenerator[StreamPart, None] | None = None
 
     def attach(self, parts: AsyncGenerator[StreamPart, None]) -> "ModelStream":

@@ -14,19 +14,32 @@ Bedrock API key is given, which is sent as a bearer token.
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import msgspec
+from typing_extensions import Unpack
 
 from ._base import CallOptions, FinishReason, StreamPart, ToolCallPart, ToolInputStartPart, ToolResultPart
 from ._bedrock_prompt import bedrock_tool_config, convert_to_bedrock_messages
 from ._errors import MissingAPIKeyError
-from ._http import Sleep, _HTTPStreamingModel, _Transformer
+from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings
 
 __all__ = ["BedrockModel", "map_bedrock_stop_reason"]
+
+# call option -> wire name; None: the API has no such setting (a warning when given)
+_SETTINGS: dict[str, str | None] = {
+    "max_output_tokens": "maxTokens",
+    "temperature": "temperature",
+    "top_p": "topP",
+    "stop_sequences": "stopSequences",
+    "seed": None,
+    "presence_penalty": None,
+    "frequency_penalty": None,
+}
+
 
 _STOP: dict[str, FinishReason] = {
     "end_turn": "stop",
@@ -267,28 +280,14 @@ class BedrockModel(_HTTPStreamingModel):
         secret_access_key: str | None = None,
         session_token: str | None = None,
         provider: str = "bedrock",
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        max_retries: int = 2,
-        retry_initial_delay: float = 0.5,
-        sleep: Sleep | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        generate_id: Callable[[], str] | None = None,
+        **transport: Unpack[TransportOptions],
     ) -> None:
         super().__init__(
             model_id,
             provider=provider,
             base_url=base_url or f"https://bedrock-runtime.{region}.amazonaws.com",
             api_key=api_key,
-            headers=headers,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_initial_delay=retry_initial_delay,
-            sleep=sleep,
-            http_client=http_client,
-            transport=transport,
-            generate_id=generate_id,
+            **transport,
         )
         self.region = region
         self._url = f"{self.base_url}/model/{quote(model_id, safe='')}/converse-stream"
@@ -358,23 +357,7 @@ class BedrockModel(_HTTPStreamingModel):
         warnings: list[dict[str, Any]] = []
         system, messages = convert_to_bedrock_messages(options.get("prompt") or [])
         body: dict[str, Any] = {"messages": messages, "system": system}
-        inference: dict[str, Any] = {}
-        for key, api in (
-            ("max_output_tokens", "maxTokens"),
-            ("temperature", "temperature"),
-            ("top_p", "topP"),
-            ("stop_sequences", "stopSequences"),
-        ):
-            if options.get(key) is not None:
-                inference[api] = options.get(key)
-        for key, setting in (
-            ("seed", "seed"),
-            ("presence_penalty", "presencePenalty"),
-            ("frequency_penalty", "frequencyPenalty"),
-        ):
-            if options.get(key) is not None:
-                warnings.append({"type": "unsupported-setting", "setting": setting})
-        body["inferenceConfig"] = inference
+        body["inferenceConfig"] = call_settings(options, _SETTINGS, warnings)
         opts = dict((options.get("provider_options") or {}).get("bedrock") or {})
         extra = dict(opts.pop("additionalModelRequestFields", None) or {})
         if options.get("top_k") is not None:

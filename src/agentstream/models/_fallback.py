@@ -129,10 +129,13 @@ class FallbackModel:
                 held, error = await self._until_answer(stream)
                 last = n == len(self.entries) - 1 and attempt == entry.max_retries
                 if error is not None and not last:
-                    failures.append(_failure(entry.model, error))
+                    failures.append(_failure(entry.model, error, n))
                     continue
                 info.request = getattr(stream, "request", {})
                 info.response = getattr(stream, "response", {})
+                info.model = getattr(stream, "model", None) or entry.model
+                info.fallback_index = n
+                info.attempts = [dict(f) for f in failures]
                 async for part in self._answer(entry.model, stream, held, failures):
                     yield part
                 return
@@ -187,8 +190,8 @@ class FallbackModel:
         return {**part, "providerMetadata": meta}
 
 
-def _failure(model: LanguageModel, error: APICallError) -> dict[str, Any]:
-    failure: dict[str, Any] = {"model": _name(model), "message": error.client_message}
+def _failure(model: LanguageModel, error: APICallError, index: int) -> dict[str, Any]:
+    failure: dict[str, Any] = {"model": _name(model), "index": index, "message": error.client_message}
     if error.status_code is not None:
         failure["statusCode"] = error.status_code
     return failure

@@ -12,11 +12,10 @@ once a candidate reported its ``finishReason`` (or the prompt was blocked).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-import httpx
 import msgspec
+from typing_extensions import Unpack
 
 from ._base import (
     CallOptions,
@@ -34,9 +33,22 @@ from ._base import (
     ToolInputStartPart,
 )
 from ._google_prompt import convert_to_google_contents, google_tools, openapi_schema
-from ._http import Sleep, _HTTPStreamingModel, _Transformer
+from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings
 
 __all__ = ["GoogleModel", "map_google_finish_reason"]
+
+# call option -> wire name; None: the API has no such setting (a warning when given)
+_SETTINGS: dict[str, str | None] = {
+    "max_output_tokens": "maxOutputTokens",
+    "temperature": "temperature",
+    "top_k": "topK",
+    "top_p": "topP",
+    "frequency_penalty": "frequencyPenalty",
+    "presence_penalty": "presencePenalty",
+    "stop_sequences": "stopSequences",
+    "seed": "seed",
+}
+
 
 _CONTENT_FILTER = {"IMAGE_SAFETY", "RECITATION", "SAFETY", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII"}
 
@@ -294,28 +306,14 @@ class GoogleModel(_HTTPStreamingModel):
         base_url: str = "https://generativelanguage.googleapis.com/v1beta",
         api_key: str | None = None,
         provider: str = "google",
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        max_retries: int = 2,
-        retry_initial_delay: float = 0.5,
-        sleep: Sleep | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        generate_id: Callable[[], str] | None = None,
+        **transport: Unpack[TransportOptions],
     ) -> None:
         super().__init__(
             model_id,
             provider=provider,
             base_url=base_url,
             api_key=api_key,
-            headers=headers,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_initial_delay=retry_initial_delay,
-            sleep=sleep,
-            http_client=http_client,
-            transport=transport,
-            generate_id=generate_id,
+            **transport,
         )
         path = model_id if "/" in model_id else f"models/{model_id}"
         self._url = f"{self.base_url}/{path}:streamGenerateContent?alt=sse"
@@ -357,19 +355,7 @@ class GoogleModel(_HTTPStreamingModel):
 
     @staticmethod
     def _generation_config(options: CallOptions, opts: dict[str, Any], json_tool: bool) -> dict[str, Any]:
-        config: dict[str, Any] = {}
-        for key, api in (
-            ("max_output_tokens", "maxOutputTokens"),
-            ("temperature", "temperature"),
-            ("top_k", "topK"),
-            ("top_p", "topP"),
-            ("frequency_penalty", "frequencyPenalty"),
-            ("presence_penalty", "presencePenalty"),
-            ("stop_sequences", "stopSequences"),
-            ("seed", "seed"),
-        ):
-            if options.get(key) is not None:
-                config[api] = options.get(key)
+        config = call_settings(options, _SETTINGS, [])
         fmt = options.get("response_format") or {}
         if fmt.get("type") == "json" and not json_tool:
             config["responseMimeType"] = "application/json"

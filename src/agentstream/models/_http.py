@@ -37,13 +37,14 @@ from typing import Any, NamedTuple
 import httpx
 import msgspec
 from httpx_sse import EventSource, SSEError
+from typing_extensions import TypedDict, Unpack
 
 from .._abort import AbortError, AbortSignal, abortable, until_aborted
 from .._secrets import register_secret, shorten
 from ..chunks import wellformed_json_text
 from ._base import APICallError, CallOptions, ModelStream, StreamPart
 
-__all__ = ["DEFAULT_TIMEOUT", "Sleep", "iso_timestamp"]
+__all__ = ["DEFAULT_TIMEOUT", "Sleep", "TransportOptions", "call_settings", "iso_timestamp"]
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -113,6 +114,27 @@ def _retry_delay(response: httpx.Response | None, attempt: int, initial: float) 
     return delay if 0 <= delay <= 60 else default
 
 
+def call_settings(
+    options: CallOptions, wire: Mapping[str, str | None], warnings: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The call's standard settings under their wire names (``{"temperature": "temperature", "top_k":
+    "topK", ...}``); a setting mapped to ``None`` is one the API lacks: given, it is an
+    ``unsupported-setting`` warning (named as the AI SDK names it, ``topK``) instead."""
+    out: dict[str, Any] = {}
+    for key, api in wire.items():
+        value = options.get(key)
+        if value is None:
+            continue
+        if api is None:
+            head, *rest = key.split("_")
+            warnings.append(
+                {"type": "unsupported-setting", "setting": head + "".join(w.title() for w in rest)}
+            )
+        else:
+            out[api] = value
+    return out
+
+
 class _Transformer:
     """Per-call state machine: decoded provider event → stream parts. Subclassed per provider."""
 
@@ -131,6 +153,27 @@ class _Transformer:
 
     def finish(self) -> list[StreamPart]:
         raise NotImplementedError
+
+
+class TransportOptions(TypedDict, total=False):
+    """How a provider reaches its server: the keyword arguments every HTTP model takes.
+
+    `headers` (added to every request), `timeout` (seconds or an ``httpx.Timeout``; default
+    `DEFAULT_TIMEOUT`), `max_retries` (default 2: 429, 5xx, timeouts and connection errors before the
+    first part), `retry_initial_delay` (default 0.5 s, doubled per retry unless the server says
+    ``retry-after``), `sleep` (the wait between retries), `http_client` (a shared
+    ``httpx.AsyncClient``), `transport` (an ``httpx`` transport for a client made per call) and
+    `generate_id` (ids for parts the provider does not name).
+    """
+
+    headers: Mapping[str, str] | None
+    timeout: httpx.Timeout | float | None
+    max_retries: int
+    retry_initial_delay: float
+    sleep: Sleep | None
+    http_client: httpx.AsyncClient | None
+    transport: httpx.AsyncBaseTransport | None
+    generate_id: Callable[[], str] | None
 
 
 class _Opened(NamedTuple):
@@ -152,27 +195,21 @@ class _HTTPStreamingModel:
         provider: str,
         base_url: str,
         api_key: str | None,
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        max_retries: int = 2,
-        retry_initial_delay: float = 0.5,
-        sleep: Sleep | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        generate_id: Callable[[], str] | None = None,
+        **transport: Unpack[TransportOptions],
     ) -> None:
         self.model_id = model_id
         self.provider = provider
         self.base_url = base_url.rstrip("/")
         self._api_key = api_key
-        self._headers = dict(headers or {})
+        self._headers = dict(transport.get("headers") or {})
+        timeout = transport.get("timeout")
         self._timeout = timeout if timeout is not None else DEFAULT_TIMEOUT
-        self.max_retries = max_retries
-        self.retry_initial_delay = retry_initial_delay
-        self._sleep: Sleep = sleep or asyncio.sleep
-        self._client = http_client
-        self._transport = transport
-        self._generate_id = generate_id or default_id_generator()
+        self.max_retries = transport.get("max_retries", 2)
+        self.retry_initial_delay = transport.get("retry_initial_delay", 0.5)
+        self._sleep: Sleep = transport.get("sleep") or asyncio.sleep
+        self._client = transport.get("http_client")
+        self._transport = transport.get("transport")
+        self._generate_id = transport.get("generate_id") or default_id_generator()
         register_secret(api_key)
         for name, value in self._headers.items():
             if any(word in name.lower() for word in _CREDENTIAL_HEADER):

@@ -13,11 +13,10 @@ Deliberate difference: an empty ``content: ""`` delta opens no text block (the A
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
-import httpx
 import msgspec
+from typing_extensions import Unpack
 
 from ._base import (
     CallOptions,
@@ -27,7 +26,7 @@ from ._base import (
     SourcePart,
     StreamPart,
 )
-from ._http import Sleep, _HTTPStreamingModel, _Transformer, iso_timestamp
+from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings, iso_timestamp
 from ._prompt import (
     InvalidPromptError,
     camel_to_snake,
@@ -39,6 +38,19 @@ from ._prompt import (
 )
 
 __all__ = ["OpenAIChatModel", "OpenAICompatible", "convert_to_openai_chat_messages"]
+
+# call option -> wire name; None: the API has no such setting (a warning when given)
+_SETTINGS: dict[str, str | None] = {
+    "max_output_tokens": "max_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "seed": "seed",
+    "presence_penalty": "presence_penalty",
+    "frequency_penalty": "frequency_penalty",
+    "stop_sequences": "stop",
+    "top_k": None,
+}
+
 
 _json_decode = msgspec.json.Decoder().decode
 
@@ -559,28 +571,14 @@ class OpenAIChatModel(_HTTPStreamingModel):
         send_reasoning: bool = False,
         structured_outputs: bool = True,
         system_role: str = "system",
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        max_retries: int = 2,
-        retry_initial_delay: float = 0.5,
-        sleep: Sleep | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        generate_id: Callable[[], str] | None = None,
+        **transport: Unpack[TransportOptions],
     ) -> None:
         super().__init__(
             model_id,
             provider=provider,
             base_url=base_url,
             api_key=api_key,
-            headers=headers,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_initial_delay=retry_initial_delay,
-            sleep=sleep,
-            http_client=http_client,
-            transport=transport,
-            generate_id=generate_id,
+            **transport,
         )
         self.provider_key = provider_key or provider.split(".")[0]
         self.include_usage = include_usage
@@ -604,20 +602,7 @@ class OpenAIChatModel(_HTTPStreamingModel):
         }
         if self.include_usage:
             body["stream_options"] = {"include_usage": True}
-        for key, api in (
-            ("max_output_tokens", "max_tokens"),
-            ("temperature", "temperature"),
-            ("top_p", "top_p"),
-            ("seed", "seed"),
-            ("presence_penalty", "presence_penalty"),
-            ("frequency_penalty", "frequency_penalty"),
-            ("stop_sequences", "stop"),
-        ):
-            value = options.get(key)
-            if value is not None:
-                body[api] = value
-        if options.get("top_k") is not None:
-            warnings.append({"type": "unsupported-setting", "setting": "topK"})
+        body.update(call_settings(options, _SETTINGS, warnings))
         tools, choice = _tools(options, warnings)
         if tools:
             body["tools"] = tools

@@ -12,13 +12,12 @@ summary. Streams that end with ``data: [DONE]`` (OpenRouter) are accepted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
-import httpx
+from typing_extensions import Unpack
 
 from ._base import CallOptions, FinishReason, ResponseMetadataPart, SourcePart, StreamPart
-from ._http import Sleep, _HTTPStreamingModel, _Transformer, iso_timestamp
+from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings, iso_timestamp
 from ._prompt import (
     InvalidPromptError,
     camel_to_snake,
@@ -30,6 +29,18 @@ from ._prompt import (
 )
 
 __all__ = ["OpenAIResponsesModel", "convert_to_openai_responses_input"]
+
+# call option -> wire name; None: the API has no such setting (a warning when given)
+_SETTINGS: dict[str, str | None] = {
+    "max_output_tokens": "max_output_tokens",
+    "temperature": "temperature",
+    "top_p": "top_p",
+    "top_k": None,
+    "seed": None,
+    "stop_sequences": None,
+    "presence_penalty": None,
+    "frequency_penalty": None,
+}
 
 
 def _user_part(part: dict[str, Any]) -> dict[str, Any]:
@@ -406,28 +417,14 @@ class OpenAIResponsesModel(_HTTPStreamingModel):
         api_key: str | None = None,
         provider: str = "openai.responses",
         system_role: str = "system",
-        headers: Mapping[str, str] | None = None,
-        timeout: httpx.Timeout | float | None = None,
-        max_retries: int = 2,
-        retry_initial_delay: float = 0.5,
-        sleep: Sleep | None = None,
-        http_client: httpx.AsyncClient | None = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        generate_id: Callable[[], str] | None = None,
+        **transport: Unpack[TransportOptions],
     ) -> None:
         super().__init__(
             model_id,
             provider=provider,
             base_url=base_url,
             api_key=api_key,
-            headers=headers,
-            timeout=timeout,
-            max_retries=max_retries,
-            retry_initial_delay=retry_initial_delay,
-            sleep=sleep,
-            http_client=http_client,
-            transport=transport,
-            generate_id=generate_id,
+            **transport,
         )
         self.system_role = system_role
         self._url = f"{self.base_url}/responses"
@@ -444,22 +441,7 @@ class OpenAIResponsesModel(_HTTPStreamingModel):
             ),
             "stream": True,
         }
-        for key, api in (
-            ("max_output_tokens", "max_output_tokens"),
-            ("temperature", "temperature"),
-            ("top_p", "top_p"),
-        ):
-            if options.get(key) is not None:
-                body[api] = options.get(key)
-        for key, setting in (
-            ("top_k", "topK"),
-            ("seed", "seed"),
-            ("stop_sequences", "stopSequences"),
-            ("presence_penalty", "presencePenalty"),
-            ("frequency_penalty", "frequencyPenalty"),
-        ):
-            if options.get(key) is not None:
-                warnings.append({"type": "unsupported-setting", "setting": setting})
+        body.update(call_settings(options, _SETTINGS, warnings))
         tools = options.get("tools") or []
         if tools:
             out: list[dict[str, Any]] = []

@@ -10,6 +10,8 @@ from typing import Any
 from ._anthropic import AnthropicModel
 from ._azure import DEFAULT_AZURE_API_VERSION, AzureOpenAIModel
 from ._base import LanguageModel
+from ._bedrock_mantle import BedrockMantleModel
+from ._cohere import CohereModel
 from ._demo import DemoModel
 from ._errors import MissingAPIKeyError, UnknownProviderError
 from ._fallback import FallbackModel, fallback_entries
@@ -87,6 +89,8 @@ def known_providers() -> list[str]:
             "anthropic",
             "azure",
             "bedrock",
+            "bedrock-mantle",
+            "cohere",
             "demo",
             "google",
             "offline",
@@ -136,14 +140,22 @@ def resolve_model(spec: str | LanguageModel | Sequence[Any], **kwargs: Any) -> L
     the offline model (`OfflineModel`, keeping the string as its ``model_id``): an app written for
     a real provider runs without a key or a network.
     """
+    return _resolve(spec, offline_forced(), kwargs)
+
+
+def _resolve(
+    spec: str | LanguageModel | Sequence[Any], offline: bool, kwargs: dict[str, Any]
+) -> LanguageModel:
+    """`resolve_model` with ``AGENTSTREAM_OFFLINE`` read once for the whole spec (every fallback entry)."""
     if isinstance(spec, list | tuple):
-        return FallbackModel(fallback_entries(spec, resolve_model), **kwargs)
+        entries = fallback_entries(spec, lambda entry: _resolve(entry, offline, {}))
+        return FallbackModel(entries, **kwargs)
     if not isinstance(spec, str):
         if isinstance(spec, LanguageModel):
             return spec
         raise TypeError(f"expected a model string or a LanguageModel, got {type(spec).__name__}")
     prefix, sep, model_id = spec.partition("/")
-    if prefix not in ("demo", "offline") and offline_forced():
+    if prefix not in ("demo", "offline") and offline:
         # the app's own model strings stay as written; only what answers them changes
         return OfflineModel(model_id=spec)
     if prefix in _factories:
@@ -171,6 +183,12 @@ def resolve_model(spec: str | LanguageModel | Sequence[Any], **kwargs: Any) -> L
         return _vertex(model_id, api_key, base_url, kwargs)
     if prefix == "bedrock":
         return _bedrock(model_id, api_key, base_url, kwargs)
+    if prefix == "bedrock-mantle":
+        return _bedrock_mantle(model_id, api_key, base_url, kwargs)
+    if prefix == "cohere":
+        key = _key("Cohere", "COHERE_API_KEY", api_key, True)
+        url = base_url or os.environ.get("COHERE_BASE_URL") or "https://api.cohere.com/v2"
+        return CohereModel(model_id, api_key=key, base_url=url, **kwargs)
     if prefix == "azure":
         return _azure(model_id, api_key, base_url, kwargs)
     if prefix == "google":
@@ -246,6 +264,24 @@ def _bedrock(
     key = api_key or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
     url = base_url or os.environ.get("AWS_BEDROCK_BASE_URL")
     return BedrockModel(model_id, region=region, api_key=key, base_url=url, **kwargs)
+
+
+def _bedrock_mantle(
+    model_id: str, api_key: str | None, base_url: str | None, kwargs: dict[str, Any]
+) -> LanguageModel:
+    key = api_key or os.environ.get("AWS_BEARER_TOKEN_BEDROCK")
+    if not key:
+        raise MissingAPIKeyError(
+            "Bedrock Mantle API key is missing: set the AWS_BEARER_TOKEN_BEDROCK environment variable "
+            "(a Bedrock API key) or pass api_key=..."
+        )
+    url = base_url or os.environ.get("AWS_BEDROCK_MANTLE_BASE_URL")
+    region = (
+        kwargs.pop("region", None) or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    )
+    if not (url or region):
+        raise MissingAPIKeyError("Bedrock Mantle needs a region: set AWS_REGION or pass region=...")
+    return BedrockMantleModel(model_id, api_key=key, region=region, base_url=url, **kwargs)
 
 
 def _vertex(

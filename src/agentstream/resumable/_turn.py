@@ -9,7 +9,7 @@ turn to a process that calls ``agentstream.ai_sdk.run_chat_turn``, which writes 
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypedDict, runtime_checkable
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
 __all__ = ["ChatRunner", "ChatTurn", "ChatTurnOptions"]
 
@@ -31,7 +31,9 @@ class ChatTurn(TypedDict):
     """One chat answer to produce: everything a worker needs, JSON only.
 
     ``owner`` is the principal's owner key (who may resume a run this turn suspends), not the
-    stream owner digest; ``traceparent`` (W3C) continues the caller's trace on the worker."""
+    stream owner digest; ``traceparent`` (W3C) continues the caller's trace on the worker;
+    ``request_context`` is the run's `RequestContext` the server built (``chat_route``'s hook), as
+    JSON: the worker's run sees the same context the server would have given it."""
 
     agent_id: str
     body: dict[str, Any]
@@ -40,6 +42,7 @@ class ChatTurn(TypedDict):
     owner: str | None
     traceparent: str | None
     options: ChatTurnOptions
+    request_context: NotRequired[dict[str, Any]]
 
 
 @runtime_checkable

@@ -9,6 +9,7 @@ answered as JSON ``{"error": {"name", "message", "path"?}}``. The response is an
 from __future__ import annotations
 
 import inspect
+import json
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -41,11 +42,12 @@ from ._guard import RequestGuard
 from ._owner import owner_key, principal_stream_owner, stream_owner
 from ._resume import claim, follow, record_response, release_claim
 
-RequestContextHook = Callable[[Any, object], "Mapping[str, Any] | RequestContext | Awaitable[Mapping[str, Any]]"]
+RequestContextHook = Callable[
+    [Any, object], "Mapping[str, Any] | RequestContext | Awaitable[Mapping[str, Any]]"
+]
 """``(request, principal) -> mapping`` (may be async): a run's request context, built on the server."""
 
 __all__ = ["chat_route"]
-
 
 
 def _json_kind(value: Any) -> str:
@@ -91,6 +93,7 @@ async def _dispatch_turn(
     owner: str | None,
     traceparent: str | None,
     options: ChatTurnOptions,
+    context: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Any]:
     """Claim the chat's stream, cancel its previous turn, hand the turn to ``runner``; the answer is
     the stream, followed. The claim is released if the dispatch fails."""
@@ -108,6 +111,8 @@ async def _dispatch_turn(
         traceparent=traceparent,
         options=options,
     )
+    if context:
+        turn["request_context"] = _portable_context(context)
     try:
         if previous is not None and previous.stream_id != stream_id:
             # A chat streams one answer at a time; a turn that never started is ended here.
@@ -120,10 +125,19 @@ async def _dispatch_turn(
     return follow(store, stream_id)
 
 
-_NO_CONTEXT_ON_WORKERS = (
-    "chat_route: request_context= is not supported with a runner yet (a turn on a worker carries "
-    "JSON only): build the context on the worker side"
-)
+def _portable_context(context: Mapping[str, Any]) -> dict[str, Any]:
+    """The request context as the JSON a turn carries to a worker; a value that is not JSON is a
+    mistake of the route's hook, named here (not a worker's failure later)."""
+    out: dict[str, Any] = {}
+    for key, value in context.items():
+        try:
+            out[str(key)] = json.loads(json.dumps(value, allow_nan=False))
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"chat_route(request_context=...): request_context[{key!r}] is a {type(value).__name__}, "
+                "not JSON: a turn run on a worker carries its context as JSON"
+            ) from exc
+    return out
 
 
 async def _built_context(hook: RequestContextHook | None, request: Request, principal: object) -> Any:
@@ -182,11 +196,10 @@ def chat_route(
     ``request_context(request, principal)`` (may be async) builds each run's `RequestContext`
     (Mastra's ``requestContext``) on the server, from the authenticated principal and the request:
     the agent's dynamic fields and its tools read it. A client cannot send one (it would choose
-    its own tenant).
+    its own tenant). With a ``runner`` the context travels with the turn, as JSON (a value that is
+    not JSON is a `TypeError` naming its key).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
-    if runner is not None and request_context is not None:
-        raise ValueError(_NO_CONTEXT_ON_WORKERS)
     if runner is not None:
         _check_runner(
             runner, stream_store, default_options, experimental_transform, on_error, message_metadata
@@ -277,7 +290,8 @@ def chat_route(
             owner=owner,
         )
         traceparent = request.headers.get("traceparent")
-        return await _dispatch_turn(store, runner, agent_id, body, owner, traceparent, turn_options)
+        context = await _built_context(request_context, request, principal)
+        return await _dispatch_turn(store, runner, agent_id, body, owner, traceparent, turn_options, context)
 
     return Route(
         path, answering_errors(start, checks, "chat request"), methods=["POST", "OPTIONS"], name=name

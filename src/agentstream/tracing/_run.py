@@ -258,8 +258,23 @@ class TracedModel:
         self.wrapped = model
         self.run = run
         self.specification_version = getattr(model, "specification_version", "v2")
-        self.provider = model.provider
-        self.model_id = model.model_id
+
+    # read per call: the wrapped model may change between steps (`prepare_step`'s model)
+    @property
+    def provider(self) -> str:
+        return self.wrapped.provider
+
+    @provider.setter
+    def provider(self, value: str) -> None:
+        self.wrapped.provider = value
+
+    @property
+    def model_id(self) -> str:
+        return self.wrapped.model_id
+
+    @model_id.setter
+    def model_id(self, value: str) -> None:
+        self.wrapped.model_id = value
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.wrapped, name)  # whatever else the provider offers
@@ -317,7 +332,17 @@ def _failed(span: Span, exc: BaseException, signal: AbortSignal | None) -> None:
 class TracedStream:
     """A model call's parts, passed on unchanged; the call's span ends with the stream."""
 
-    __slots__ = ("_calls", "_done", "_inner", "_run", "_signal", "_span", "_text", "_watched")
+    __slots__ = (
+        "_calls",
+        "_done",
+        "_fallback_seen",
+        "_inner",
+        "_run",
+        "_signal",
+        "_span",
+        "_text",
+        "_watched",
+    )
 
     def __init__(
         self, inner: AsyncIterator[StreamPart], span: Span, run: RunTrace, signal: AbortSignal | None
@@ -331,6 +356,17 @@ class TracedStream:
         self._watched = _CONTENT_PARTS if run.content else _STREAM_PARTS
         self._text: list[str] = []
         self._calls: list[dict[str, Any]] = []
+        self._fallback_seen = False
+
+    @property
+    def model(self) -> Any:
+        """The model that answered, when the wrapped stream says (a fallback list's entry)."""
+        return getattr(self._inner, "model", None)
+
+    @property
+    def fallback_index(self) -> int | None:
+        """Which model of a fallback list answered, when the wrapped stream says."""
+        return getattr(self._inner, "fallback_index", None)
 
     @property
     def request(self) -> Any:
@@ -355,9 +391,34 @@ class TracedStream:
             _failed(self._span, exc, self._signal)
             self._end()
             raise
+        if not self._fallback_seen:
+            self._fallback_seen = True
+            self._note_fallback()
         if part["type"] in self._watched:
             self._observe(part)
         return part
+
+    def _note_fallback(self) -> None:
+        """A fallback list's call: which model answered, and each failed attempt as a span event."""
+        index = getattr(self._inner, "fallback_index", None)
+        if index is None:
+            return
+        span = self._span
+        model = getattr(self._inner, "model", None)
+        span.set_attribute("agentstream.fallback.index", index)
+        if model is not None:
+            span.set_attribute("agentstream.fallback.model", f"{model.provider}/{model.model_id}")
+        attempts = getattr(self._inner, "attempts", None) or []
+        span.set_attribute("agentstream.fallback.failed_attempts", len(attempts))
+        for attempt in attempts:
+            attributes: dict[str, Any] = {
+                "agentstream.fallback.model": str(attempt.get("model")),
+                "agentstream.fallback.index": int(attempt.get("index", 0)),
+                "error.message": str(attempt.get("message")),
+            }
+            if attempt.get("statusCode") is not None:
+                attributes["http.response.status_code"] = int(attempt["statusCode"])
+            span.add_event("agentstream.fallback.attempt_failed", attributes)
 
     def _observe(self, part: StreamPart) -> None:
         span = self._span

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .._abort import AbortError, AbortSignal, until_aborted
+from .._request_context import RequestContext, as_request_context
 from ..agent import Tripwire
 from ..chunks import (
     UNSET,
@@ -83,6 +84,8 @@ class Execution:
         self.clock = clock or _now_ms
         self.sleep = sleep or _real_sleep
         self.input: Any = None
+        self.request_context = RequestContext()
+        """The run's context (``stream(request_context=...)``), saved with its snapshots."""
         self.state: list[Any] = [None]
         self.records: dict[str, dict[str, Any]] = {}
         self.errors: dict[str, BaseException] = {}
@@ -104,7 +107,7 @@ class Execution:
 
     def dump(self) -> dict[str, Any]:
         """The run's state as JSON data (records with errors as ``{name, message}``)."""
-        return {
+        data: dict[str, Any] = {
             "input": self.input,
             "state": self.state[0],
             # records are JSON already, except the exceptions of failed steps
@@ -113,10 +116,14 @@ class Execution:
             "branches": dict(self.branches),
             "suspendedPaths": dict(self.suspended),
         }
+        if self.request_context:  # Mastra's snapshot `requestContext`
+            data["requestContext"] = to_jsonable(dict(self.request_context))
+        return data
 
     def load(self, data: dict[str, Any]) -> None:
         """Restore what `dump` saved."""
         self.input = data.get("input")
+        self.request_context = as_request_context(data.get("requestContext"))
         self.state = [data.get("state")]
         self.records = {k: dict(v) for k, v in (data.get("context") or {}).items()}
         self.path = list(data.get("stepExecutionPath") or [])
@@ -282,6 +289,7 @@ class Execution:
             writer=StepWriter(emit or self._emit, run_id=self.run_id, step_name=step.id),
             abort_signal=self.signal,
             mastra=self.workflow.mastra,
+            request_context=self.request_context,
             _init_data=self.input,
             _results=self.output_of,
             _state=self.state,

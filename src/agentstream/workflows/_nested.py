@@ -43,10 +43,18 @@ def nested_step(workflow: Workflow) -> Step:
         remove = context.abort_signal.add_listener(lambda _reason: _cancel_soon(run))
         try:
             if meta is not None:
-                output = run.resume_stream(step=meta["path"] or None, resume_data=context.resume_data)
+                output = run.resume_stream(
+                    step=meta["path"] or None,
+                    resume_data=context.resume_data,
+                    request_context=context.request_context,
+                )
             else:
                 # The child starts from the parent's state and hands its own back, as in Mastra.
-                output = run.stream(input_data=context.input_data, initial_state=context.state)
+                output = run.stream(
+                    input_data=context.input_data,
+                    initial_state=context.state,
+                    request_context=context.request_context,
+                )
             async for chunk in output.full_stream:
                 if not isinstance(chunk, (WorkflowStart, WorkflowFinish, WorkflowCanceled)):
                     context.writer._relay(_restamped(chunk, workflow.id, context.run_id))

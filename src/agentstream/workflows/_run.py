@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._abort import AbortController
+from .._request_context import RequestContext, as_request_context
 from ..agent import Tripwire
 from ..chunks import Chunk, error_to_dict, to_jsonable
 from ..tools import validate_value
@@ -203,8 +204,16 @@ class Run:
 
         return emit
 
-    def stream(self, *, input_data: Any = None, initial_state: Any = None) -> WorkflowRunOutput:
-        """Start the run (Mastra's ``run.stream({inputData})``) and return its `WorkflowRunOutput`.
+    def stream(
+        self,
+        *,
+        input_data: Any = None,
+        initial_state: Any = None,
+        request_context: RequestContext | Mapping[str, Any] | None = None,
+    ) -> WorkflowRunOutput:
+        """Start the run (Mastra's ``run.stream({inputData, requestContext})``) and return its
+        `WorkflowRunOutput`. ``request_context`` is every step's ``context.request_context`` (kept
+        with the run's snapshots, so a resumed leg has it too).
 
         Input that does not match the workflow's `input_schema` runs nothing: the stream is
         ``workflow-start`` then ``workflow-finish`` (failed, the `WorkflowInputValidationError` naming
@@ -226,6 +235,7 @@ class Run:
             output.close(None, exc)
             return output
         self._execution.state[0] = initial_state
+        self._execution.request_context = as_request_context(request_context)
         output = self._open()
         execution = self._execution
 
@@ -249,12 +259,21 @@ class Run:
             raise WorkflowInputValidationError(self.workflow_id, outcome.issues)
         return to_jsonable(outcome.value)
 
-    async def start(self, *, input_data: Any = None, initial_state: Any = None) -> WorkflowResult:
+    async def start(
+        self,
+        *,
+        input_data: Any = None,
+        initial_state: Any = None,
+        request_context: RequestContext | Mapping[str, Any] | None = None,
+    ) -> WorkflowResult:
         """Run to the end (or a suspension) and return the `WorkflowResult` (Mastra's ``run.start``).
 
         Raises `WorkflowInputValidationError` for input that does not match the `input_schema` (as
         Mastra's ``start`` throws its ``WORKFLOW_SCHEMA_VALIDATION_FAILED`` error)."""
-        return await self.stream(input_data=input_data, initial_state=initial_state).result
+        output = self.stream(
+            input_data=input_data, initial_state=initial_state, request_context=request_context
+        )
+        return await output.result
 
     def _open(self) -> WorkflowRunOutput:
         output = WorkflowRunOutput(run_id=self.run_id, workflow_id=self.workflow_id)
@@ -287,7 +306,11 @@ class Run:
         return step_id
 
     def resume_stream(
-        self, *, step: Step | str | list[str] | None = None, resume_data: Any = None
+        self,
+        *,
+        step: Step | str | list[str] | None = None,
+        resume_data: Any = None,
+        request_context: RequestContext | Mapping[str, Any] | None = None,
     ) -> WorkflowRunOutput:
         """Resume a suspended run (Mastra's ``run.resumeStream({step, resumeData})``): the step runs again
         with ``context.resume_data``; a new `WorkflowRunOutput` streams the rest.
@@ -295,6 +318,7 @@ class Run:
         Raises `WorkflowResumeError` if the run is not suspended at `step` or `resume_data` does not match
         the step's `resume_schema` (the message names the field). A run resumed by someone else in the
         meantime (another process) fails the returned stream with `WorkflowResumeError`.
+        ``request_context`` replaces the one the run was started with (default: that one).
         """
         step_id = self.check_resume(step=step, resume_data=resume_data)
         output = self._open()
@@ -302,6 +326,8 @@ class Run:
 
         async def resume_leg() -> RunEnd:
             await self._claim()
+            if request_context is not None:  # after the claim, which restores the stored one
+                execution.request_context = as_request_context(request_context)
             entry_index = execution.suspended.pop(step_id, [0])[0]
             return await execution.run(execution.input, Resume(step_id, resume_data, entry_index))
 
@@ -331,10 +357,16 @@ class Run:
         return step_id
 
     async def resume(
-        self, *, step: Step | str | list[str] | None = None, resume_data: Any = None
+        self,
+        *,
+        step: Step | str | list[str] | None = None,
+        resume_data: Any = None,
+        request_context: RequestContext | Mapping[str, Any] | None = None,
     ) -> WorkflowResult:
         """`resume_stream` and wait for the `WorkflowResult`."""
-        return await self.resume_stream(step=step, resume_data=resume_data).result
+        return await self.resume_stream(
+            step=step, resume_data=resume_data, request_context=request_context
+        ).result
 
     async def _claim(self) -> None:
         """Take the suspended run: only one resumer (or canceller), in any process, wins — the one whose

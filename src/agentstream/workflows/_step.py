@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias, overload
 
 from .._abort import AbortSignal
+from .._request_context import RequestContext
 from ..agent import Agent, Tripwire
 from ..chunks import (
     UNSET,
@@ -101,7 +102,9 @@ class StepContext:
     * ``await suspend(payload)`` — stop here and suspend the run (``resume_stream`` runs the step again
       with ``resume_data``); ``bail(result)`` — end the run successfully with ``result``;
     * ``writer``, ``abort_signal`` (fires on ``run.cancel()``), ``run_id``, ``workflow_id``, ``mastra``,
-      ``retry_count``, ``suspend_data`` (the payload given to ``suspend`` before a resume).
+      ``retry_count``, ``suspend_data`` (the payload given to ``suspend`` before a resume);
+    * ``request_context`` — the run's `RequestContext` (Mastra's ``requestContext``: given to
+      ``stream`` / ``start``, kept with a suspended run); agent and tool steps hand it on.
     """
 
     input_data: Any
@@ -114,6 +117,7 @@ class StepContext:
     suspend_data: Any = None
     retry_count: int = 0
     mastra: Any = None
+    request_context: RequestContext = field(default_factory=RequestContext)
     _init_data: Any = None
     _results: Callable[[str], Any] = field(default=lambda _id: None, repr=False)
     _state: list[Any] = field(default_factory=lambda: [None], repr=False)
@@ -282,7 +286,11 @@ _TEXT_SCHEMA: dict[str, Any] = {
 
 def _agent_step(agent: Agent, *, structured_output: Any = None, **agent_options: Any) -> Step:
     async def execute(context: StepContext) -> Any:
-        options = {**agent_options, "abort_signal": context.abort_signal}
+        options = {
+            "request_context": context.request_context,
+            **agent_options,
+            "abort_signal": context.abort_signal,
+        }
         if structured_output is not None:
             options["structured_output"] = structured_output
         output = agent.stream(context.input_data["prompt"], **options)
@@ -337,6 +345,7 @@ def _tool_step(tool: Tool) -> Step:
             agent_id=None,
             abort_signal=context.abort_signal,
             writer=writer,
+            request_context=context.request_context,
         )
         return await tool.run(context.input_data, tool_context)
 
