@@ -41,15 +41,19 @@ class MemoryTokenStorage:
         self.client_info: OAuthClientInformationFull | None = None
 
     async def get_tokens(self) -> OAuthToken | None:
+        """The tokens stored, if any."""
         return self.tokens
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        """Keep ``tokens`` (the SDK calls this after each grant and refresh)."""
         self.tokens = tokens
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        """The registered client, if any."""
         return self.client_info
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        """Keep the client the authorization server registered."""
         self.client_info = client_info
 
 
@@ -81,17 +85,21 @@ class FileTokenStorage:
         os.replace(temporary, self.path)  # never a half-written file after a crash
 
     async def get_tokens(self) -> OAuthToken | None:
+        """The tokens in the file, if any."""
         value = self._read().get("tokens")
         return None if value is None else OAuthToken.model_validate(value)
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
+        """Write ``tokens`` to the file (atomically, ``0600``)."""
         self._write("tokens", tokens.model_dump(mode="json", exclude_none=True))
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        """The registered client in the file, if any."""
         value = self._read().get("client_info")
         return None if value is None else OAuthClientInformationFull.model_validate(value)
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        """Write the registered client to the file (atomically, ``0600``)."""
         self._write("client_info", client_info.model_dump(mode="json", exclude_none=True))
 
 
