@@ -43,8 +43,17 @@ class Processes:
         return proc
 
     def worker(self, *extra: str) -> subprocess.Popen[bytes]:
+        """A worker, returned once DBOS has launched: a fault injected while it still connects would
+        kill its launch, not test its survival."""
         command = [sys.executable, "-m", "agentstream", "worker", "--app", APP, "--stream-store", self.redis]
-        return self._spawn("worker", [*command, "--database-url", self.url, "--no-smooth", *extra])
+        proc = self._spawn("worker", [*command, "--database-url", self.url, "--no-smooth", *extra])
+        log = self.tmp / f"worker-{len(self.procs) - 1}.log"
+        deadline = time.monotonic() + 90
+        while "DBOS launched" not in (log.read_text(errors="replace") if log.exists() else ""):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"agentstream worker did not launch:\n{self.logs()}")
+            time.sleep(0.1)
+        return proc
 
     def server(self) -> str:
         port = _free_port()

@@ -82,8 +82,8 @@ def _answered(chat: Chat, procs: Processes) -> list[str]:
 
 @pytest.mark.xfail(
     strict=False,
-    reason="issue 28 open: failed once in the fresh-clone CI of 939fa98 (after the outage the answer "
-    "finished with no text / the worker could not reconnect); it passed in its author's runs, cause not found yet",
+    reason="issue 28 open: after the outage the answer finishes with empty text (seen in the "
+    "fresh-clone CI of 939fa98 and on main since the merges); the tool still runs once",
 )
 def test_postgres_down_longer_than_a_lease_does_not_run_a_live_workers_tool_again(
     own_pg: OwnPostgres, cluster: Processes, tmp_path: Path
@@ -107,11 +107,6 @@ def test_postgres_down_longer_than_a_lease_does_not_run_a_live_workers_tool_agai
     assert len(lines(tmp_path / "effects")) == 1
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 28 open: failed once in the fresh-clone CI of 939fa98 (after the outage the answer "
-    "finished with no text / the worker could not reconnect); it passed in its author's runs, cause not found yet",
-)
 def test_a_post_while_postgres_is_down_is_refused_with_503_and_the_chat_works_once_it_is_back(
     own_pg: OwnPostgres, cluster: Processes, tmp_path: Path
 ) -> None:
