@@ -26,12 +26,14 @@ run: $(RUN_STAMP)
 test: $(STAMP)
 	bash scripts/test-services.sh
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check --quiet src tests bench
 	$(BIN)/mypy
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check --quiet src tests bench
 	$(BIN)/mypy
 
 bench: $(STAMP)

@@ -147,7 +147,12 @@ def test_two_turns_with_a_tool_card(base_url: str, tmp_path: Path) -> None:
     chat_requests = [r for r in out["requests"] if r != "GET /api/workflow 200" and "/api/memory/" not in r]
     # On load the page asks whether an answer for its chat (?chat=<id>) is running: 204, none.
     resume = f"GET /api/chat/demo/{out['chat']}/stream 204"
-    assert chat_requests == ["GET /api/chat/info 200", resume, "POST /api/chat/demo 200", "POST /api/chat/demo 200"]
+    assert chat_requests == [
+        "GET /api/chat/info 200",
+        resume,
+        "POST /api/chat/demo 200",
+        "POST /api/chat/demo 200",
+    ]
     first, second = out["turns"]
 
     assert first["roles"] == ["user", "assistant"]

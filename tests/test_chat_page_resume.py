@@ -305,7 +305,11 @@ def test_without_a_stream_store_the_page_asks_for_nothing_to_resume(tmp_path: Pa
     with serving(create_app(delay_in_ms=None, stream_store=None)) as url:
         out = drive_turns(url, tmp_path, "What is the weather in Paris?")
     assert out["consoleErrors"] == [], out["requests"]
-    chat = [r for r in out["requests"] if r.startswith(("GET /api/chat/", "POST /api/chat")) and "/api/chat/info" not in r]
+    chat = [
+        r
+        for r in out["requests"]
+        if r.startswith(("GET /api/chat/", "POST /api/chat")) and "/api/chat/info" not in r
+    ]
     assert chat == ["POST /api/chat/demo 200"]
     assert "Paris" in out["turns"][0]["text"]
 

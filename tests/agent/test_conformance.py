@@ -65,8 +65,13 @@ class Divergence:
 NO_STACK = "no stack traces on the wire: the client gets the error's message, the log gets the rest"
 KEEP_MESSAGE = "JSON.stringify drops a JS Error's own message; we keep it (conformance README)"
 NOT_ZOD = "output is validated with JSON Schema, not zod: the cause is our issue summary, not a ZodError"
-REPAIRED = "the tool runs with the provider's repaired arguments, not Mastra's {} (docs/decisions/agent-loop.md)"
-SCHEMA_CAUSE = {"name": "ValidationError", "message": "- age: Invalid input: expected number, received string"}
+REPAIRED = (
+    "the tool runs with the provider's repaired arguments, not Mastra's {} (docs/decisions/agent-loop.md)"
+)
+SCHEMA_CAUSE = {
+    "name": "ValidationError",
+    "message": "- age: Invalid input: expected number, received string",
+}
 
 DIVERGENCES: tuple[Divergence, ...] = (
     Divergence("model-throws", "expectedChunks[2].payload.error.stack", "<stack>", ABSENT, NO_STACK),
@@ -97,7 +102,10 @@ DIVERGENCES: tuple[Divergence, ...] = (
             "callbacks.onFinish[0].toolResults[0]",
             "callbacks.onFinish[0].steps[0].toolResults[0]",
         )
-        for key, mastra, ours in (("args", {}, REPAIRED_ARGS), ("result", _validation_failure, REPAIRED_RESULT))
+        for key, mastra, ours in (
+            ("args", {}, REPAIRED_ARGS),
+            ("result", _validation_failure, REPAIRED_RESULT),
+        )
     ),
     Divergence("malformed-tool-json", "results.toolCalls[0].payload.args", {}, REPAIRED_ARGS, REPAIRED),
     *(
@@ -631,10 +639,14 @@ async def test_a_divergence_is_exactly_its_difference(name: str, index: int) -> 
     found = _differences(recorded, chunks[index])
 
     def under(found_path: str, declared_path: str) -> bool:
-        return found_path == declared_path or found_path.startswith((f"{declared_path}.", f"{declared_path}["))
+        return found_path == declared_path or found_path.startswith(
+            (f"{declared_path}.", f"{declared_path}[")
+        )
 
     undeclared = [f for f in found if not any(under(f, d) for d in declared)]
-    assert not undeclared, f"{name} chunk {index}: differs from Mastra where no divergence says so: {undeclared}"
+    assert not undeclared, (
+        f"{name} chunk {index}: differs from Mastra where no divergence says so: {undeclared}"
+    )
     for where, d in declared.items():
         assert any(under(f, where) for f in found), f"{name} chunk {index}{where}: matches Mastra now"
         assert _at(chunks[index], where.removeprefix(".")) == d.ours, f"{name} chunk {index}{where}"

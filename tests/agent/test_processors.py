@@ -315,8 +315,11 @@ async def test_retry_count_resets_after_a_step_that_passes() -> None:
     output = agent(model, output_processors=[guard], max_processor_retries=1).stream("x", max_steps=10)
     assert await output.text == "good"
     assert [c["retry_count"] for c in guard.calls] == [0, 1, 0, 1]
-    counts = [chunk_to_dict(c)["payload"]["processorRetryCount"] for c in await chunks_of(output)
-              if c.type == "step-finish"]
+    counts = [
+        chunk_to_dict(c)["payload"]["processorRetryCount"]
+        for c in await chunks_of(output)
+        if c.type == "step-finish"
+    ]
     assert counts == [1, 0, 1, 0]
 
 

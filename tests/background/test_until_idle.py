@@ -164,7 +164,9 @@ async def test_until_idle_matches_recording(store: BaseStore) -> None:
     stored = (await store.list_messages("thread-1")).messages
     assert [m.role for m in stored] == ["user", "assistant", "assistant"]
     text_part = {"type": "text", "text": "Research quantum computing"}  # + createdAt (ms), as Mastra's
-    assert [{k: v for k, v in p.items() if k != "createdAt"} for p in stored[0].content["parts"]] == [text_part]
+    assert [{k: v for k, v in p.items() if k != "createdAt"} for p in stored[0].content["parts"]] == [
+        text_part
+    ]
     first = stored[1].content
     inv = next(p for p in first["parts"] if p["type"] == "tool-invocation")
     assert inv["toolInvocation"]["state"] == "result"
@@ -408,7 +410,9 @@ class _StopsOnAbort:
 async def test_an_abort_mid_turn_ends_the_stream_as_an_aborted_run_does(store: BaseStore) -> None:
     ctrl = AbortController()
     async with BackgroundTaskManager(store) as manager:
-        out = stream_until_idle(Agent(id="a", model=_StopsOnAbort()), "go", manager=manager, abort_signal=ctrl.signal)
+        out = stream_until_idle(
+            Agent(id="a", model=_StopsOnAbort()), "go", manager=manager, abort_signal=ctrl.signal
+        )
         seen: list[str] = []
 
         async def read() -> None:

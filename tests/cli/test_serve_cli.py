@@ -31,7 +31,9 @@ async def raw(scope, receive, send):
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     if not SCRIPT.exists():
-        pytest.fail(f"{SCRIPT} is missing: the agentstream console script is installed by pip install -e '.[dev]'")
+        pytest.fail(
+            f"{SCRIPT} is missing: the agentstream console script is installed by pip install -e '.[dev]'"
+        )
     (tmp_path / "myproject.py").write_text(APP)
     (tmp_path / "broken.py").write_text("raise RuntimeError('config missing')\n")
     return tmp_path
@@ -114,7 +116,10 @@ def test_trace_prints_each_runs_span_tree(project: Path) -> None:
                 "trigger": "submit-message",
             }
             response = httpx.post(
-                f"{url}api/chat", json=body, timeout=60, headers={"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"}
+                f"{url}api/chat",
+                json=body,
+                timeout=60,
+                headers={"traceparent": f"00-{'ab' * 16}-{'cd' * 8}-01"},
             )
             assert response.status_code == 200 and '"type":"finish"' in response.text
     finally:
@@ -132,6 +137,11 @@ def test_trace_without_the_sdk_is_one_line(project: Path) -> None:
     from ._support import agentstream
 
     proc = agentstream(
-        "serve", "--trace", "--port", "0", prelude="import sys; sys.modules['opentelemetry.sdk'] = None", cwd=project
+        "serve",
+        "--trace",
+        "--port",
+        "0",
+        prelude="import sys; sys.modules['opentelemetry.sdk'] = None",
+        cwd=project,
     )
     assert_one_line(proc, "serve", 1, "--trace needs the OpenTelemetry SDK", "pip install")

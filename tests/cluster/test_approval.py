@@ -53,7 +53,9 @@ def test_an_approval_through_the_other_server_is_finished_by_the_other_worker(
         request = approvals[0]["data"]
 
         _only(cluster, "worker 2")
-        answer = _body(runId=request["runId"], toolCallId=request["toolCallId"], resumeData={"approved": True})
+        answer = _body(
+            runId=request["runId"], toolCallId=request["toolCallId"], resumeData={"approved": True}
+        )
         done = _chunks(httpx.post(f"{second}/api/chat/demo", json=answer, timeout=120))
     finally:
         for pid in cluster.workers.values():

@@ -90,9 +90,20 @@ def mastra() -> Mastra:
         .then(create_step(id="three", execute=three))
         .commit()
     )
-    nested = create_workflow(id="nested", input_schema=FILES).then(create_step(id="one", execute=one)).then(inner).commit()
+    nested = (
+        create_workflow(id="nested", input_schema=FILES)
+        .then(create_step(id="one", execute=one))
+        .then(inner)
+        .commit()
+    )
     storage = PostgresStore(os.environ["AGENTSTREAM_TEST_WORKFLOW_DB"])
     # ``approval`` as the step of another workflow: its suspension suspends ``review``.
     review = create_workflow(id="review").then(approval).commit()
-    workflows = {"three": three_steps, "approval": approval, "nested": nested, "inner": inner, "review": review}
+    workflows = {
+        "three": three_steps,
+        "approval": approval,
+        "nested": nested,
+        "inner": inner,
+        "review": review,
+    }
     return Mastra(workflows=workflows, storage=storage)

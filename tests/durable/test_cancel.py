@@ -23,7 +23,9 @@ def test_the_worker_log_filter_turns_dbos_cancel_noise_into_one_info_line() -> N
         "workflow wf-1 was cancelled; its run stopped",
         None,
     )
-    step = "Asyncio task cancelled for workflow or step functools.partial(<bound method ModelStep._call of <x>>)"
+    step = (
+        "Asyncio task cancelled for workflow or step functools.partial(<bound method ModelStep._call of <x>>)"
+    )
     assert not keep.filter(record(logging.WARNING, step))
     other = record(logging.ERROR, "Exception encountered", RuntimeError("boom"))
     assert keep.filter(other) and other.levelname == "ERROR" and other.exc_info is not None

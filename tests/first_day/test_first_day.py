@@ -183,7 +183,9 @@ def test_6_chat_page(app_dir: Path, tmp_path: Path) -> None:
         page = httpx.get(base, timeout=10)
         assert page.status_code == 200 and "text/html" in page.headers["content-type"]
         assert 'id="send"' in page.text and 'id="input"' in page.text
-        assert httpx.get(base + "api/chat/info", timeout=10).json()["agents"] == [{"id": "shop", "name": "shop"}]
+        assert httpx.get(base + "api/chat/info", timeout=10).json()["agents"] == [
+            {"id": "shop", "name": "shop"}
+        ]
         from .. import _services
         from ..test_chat_page import drive
 

@@ -299,7 +299,12 @@ def unexplained_failures(report: dict[str, Any]) -> tuple[list[str], list[str]]:
         # A new chat's thread asked for before its first message is saved: Mastra's memory
         # handler answers that 404 too ("Thread not found", packages/server handlers/memory.ts).
         method, _, path = call.partition(" ")[2].partition(" ")
-        return method == "GET" and call.startswith("404 ") and path.count("/") == 4 and path.startswith("/api/memory/threads/")
+        return (
+            method == "GET"
+            and call.startswith("404 ")
+            and path.count("/") == 4
+            and path.startswith("/api/memory/threads/")
+        )
 
     failed = sorted(
         {c for c in report["failedCalls"] if not c.split(" ", 2)[-1].startswith(pending) and not as_mastra(c)}

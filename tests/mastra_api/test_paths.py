@@ -42,7 +42,9 @@ def test_the_chat_page_reads_its_own_paths_which_mastra_does_not_have() -> None:
     asked = set(re.findall(r'"(api/[a-z/]*)', page))
     shared = {path for path in asked if path.startswith("api/memory/")}  # Mastra's memory API, on purpose
     assert shared <= {"api/memory/threads", "api/memory/threads/"}, shared
-    assert asked - shared == {"api/chat/info", "api/workflow", "api/workflow/", "api/chat/", "api/chat"}, asked
+    assert asked - shared == {"api/chat/info", "api/workflow", "api/workflow/", "api/chat/", "api/chat"}, (
+        asked
+    )
     mastra_paths = [r.path for r in mastra_api_routes(Mastra(), guard=RequestGuard()) if isinstance(r, Route)]
     for path in ("/api/chat/info", "/api/workflow", "/api/workflow/x/stream", "/api/workflow/x/resume"):
         assert not any(re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", p), path) for p in mastra_paths), path

@@ -18,7 +18,9 @@ def pg_dsn() -> str:
         with psycopg.connect(dsn, connect_timeout=3) as conn:
             conn.execute("SELECT 1")
     except Exception:
-        pytest.fail(f"PostgreSQL unreachable at {dsn}", pytrace=False)  # a missing service fails the run, never skips
+        pytest.fail(
+            f"PostgreSQL unreachable at {dsn}", pytrace=False
+        )  # a missing service fails the run, never skips
     return dsn
 
 
@@ -35,7 +37,10 @@ def pgvector_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     try:
         import pgserver
     except ImportError:
-        pytest.fail("no PostgreSQL with pgvector (set AGENTSTREAM_TEST_PGVECTOR_DSN or pip install pgserver)", pytrace=False)  # a missing service fails the run, never skips
+        pytest.fail(
+            "no PostgreSQL with pgvector (set AGENTSTREAM_TEST_PGVECTOR_DSN or pip install pgserver)",
+            pytrace=False,
+        )  # a missing service fails the run, never skips
     server = pgserver.get_server(str(tmp_path_factory.mktemp("pgvector")), cleanup_mode="stop")
     yield server.get_uri()
     server.cleanup()

@@ -10,7 +10,14 @@ from agentstream.server import RequestGuard, bearer_token_auth
 
 from ._support import BODY, CountingModel, app_with, client_for
 
-ACCEPTED = ["Bearer s3cret", "bearer s3cret", "BEARER s3cret", "bEaReR s3cret", "Bearer    s3cret", "Bearer s3cret   "]
+ACCEPTED = [
+    "Bearer s3cret",
+    "bearer s3cret",
+    "BEARER s3cret",
+    "bEaReR s3cret",
+    "Bearer    s3cret",
+    "Bearer s3cret   ",
+]
 REFUSED = [
     "",
     "Bearer",

@@ -277,7 +277,10 @@ async def test_a_legitimate_body_near_the_size_limit_still_goes_through() -> Non
     with serving({}) as (port, _pid):
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=20) as client:
             answers = await asyncio.gather(
-                *(client.post("/api/chat", json=body, headers={"authorization": "Bearer t"}) for _ in range(10))
+                *(
+                    client.post("/api/chat", json=body, headers={"authorization": "Bearer t"})
+                    for _ in range(10)
+                )
             )
     assert [a.status_code for a in answers] == [200] * 10
     assert all(a.text.rstrip().endswith("data: [DONE]") for a in answers)

@@ -130,7 +130,12 @@ def _user(text: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("method", "url", "body", "path"),
     [
-        ("POST", "/api/chat/a", {"id": "c", "messages": [], "runId": "a\x00b", "resumeData": {"approved": True}}, "runId"),
+        (
+            "POST",
+            "/api/chat/a",
+            {"id": "c", "messages": [], "runId": "a\x00b", "resumeData": {"approved": True}},
+            "runId",
+        ),
         ("POST", "/api/chat/a", {"id": "c\x00", "messages": [_user("hi")]}, "id"),
         ("POST", "/api/chat/a", {"id": "c", "messages": [_user("h\x00i")]}, "messages[0].parts[0].text"),
         ("POST", "/api/chat/a", {"id": "c", "messages": [_user("hi")], "x": {"k\x00": 1}}, "x"),
@@ -183,7 +188,8 @@ async def test_json_values_round_trip_through_jsonb_exactly(storage: PostgresSto
     # Stored escaped: jsonb holds no NUL, and a plain value is stored as it is.
     async with await psycopg.AsyncConnection.connect(DSN) as conn:
         cur = await conn.execute(
-            f'SELECT snapshot::text FROM "{storage.schema}".mastra_workflow_snapshot WHERE run_id = %s', ["r1"]
+            f'SELECT snapshot::text FROM "{storage.schema}".mastra_workflow_snapshot WHERE run_id = %s',
+            ["r1"],
         )
         row = await cur.fetchone()
     assert row is not None and "no escape needed é 𝄞" in row[0]

@@ -165,6 +165,7 @@ async def test_route_closes_the_text_of_a_blocked_answer() -> None:
 
 async def test_fastapi_style_mount() -> None:
     import fastapi
+
     app = fastapi.FastAPI()
     app.router.routes.append(
         chat_route(mastra_with(ScriptedModel([text_step("Hi")])), "/api/chat", agent="weather")

@@ -101,7 +101,9 @@ async def test_a_new_answer_for_the_chat_cancels_the_previous_turn() -> None:
     store = MemoryStreamStore()
     runner = LocalRunner(Mastra(agents={"demo": demo_agent()}), store)
     async with client(stream_store=store, runner=runner) as app:
-        first_stream = await store.start(chat_stream_key("chat-1"), owner=None)  # a turn still running elsewhere
+        first_stream = await store.start(
+            chat_stream_key("chat-1"), owner=None
+        )  # a turn still running elsewhere
         answer = await app.post("/chat/demo", json=request())
     assert answer.status_code == 200
     assert runner.cancelled == [first_stream]

@@ -41,7 +41,9 @@ def test_the_default_cap_leaves_room_for_the_server_s_own_files() -> None:
 
 
 def test_serving_config_carries_the_limits_to_uvicorn() -> None:
-    config = serving_config(Starlette(), ConnectionLimits(keep_alive_s=3, max_header_bytes=8192, max_connections=7))
+    config = serving_config(
+        Starlette(), ConnectionLimits(keep_alive_s=3, max_header_bytes=8192, max_connections=7)
+    )
     assert config.timeout_keep_alive == 3
     assert config.h11_max_incomplete_event_size == 8192
     assert config.timeout_graceful_shutdown == 2

@@ -267,10 +267,19 @@ def page_on(model: GatedModel, store: MemoryStreamStore) -> Iterator[tuple[str, 
     with serve(model, store, guard) as url, tempfile.TemporaryDirectory() as tmp:
 
         def browser_check(*options: str) -> dict[str, Any]:
-            command = ["node", str(clients / "browser-check.mjs"), "--backend", url, "--page-port", str(page_port)]
+            command = [
+                "node",
+                str(clients / "browser-check.mjs"),
+                "--backend",
+                url,
+                "--page-port",
+                str(page_port),
+            ]
             command += ["--screenshot", f"{tmp}/p.png", "--prompt", "Weather in Berlin?", *options]
             env = {**os.environ, "AGENTSTREAM_CHROMIUM": str(_services.chromium_path())}
-            result = subprocess.run(command, capture_output=True, text=True, timeout=180, cwd=clients, env=env)
+            result = subprocess.run(
+                command, capture_output=True, text=True, timeout=180, cwd=clients, env=env
+            )
             report: dict[str, Any] = json.loads(result.stdout)
             assert result.returncode == 0, (result.stderr[-2000:], report)
             return report

@@ -155,7 +155,9 @@ async def test_an_answer_another_server_runs_in_its_process_is_409() -> None:
     async with app(mastra, store) as c:
         from agentstream.server._resume import stream_owner
 
-        await store.start(chat_stream_key("chat-1"), owner=stream_owner("alice"))  # recorded by another server
+        await store.start(
+            chat_stream_key("chat-1"), owner=stream_owner("alice")
+        )  # recorded by another server
         refused = await c.delete(STREAM, headers=ALICE)
     assert refused.status_code == 409
     assert "running in another server process" in refused.json()["error"]["message"]
@@ -184,13 +186,14 @@ async def test_the_built_in_apps_until_idle_answer_ends_with_abort_and_finish() 
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30) as c:
         answer = asyncio.create_task(c.post("/api/chat", json=request))
         # Mid-answer: a few chunks written (the demo model streams for seconds).
-        while (active := await store.active(chat_stream_key("chat-1"))) is None or await store.length(active.stream_id) < 5:
+        while (active := await store.active(chat_stream_key("chat-1"))) is None or await store.length(
+            active.stream_id
+        ) < 5:
             await asyncio.sleep(0.01)
         stopped = await c.delete(STREAM)
         text = (await answer).text
     assert stopped.status_code == 204
     assert types(text)[-2:] == ["abort", "finish"]
-
 
 
 async def test_a_cors_preflight_allows_delete_for_an_allowed_origin_only() -> None:
@@ -207,7 +210,9 @@ async def test_a_cors_preflight_allows_delete_for_an_allowed_origin_only() -> No
     assert allowed.headers["access-control-allow-methods"] == "DELETE, OPTIONS"
     assert allowed.headers["access-control-allow-origin"] == "https://app.example"
     assert refused.status_code == 403
-    assert nothing.status_code == 204 and nothing.headers["access-control-allow-origin"] == "https://app.example"
+    assert (
+        nothing.status_code == 204 and nothing.headers["access-control-allow-origin"] == "https://app.example"
+    )
 
 
 async def test_an_answer_that_ended_meanwhile_is_no_conflict() -> None:
@@ -217,6 +222,8 @@ async def test_an_answer_that_ended_meanwhile_is_no_conflict() -> None:
     stream_id = await store.start(chat_stream_key("chat-1"), owner=None)
     await store.finish(stream_id)  # ended between the route's lookup and the stop
     await stop_answer(store, "chat-1", stream_id)  # no 409: nothing is left to stop
-    other = await store.start(chat_stream_key("chat-1"), owner=None)  # another server's newer answer: that one is 409
+    other = await store.start(
+        chat_stream_key("chat-1"), owner=None
+    )  # another server's newer answer: that one is 409
     with pytest.raises(ChatRequestError, match="running in another server process"):
         await stop_answer(store, "chat-1", other)

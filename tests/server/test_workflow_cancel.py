@@ -227,7 +227,9 @@ async def test_the_cancel_answers_once_the_worker_ended_the_stream() -> None:
         await asyncio.wait_for(runner.dispatched.wait(), 10)
         cancelling = asyncio.create_task(c.post(CANCEL, headers=ALICE))
         await runner.cancel_called.wait()
-        for _ in range(50):  # loop turns, not wall time (all in-process): a cancel that did not wait ends here
+        for _ in range(
+            50
+        ):  # loop turns, not wall time (all in-process): a cancel that did not wait ends here
             await asyncio.sleep(0)
         assert not cancelling.done()  # the worker has not stopped yet
         release.set()

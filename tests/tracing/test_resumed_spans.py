@@ -66,7 +66,10 @@ async def test_a_resumed_leg_is_a_child_of_the_suspended_leg(spans: Spans) -> No
     assert "agentstream.resumed" not in dict(original.attributes or {})
     # the tool ran and the model answered inside the resumed leg's span
     assert spans.tree(original) == ("invoke_agent Mailer", [("chat mock-model-id", []), spans.tree(resumed)])
-    assert spans.tree(resumed) == ("invoke_agent Mailer", [("execute_tool send", []), ("chat mock-model-id", [])])
+    assert spans.tree(resumed) == (
+        "invoke_agent Mailer",
+        [("execute_tool send", []), ("chat mock-model-id", [])],
+    )
 
 
 async def test_a_leg_resumed_inside_a_span_is_its_child_and_links_to_the_original(spans: Spans) -> None:
@@ -77,7 +80,9 @@ async def test_a_leg_resumed_inside_a_span_is_its_child_and_links_to_the_origina
         leg = agent.decline_tool_call(run_id="r1", reason="no")
     assert await leg.text == "Declined then."  # streamed after the request span ended
     request = spans.named("POST /api/chat")
-    runs = sorted((s for s in spans.finished if s.name == "invoke_agent Mailer"), key=lambda s: s.start_time or 0)
+    runs = sorted(
+        (s for s in spans.finished if s.name == "invoke_agent Mailer"), key=lambda s: s.start_time or 0
+    )
     original, resumed = runs
     assert request.context is not None and original.context is not None
     assert resumed.parent is not None and resumed.parent.span_id == request.context.span_id
@@ -90,7 +95,9 @@ async def test_a_run_suspending_twice_chains_its_legs(spans: Spans) -> None:
     await agent.stream("mail ann twice", run_id="r1").consume_stream()
     await agent.approve_tool_call(run_id="r1").consume_stream()
     assert await agent.approve_tool_call(run_id="r1").text == "Both sent."
-    legs = sorted((s for s in spans.finished if s.name == "invoke_agent Mailer"), key=lambda s: s.start_time or 0)
+    legs = sorted(
+        (s for s in spans.finished if s.name == "invoke_agent Mailer"), key=lambda s: s.start_time or 0
+    )
     assert len(legs) == 3
     for before, after in itertools.pairwise(legs):
         assert before.context is not None and after.parent is not None

@@ -168,7 +168,9 @@ def _as_recorded(check: str) -> list[Any]:
     for param in params("workflow", VECTORS):
         (path,) = param.values
         diverging = _diverges(path.stem, check)
-        marks = [pytest.mark.xfail(reason=f"divergence {', '.join(diverging)}", strict=True)] if diverging else []
+        marks = (
+            [pytest.mark.xfail(reason=f"divergence {', '.join(diverging)}", strict=True)] if diverging else []
+        )
         out.append(pytest.param(path, id=path.stem, marks=[*param.marks, *marks]))
     return out
 

@@ -51,7 +51,9 @@ async def test_foreach_keeps_item_order_reports_progress_and_respects_concurrenc
 async def test_foreach_streams_one_start_and_one_bare_result_for_the_whole_list() -> None:
     # Mastra's executeForeach (handlers/control-flow.ts): items run with skipEmits; the start has no
     # stepCallId, the result no payload or startedAt; every progress names the step.
-    wf = create_workflow(id="fe").foreach(create_step(id="twice", execute=lambda c: c.input_data * 2)).commit()
+    wf = (
+        create_workflow(id="fe").foreach(create_step(id="twice", execute=lambda c: c.input_data * 2)).commit()
+    )
     run = await wf.create_run("r", clock=lambda: 5)
     chunks = [chunk_to_dict(c) for c in await chunks_of(run.stream(input_data=[1, 2]))]
     assert [c["type"] for c in chunks] == [

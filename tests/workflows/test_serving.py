@@ -80,14 +80,18 @@ async def test_handle_workflow_stream_refuses_before_streaming() -> None:
 
 async def test_route_streams_a_run_then_resumes_it() -> None:
     client = _client()
-    response = await client.post("/api/workflows/approval/stream", json={"inputData": {"n": 2}, "runId": "r1"})
+    response = await client.post(
+        "/api/workflows/approval/stream", json={"inputData": {"n": 2}, "runId": "r1"}
+    )
     assert response.status_code == 200 and response.headers["content-type"].startswith("text/event-stream")
     events = _events(response.text)
     assert events[0] == {"type": "start"} and events[-1] == {"type": "finish"}
     assert events[-2]["data"]["status"] == "suspended"
     assert events[-2]["data"]["steps"]["approve"]["suspendPayload"] == {"question": "approve 2?"}
 
-    bad = await client.post("/api/workflows/approval/stream", json={"runId": "r1", "resumeData": {"approved": "y"}})
+    bad = await client.post(
+        "/api/workflows/approval/stream", json={"runId": "r1", "resumeData": {"approved": "y"}}
+    )
     assert (
         bad.status_code == 400
         and "approved: Invalid input: expected boolean" in bad.json()["error"]["message"]
@@ -108,7 +112,9 @@ async def test_route_streams_a_run_then_resumes_it() -> None:
 
 async def test_one_user_cannot_see_or_resume_another_users_run() -> None:
     client = _client(auth=True)
-    assert (await client.post("/api/workflows/approval/stream", json={"inputData": {"n": 1}})).status_code == 401
+    assert (
+        await client.post("/api/workflows/approval/stream", json={"inputData": {"n": 1}})
+    ).status_code == 401
     alice = {"authorization": "Bearer alice-token"}
     bob = {"authorization": "Bearer bob-token"}
     started = await client.post(
@@ -177,7 +183,10 @@ async def test_a_nested_workflows_suspension_is_resumed_over_http() -> None:
     suspended = _events(started.text)[-2]["data"]
     assert suspended["status"] == "suspended"
     payload = suspended["steps"]["approval"]["suspendPayload"]
-    assert payload == {"question": "approve 3?", "__workflow_meta": {"runId": "o1.approval", "path": ["approve"]}}
+    assert payload == {
+        "question": "approve 3?",
+        "__workflow_meta": {"runId": "o1.approval", "path": ["approve"]},
+    }
     # The child's resume schema is checked by the parent's route: 400 naming the field, nothing lost.
     bad = await client.post(
         "/api/workflows/outer/stream",

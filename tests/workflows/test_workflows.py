@@ -307,8 +307,6 @@ async def test_cancel_interrupts_a_step_that_ignores_the_signal_after_the_grace_
     assert output.status == "canceled" and (await output.result).status == "canceled"
 
 
-
-
 async def test_resume_errors_name_what_is_wrong() -> None:
     wf = approval_workflow()
     run = await wf.create_run()
@@ -340,8 +338,6 @@ async def test_cancel_a_suspended_run() -> None:
     assert again.status == "canceled"
     with pytest.raises(WorkflowResumeError, match="is canceled"):
         again.resume_stream(resume_data={"approved": True})
-
-
 
 
 async def test_workflow_canceled_carries_an_empty_payload_on_the_wire() -> None:

@@ -26,7 +26,9 @@ STORAGE_ERROR_TEXT = "the server's storage failed (details are in the server log
 """What a client is told of a database error: its text (SQL, parameters, schema) stays in the log."""
 
 # Errors raised by these modules' drivers are database errors, whatever wraps them.
-_STORAGE_MODULES = frozenset({"psycopg", "psycopg_pool", "psycopg2", "asyncpg", "sqlite3", "_sqlite3", "aiosqlite"})
+_STORAGE_MODULES = frozenset(
+    {"psycopg", "psycopg_pool", "psycopg2", "asyncpg", "sqlite3", "_sqlite3", "aiosqlite"}
+)
 
 # Left out of the JSON form, unlike Mastra's safeParseErrorObject (which stringifies everything):
 # provider request/response dumps and endpoints can carry secrets and internal addresses. Both

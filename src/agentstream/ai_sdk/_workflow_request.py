@@ -168,7 +168,9 @@ async def check_workflow_request(
     return spec, run
 
 
-def start_workflow_stream(run: Any, spec: WorkflowRunSpec, *, on_error: OnErrorFn | None) -> AsyncIterator[UIChunk]:
+def start_workflow_stream(
+    run: Any, spec: WorkflowRunSpec, *, on_error: OnErrorFn | None
+) -> AsyncIterator[UIChunk]:
     """Start (or resume) ``run`` as ``spec`` says; its UI message stream. Closing it cancels the run.
     Raises `ChatRequestError` if the run cannot start (as `check_workflow_request`)."""
     try:
@@ -284,6 +286,11 @@ async def end_cancelled_workflow_leg(
     canceled = {
         "type": "data-workflow",
         "id": run_id,
-        "data": {"name": workflow_id, "status": "canceled", "steps": {}, "output": {"usage": zero_workflow_usage()}},
+        "data": {
+            "name": workflow_id,
+            "status": "canceled",
+            "steps": {},
+            "output": {"usage": zero_workflow_usage()},
+        },
     }
     await end_cancelled(store, stream_id, canceled, {"type": "finish"})

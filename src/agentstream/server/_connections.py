@@ -51,7 +51,12 @@ def default_max_connections() -> int:
 
 
 def _positive(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value <= 0
+    ):
         raise ValueError(f"ConnectionLimits {name} must be a finite number of seconds > 0, got {value!r}")
     return float(value)
 

@@ -46,6 +46,7 @@ class _BodyBudget:
     def give(self, size: int) -> None:
         self.used -= size
 
+
 AuthHook = Callable[[Request], "Awaitable[object] | object"]
 """Receives the request; returns a principal (anything but ``None``) or raises `AuthError`.
 Returning ``None`` refuses with 401."""
@@ -284,7 +285,9 @@ class RequestGuard:
                     held = size
                 chunks.append(chunk)
         except ClientDisconnect:
-            raise ChatRequestError("the client went away (or timed out) while sending the body", status_code=408) from None
+            raise ChatRequestError(
+                "the client went away (or timed out) while sending the body", status_code=408
+            ) from None
         finally:
             budget.give(held)
         return b"".join(chunks)

@@ -47,7 +47,9 @@ async def stop_answer(
     key = chat_stream_key(chat_id)
     if stop_here(store, key, stream_id):
         if not await ends_within(store, stream_id, stop_timeout_s):
-            logger.warning("stream %s: the stopped answer is still running after %ss", stream_id, stop_timeout_s)
+            logger.warning(
+                "stream %s: the stopped answer is still running after %ss", stream_id, stop_timeout_s
+            )
         return
     if runner is None:
         active = await store.active(key)

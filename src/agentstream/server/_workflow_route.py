@@ -46,7 +46,6 @@ from ._resume import _after, follow, record_response
 __all__ = ["workflow_route", "workflow_stream_route"]
 
 
-
 # The legs running in this process (the server's own runs, recorded or not), for the cancel route.
 _running: dict[tuple[str, str], Any] = {}
 

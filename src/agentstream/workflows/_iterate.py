@@ -67,9 +67,7 @@ async def run_foreach(ex: Execution, entry: ForeachEntry, items: Any) -> Any:
         try:
             results[i] = await ex._run_body(slots[i], step, items[i], None, None)
         except _Suspend:
-            failure.append(
-                WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported")
-            )
+            failure.append(WorkflowError(f"foreach({step.id!r}): suspending inside foreach is not supported"))
         except _Bail as bail:
             results[i] = to_jsonable(bail.result)
         except Exception as exc:
@@ -106,6 +104,7 @@ async def run_foreach(ex: Execution, entry: ForeachEntry, items: Any) -> Any:
         raise Stop(RunEnd("failed", error=failure[0]))
     ex._succeeded(step, call_id, record, results)
     return results
+
 
 async def run_sleep(ex: Execution, entry: SleepEntry, prev: Any) -> Any:
     """A ``sleep`` / ``sleep_until`` entry: wait, passing the data through."""

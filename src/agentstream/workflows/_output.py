@@ -32,6 +32,7 @@ __all__ = ["WorkflowResult", "WorkflowRunOutput", "WorkflowRunStatus"]
 
 WorkflowRunStatus = Literal["running", "success", "failed", "suspended", "canceled", "paused", "tripwire"]
 
+
 @dataclass(frozen=True)
 class WorkflowResult:
     """What a workflow run ended with (Mastra's ``WorkflowResult``); `to_dict` gives Mastra's JSON.
@@ -113,7 +114,9 @@ class WorkflowRunOutput(ChunkLog):
         super().__init__(
             [
                 WorkflowStart(
-                    run_id=run_id, from_=ChunkFrom.WORKFLOW, payload=WorkflowStartPayload(workflow_id=workflow_id)
+                    run_id=run_id,
+                    from_=ChunkFrom.WORKFLOW,
+                    payload=WorkflowStartPayload(workflow_id=workflow_id),
                 )
             ]
         )
