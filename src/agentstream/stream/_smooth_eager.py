@@ -65,6 +65,23 @@ def _cuts(text: str, word: bool, in_word: bool) -> tuple[bool, Sequence[str], st
     return True, parts[1::2], parts[-1]
 
 
+def _two_spaces(head: str, tail: str, in_word: bool) -> tuple[bool, str | None, Sequence[str], str, bool]:
+    """The cuts of printable ``head + " " + tail`` (``tail`` holding a space): ``(cut, one piece or
+    None, the pieces when more than one, rest, in_word)``; two spaces without a regex."""
+    mid, _, rest = tail.partition(" ")
+    if " " in rest:
+        text = head + " " + tail
+        cut, pieces, rest = _cuts(text, True, in_word)
+        return cut, None, pieces, rest, in_word or (not cut and _HAS_WORD.search(text) is not None)
+    if head != "" or in_word:  # the first space ends a word
+        if mid != "":
+            return True, None, (head + " ", mid + " "), rest, rest != ""
+        return True, head + "  ", (), rest, rest != ""
+    if mid != "":  # the first space leads the pending text, the second ends a word
+        return True, " " + mid + " ", (), rest, rest != ""
+    return False, None, (), rest, rest != ""
+
+
 async def run_eager(
     source: AsyncIterable[Chunk],
     kind: str,
@@ -137,13 +154,13 @@ async def run_eager(
                     in_word = in_word or text != ""
                 else:
                     head, _, rest = text.partition(" ")
-                    if " " in rest:
-                        cut, pieces, rest = _cuts(text, True, in_word)
-                        in_word = in_word or (not cut and _HAS_WORD.search(text) is not None)
-                    elif cut := head != "" or in_word:
-                        piece = head + " "
+                    if " " not in rest:
+                        if cut := head != "" or in_word:
+                            piece = head + " "
+                        else:
+                            in_word = rest != ""  # the space leads the pending text
                     else:
-                        in_word = rest != ""  # the space leads the pending text
+                        cut, piece, pieces, rest, in_word = _two_spaces(head, rest, in_word)
             elif not word and "\n" not in text and not "\udc00" <= text[:1] <= "\udfff":
                 cut = False
             else:
