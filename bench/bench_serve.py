@@ -51,6 +51,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
 MASTRA_DIR = ROOT / ".cache" / "mastra-server"
+RUN_DIR = MASTRA_DIR / "runs" / f"bench-serve-{os.getpid()}"
+"""Where the Mastra server script runs (its imports resolve from ``.cache/mastra-server``);
+removed at the end."""
 REDIS_URL = os.environ.get("AGENTSTREAM_BENCH_REDIS_URL", "redis://127.0.0.1:56379/7")
 
 
@@ -105,9 +108,7 @@ def modes(tokens: int, with_mastra: bool, with_redis: bool) -> list[Mode]:
     out = []
     if with_mastra:
         node = ["node", "mastra-chat-server.mjs", "--port", "{port}", "--tokens", str(tokens)]
-        out.append(
-            Mode("mastra", "/api/agents/bench/stream", False, node, MASTRA_DIR / "runs" / "bench-serve")
-        )
+        out.append(Mode("mastra", "/api/agents/bench/stream", False, node, RUN_DIR))
     out.append(Mode("ours-agent-stream", "/api/agents/bench/stream", False, ours, env=env))
     out.append(Mode("ours-chat", "/api/chat", True, ours, env=env))
     out.append(Mode("ours-chat-no-smooth", "/api/chat", True, [*ours, "--no-smooth"], env=env))
@@ -129,9 +130,8 @@ def prepare_mastra() -> bool:
                 f"scripts/mastra-clients.sh failed ({proc.stderr.strip()[-300:]}): the Mastra rows are skipped"
             )
             return False
-    run_dir = MASTRA_DIR / "runs" / "bench-serve"
-    run_dir.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(BENCH / "reference" / "mastra-chat-server.mjs", run_dir / "mastra-chat-server.mjs")
+    RUN_DIR.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(BENCH / "reference" / "mastra-chat-server.mjs", RUN_DIR / "mastra-chat-server.mjs")
     return True
 
 
@@ -293,4 +293,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        shutil.rmtree(RUN_DIR, ignore_errors=True)
