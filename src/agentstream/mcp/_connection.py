@@ -288,10 +288,11 @@ class Connection:
                 await owner
             raise
         self._owner, self._closing = owner, closing
-        if pinned is not None and opened.protocol_version != pinned:
+        spoken = opened.protocol_version
+        if pinned is not None and spoken != pinned:
             await self._drop()
             raise MCPConnectionError(
-                f"MCP server {self.name!r} speaks {opened.protocol_version}, not the "
+                f"MCP server {self.name!r} speaks {spoken}, not the "
                 f"protocol_version {pinned} it is configured with",
                 server_name=self.name,
             )
