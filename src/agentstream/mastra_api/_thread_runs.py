@@ -7,7 +7,7 @@
   otherwise (we do not inject a message into a running model call: a message to a busy thread
   waits its turn, as ``queue-message`` does in Mastra). The answer is ``{accepted: true, runId,
   signal}``; the run's chunks go to the thread's subscribers, the first followed by Mastra's
-  ``data-user-message`` chunk carrying the message.
+  ``data-user-message`` chunk carrying the message (stored in the thread under the signal's id).
 * ``send-tool-approval`` (``{resourceId, threadId, toolCallId, approved}``): the thread's run
   waiting for that approval goes on, its chunks to the subscribers.
 * ``threads/abort`` (``{threadId, expectedRunId?}``): stops the thread's active run, ``{aborted}``.
@@ -136,8 +136,11 @@ def routes(context: ApiContext) -> list[BaseRoute]:
         user_chunk = {"type": "data-user-message", "data": signal, "transient": True, "runId": run_id}
 
         async def run(controller: AbortController) -> None:
+            # stored under the signal's id, as Mastra stores a signal: Studio's pending message
+            # becomes that id on the data-user-message chunk, so the thread's copy is the same one
+            message = {"id": signal["id"], "role": "user", "content": contents}
             output = agent.stream(
-                contents, abort_signal=controller.signal, run_id=run_id, until_idle=False, **options
+                [message], abort_signal=controller.signal, run_id=run_id, until_idle=False, **options
             )
             await _publish_run(context, key, output, principal, [user_chunk])()
 

@@ -152,8 +152,13 @@ try {
       expect(status === 'success', `the run resumed from Studio is ${status}`);
       const result = await client.getWorkflow(WORKFLOW).runById(mine.runId, { fields: ['result'] });
       expect(result.result?.published === true, `result ${short(result.result)}`);
-      await p.waitForTimeout(1000);
-      return `run ${mine.runId} started and resumed in Studio: ${short(result.result)}`;
+      // the "Recent runs" list (polled every 5 s) shows the finished run with the success icon,
+      // the suspended one (check 2's) with the suspended icon: Studio reads snapshot.status
+      const item = (id) => p.locator(`a[href*="${id}"]`).first();
+      await item(mine.runId).locator('[aria-label="success"]').waitFor({ state: 'visible', timeout: 20_000 });
+      const other = await item(run.runId).locator('[aria-label]').first().getAttribute('aria-label');
+      expect(other === 'suspended', `the suspended run's icon is ${other}`);
+      return `run ${mine.runId} started and resumed in Studio: ${short(result.result)}; runs list: success, suspended`;
     }, 'studio-workflow-resumed.png'));
 } finally {
   await browser.close();
