@@ -212,6 +212,7 @@ def create_app(
     runner: ChatRunner | None = None,
     workflow_runner: WorkflowRunner | None = None,
     mastra_api: bool = True,
+    record_traces: bool = True,
 ) -> Any:
     """A Starlette app: Mastra's server API under ``/api`` (`agentstream.mastra_api`: what Mastra
     Studio and ``@mastra/client-js`` call, ``GET /api/agents``, ``POST
@@ -236,6 +237,12 @@ def create_app(
     Workflow runs are recorded in the same store (``GET /api/workflow/{workflow_id}/runs/{run_id}/stream``
     serves a run's active stream again); ``workflow_runner`` (``agentstream.durable.DurableWorkflows``)
     runs them on the workers. ``mastra_api=False`` leaves Mastra's API out.
+
+    ``record_traces`` (default): while the app serves (its ASGI lifespan, which uvicorn and
+    ``agentstream serve`` run), every agent and workflow run is traced into the ``Mastra``'s storage,
+    prompts and answers included, for Studio's traces pages (`tracing.record_spans_while_serving`;
+    needs the ``otel`` extra, a warning otherwise). ``False``, or ``agentstream serve
+    --no-record-traces``: nothing is traced unless the app switches tracing on itself.
     """
     from starlette.applications import Starlette
     from starlette.exceptions import HTTPException
@@ -245,14 +252,7 @@ def create_app(
 
     from .ai_sdk import ChatRequestError, Jobs, smooth_stream
     from .resumable import MemoryStreamStore
-    from .server import (
-        InternalServerError,
-        chat_route,
-        error_response,
-        memory_routes,
-        resume_route,
-        stop_route,
-    )
+    from .server import InternalServerError, error_response, memory_routes
     from .server import RequestGuard as Guard
 
     mastra = mastra or demo_mastra()
@@ -308,21 +308,8 @@ def create_app(
     jobs = Jobs(store)
     workflow_options.update(jobs=jobs, runner=workflow_runner)
     workflow_routes = _ui_workflow_routes(mastra, workflow_options, jobs, heartbeat_ms)
-    chat_routes = []
-    if default is not None:
-        chat_routes = [
-            chat_route(mastra, "/api/chat", agent=default, jobs=jobs, runner=runner, **options),
-            chat_route(mastra, "/api/chat/{agent_id}", jobs=jobs, runner=runner, **options),
-        ]
+    chat_routes = _chat_routes(mastra, default, jobs, runner, options)
     resumable = default is not None and store is not None
-    if default is not None and store is not None:
-        resume = {"guard": options["guard"], "heartbeat_ms": heartbeat_ms}
-        chat_routes += [
-            resume_route(jobs, "/api/chat/{chat_id}/stream", **resume),
-            resume_route(jobs, "/api/chat/{agent_id}/{chat_id}/stream", **resume),
-            stop_route(jobs, "/api/chat/{chat_id}/stream", guard=options["guard"], runner=runner),
-            stop_route(jobs, "/api/chat/{agent_id}/{chat_id}/stream", guard=options["guard"], runner=runner),
-        ]
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         if not isinstance(exc, HTTPException):
@@ -333,6 +320,7 @@ def create_app(
 
     mastra_routes = _mastra_api(mastra, options["guard"], jobs, runner, workflow_runner) if mastra_api else []
     return Starlette(
+        lifespan=_recording_traces(mastra) if record_traces else None,
         exception_handlers={HTTPException: http_error, Exception: http_error},
         routes=[
             Route("/", index),
@@ -346,6 +334,56 @@ def create_app(
             *memory_routes(mastra, options["guard"]),  # GET /api/memory/threads... (server/_memory_routes.py)
         ],
     )
+
+
+def _chat_routes(
+    mastra: Mastra, default: str | None, jobs: Any, runner: Any, options: dict[str, Any]
+) -> list[Any]:
+    """The page's chat routes (``POST /api/chat[/{agent_id}]``) and, with a store, their resume
+    and stop routes."""
+    from .server import chat_route, resume_route, stop_route
+
+    if default is None:
+        return []
+    routes = [
+        chat_route(mastra, "/api/chat", agent=default, jobs=jobs, runner=runner, **options),
+        chat_route(mastra, "/api/chat/{agent_id}", jobs=jobs, runner=runner, **options),
+    ]
+    if jobs.store is not None:
+        guard = options["guard"]
+        resume = {"guard": guard, "heartbeat_ms": options["heartbeat_ms"]}
+        routes += [
+            resume_route(jobs, "/api/chat/{chat_id}/stream", **resume),
+            resume_route(jobs, "/api/chat/{agent_id}/{chat_id}/stream", **resume),
+            stop_route(jobs, "/api/chat/{chat_id}/stream", guard=guard, runner=runner),
+            stop_route(jobs, "/api/chat/{agent_id}/{chat_id}/stream", guard=guard, runner=runner),
+        ]
+    return routes
+
+
+def _recording_traces(mastra: Mastra) -> Any:
+    """The app's lifespan: its runs' spans kept in ``mastra.storage`` while it serves."""
+    import contextlib
+    import logging
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        try:
+            from .tracing import record_spans_while_serving
+        except ImportError:  # the SDK is optional: serving works, Studio's traces stay empty
+            logging.getLogger("agentstream").warning(
+                "no traces are kept for Studio: recording them needs the OpenTelemetry SDK "
+                "(pip install 'agentstream[otel]')"
+            )
+            yield
+            return
+        recording = record_spans_while_serving(mastra.storage)
+        try:
+            yield
+        finally:
+            await recording.stop()
+
+    return lifespan
 
 
 def _cors(guard: Any, request: Any) -> dict[str, str]:

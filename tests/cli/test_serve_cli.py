@@ -145,3 +145,82 @@ def test_trace_without_the_sdk_is_one_line(project: Path) -> None:
         cwd=project,
     )
     assert_one_line(proc, "serve", 1, "--trace needs the OpenTelemetry SDK", "pip install")
+
+
+def _chat(url: str, text: str) -> None:
+    body = {
+        "id": "chat-traced",
+        "messages": [{"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}],
+        "trigger": "submit-message",
+    }
+    response = httpx.post(f"{url}api/chat", json=body, timeout=60)
+    assert response.status_code == 200 and '"type":"finish"' in response.text, response.text[-500:]
+
+
+def _traces(url: str) -> list[dict[str, object]]:
+    listed = httpx.get(f"{url}api/observability/traces", timeout=30)
+    assert listed.status_code == 200, listed.text
+    spans: list[dict[str, object]] = listed.json()["spans"]
+    return spans
+
+
+@pytest.mark.parametrize("extra", [[], ["--trace"]])
+def test_serve_keeps_each_runs_trace_for_studio(project: Path, extra: list[str]) -> None:
+    # A plain `serve` (and one printing trees with --trace) records the runs' spans in the app's
+    # storage, prompts included, so Studio's traces pages have something to show.
+    proc, url = _serving(project, "--app", "myproject:helper", *extra)
+    try:
+        _chat(url, "hello traces")
+        roots = _traces(url)
+        assert [r["name"] for r in roots] == ["agent run: 'helper'"], roots
+        trace = httpx.get(f"{url}api/observability/traces/{roots[0]['traceId']}", timeout=30).json()
+        model = next(s for s in trace["spans"] if s["spanType"] == "model_generation")
+        assert "hello traces" in str(model["input"]), model
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert "Traceback" not in err
+    assert ("[trace]\ninvoke_agent Helper" in err) == bool(extra), err
+
+
+def test_no_record_traces_keeps_none(project: Path) -> None:
+    proc, url = _serving(project, "--app", "myproject:helper", "--no-record-traces")
+    try:
+        _chat(url, "hello")
+        assert _traces(url) == []
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=30)
+
+
+def test_serving_without_the_sdk_warns_once_and_serves(project: Path) -> None:
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.modules['opentelemetry.sdk'] = None\n"
+            "from agentstream.cli import main\nsys.exit(main(sys.argv[1:]))",
+            *("serve", "--port", "0", "--app", "myproject:helper"),
+        ],
+        cwd=project,
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=clean_env(),
+    )
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "http://" in line:
+            break
+    url = lines[-1].split("serve: ", 1)[1].strip()
+    try:
+        _chat(url, "hello")
+        assert _traces(url) == []
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    warnings = [line for line in (*lines, *err.splitlines()) if "no traces are kept" in line]
+    assert len(warnings) == 1 and "pip install 'agentstream[otel]'" in warnings[0], [*lines, err]
+    assert "Traceback" not in err

@@ -152,13 +152,18 @@ def run_node(
 
     ``script``: a path (copied into a fresh directory under ``.cache/mastra-server/runs``, so its
     imports resolve from ``.cache/mastra-server/node_modules`` and concurrent runs from other
-    worktrees sharing ``.cache`` do not clash), or the name of a vendored script (``check.mjs``)."""
+    worktrees sharing ``.cache`` do not clash; ``flows-common.mjs`` from beside it goes along), or
+    the name of a vendored script (``check.mjs``)."""
     root = install_mastra_clients()
     path = Path(script)
     if path.is_absolute() or path.parent != Path("."):
         target_dir = _run_dir()
         target = target_dir / path.name
         shutil.copyfile(path, target)
+        # the module the flows-*.mjs scripts share (their arguments, checks and report), beside them
+        common = path.with_name("flows-common.mjs")
+        if common.exists():
+            shutil.copyfile(common, target_dir / common.name)
     else:
         target_dir, target = None, root / path.name
     try:

@@ -99,3 +99,8 @@ def test_a_message_sent_to_a_thread_reaches_its_subscriber(demo_api: ApiServer) 
     # the turn is in the thread's memory, as a /stream run's would be
     stored = httpx.post(f"{base}/threads/abort", json=thread, timeout=10)
     assert stored.status_code == 200 and stored.json() == {"aborted": False}  # nothing running any more
+    # ... stored under the signal's id: Studio's pending copy (renamed to that id by the
+    # data-user-message chunk) and the thread's message are one message, not two
+    listed = httpx.get(f"{demo_api.base_url}/api/memory/threads/thread-subscribed/messages", timeout=10)
+    users = [m for m in listed.json()["messages"] if m["role"] == "user"]
+    assert [m["id"] for m in users] == [accepted["signal"]["id"]] == [frames[1]["data"]["id"]]

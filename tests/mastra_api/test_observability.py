@@ -1,5 +1,5 @@
-"""The Mastra API's observability routes over real HTTP, on spans `record_spans` keeps in the
-app's storage: a workflow run (with an agent step) and an agent chat become traces in Mastra's
+"""The Mastra API's observability routes over real HTTP, on the spans a served ``create_app``
+keeps in its storage by default (its lifespan's `record_spans_while_serving`): a workflow run (with an agent step) and an agent chat become traces in Mastra's
 AI span shapes, listed (paged, filtered, light, delta), read whole and span by span; another
 user's traces do not exist for them; refusals name the field."""
 
@@ -16,7 +16,7 @@ from agentstream._app import create_app
 from agentstream._demo import demo_mastra
 from agentstream.server import RequestGuard
 from agentstream.storage import SQLiteStore
-from agentstream.tracing import instrument, record_spans
+from agentstream.tracing import global_settings, instrument
 from tests.mastra_api._flows_server import ALICE, BOB, auth
 from tests.mastra_api.conftest import serving
 
@@ -24,11 +24,47 @@ from tests.mastra_api.conftest import serving
 @pytest.fixture
 def base(tmp_path: Path) -> Iterator[str]:
     storage = SQLiteStore(tmp_path / "traces.db")
-    record_spans(storage)
+    app = create_app(demo_mastra(storage=storage), guard=RequestGuard(auth=auth), delay_in_ms=None)
+    with serving(app) as url:
+        yield url
+    assert global_settings() is None  # the app switched off the tracing it switched on
+
+
+def test_an_app_built_with_record_traces_false_keeps_none(tmp_path: Path) -> None:
+    storage = SQLiteStore(tmp_path / "untraced.db")
+    app = create_app(
+        demo_mastra(storage=storage), guard=RequestGuard(auth=auth), delay_in_ms=None, record_traces=False
+    )
+    with serving(app) as url, _client(url, ALICE) as alice:
+        _run_workflow(alice)
+        assert global_settings() is None
+        assert alice.get("/observability/traces").json()["pagination"]["total"] == 0
+
+
+def test_tracing_the_app_switched_on_itself_is_recorded_once_and_stays_on(tmp_path: Path) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from agentstream.tracing import record_spans
+
+    saved: list[str] = []
+
+    class Counting(SQLiteStore):
+        async def save_spans(self, spans: Any) -> None:
+            saved.extend(s.span_id for s in spans)  # the store upserts: a duplicate would not show
+            await super().save_spans(spans)
+
+    storage = Counting(tmp_path / "own.db")
+    own = record_spans(storage)  # the app's own choice, made before serving
+    settings = global_settings()
     try:
         app = create_app(demo_mastra(storage=storage), guard=RequestGuard(auth=auth), delay_in_ms=None)
-        with serving(app) as url:
-            yield url
+        with serving(app) as url, _client(url, ALICE) as alice:
+            _run_workflow(alice)
+            trace = alice.get("/observability/traces").json()["spans"][0]["traceId"]
+            spans = alice.get(f"/observability/traces/{trace}").json()["spans"]
+            assert len(spans) > 3 and len(saved) == len(set(saved)) >= len(spans)  # each span saved once
+        assert global_settings() is settings and isinstance(settings.tracer_provider, TracerProvider)
+        assert not own._stopped  # the app stopped nothing it had not started
     finally:
         instrument(enabled=False)
 

@@ -1,5 +1,5 @@
 """Mastra Studio (``mastra studio``) in headless Chromium against the demo app as ``agentstream
-serve`` builds it, with its spans recorded (`record_spans`): the workflow graph page, the graph of
+serve`` builds it (which records its runs' spans while it serves, nothing switched on here): the workflow graph page, the graph of
 a suspended run, a memory thread's chat page and the traces list and a trace's page each show
 their content, and a run started from the workflow page's form is resumed with its resume form
 to success, with no console error and no failed API call (``flows-studio.mjs``; one screenshot
@@ -12,7 +12,6 @@ from pathlib import Path
 from agentstream._app import create_app
 from agentstream._demo import demo_mastra
 from agentstream.storage import SQLiteStore
-from agentstream.tracing import instrument, record_spans
 from tests.mastra_api.conftest import (
     SHOTS,
     check_results,
@@ -38,28 +37,17 @@ PAGES = [
 def test_studio_shows_the_workflow_graph_a_run_a_thread_and_a_trace_and_resumes_a_run(tmp_path: Path) -> None:
     install_mastra_clients()
     storage = SQLiteStore(tmp_path / "studio.db")
-    record_spans(storage)
     studio_port = free_port()
     SHOTS.mkdir(parents=True, exist_ok=True)
     for name in PAGES:
         (SHOTS / name).unlink(missing_ok=True)
-    try:
-        app = create_app(demo_mastra(storage=storage), guard=studio_guard(studio_port), delay_in_ms=None)
-        with serving(app) as base, studio(base, studio_port) as url:
-            result = run_node(
-                SCRIPT,
-                "--base-url",
-                base,
-                "--studio-url",
-                url,
-                "--chromium",
-                chromium(),
-                "--shots",
-                str(SHOTS),
-                timeout=420,
-            )
-    finally:
-        instrument(enabled=False)
+    app = create_app(demo_mastra(storage=storage), guard=studio_guard(studio_port), delay_in_ms=None)
+    with serving(app) as base, studio(base, studio_port) as url:
+        result = run_node(
+            SCRIPT,
+            *("--base-url", base, "--studio-url", url, "--chromium", chromium(), "--shots", str(SHOTS)),
+            timeout=420,
+        )
     checks = check_results(result.stdout)
     assert sorted(checks) == [1, 2, 3, 4, 5], result.stdout + result.stderr
     failed = {n: text for n, (ok, text) in checks.items() if not ok}

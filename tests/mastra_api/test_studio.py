@@ -40,6 +40,9 @@ def test_studio_lists_the_agents_chats_with_a_tool_call_and_approves_one(demo_ap
     assert "You are a helpful assistant. Use the tools when they help." in steps["agents"]["text"]
     chat = steps["chat"]["text"]
     assert "What's the weather in Paris?" in chat and "Weather" in chat  # the prompt and the tool call
+    # once: Studio's pending copy and the thread's stored message are the same message
+    assert chat.count("What's the weather in Paris?") == 1, chat
+    assert steps["approval"]["text"].count("Book a table at Luigi's for 4") == 1
     assert "In Paris it is currently" in chat
     assert (
         "Book table" in steps["approval"]["text"] and "is booked (confirmation" in steps["approval"]["text"]

@@ -217,8 +217,8 @@ async def test_resources_and_prompts_reach_our_client() -> None:
         assert json.loads(text["contents"][0]["text"])["id"] == "7"
         blob = await ours.resources.read("c", "test://static-binary")
         assert blob["contents"][0]["mimeType"] == "image/png" and blob["contents"][0]["blob"]
-        with pytest.raises(NotImplementedError, match="no resources/subscribe"):
-            await ours.resources.subscribe("c", "test://watched-resource")
+        await ours.resources.subscribe("c", "test://watched-resource")  # a listen stream (2026-07-28)
+        assert ours._subs("c").current is not None and ours._subs("c").current.alive
         prompts = (await ours.prompts.list())["c"]
         assert "test_prompt_with_arguments" in [p["name"] for p in prompts]
         got = await ours.prompts.get("c", "test_prompt_with_arguments", {"arg1": "x", "arg2": "y"})

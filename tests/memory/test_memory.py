@@ -222,3 +222,22 @@ def test_memory_option_validation() -> None:
         Memory(last_messages=-1)
     with pytest.raises(TypeError, match="memory must be a Memory"):
         Agent(id="x", model="demo", memory={"thread": "t"})  # type: ignore[arg-type]
+
+
+async def test_a_user_message_sent_with_its_id_is_stored_under_it(store: BaseStore) -> None:
+    # Mastra's MessageList keeps an input message's id: a client that shows the message before the
+    # answer (Studio's pending copy) finds the same message in the thread afterwards.
+    agent, model = make(store, [text_step("Hi."), text_step("Hello again.")])
+    await agent.generate(
+        [
+            {"id": "client-1", "role": "user", "content": "hello"},
+            {"role": "user", "content": "no id"},
+        ],
+        memory=MEM,
+    )
+    stored = (await store.list_messages("t1")).messages
+    assert [m.role for m in stored] == ["user", "user", "assistant"]
+    assert stored[0].id == "client-1" and stored[1].id not in ("client-1", "") and stored[2].id != "client-1"
+    assert all("id" not in m for m in model.calls[0].prompt)  # the model's input is unchanged
+    await agent.generate("next", memory=MEM)
+    assert [m.id for m in (await store.list_messages("t1")).messages].count("client-1") == 1

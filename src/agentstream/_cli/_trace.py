@@ -50,14 +50,16 @@ class TraceRecorder:
         out.flush()
 
 
-def trace_each_run(out: TextIO | None = None) -> Any:
+def trace_each_run(out: TextIO | None = None, *, include_content: bool = False) -> Any:
     """Trace every agent of this process; each finished tree is written to ``out`` (stderr). Returns
-    the tracer provider (``shutdown()`` writes what is still unfinished)."""
+    the tracer provider (``shutdown()`` writes what is still unfinished). ``include_content``: the
+    spans carry prompts and answers (for the app's recorder on the same provider; the tree shows
+    names only)."""
     provider = _provider()
     from agentstream import instrument
 
     from ._trace_printer import TreePrinter
 
     provider.add_span_processor(TreePrinter(out))
-    instrument(provider)
+    instrument(provider, include_content=include_content)
     return provider

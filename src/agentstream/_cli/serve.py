@@ -93,6 +93,14 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="trace the agents with OpenTelemetry and print each run's span tree on stderr as it ends",
     )
+    parser.add_argument(
+        "--no-record-traces",
+        action="store_true",
+        help=(
+            "do not keep the runs' traces (prompts and answers included) in the app's storage for "
+            "Studio's observability pages (default: kept while serving)"
+        ),
+    )
     _add_limits(parser)
     parser.set_defaults(func=run)
 
@@ -214,6 +222,7 @@ def _app(args: argparse.Namespace) -> Any:
             stream_store=_stream_store(args.stream_store),
             runner=runner,
             workflow_runner=workflow_runner,
+            record_traces=not args.no_record_traces,
         )
     except AppLoadError as exc:
         raise (UsageError if exc.usage else CLIError)(str(exc)) from exc
@@ -304,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
     if args.trace:
         from ._trace import trace_each_run
 
-        trace_each_run()
+        trace_each_run(include_content=not args.no_record_traces)  # Studio shows the kept spans' content
     limits = _limits(args)
     app = _app(args)
     sock = _listen(args.host, args.port)

@@ -86,9 +86,17 @@ def _one(message: dict[str, Any], created_at: int, tool_names: dict[str, str]) -
     raise ValueError(f"unknown message role {role!r} (expected system, user, assistant or tool)")
 
 
-def to_prompt(messages: MessageInput, *, created_at: int) -> list[dict[str, Any]]:
-    """Normalise ``messages`` to V2 prompt messages (without the agent's instructions)."""
+def to_prompt(
+    messages: MessageInput, *, created_at: int, ids: list[str | None] | None = None
+) -> list[dict[str, Any]]:
+    """Normalise ``messages`` to V2 prompt messages (without the agent's instructions).
+
+    ``ids``, when given, gets one entry per prompt message: the ``id`` its user message was given
+    with (``None`` otherwise). Memory stores the message under it (Mastra keeps an input
+    message's id); the prompt itself never carries it (the model's input stays the same)."""
     if isinstance(messages, str):
+        if ids is not None:
+            ids.append(None)
         return [{"role": "user", "content": _text_parts(messages, created_at)}]
     if isinstance(messages, dict):
         messages = [messages]
@@ -97,8 +105,14 @@ def to_prompt(messages: MessageInput, *, created_at: int) -> list[dict[str, Any]
     for message in messages:
         if isinstance(message, str):
             out.append({"role": "user", "content": _text_parts(message, created_at)})
+            if ids is not None:
+                ids.append(None)
         elif isinstance(message, dict):
-            out.extend(_one(message, created_at, tool_names))
+            made = _one(message, created_at, tool_names)
+            out.extend(made)
+            if ids is not None:
+                given = message.get("id") if message.get("role") == "user" else None
+                ids.extend([given if isinstance(given, str) and given else None] * len(made))
         else:
             raise TypeError(f"messages must be strings or dicts, got {type(message).__name__}")
     return out

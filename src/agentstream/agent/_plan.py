@@ -106,6 +106,8 @@ class RunPlan:
     snapshot holds it)."""
     inputs: list[dict[str, Any]]
     """The user messages this run answers (what memory stores with the response)."""
+    input_ids: list[str | None]
+    """The id each of ``inputs`` was given with (``None``: memory makes one)."""
     tools: dict[str, Tool]
     """The agent's tools, as background tasks wrap them, plus the delegation tools."""
     instructions: str
@@ -254,10 +256,11 @@ def plan_run(
     message_id = message_id or new_id(checkpoint)
     prompt: list[dict[str, Any]] = []
     inputs: list[dict[str, Any]] = []
+    input_ids: list[str | None] = []
     if messages is not None:
         if instructions:
             prompt.append({"role": "system", "content": instructions})
-        inputs = to_prompt(messages, created_at=int(now_ms()))
+        inputs = to_prompt(messages, created_at=int(now_ms()), ids=input_ids)
         prompt.extend(inputs)
     model = agent.model
     step_layer: Layer | None = None
@@ -290,6 +293,7 @@ def plan_run(
         model=model,
         prompt=prompt,
         inputs=inputs,
+        input_ids=input_ids,
         tools=tools,
         instructions=instructions,
         cancel=cancel,

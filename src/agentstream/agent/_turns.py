@@ -182,6 +182,7 @@ def turn_source(
             config.prompt,
             [] if continuation else plan.inputs,
             message_id=plan.message_id,
+            input_ids=[] if continuation else plan.input_ids,
             load=not continuation,
             model=plan.model,  # the title model when generate_title has none of its own
         )

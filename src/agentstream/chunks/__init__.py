@@ -6,6 +6,7 @@ Chunk classes are named after their ``type`` (``text-delta`` → ``TextDelta``);
 
 from __future__ import annotations
 
+from .._wellformed import dumps_wellformed, loads_wellformed, wellformed_json_text
 from ._agent import (
     Abort,
     AbortPayload,
@@ -161,7 +162,6 @@ from ._network import (
     WorkflowExecutionStartPayload,
     WorkflowExecutionSuspended,
 )
-from ._wellformed import dumps_wellformed, loads_wellformed, wellformed_json_text
 from ._workflow import (
     WorkflowCanceled,
     WorkflowCanceledPayload,

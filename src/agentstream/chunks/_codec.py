@@ -9,11 +9,11 @@ from typing import Any, Literal, Union, cast
 
 import msgspec
 
+from .._wellformed import dumps_wellformed, loads_wellformed
 from . import _agent, _agent_control, _agent_tools, _network, _workflow
 from ._base import UNSET, BaseChunk, ChunkFrom, Payload
 from ._data import DataChunk, NetworkEventChunk, UnknownChunk
 from ._errors import ChunkDecodeError, from_validation_message
-from ._wellformed import dumps_wellformed, loads_wellformed
 
 __all__ = [
     "Chunk",

@@ -28,6 +28,7 @@ from ..ai_sdk import SSEStreamResponse
 from ..chunks import chunk_to_dict, to_jsonable
 from ._http import ApiError, api_route, cors_headers, json_answer, read_object
 from ._owners import bind_run, check_new_run, check_run, memory_option
+from ._providers import check_model_choice
 from ._tools import find_agent
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ def _until_idle(value: Any) -> bool | dict[str, Any]:
 async def _run_options(
     context: ApiContext, agent: Agent, body: Mapping[str, Any], principal: object
 ) -> dict[str, Any]:
+    check_model_choice(agent, body)
     options = leg_options(body)
     memory = await memory_option(context, agent, body, principal)
     if memory is not None:

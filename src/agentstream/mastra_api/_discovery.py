@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.responses import HTMLResponse
 
 from ._http import api_route, cors_headers, json_answer
+from ._providers import providers_json
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -37,8 +38,8 @@ _EMPTY: dict[str, Any] = {
     "/editor/builder/settings": {"enabled": False, "modelPolicy": {"active": False}},
     "/mcp/v0/servers": {"servers": [], "total_count": 0, "next": None},
     "/scores/scorers": {},
-    # Studio's model picker: we serve no model catalog (an agent's model is set in code).
-    "/agents/providers": {"providers": []},
+    # the agent builder's models (with the editor, which we do not have; the chat's picker reads
+    # /agents/providers, `_providers`)
     "/editor/builder/models/available": {"providers": []},
     "/channels/platforms": [],
 }
@@ -87,5 +88,10 @@ def routes(context: ApiContext) -> list[BaseRoute]:
         for path, data in _EMPTY.items()
     ]
     out.append(api_route(context, "/system/packages", packages, ["GET"], "mastra /system/packages"))
+
+    async def providers(request: Request, _: object) -> Response:
+        return json_answer(context, request, providers_json(context))
+
+    out.append(api_route(context, "/agents/providers", providers, ["GET"], "mastra /agents/providers"))
     out.append(api_route(context, "", page, ["GET"], "mastra api page"))
     return out

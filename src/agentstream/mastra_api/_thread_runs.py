@@ -7,7 +7,7 @@
   otherwise (we do not inject a message into a running model call: a message to a busy thread
   waits its turn, as ``queue-message`` does in Mastra). The answer is ``{accepted: true, runId,
   signal}``; the run's chunks go to the thread's subscribers, the first followed by Mastra's
-  ``data-user-message`` chunk carrying the message.
+  ``data-user-message`` chunk carrying the message (stored in the thread under the signal's id).
 * ``send-tool-approval`` (``{resourceId, threadId, toolCallId, approved}``): the thread's run
   waiting for that approval goes on, its chunks to the subscribers.
 * ``threads/abort`` (``{threadId, expectedRunId?}``): stops the thread's active run, ``{aborted}``.
@@ -30,6 +30,7 @@ from ..chunks import chunk_to_dict
 from ._agent_runs import leg_options
 from ._http import ApiError, api_route, cors_headers, json_answer, read_object
 from ._owners import bind_run, check_run, memory_option
+from ._providers import check_model_choice
 from ._tools import find_agent
 
 if TYPE_CHECKING:
@@ -66,10 +67,13 @@ async def _thread(
     return thread_id, str(memory["resource"])
 
 
-def _idle_options(body: Mapping[str, Any]) -> dict[str, Any]:
+def _idle_options(agent: Agent, body: Mapping[str, Any]) -> dict[str, Any]:
     idle = body.get("ifIdle")
     stream_options = idle.get("streamOptions") if isinstance(idle, Mapping) else None
-    return leg_options(stream_options) if isinstance(stream_options, Mapping) else {}
+    if not isinstance(stream_options, Mapping):
+        return {}
+    check_model_choice(agent, stream_options)  # Studio's composer picker names the model here
+    return leg_options(stream_options)
 
 
 def _publish_run(
@@ -130,14 +134,17 @@ def routes(context: ApiContext) -> list[BaseRoute]:
             "createdAt": _now(),
             "__isCreatedSignal": True,  # Mastra's mark of a signal this call created
         }
-        options = _idle_options(body)
+        options = _idle_options(agent, body)
         options["memory"] = {"thread": thread_id, "resource": resource}
         key = (agent.id, thread_id)
         user_chunk = {"type": "data-user-message", "data": signal, "transient": True, "runId": run_id}
 
         async def run(controller: AbortController) -> None:
+            # stored under the signal's id, as Mastra stores a signal: Studio's pending message
+            # becomes that id on the data-user-message chunk, so the thread's copy is the same one
+            message = {"id": signal["id"], "role": "user", "content": contents}
             output = agent.stream(
-                contents, abort_signal=controller.signal, run_id=run_id, until_idle=False, **options
+                [message], abort_signal=controller.signal, run_id=run_id, until_idle=False, **options
             )
             await _publish_run(context, key, output, principal, [user_chunk])()
 
@@ -176,7 +183,7 @@ def routes(context: ApiContext) -> list[BaseRoute]:
         if pending is None or pending.get("toolCallId") != call_id:
             raise ApiError(f"no run of this thread waits for tool call {call_id[:80]!r}", 404)
         run_id = await check_run(context, pending["runId"], principal)
-        options = {**_idle_options({"ifIdle": {"streamOptions": body.get("streamOptions")}})}
+        options = {**_idle_options(agent, {"ifIdle": {"streamOptions": body.get("streamOptions")}})}
         options["memory"] = {"thread": thread_id, "resource": resource}
         key = (agent.id, thread_id)
 

@@ -13,6 +13,7 @@ from ._http import MCPHttpApp
 from ._oauth import AuthorizationCodeResult, FileTokenStorage, MemoryTokenStorage, TokenStorage, oauth_client
 from ._server import MCPServer
 from ._server_resources import MCPPrompt, MCPResource, MCPResourceTemplate
+from ._subscriptions import MCPSubscriptionError
 from ._tools import MCPTool
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "MCPResource",
     "MCPResourceTemplate",
     "MCPServer",
+    "MCPSubscriptionError",
     "MCPTimeoutError",
     "MCPTool",
     "MCPToolError",

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import warnings
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp_types import Tool as MCPToolDefinition
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp import Client
 
 from ._config import ServerSpec, parse_servers
 from ._connection import Connection, ElicitationHandler, LogHandler, is_connection_failure
 from ._errors import MCPConnectionError
+from ._subscriptions import ListKind, Subscriptions
 from ._tools import MCPTool, build_tool
 
 __all__ = ["MCPClient"]
@@ -75,37 +73,38 @@ class _Resources:
         return await self._owner._on(server_name, one)
 
     async def subscribe(self, server_name: str, uri: str) -> None:
-        """Ask ``server_name`` for ``notifications/resources/updated`` about ``uri`` (a 2025-era
-        session: the 2026-07-28 revision removed ``resources/subscribe``)."""
+        """Receive ``notifications/resources/updated`` about ``uri`` from ``server_name`` (handlers:
+        `on_updated`). ``resources/subscribe`` on a 2025-11-25 session; on 2026-07-28 the URI joins
+        the server's one ``subscriptions/listen`` stream (`MCPSubscriptionError` if the server
+        does not acknowledge it). The subscription survives reconnects."""
+        _check_uri("subscribe", uri)
+        await self._owner._on(server_name, lambda c: self._owner._subs(server_name).subscribe(c, uri))
 
-        async def one(client: Client) -> None:
-            if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                raise NotImplementedError(
-                    f"MCP server {server_name!r} speaks {client.protocol_version}, which has no "
-                    "resources/subscribe (its subscriptions/listen is not supported by MCPClient yet)"
-                )
-            with warnings.catch_warnings():  # a 2025-era session, where subscribe is the way
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.subscribe_resource(uri)
-
-        await self._owner._on(server_name, one)
+    async def unsubscribe(self, server_name: str, uri: str) -> None:
+        """Stop the updates about ``uri`` (a no-op if it was not subscribed)."""
+        _check_uri("unsubscribe", uri)
+        await self._owner._on(server_name, lambda c: self._owner._subs(server_name).unsubscribe(c, uri))
 
     def on_updated(self, server_name: str, handler: Callable[[dict[str, Any]], Any]) -> None:
         """Call ``handler({"uri": ...})`` (sync or async) for each ``notifications/resources/updated``
         from ``server_name`` (Mastra's ``resources.onUpdated``); then read the resource again."""
-        if not callable(handler):
-            raise TypeError(
-                f"resources.on_updated(handler=...) must be callable, got {type(handler).__name__}"
-            )
-        self._owner._connection(server_name).resource_listeners.append(handler)
+        _check_handler("resources.on_updated", handler)
+        self._owner._subs(server_name).on_updated.append(handler)
 
-    async def unsubscribe(self, server_name: str, uri: str) -> None:
-        async def one(client: Client) -> None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", MCPDeprecationWarning)
-                await client.unsubscribe_resource(uri)
+    async def on_list_changed(self, server_name: str, handler: Callable[[], Any]) -> None:
+        """Call ``handler()`` when ``server_name``'s resource list changes (Mastra's
+        ``resources.onListChanged``); on 2026-07-28 this opts the listen stream in."""
+        await self._owner._on_list_changed(server_name, "resources", handler)
 
-        await self._owner._on(server_name, one)
+
+def _check_uri(method: str, uri: Any) -> None:
+    if not isinstance(uri, str) or not uri:
+        raise ValueError(f"resources.{method}(uri=...) must be a non-empty string, got {uri!r}")
+
+
+def _check_handler(where: str, handler: Any) -> None:
+    if not callable(handler):
+        raise TypeError(f"{where}(handler=...) must be callable, got {type(handler).__name__}")
 
 
 class _Prompts:
@@ -127,6 +126,10 @@ class _Prompts:
             return _dump(await client.get_prompt(name, dict(args) if args else None))
 
         return await self._owner._on(server_name, one)
+
+    async def on_list_changed(self, server_name: str, handler: Callable[[], Any]) -> None:
+        """Call ``handler()`` when ``server_name``'s prompt list changes (Mastra's ``prompts.onListChanged``)."""
+        await self._owner._on_list_changed(server_name, "prompts", handler)
 
 
 class MCPClient:
@@ -203,6 +206,19 @@ class MCPClient:
                 log.info("MCP server %r: session lost (%s); reconnecting once", server_name, exc)
                 await connection.reconnect()
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _subs(self, server_name: str) -> Subscriptions:
+        return self._connection(server_name).subscriptions
+
+    async def _on_list_changed(self, server_name: str, kind: ListKind, handler: Callable[[], Any]) -> None:
+        _check_handler(f"{kind}.on_list_changed" if kind != "tools" else "on_tool_list_changed", handler)
+        subscriptions = self._subs(server_name)
+        subscriptions.on_list_changed[kind].append(handler)
+        await self._on(server_name, lambda c: subscriptions.want_list(c, kind))
+
+    async def on_tool_list_changed(self, server_name: str, handler: Callable[[], Any]) -> None:
+        """Call ``handler()`` when ``server_name``'s tool list changes; then `list_tools` again."""
+        await self._on_list_changed(server_name, "tools", handler)
 
     async def _each(
         self, request: Callable[[Client], Awaitable[_T]], *, capability: str | None = None

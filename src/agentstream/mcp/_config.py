@@ -11,8 +11,10 @@ __all__ = ["DEFAULT_TIMEOUT", "HttpServer", "ServerSpec", "StdioServer", "parse_
 DEFAULT_TIMEOUT = 60.0
 """Seconds a request may wait for its answer (Mastra's default request timeout is 60 s too)."""
 
-_STDIO_KEYS = {"command", "args", "env", "cwd", "timeout"}
-_HTTP_KEYS = {"url", "headers", "timeout", "auth"}
+_STDIO_KEYS = {"command", "args", "env", "cwd", "timeout", "protocol_version"}
+_HTTP_KEYS = {"url", "headers", "timeout", "auth", "protocol_version"}
+PROTOCOL_VERSIONS = ("2025-11-25", "2026-07-28")
+"""What ``protocol_version`` may pin (Mastra's ``protocolVersion``); absent: negotiated."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,7 @@ class StdioServer:
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    protocol_version: str | None = None
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,7 @@ class HttpServer:
     url: str
     headers: Mapping[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    protocol_version: str | None = None
     auth: Any = None
     """An ``httpx2.Auth`` applied to every request: the SDK's ``OAuthClientProvider`` (OAuth 2.1
     with dynamic client registration; its ``storage`` is the token-storage seam), or any other."""
@@ -78,6 +82,12 @@ def _parse_one(name: str, raw: Any) -> ServerSpec:
             f"server (allowed: {sorted(allowed)})"
         )
     timeout = _timeout(name, raw)
+    version = raw.get("protocol_version")
+    if version is not None and version not in PROTOCOL_VERSIONS:
+        raise ValueError(
+            f"servers[{name!r}].protocol_version must be one of {list(PROTOCOL_VERSIONS)} "
+            f"(or absent, to negotiate), got {version!r}"
+        )
     if has_command:
         command, cwd = raw["command"], raw.get("cwd")
         if not isinstance(command, str) or not command:
@@ -90,6 +100,7 @@ def _parse_one(name: str, raw: Any) -> ServerSpec:
             env=_strings(name, "env", raw.get("env", {}), dict),
             cwd=cwd,
             timeout=timeout,
+            protocol_version=version,
         )
     url = str(raw["url"])
     if not url.startswith(("http://", "https://")):
@@ -101,7 +112,7 @@ def _parse_one(name: str, raw: Any) -> ServerSpec:
             f"got {type(auth).__name__}"
         )
     headers = _strings(name, "headers", raw.get("headers", {}), dict)
-    return HttpServer(url=url, headers=headers, timeout=timeout, auth=auth)
+    return HttpServer(url=url, headers=headers, timeout=timeout, auth=auth, protocol_version=version)
 
 
 def parse_servers(servers: Any) -> dict[str, ServerSpec]:

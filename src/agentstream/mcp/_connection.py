@@ -20,6 +20,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY
 from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
@@ -28,7 +29,10 @@ from mcp_types import (
     ErrorData,
     Implementation,
     LoggingMessageNotificationParams,
+    PromptListChangedNotification,
+    ResourceListChangedNotification,
     ResourceUpdatedNotification,
+    ToolListChangedNotification,
 )
 
 from mcp import Client, StdioServerParameters
@@ -36,6 +40,7 @@ from mcp import Client, StdioServerParameters
 from ._config import HttpServer, ServerSpec, StdioServer
 from ._elicit_suspend import suspend_or_answer
 from ._errors import MCPConnectionError
+from ._subscriptions import ListKind, Subscriptions
 
 __all__ = ["Connection", "ElicitationHandler", "LogHandler"]
 
@@ -51,6 +56,15 @@ its params as JSON: ``{message, requestedSchema, ...}``) with ``{"action": "acce
 agent run (see `agentstream.mcp._elicit_suspend`)."""
 
 _T = TypeVar("_T")
+
+# 2025-11-25 list-change notifications, by the kind a handler registers for.
+_LIST_CHANGED: dict[type, ListKind] = {
+    ToolListChangedNotification: "tools",
+    PromptListChangedNotification: "prompts",
+    ResourceListChangedNotification: "resources",
+}
+# Backoff (seconds) between attempts to listen again after a subscription stream was lost.
+_REVIVE_FIRST, _REVIVE_MAX = 0.5, 30.0
 
 _CLIENT_INFO = Implementation(name="agentstream", version="1.0.0")
 
@@ -97,8 +111,10 @@ class Connection:
         self.spec = spec
         self._on_log = on_log
         self._on_elicitation = on_elicitation
-        self.resource_listeners: list[Callable[[dict[str, Any]], Any]] = []
-        """``resources.on_updated`` handlers: each gets ``{"uri": ...}`` per update notification."""
+        self.subscriptions = Subscriptions(name, on_lost=self._revive_soon)
+        """Subscribed URIs, list-change interest and their handlers; kept across sessions."""
+        self._revive: asyncio.Task[None] | None = None
+        self._closing_all = False
         self._lock = asyncio.Lock()
         self._client: Client | None = None
         self._owner: asyncio.Task[None] | None = None
@@ -114,20 +130,62 @@ class Connection:
         async with self._lock:
             if self._client is not None and self._owner is not None and not self._owner.done():
                 return self._client
-            await self._drop()
-            self._client = await self._open()
-            return self._client
+            return await self._renew()
 
     async def reconnect(self) -> Client:
         """Close the session (if any is left) and open a new one."""
         async with self._lock:
-            await self._drop()
-            self._client = await self._open()
-            return self._client
+            return await self._renew()
+
+    async def _renew(self) -> Client:
+        await self._drop()
+        client = self._client = await self._open()
+        try:  # a new session subscribes again; a failure leaves the session usable (as in Mastra)
+            await asyncio.wait_for(self.subscriptions.restore(client), self.timeout)
+        except Exception as exc:
+            log.warning("MCP server %r: could not restore subscriptions: %s", self.name, _describe(exc))
+        return client
 
     async def close(self) -> None:
-        async with self._lock:
-            await self._drop()
+        # Stop listening before the session goes, so its end is not taken for a lost stream.
+        self._closing_all = True
+        try:
+            revive, self._revive = self._revive, None
+            if revive is not None:
+                revive.cancel()
+                with contextlib.suppress(BaseException):
+                    await revive
+            await self.subscriptions.close()
+            async with self._lock:
+                await self._drop()
+        finally:
+            self._closing_all = False
+
+    def _revive_soon(self) -> None:
+        """A stream or session carrying subscriptions ended by itself: get them back in the
+        background (new session if needed), with backoff, until it works or the client closes."""
+        if self._closing_all or (self._revive is not None and not self._revive.done()):
+            return
+        self._revive = asyncio.get_running_loop().create_task(
+            self._revive_loop(), name=f"mcp-revive-{self.name}"
+        )
+
+    async def _revive_loop(self) -> None:
+        delay = _REVIVE_FIRST
+        while self.subscriptions.wanted:
+            await asyncio.sleep(delay)
+            try:
+                client = await self.client()
+                await asyncio.wait_for(self.subscriptions.ensure(client), self.timeout)
+                return
+            except Exception as exc:
+                log.warning(
+                    "MCP server %r: subscriptions not restored (%s); retrying in %gs",
+                    self.name,
+                    _describe(exc),
+                    min(delay * 2, _REVIVE_MAX),
+                )
+                delay = min(delay * 2, _REVIVE_MAX)
 
     async def _drop(self) -> None:
         owner, closing = self._owner, self._closing
@@ -186,9 +244,11 @@ class Connection:
         return sse_client(spec.url, headers=dict(spec.headers), timeout=spec.timeout, auth=spec.auth)
 
     async def _start(self, server: Any) -> Client:
+        pinned = self.spec.protocol_version
         client = Client(
             server,
-            mode="auto",
+            # pinned 2025-11-25: the initialize handshake; 2026-07-28: server/discover, checked below
+            mode="legacy" if pinned == "2025-11-25" else "auto",
             read_timeout_seconds=self.spec.timeout,
             logging_callback=self._logged,
             message_handler=self._notified,
@@ -213,6 +273,8 @@ class Connection:
                     ready.set_exception(exc)
                 elif not closing.is_set():
                     log.warning("MCP server %r: session lost: %s", self.name, _describe(exc))
+                    if self.subscriptions.wanted:
+                        self._revive_soon()
                 if isinstance(exc, asyncio.CancelledError):
                     raise
 
@@ -226,6 +288,14 @@ class Connection:
                 await owner
             raise
         self._owner, self._closing = owner, closing
+        spoken = opened.protocol_version
+        if pinned is not None and spoken != pinned:
+            await self._drop()
+            raise MCPConnectionError(
+                f"MCP server {self.name!r} speaks {spoken}, not the "
+                f"protocol_version {pinned} it is configured with",
+                server_name=self.name,
+            )
         return opened
 
     async def _elicited(self, context: Any, params: Any) -> ElicitResult | ErrorData:
@@ -243,16 +313,16 @@ class Connection:
             return ErrorData(code=INTERNAL_ERROR, message=f"elicitation handler failed: {exc}")
 
     async def _notified(self, message: Any) -> None:
-        if not isinstance(message, ResourceUpdatedNotification):
-            return  # requests are answered by the SDK; list changes are read when asked
-        params = message.params.model_dump(mode="json", by_alias=True, exclude_none=True)
-        for listener in list(self.resource_listeners):
-            try:
-                outcome = listener(params)
-                if isinstance(outcome, Awaitable):
-                    await outcome
-            except Exception:  # one handler's bug must not stop the session or the others
-                log.exception("MCP server %r: a resources.on_updated handler failed", self.name)
+        """2025-11-25 change notifications (requests are answered by the SDK). Frames of a
+        ``subscriptions/listen`` stream are teed here too: their stream delivers those."""
+        params = getattr(message, "params", None)
+        meta = getattr(params, "meta", None)
+        if isinstance(meta, dict) and SUBSCRIPTION_ID_META_KEY in meta:
+            return
+        if isinstance(message, ResourceUpdatedNotification):
+            await self.subscriptions.updated({"uri": message.params.uri})
+        elif type(message) in _LIST_CHANGED:
+            await self.subscriptions.list_changed(_LIST_CHANGED[type(message)])
 
     async def _logged(self, params: LoggingMessageNotificationParams) -> None:
         level = _LOG_LEVELS.get(str(params.level), logging.ERROR)

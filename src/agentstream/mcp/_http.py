@@ -77,6 +77,7 @@ class MCPHttpApp:
             self._owner = self._stop = self._manager = None
             if owner is None or stop is None:
                 return
+            self.server.notifier.close()  # listen streams end with their final result, not a cut
             stop.set()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(owner, timeout=10)

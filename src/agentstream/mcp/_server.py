@@ -17,7 +17,9 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import SubscriptionBus
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from .._abort import AbortController
@@ -26,6 +28,7 @@ from ..chunks import TextDelta, ToolOutput, to_jsonable
 from ..tools import Tool, ToolContext, ToolWriter, json_schema_of
 from ..workflows import Workflow
 from ._server_context import InputRequired, LogLevels, ServerToolContext, UnsupportedByClient
+from ._server_notify import Notifier, PromptNotifications, ResourceNotifications, ToolNotifications
 from ._server_resources import MCPPrompt, MCPResource, MCPResourceTemplate, ServedExtras
 
 __all__ = ["MCPServer"]
@@ -122,6 +125,24 @@ def _result(tool: Tool, result: Any) -> types.CallToolResult:
     return _text(result if isinstance(result, str) else _compact(result))
 
 
+class _Lowlevel(Server[Any]):
+    """The SDK server, advertising ``listChanged`` to 2025-11-25 clients: `MCPServer` sends list
+    changes when the app calls ``notify_list_changed`` (2026-07-28 derives it from
+    ``subscriptions/listen`` being served)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(True, True, True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 class _ProgressPump:
     """A tool's ``context.writer.write(x)`` calls, sent in order as MCP progress notifications.
 
@@ -187,6 +208,7 @@ class MCPServer:
         resource_templates: Sequence[MCPResourceTemplate] = (),
         prompts: Sequence[MCPPrompt] = (),
         id: str | None = None,
+        subscription_bus: SubscriptionBus | None = None,
     ) -> None:
         if not isinstance(name, str) or not name or not isinstance(version, str) or not version:
             raise ValueError(f"MCPServer needs a non-empty name and version, got {name!r}, {version!r}")
@@ -196,20 +218,31 @@ class MCPServer:
         self.agents = dict(agents or {})
         self.workflows = dict(workflows or {})
         _check_names(self.tools, self.agents, self.workflows)
-        self.extras = ServedExtras(resources, resource_templates, prompts)
+        self.notifier = Notifier(subscription_bus)
+        self.resources = ResourceNotifications(self.notifier)
+        """``notify_updated(uri=...)``, ``notify_list_changed()`` (Mastra's ``server.resources``)."""
+        self.prompts = PromptNotifications(self.notifier)
+        """``notify_list_changed()`` (Mastra's ``server.prompts``)."""
+        self.tool_actions = ToolNotifications(self.notifier)
+        """``notify_list_changed()`` after changing ``tools`` (Mastra's ``server.toolActions``)."""
+        self.extras = ServedExtras(resources, resource_templates, prompts, self.notifier)
         self.log_levels = LogLevels()
         with warnings.catch_warnings():
             # logging/setLevel is deprecated from 2026-07-28 on, but 2025-11-25 clients still use it
             warnings.simplefilter("ignore", MCPDeprecationWarning)
-            self.lowlevel: Server[Any] = Server(
+            self.lowlevel: Server[Any] = _Lowlevel(
                 name,
                 version=version,
                 instructions=instructions,
                 on_list_tools=self._on_list_tools,
                 on_call_tool=self._on_call_tool,
                 on_set_logging_level=self._on_set_logging_level,
+                on_subscriptions_listen=self.notifier.listen,
                 **self.extras.handlers(),
             )
+        self.lowlevel.add_notification_handler(
+            "notifications/initialized", types.NotificationParams, self.notifier.on_initialized
+        )
 
     # ------------------------------------------------------------------ listing
 

@@ -16,6 +16,8 @@ from typing import Any
 
 import mcp_types as types
 
+from ._server_notify import Notifier
+
 __all__ = ["MCPPrompt", "MCPResource", "MCPResourceTemplate", "ServedExtras"]
 
 ReadResult = str | bytes
@@ -90,7 +92,9 @@ class ServedExtras:
         resources: Sequence[MCPResource],
         templates: Sequence[MCPResourceTemplate],
         prompts: Sequence[MCPPrompt],
+        notifier: Notifier,
     ) -> None:
+        self.notifier = notifier
         self.resources = {r.uri: r for r in resources}
         self.templates = list(templates)
         self.prompts = {p.name: p for p in prompts}
@@ -112,8 +116,8 @@ class ServedExtras:
                 on_list_resources=self._list_resources,
                 on_list_resource_templates=self._list_templates,
                 on_read_resource=self._read,
-                on_subscribe_resource=self._subscribe,
-                on_unsubscribe_resource=self._subscribe,
+                on_subscribe_resource=self.notifier.on_subscribe,
+                on_unsubscribe_resource=self.notifier.on_unsubscribe,
             )
         if self.prompts:
             out.update(on_list_prompts=self._list_prompts, on_get_prompt=self._get_prompt)
@@ -172,10 +176,6 @@ class ServedExtras:
         from mcp.shared.exceptions import MCPError
 
         raise MCPError(code=-32002, message=f"Resource not found: {uri}")
-
-    async def _subscribe(self, ctx: Any, params: Any) -> types.EmptyResult:
-        # Accepted so clients may subscribe; served resources change only when the app says so.
-        return types.EmptyResult()
 
     async def _list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
         return types.ListPromptsResult(

@@ -419,6 +419,7 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         inputs: list[dict[str, Any]],
         *,
         message_id: str,
+        input_ids: Sequence[str | None] = (),
         load: bool = True,
         model: Any = None,
     ) -> AsyncIterator[Chunk]:
@@ -434,7 +435,8 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         failed turn's partial answer is not (Mastra's default, ``persistPartialOnAbort: false``).
         A turn blocked by a tripwire takes its user message out again, so that a refused prompt
         never reaches the model through the history of the next turn
-        (docs/decisions/issue-22-persistence.md). ``read_only`` turns and ``last_messages=False``
+        (docs/decisions/issue-22-persistence.md). ``input_ids``: the id each input was sent with, which
+        its stored message keeps (``None``: a new one). ``read_only`` turns and ``last_messages=False``
         store nothing (Mastra). ``updateWorkingMemory`` calls are not stored.
         """
         known: dict[str, list[float]] = {}
@@ -446,7 +448,7 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
             await self.ensure_thread(scope)
         saving = not scope.read_only and self._window(scope) is not False
         recorder = TurnRecorder(scope, now_ms=self._now_ms, skip_tools={WORKING_MEMORY_TOOL})
-        accepted = recorder.user_records(inputs) if saving else []
+        accepted = recorder.user_records(inputs, ids=input_ids) if saving else []
         await self.save(accepted)
         finished = broken = blocked = False
         try:

@@ -179,19 +179,26 @@ class TurnRecorder:
         return [*users, *self.assistant_records(message_id=message_id, now=base)]
 
     def user_records(
-        self, inputs: Sequence[Mapping[str, Any]], *, now: datetime | None = None
+        self,
+        inputs: Sequence[Mapping[str, Any]],
+        *,
+        now: datetime | None = None,
+        ids: Sequence[str | None] = (),
     ) -> list[MessageRecord]:
-        """The turn's new user message(s), as stored."""
+        """The turn's new user message(s), as stored; ``ids[i]`` (when given) is ``inputs[i]``'s id."""
         base = now or datetime.fromtimestamp(self._ms() / 1000, UTC)
         out: list[MessageRecord] = []
         i = 0
-        for message in inputs:
+        for index, message in enumerate(inputs):
             if message.get("role") != "user":
                 continue
             parts = _user_parts(message, self._ms())
+            given = ids[index] if index < len(ids) else None
             out.append(
                 MessageRecord(
-                    id=str(uuid.uuid4()),
+                    # a message sent with its id keeps it (Mastra's MessageList): a client that shows
+                    # it before the answer (Studio's pending message) finds it again in the thread
+                    id=given or str(uuid.uuid4()),
                     thread_id=self.scope.thread_id,
                     resource_id=self.scope.resource_id,
                     role="user",

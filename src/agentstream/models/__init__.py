@@ -49,7 +49,14 @@ from ._offline import OfflineModel
 from ._openai_chat import OpenAIChatModel, OpenAICompatible, convert_to_openai_chat_messages
 from ._openai_responses import OpenAIResponsesModel, convert_to_openai_responses_input
 from ._prompt import InvalidPromptError
-from ._router import MissingAPIKeyError, UnknownProviderError, register_model_factory, resolve_model
+from ._router import (
+    MissingAPIKeyError,
+    ProviderKey,
+    UnknownProviderError,
+    provider_keys,
+    register_model_factory,
+    resolve_model,
+)
 from ._vertex import VertexModel
 
 __all__ = [
@@ -75,6 +82,7 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAICompatible",
     "OpenAIResponsesModel",
+    "ProviderKey",
     "ProviderMetadata",
     "RawPart",
     "ReasoningDeltaPart",
@@ -100,6 +108,7 @@ __all__ = [
     "convert_to_anthropic_messages",
     "convert_to_openai_chat_messages",
     "convert_to_openai_responses_input",
+    "provider_keys",
     "register_model_factory",
     "resolve_model",
 ]

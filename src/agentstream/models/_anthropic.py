@@ -26,7 +26,7 @@ from ._base import (
     ToolInputStartPart,
     ToolResultPart,
 )
-from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings
+from ._http import TransportOptions, _EndingTransformer, _HTTPStreamingModel, _Transformer, call_settings
 from ._prompt import (
     InvalidPromptError,
     camel_to_snake,
@@ -251,7 +251,7 @@ def json_response_tool(
     }
 
 
-class _AnthropicTransformer(_Transformer):
+class _AnthropicTransformer(_EndingTransformer):
     """Messages API events → V2 parts. In ``json_mode`` the forced ``json`` tool's input is the text
     (``text-start``/``-delta``/``-end`` with the block index as id), other text is dropped and
     ``tool_use`` finishes as ``stop``."""
@@ -271,15 +271,6 @@ class _AnthropicTransformer(_Transformer):
         self.cached: int | None = None
         self.cache_creation: int | None = None
         self.stop_sequence: str | None = None
-        self.errored = False
-        self.stopped = False
-
-    def invalid_chunk(self) -> None:
-        self.errored = True
-
-    @property
-    def ended(self) -> bool:
-        return self.stopped or self.errored
 
     def _usage(self, usage: dict[str, Any]) -> None:
         self.raw_usage.update(usage)
@@ -312,7 +303,7 @@ class _AnthropicTransformer(_Transformer):
         if kind == "message_delta":
             delta = value.get("delta") or {}
             if "stop_reason" in delta:
-                self.stopped = True
+                self.done = True
                 self.finish_reason = map_anthropic_stop_reason(delta.get("stop_reason"))
                 if self.json_mode and self.finish_reason == "tool-calls":
                     self.finish_reason = "stop"
@@ -334,7 +325,7 @@ class _AnthropicTransformer(_Transformer):
             )
             return [{"type": "error", "error": error}]
         if kind == "message_stop":
-            self.stopped = True
+            self.done = True
         return []  # ping, unknown future events
 
     def _start(self, index: int, block: dict[str, Any]) -> list[StreamPart]:

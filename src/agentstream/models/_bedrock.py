@@ -25,7 +25,7 @@ from typing_extensions import Unpack
 from ._base import CallOptions, FinishReason, StreamPart, ToolCallPart, ToolInputStartPart, ToolResultPart
 from ._bedrock_prompt import bedrock_tool_config, convert_to_bedrock_messages
 from ._errors import MissingAPIKeyError
-from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings
+from ._http import TransportOptions, _EndingTransformer, _HTTPStreamingModel, _Transformer, call_settings
 
 __all__ = ["BedrockModel", "map_bedrock_stop_reason"]
 
@@ -75,7 +75,7 @@ def _botocore() -> Any:
     return importlib.import_module("botocore")
 
 
-class _BedrockTransformer(_Transformer):
+class _BedrockTransformer(_EndingTransformer):
     end_marker = "messageStop"
 
     def __init__(self, model: BedrockModel) -> None:
@@ -84,15 +84,6 @@ class _BedrockTransformer(_Transformer):
         self.finish_reason: FinishReason = "unknown"
         self.usage: dict[str, Any] = {"inputTokens": None, "outputTokens": None, "totalTokens": None}
         self.metadata: dict[str, Any] = {}
-        self.stopped = False
-        self.errored = False
-
-    @property
-    def ended(self) -> bool:
-        return self.stopped or self.errored
-
-    def invalid_chunk(self) -> None:
-        self.errored = True
 
     def feed(self, event: str, value: Any) -> list[StreamPart]:
         if event.startswith("exception:") or event in _EXCEPTIONS:
@@ -104,7 +95,7 @@ class _BedrockTransformer(_Transformer):
         if event == "contentBlockStop":
             return self._stop(value["contentBlockIndex"])
         if event == "messageStop":
-            self.stopped = True
+            self.done = True
             self.finish_reason = map_bedrock_stop_reason(value.get("stopReason"))
             if value.get("additionalModelResponseFields") is not None:
                 self.metadata["additionalModelResponseFields"] = value["additionalModelResponseFields"]

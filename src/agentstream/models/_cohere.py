@@ -23,7 +23,7 @@ from typing_extensions import Unpack
 
 from ._base import CallOptions, FinishReason, SourcePart, StreamPart
 from ._cohere_prompt import cohere_tools, convert_to_cohere_messages
-from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings
+from ._http import TransportOptions, _EndingTransformer, _HTTPStreamingModel, _Transformer, call_settings
 
 __all__ = ["CohereModel", "cohere_response_events", "map_cohere_finish_reason"]
 
@@ -114,7 +114,7 @@ def _arguments(raw: str) -> str:
         return raw  # invalid JSON stays as sent: the tool runner reports it
 
 
-class _CohereTransformer(_Transformer):
+class _CohereTransformer(_EndingTransformer):
     end_marker = "message-end"
 
     def __init__(self, model: CohereModel) -> None:
@@ -125,15 +125,6 @@ class _CohereTransformer(_Transformer):
         self.tool_plan = ""
         self.finish_reason: FinishReason = "unknown"
         self.usage: dict[str, Any] | None = None
-        self.done = False
-        self.errored = False
-
-    @property
-    def ended(self) -> bool:
-        return self.done or self.errored
-
-    def invalid_chunk(self) -> None:
-        self.errored = True
 
     def feed(self, event: str, value: Any) -> list[StreamPart]:
         if not isinstance(value, dict):

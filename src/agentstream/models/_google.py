@@ -33,7 +33,7 @@ from ._base import (
     ToolInputStartPart,
 )
 from ._google_prompt import convert_to_google_contents, google_tools, openapi_schema
-from ._http import TransportOptions, _HTTPStreamingModel, _Transformer, call_settings
+from ._http import TransportOptions, _EndingTransformer, _HTTPStreamingModel, _Transformer, call_settings
 
 __all__ = ["GoogleModel", "map_google_finish_reason"]
 
@@ -88,7 +88,7 @@ def _signed(part: _Signable, signature: Any) -> _Signable:
     return part
 
 
-class _GoogleTransformer(_Transformer):
+class _GoogleTransformer(_EndingTransformer):
     end_marker = "a candidate's finishReason"
 
     def __init__(self, model: GoogleModel, *, json_tool: bool) -> None:
@@ -103,15 +103,6 @@ class _GoogleTransformer(_Transformer):
         self.finish_reason: FinishReason = "unknown"
         self.usage: dict[str, Any] = {"inputTokens": None, "outputTokens": None, "totalTokens": None}
         self.metadata: dict[str, Any] | None = None
-        self.done = False
-        self.errored = False
-
-    @property
-    def ended(self) -> bool:
-        return self.done or self.errored
-
-    def invalid_chunk(self) -> None:
-        self.errored = True
 
     def feed(self, event: str, value: Any) -> list[StreamPart]:
         if not isinstance(value, dict):

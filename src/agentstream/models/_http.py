@@ -155,6 +155,21 @@ class _Transformer:
         raise NotImplementedError
 
 
+class _EndingTransformer(_Transformer):
+    """A transformer for a provider that marks the response's end in an event: once it has, or an
+    event could not be decoded (the response then finishes with ``error``), nothing more is read."""
+
+    done = False
+    errored = False
+
+    @property
+    def ended(self) -> bool:
+        return self.done or self.errored
+
+    def invalid_chunk(self) -> None:
+        self.errored = True
+
+
 class TransportOptions(TypedDict, total=False):
     """How a provider reaches its server: the keyword arguments every HTTP model takes.
 

@@ -22,9 +22,11 @@ from ._openai_responses import OpenAIResponsesModel
 
 __all__ = [
     "MissingAPIKeyError",
+    "ProviderKey",
     "UnknownProviderError",
     "known_providers",
     "offline_forced",
+    "provider_keys",
     "register_model_factory",
     "resolve_model",
 ]
@@ -100,6 +102,50 @@ def known_providers() -> list[str]:
             *_factories,
         }
     )
+
+
+# The key variables of the providers `_resolve` builds itself (any one of a tuple is enough).
+_NATIVE_KEYS: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "azure": ("AZURE_API_KEY", "AZURE_OPENAI_API_KEY"),
+    "bedrock": ("AWS_BEARER_TOKEN_BEDROCK", "AWS_ACCESS_KEY_ID"),
+    "bedrock-mantle": ("AWS_BEARER_TOKEN_BEDROCK",),
+    "cohere": ("COHERE_API_KEY",),
+    "google": ("GOOGLE_GENERATIVE_AI_API_KEY", "GEMINI_API_KEY"),
+    "vertex": ("GOOGLE_VERTEX_API_KEY",),
+}
+
+
+@dataclass(frozen=True)
+class ProviderKey:
+    """A provider `resolve_model` routes to, and whether this process can call it now."""
+
+    id: str
+    """The prefix of its model strings (``openai`` in ``openai/gpt-4o-mini``)."""
+    env: tuple[str, ...]
+    """The environment variables its key is read from (empty: it needs none)."""
+    connected: bool
+    """A key is set (or none is needed: local servers, the offline models, registered factories)."""
+
+
+def provider_keys() -> list[ProviderKey]:
+    """Every provider prefix (but the ``openai.chat`` / ``openai.responses`` spellings of
+    ``openai``) with its key variables, by id. Nothing is called: "connected" means a key is set."""
+    out: list[ProviderKey] = []
+    for prefix in known_providers():
+        if "." in prefix:
+            continue
+        compat = _COMPAT.get(prefix)
+        env: tuple[str, ...]
+        if compat is not None:
+            env = (compat.key_env,) if compat.key_env else ()
+            needed = compat.key_required
+        else:
+            env = _NATIVE_KEYS.get(prefix, ())
+            needed = bool(env)
+        connected = not needed or any(os.environ.get(name) for name in env)
+        out.append(ProviderKey(prefix, env, connected))
+    return out
 
 
 OFFLINE_ENV = "AGENTSTREAM_OFFLINE"

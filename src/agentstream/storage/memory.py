@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from .._wellformed import copy_record, dumps_wellformed, loads_wellformed
 from ._base import BaseStore, Page, TaskCondition, TaskQuery
 from ._observed import page_of, run_matches, trace_matches
 from ._records import (
@@ -24,7 +25,6 @@ from ._records import (
     WorkflowSnapshotRecord,
     utc_now,
 )
-from ._wellformed import copy_record, dumps_wellformed, loads_wellformed
 
 __all__ = ["InMemoryStore"]
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from .._wellformed import dumps_wellformed, loads_wellformed
 from ._records import (
     MessageRecord,
     NotFoundError,
@@ -26,7 +27,6 @@ from ._sql import (
     check_migrations,
 )
 from ._sqlstore import Row, SQLStore
-from ._wellformed import dumps_wellformed, loads_wellformed
 
 __all__ = ["SQLiteStore"]
 

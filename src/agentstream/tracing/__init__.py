@@ -31,13 +31,19 @@ from typing import TYPE_CHECKING, Any
 from ._background import TaskParent, dispatch_parent, traced_task
 from ._owner import current_trace_resource, traced_for
 from ._propagation import incoming_trace
-from ._settings import InstrumentationSettings, check_instrument_option, instrument, settings_for
+from ._settings import (
+    InstrumentationSettings,
+    check_instrument_option,
+    global_settings,
+    instrument,
+    settings_for,
+)
 from ._tree import format_span_tree
 from ._workflow import workflow_run_span, workflow_step_span
 
 if TYPE_CHECKING:
     from ..models import LanguageModel
-    from ._recorder import SpanRecorder, flush_spans, record_spans
+    from ._recorder import AppRecording, SpanRecorder, flush_spans, record_spans, record_spans_while_serving
     from ._run import RunTrace
 else:
 
@@ -46,7 +52,13 @@ else:
             from ._run import RunTrace
 
             return RunTrace
-        if name in ("SpanRecorder", "flush_spans", "record_spans"):  # the SDK, only when asked for
+        if name in (
+            "AppRecording",
+            "SpanRecorder",
+            "flush_spans",
+            "record_spans",
+            "record_spans_while_serving",
+        ):  # the SDK, only when asked for
             from . import _recorder
 
             return getattr(_recorder, name)
@@ -54,6 +66,7 @@ else:
 
 
 __all__ = [
+    "AppRecording",
     "InstrumentationSettings",
     "RunTrace",
     "SpanRecorder",
@@ -63,9 +76,11 @@ __all__ = [
     "dispatch_parent",
     "flush_spans",
     "format_span_tree",
+    "global_settings",
     "incoming_trace",
     "instrument",
     "record_spans",
+    "record_spans_while_serving",
     "trace_run",
     "traced_for",
     "traced_task",

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from ..storage import SpanRecord, Storage
 
-__all__ = ["SpanRecorder", "flush_spans", "record_spans"]
+__all__ = ["AppRecording", "SpanRecorder", "flush_spans", "record_spans", "record_spans_while_serving"]
 
 log = logging.getLogger("agentstream.tracing")
 
@@ -47,6 +47,7 @@ class SpanRecorder(SpanProcessor):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
+        self._stopped = False
         _recorders.add(self)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
@@ -56,7 +57,7 @@ class SpanRecorder(SpanProcessor):
                 self._owners[span.context.span_id] = owner
 
     def on_end(self, span: ReadableSpan) -> None:
-        if span.context is None:
+        if span.context is None or self._stopped:
             return
         with self._lock:
             owner = self._owners.pop(span.context.span_id, None)
@@ -127,6 +128,8 @@ class SpanRecorder(SpanProcessor):
         await self._save_pending()
 
     def shutdown(self) -> None:
+        # An SDK provider cannot drop a processor: a stopped recorder stays on it and saves nothing.
+        self._stopped = True
         _recorders.discard(self)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -156,3 +159,65 @@ def record_spans(
     provider.add_span_processor(recorder)
     instrument(provider, include_content=include_content)
     return recorder
+
+
+class AppRecording:
+    """The spans an app keeps while it serves (`record_spans_while_serving`): `stop` when it stops."""
+
+    def __init__(self, recorder: SpanRecorder | None, settings: Any = None, provider: Any = None) -> None:
+        self.recorder = recorder
+        """``None``: nothing recorded here (already recorded, or no SDK to record with)."""
+        self._settings = settings
+        self._provider = provider
+
+    async def stop(self) -> None:
+        """Save what has ended, stop saving, and switch off the tracing this started (only if it
+        is still the one in force: an app may have switched on its own since)."""
+        from ._settings import global_settings, instrument
+
+        if self.recorder is None:
+            return
+        await self.recorder.flush()
+        self.recorder.shutdown()
+        if self._settings is not None and global_settings() is self._settings:
+            instrument(enabled=False)
+        if self._provider is not None:
+            self._provider.shutdown()
+
+
+def record_spans_while_serving(storage: Storage) -> AppRecording:
+    """What ``create_app`` does when it starts serving: every agent and workflow run traced into
+    ``storage`` (Studio's traces), prompts and answers included, unless that is done already.
+
+    * spans already recorded into ``storage`` (the app called `record_spans` itself): nothing more;
+    * tracing already switched on (`instrument`, ``agentstream serve --trace``) with an SDK
+      provider: a recorder is added to that provider, under the app's own ``include_content``;
+    * tracing on with a provider that is not the SDK's: nothing is recorded (a warning says so);
+    * otherwise `record_spans`, undone by `AppRecording.stop`.
+
+    Without the OpenTelemetry SDK (the ``otel`` extra) nothing is recorded and a warning says how
+    to get it: serving must not need it.
+    """
+    from ._settings import global_settings
+
+    if any(recorder.storage is storage for recorder in list(_recorders)):
+        return AppRecording(None)
+    current = global_settings()
+    if current is None:
+        recorder = record_spans(storage)
+        ours = global_settings()
+        return AppRecording(recorder, ours, ours.tracer_provider if ours is not None else None)
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider as SdkProvider
+
+    provider = current.tracer_provider or trace.get_tracer_provider()
+    if not isinstance(provider, SdkProvider):
+        log.warning(
+            "tracing is on with a %s, not an OpenTelemetry SDK TracerProvider: no trace is kept for "
+            "Studio (call record_spans(storage, tracer_provider=...) with an SDK provider)",
+            type(provider).__name__,
+        )
+        return AppRecording(None)
+    recorder = SpanRecorder(storage)
+    provider.add_span_processor(recorder)
+    return AppRecording(recorder)

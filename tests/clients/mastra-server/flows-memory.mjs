@@ -7,39 +7,16 @@
 //
 // The agent's memory must have working memory enabled. Prints "PASS (n) …" / "FAIL (n) …" lines,
 // then "RESULT p/t"; exit 0 when all passed.
-import { MastraClient } from '@mastra/client-js';
+import { arg, check, clientFor, expect, report, short } from './flows-common.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-};
 const baseUrl = arg('--base-url');
 const agentId = arg('--agent', 'helper');
 const token = arg('--token');
 const otherToken = arg('--other-token');
-const client = (t = token) => new MastraClient({ baseUrl, retries: 0, headers: t ? { authorization: `Bearer ${t}` } : {} });
+const client = (t = token) => clientFor(baseUrl, t);
 const nonce = Math.random().toString(36).slice(2, 8);
 const resourceId = arg('--resource', `user-${nonce}`);
 const threadId = `thread-${nonce}`;
-
-const short = (v, n = 200) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return (s ?? String(v)).length > n ? `${s.slice(0, n)}…` : s;
-};
-class CheckFailed extends Error {}
-const expect = (cond, why) => { if (!cond) throw new CheckFailed(why); };
-let passed = 0;
-let total = 0;
-async function check(n, what, fn) {
-  total += 1;
-  try {
-    const detail = await fn();
-    passed += 1;
-    console.log(`PASS (${n}) ${what}${detail ? `: ${short(detail, 300)}` : ''}`);
-  } catch (e) {
-    console.log(`FAIL (${n}) ${what}: ${short(e?.message ?? e, 400)}`);
-  }
-}
 const textOf = (m) => (m?.content?.parts ?? []).filter((p) => p.type === 'text').map((p) => p.text).join('');
 
 await check(1, 'getMemoryStatus and getMemoryConfig', async () => {
@@ -119,5 +96,4 @@ await check(6, 'thread.delete', async () => {
   expect(status === 404, `get after delete answered ${status ?? 'success'}`);
 });
 
-console.log(`RESULT ${passed}/${total}`);
-process.exit(passed === total ? 0 : 1);
+report();

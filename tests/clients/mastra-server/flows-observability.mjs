@@ -6,36 +6,13 @@
 //   node flows-observability.mjs --base-url http://127.0.0.1:PORT [--token T --other-token U]
 //
 // Prints "PASS (n) …" / "FAIL (n) …" lines, then "RESULT p/t"; exit 0 when all passed.
-import { MastraClient } from '@mastra/client-js';
+import { arg, check, clientFor, expect, report, short } from './flows-common.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-};
 const baseUrl = arg('--base-url');
 const token = arg('--token');
 const otherToken = arg('--other-token');
 const agentId = arg('--agent', 'demo');
-const client = (t = token) => new MastraClient({ baseUrl, retries: 0, headers: t ? { authorization: `Bearer ${t}` } : {} });
-
-const short = (v, n = 200) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return (s ?? String(v)).length > n ? `${s.slice(0, n)}…` : s;
-};
-class CheckFailed extends Error {}
-const expect = (cond, why) => { if (!cond) throw new CheckFailed(why); };
-let passed = 0;
-let total = 0;
-async function check(n, what, fn) {
-  total += 1;
-  try {
-    const detail = await fn();
-    passed += 1;
-    console.log(`PASS (${n}) ${what}${detail ? `: ${short(detail, 300)}` : ''}`);
-  } catch (e) {
-    console.log(`FAIL (${n}) ${what}: ${short(e?.message ?? e, 400)}`);
-  }
-}
+const client = (t = token) => clientFor(baseUrl, t);
 
 const nonce = Math.random().toString(36).slice(2, 8);
 await client().getAgent(agentId).generate("What's the weather in Paris?", { memory: { thread: `obs-${nonce}`, resource: token ? 'alice' : `obs-user-${nonce}` } });
@@ -98,5 +75,4 @@ if (otherToken) {
   });
 }
 
-console.log(`RESULT ${passed}/${total}`);
-process.exit(passed === total ? 0 : 1);
+report();

@@ -8,12 +8,8 @@
 //   node flows-studio.mjs --base-url URL --studio-url URL --chromium PATH --shots DIR [--agent demo]
 //
 // Prints "PASS (n) …" / "FAIL (n) …" lines, then "RESULT p/t"; exit 0 when all passed.
-import { MastraClient } from '@mastra/client-js';
+import { CheckFailed, arg, check, clientFor, expect, report, short } from './flows-common.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-};
 const baseUrl = arg('--base-url').replace(/\/$/, '');
 const studioUrl = arg('--studio-url').replace(/\/$/, '');
 const chromiumPath = arg('--chromium', '/usr/bin/chromium');
@@ -21,26 +17,7 @@ const shots = arg('--shots', '.');
 const agentId = arg('--agent', 'demo');
 const WORKFLOW = 'publish-article';
 const nonce = Math.random().toString(36).slice(2, 8);
-const client = new MastraClient({ baseUrl, retries: 0 });
-
-const short = (v, n = 300) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return (s ?? String(v)).length > n ? `${s.slice(0, n)}…` : s;
-};
-class CheckFailed extends Error {}
-const expect = (cond, why) => { if (!cond) throw new CheckFailed(why); };
-let passed = 0;
-let total = 0;
-async function check(n, what, fn) {
-  total += 1;
-  try {
-    const detail = await Promise.race([fn(), new Promise((_, r) => setTimeout(() => r(new Error('timed out after 90 s')), 90_000))]);
-    passed += 1;
-    console.log(`PASS (${n}) ${what}${detail ? `: ${short(detail)}` : ''}`);
-  } catch (e) {
-    console.log(`FAIL (${n}) ${what}: ${short(e?.message ?? e, 600)}`);
-  }
-}
+const client = clientFor(baseUrl);
 
 // --- the data, made through the API as a Studio user's app would -------------------------------
 const threadId = `studio-thread-${nonce}`;
@@ -152,11 +129,15 @@ try {
       expect(status === 'success', `the run resumed from Studio is ${status}`);
       const result = await client.getWorkflow(WORKFLOW).runById(mine.runId, { fields: ['result'] });
       expect(result.result?.published === true, `result ${short(result.result)}`);
-      await p.waitForTimeout(1000);
-      return `run ${mine.runId} started and resumed in Studio: ${short(result.result)}`;
+      // the "Recent runs" list (polled every 5 s) shows the finished run with the success icon,
+      // the suspended one (check 2's) with the suspended icon: Studio reads snapshot.status
+      const item = (id) => p.locator(`a[href*="${id}"]`).first();
+      await item(mine.runId).locator('[aria-label="success"]').waitFor({ state: 'visible', timeout: 20_000 });
+      const other = await item(run.runId).locator('[aria-label]').first().getAttribute('aria-label');
+      expect(other === 'suspended', `the suspended run's icon is ${other}`);
+      return `run ${mine.runId} started and resumed in Studio: ${short(result.result)}; runs list: success, suspended`;
     }, 'studio-workflow-resumed.png'));
 } finally {
   await browser.close();
 }
-console.log(`RESULT ${passed}/${total}`);
-process.exit(passed === total ? 0 : 1);
+report();

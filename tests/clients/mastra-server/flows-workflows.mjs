@@ -9,36 +9,13 @@
 // Prints "PASS (n) what: detail" / "FAIL (n) what: why" per check, then "RESULT p/t"; exit 0 when all
 // passed. With --token the client sends `Authorization: Bearer T`; --other-token is a second user,
 // who must not see the first one's runs.
-import { MastraClient } from '@mastra/client-js';
+import { arg, check, clientFor, expect, report, short } from './flows-common.mjs';
 
-const arg = (name, fallback) => {
-  const i = process.argv.indexOf(name);
-  return i >= 0 && i + 1 < process.argv.length ? process.argv[i + 1] : fallback;
-};
 const baseUrl = arg('--base-url');
 const token = arg('--token');
 const otherToken = arg('--other-token');
 const WORKFLOW = arg('--workflow', 'publish-article');
-const client = (t = token) => new MastraClient({ baseUrl, retries: 0, headers: t ? { authorization: `Bearer ${t}` } : {} });
-
-const short = (v, n = 200) => {
-  const s = typeof v === 'string' ? v : JSON.stringify(v);
-  return (s ?? String(v)).length > n ? `${s.slice(0, n)}…` : s;
-};
-class CheckFailed extends Error {}
-const expect = (cond, why) => { if (!cond) throw new CheckFailed(why); };
-let passed = 0;
-let total = 0;
-async function check(n, what, fn) {
-  total += 1;
-  try {
-    const detail = await Promise.race([fn(), new Promise((_, r) => setTimeout(() => r(new Error('timed out after 60 s')), 60_000))]);
-    passed += 1;
-    console.log(`PASS (${n}) ${what}${detail ? `: ${short(detail, 300)}` : ''}`);
-  } catch (e) {
-    console.log(`FAIL (${n}) ${what}: ${short(e?.message ?? e, 400)}`);
-  }
-}
+const client = (t = token) => clientFor(baseUrl, t);
 async function readAll(stream) {
   const out = [];
   const reader = stream.getReader();
@@ -147,5 +124,4 @@ if (otherToken) {
   });
 }
 
-console.log(`RESULT ${passed}/${total}`);
-process.exit(passed === total ? 0 : 1);
+report();

@@ -6,6 +6,10 @@ emoji, a tool that slices a string); ``JSON.stringify`` writes such a half as an
 itself. UTF-8 cannot carry a lone surrogate, so msgspec refuses to encode one and refuses to parse
 its escape. `dumps_wellformed` writes what ``JSON.stringify`` writes (a pair held as two code
 points becomes the one character it spells); `loads_wellformed` reads it back, lone halves kept.
+
+One module below both users: ``chunks`` (the wire codec) and ``storage`` (stored records, which a
+model's delta or a JavaScript client's text reaches too) import it; neither imports the other.
+PostgreSQL's jsonb refuses the escape as well: ``postgres.pg_json_text`` has its own spelling.
 """
 
 from __future__ import annotations
@@ -14,15 +18,16 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 
-__all__ = ["dumps_wellformed", "loads_wellformed", "wellformed_json_text"]
+__all__ = ["copy_record", "dumps_wellformed", "loads_wellformed", "wellformed_json_text"]
 
 _encode = msgspec.json.Encoder().encode
 _decode = msgspec.json.Decoder().decode
 _LONE = re.compile("[\ud800-\udfff]")
+_T = TypeVar("_T")
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -98,8 +103,9 @@ def dumps_wellformed(value: Any, default: Callable[[Any], Any] | None = None) ->
         pass
     try:
         return encode(_walk(value))
-    except UnicodeEncodeError:  # a key, or a value only ``default`` produced, holds the surrogate
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)
+    except UnicodeEncodeError:  # a key, a struct's field, or what only ``default`` made holds it
+        builtins = msgspec.to_builtins(value, enc_hook=default)
+        text = json.dumps(builtins, ensure_ascii=False, separators=(",", ":"))
         return wellformed_json_text(text).encode("utf-8")
 
 
@@ -117,3 +123,11 @@ def loads_wellformed(data: bytes | bytearray | memoryview | str) -> Any:
             return _lenient(raw)
         except (ValueError, UnicodeDecodeError):
             raise exc from None
+
+
+def copy_record(record: _T) -> _T:
+    """An independent copy of a record through JSON (what the SQL backends accept, surrogates too)."""
+    try:
+        return msgspec.json.decode(_encode(record), type=type(record))
+    except UnicodeEncodeError:
+        return msgspec.convert(loads_wellformed(dumps_wellformed(record)), type=type(record))

@@ -1,6 +1,6 @@
-"""Lone UTF-16 surrogates in chunk JSON (``chunks._wellformed``): written byte for byte as node's
+"""Lone UTF-16 surrogates in JSON (``agentstream._wellformed``, behind ``chunks`` and ``storage``): written byte for byte as node's
 ``JSON.stringify`` writes them, read back as the same halves, through every chunk encoding
-(``encode_chunk``, JSON lines, SSE frames, UI chunks)."""
+(``encode_chunk``, JSON lines, SSE frames, UI chunks) and through a stored record's copy."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import subprocess
 import msgspec
 import pytest
 
+from agentstream._wellformed import copy_record
 from agentstream.ai_sdk import decode_ui_chunk, encode_sse_frame, encode_ui_chunk
 from agentstream.chunks import (
     TextDelta,
@@ -105,3 +106,16 @@ def test_a_chunk_and_its_json_lines_keep_the_halves() -> None:
     out = io.BytesIO()
     write_jsonl([chunk, chunk], out)
     assert list(iter_jsonl(out.getvalue().splitlines())) == [chunk, chunk]
+
+
+class _Record(msgspec.Struct):
+    title: str
+    tags: list[str]
+
+
+def test_a_struct_holding_a_half_is_written_and_copied_with_it() -> None:
+    # storage hands structs (records) to the same helper; a struct field is not walked like a dict
+    record = _Record(title="x\ud83d", tags=["\ude00y"])
+    assert dumps_wellformed(record) == b'{"title":"x\\ud83d","tags":["\\ude00y"]}'
+    copy = copy_record(record)
+    assert copy == record and copy is not record and copy.tags is not record.tags
