@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Mapping
 from urllib.parse import unquote
 
 from starlette.requests import Request
@@ -38,6 +39,7 @@ __all__ = [
     "ANSWER_LOST",
     "DEFAULT_STOP_TIMEOUT_S",
     "STORE_UNAVAILABLE",
+    "check_runner",
     "claim",
     "resume_route",
     "route_jobs",
@@ -64,6 +66,29 @@ def route_jobs(where: str, jobs: Jobs | StreamStore | None, stream_store: Stream
             stacklevel=3,
         )
     return Jobs.shared(store)
+
+
+def check_runner(
+    where: str,
+    runner: object,
+    protocol: type,
+    store: StreamStore | None,
+    local: Mapping[str, object],
+    hint: str,
+) -> None:
+    """Refuse a ``runner`` that is not a ``protocol`` (``ChatRunner``, ``WorkflowRunner``), one
+    without the store its workers write to, and the ``local`` settings given (callables and
+    defaults, which cannot travel to a worker: ``hint`` says where they go instead)."""
+    if not isinstance(runner, protocol):
+        raise TypeError(f"{where}(runner=...): expected a {protocol.__name__}, got {type(runner).__name__}")
+    if store is None:
+        raise ValueError(f"{where}(runner=...) needs the stream_store its workers write to")
+    given = sorted(name for name, value in local.items() if value)
+    if given:
+        raise ValueError(
+            f"{where}(runner=...): {', '.join(given)} cannot travel to a worker; configure "
+            f"{'them' if len(given) > 1 else 'it'} on the workers ({hint})"
+        )
 
 
 async def claim(jobs: Jobs, chat_id: str, owner: str | None) -> str:

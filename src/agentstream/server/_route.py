@@ -41,7 +41,7 @@ from ..tracing import incoming_trace
 from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import owner_key, principal_stream_owner, stream_owner
-from ._resume import claim, route_jobs
+from ._resume import check_runner, claim, route_jobs
 
 RequestContextHook = Callable[
     [Any, object], "Mapping[str, Any] | RequestContext | Awaitable[Mapping[str, Any]]"
@@ -49,6 +49,9 @@ RequestContextHook = Callable[
 """``(request, principal) -> mapping`` (may be async): a run's request context, built on the server."""
 
 __all__ = ["chat_route"]
+
+_WORKER_SETTINGS = ("default_options", "experimental_transform", "on_error", "message_metadata")
+"""`chat_route`'s settings that belong to the workers when a runner answers (callables, defaults)."""
 
 
 def _json_kind(value: Any) -> str:
@@ -58,32 +61,6 @@ def _json_kind(value: Any) -> str:
         return "a boolean"
     kinds = {str: "a string", list: "an array", int: "a number", float: "a number"}
     return kinds.get(type(value), type(value).__name__)
-
-
-def _check_runner(
-    runner: object,
-    store: StreamStore | None,
-    default_options: Mapping[str, Any] | None,
-    transform: object,
-    on_error: object,
-    metadata: object,
-) -> None:
-    if not isinstance(runner, ChatRunner):
-        raise TypeError(f"chat_route(runner=...): expected a ChatRunner, got {type(runner).__name__}")
-    if store is None:
-        raise ValueError("chat_route(runner=...) needs the stream_store its workers write to")
-    given = {
-        "default_options": default_options,
-        "experimental_transform": transform,
-        "on_error": on_error,
-        "message_metadata": metadata,
-    }
-    local = sorted(name for name, value in given.items() if value)
-    if local:
-        raise ValueError(
-            f"chat_route(runner=...): {', '.join(local)} cannot travel to a worker; configure them on "
-            "the workers (DurableWorker(chat_options=...))"
-        )
 
 
 async def _dispatch_turn(
@@ -206,9 +183,9 @@ def chat_route(
     served = route_jobs("chat_route", jobs, stream_store)
     stream_store = served.store
     if runner is not None:
-        _check_runner(
-            runner, stream_store, default_options, experimental_transform, on_error, message_metadata
-        )
+        settings = (default_options, experimental_transform, on_error, message_metadata)
+        local = dict(zip(_WORKER_SETTINGS, settings, strict=True))
+        check_runner("chat_route", runner, ChatRunner, stream_store, local, "DurableWorker(chat_options=...)")
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
     check_transform_factories(
         (default_options or {}).get("experimental_transform"), "chat_route(default_options=...)"

@@ -16,7 +16,7 @@ from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import owner_key, stream_owner
 from ._resume import check_stop_timeout, route_jobs
-from ._workflow_route import _check_runner
+from ._workflow_route import check_workflow_runner
 
 __all__ = ["cancel_workflow_run", "workflow_cancel_route"]
 
@@ -141,7 +141,7 @@ def workflow_cancel_route(
         )
     served = route_jobs("workflow_cancel_route", jobs, stream_store)
     if runner is not None:
-        _check_runner(runner, served.store, None)
+        check_workflow_runner("workflow_cancel_route", runner, served.store, None)
     check_stop_timeout(stop_timeout_s, "workflow_cancel_route")
     checks = guard or RequestGuard()
 

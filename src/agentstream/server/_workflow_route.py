@@ -42,21 +42,15 @@ from ..resumable import (
 from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import owner_key, principal_stream_owner, stream_owner
-from ._resume import _after, route_jobs
+from ._resume import _after, check_runner, route_jobs
 
 __all__ = ["workflow_route", "workflow_stream_route"]
 
 
-def _check_runner(runner: object, store: StreamStore | None, on_error: object) -> None:
-    if not isinstance(runner, WorkflowRunner):
-        raise TypeError(f"workflow_route(runner=...): expected a WorkflowRunner, got {type(runner).__name__}")
-    if store is None:
-        raise ValueError("workflow_route(runner=...) needs the stream_store its workers write to")
-    if on_error is not None:
-        raise ValueError(
-            "workflow_route(runner=...): on_error cannot travel to a worker; configure it on the "
-            "workers (DurableWorker(chat_options={'on_error': ...}))"
-        )
+def check_workflow_runner(where: str, runner: object, store: StreamStore | None, on_error: object) -> None:
+    """`check_runner` for a workflow route's runner (``on_error`` is the workers' setting then)."""
+    hint = "DurableWorker(chat_options={'on_error': ...})"
+    check_runner(where, runner, WorkflowRunner, store, {"on_error": on_error}, hint)
 
 
 async def _claim_run(jobs: Jobs, key: str, owner: str | None, run_id: str) -> str:
@@ -114,7 +108,7 @@ def workflow_route(
     served = route_jobs("workflow_route", jobs, stream_store)
     stream_store = served.store
     if runner is not None:
-        _check_runner(runner, stream_store, on_error)
+        check_workflow_runner("workflow_route", runner, stream_store, on_error)
     checks = guard or RequestGuard()
     options = WorkflowStreamOptions(
         version=version,
