@@ -238,6 +238,8 @@ class LocalJob:
     stream_id: str | None
     abort: Callable[[], object]
     subject: Any = None
+    writer: asyncio.Task[None] | None = None
+    """The task writing its stream (`Jobs.run_here`)."""
 
 
 _SHARED: weakref.WeakKeyDictionary[StreamStore, Jobs] = weakref.WeakKeyDictionary()
@@ -320,7 +322,8 @@ class Jobs:
         not stop the job; `cancel` does, and (``supersede``) a new job under the same ``key``.
         ``abort`` stops the producing at once."""
         store = self.require_store()
-        forget = self._track(key, LocalJob(stream_id, abort, subject), supersede)
+        job = LocalJob(stream_id, abort, subject)
+        forget = self._track(key, job, supersede)
 
         async def produce() -> None:
             try:
@@ -336,10 +339,18 @@ class Jobs:
             self._tasks.discard(task)
             forget()
 
-        task = asyncio.create_task(produce(), name=f"record {stream_id}")
+        task = job.writer = asyncio.create_task(produce(), name=f"record {stream_id}")
         self._tasks.add(task)
         task.add_done_callback(done)
         return self.follow(stream_id)
+
+    async def settled(self, key: str) -> None:
+        """Wait until the stream of the key's job here is written to its end: for a caller whose
+        answer came from the job's live output (the Mastra API's legs), whose recording may still
+        be finishing when the next leg of the run is asked for."""
+        job = self._local.get(key)
+        if job is not None and job.writer is not None:
+            await asyncio.wait([job.writer])
 
     def track(
         self, key: str, chunks: AsyncIterator[Any], abort: Callable[[], object], *, subject: Any = None

@@ -62,6 +62,9 @@ class StoreLegs:
             path="runId",
         )
         key = mastra_workflow_stream_key(workflow_id, run_id)
+        # The run streams nothing live (the caller checked): a leg recorded here may still be
+        # writing its last chunks, which is no conflict.
+        await self.jobs.settled(key)
         if await self.store.active(key) is not None:
             raise conflict
         try:
