@@ -12,7 +12,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import pytest
 from dbos import DBOS, SetWorkflowID
@@ -21,7 +21,7 @@ from agentstream.agent import Agent
 from agentstream.agent._checkpoints import begin_checkpointed_run, set_checkpoint_seam
 from agentstream.chunks import chunk_to_dict
 from agentstream.durable import install_checkpoints
-from agentstream.durable._checkpoint import _IDS, DBOSCheckpoints
+from agentstream.durable._checkpoint import _IDS, DBOSCheckpoints, ModelStep
 from agentstream.models import APICallError, CallOptions, StreamPart
 from agentstream.testing import ScriptedModel
 from agentstream.tools import ToolContext, tool
@@ -327,3 +327,21 @@ async def read_two() -> list[str]:
     await stream.aclose()  # type: ignore[attr-defined]
     assert len(asyncio.all_tasks()) == before - 1
     return seen
+
+
+class NoLongerOwned(BaseException):
+    """As DBOS's fencing error: a `BaseException`, raised by a step of an execution that lost its workflow."""
+
+
+class FencedStep:
+    async def run_async(self, options: Any, func: Any) -> Any:
+        raise NoLongerOwned("workflow w is no longer owned by this execution")
+
+
+async def test_a_model_step_fenced_off_its_workflow_raises_to_the_loop_instead_of_hanging() -> None:
+    # Before: the step's task died with the BaseException and the reader waited for ever.
+    Env.executed = []
+    step = ModelStep(Endless(), {"prompt": []}, cast(Any, FencedStep()), cast(Any, None))
+    with pytest.raises(NoLongerOwned, match="no longer owned"):
+        await asyncio.wait_for(step.__anext__(), 30)
+    assert Env.executed == []  # the provider was never called

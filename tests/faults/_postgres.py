@@ -3,6 +3,13 @@
 Made from the binaries ``scripts/postgres.sh`` uses, on a free port, in a temporary directory the
 cluster's OS user owns (``postgres`` when the tests run as root: initdb refuses root). Loads
 ``pg_stat_statements`` so a test or a measurement can count the statements a process sends.
+
+``synchronous_commit`` stays on (PostgreSQL's default): `stop` is a crash (``-m immediate``), and with
+it off a crash loses the transactions committed in the last few hundred milliseconds (the WAL
+writer had not written them yet). The fault tests once lost that way a worker's claim of a turn
+and its DBOS workflow row, so the other worker claimed the turn again and ran its tool a second
+time: a database that forgets acknowledged commits, not a takeover. ``fsync`` can stay off: the
+operating system, which keeps what PostgreSQL wrote, does not crash here.
 """
 
 from __future__ import annotations
@@ -70,7 +77,7 @@ class OwnPostgres:
         with (self.data / "postgresql.conf").open("a") as conf:
             conf.write(
                 f"port = {self.port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '{self.base}'\n"
-                "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\nmax_connections = 200\n"
+                "fsync = off\nsynchronous_commit = on\nfull_page_writes = off\nmax_connections = 200\n"
                 "shared_preload_libraries = 'pg_stat_statements'\npg_stat_statements.track = all\n"
             )
 

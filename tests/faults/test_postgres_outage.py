@@ -80,11 +80,6 @@ def _answered(chat: Chat, procs: Processes) -> list[str]:
     return kinds
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="issue 28 open: after the outage the answer finishes with empty text (seen in the "
-    "fresh-clone CI of 939fa98 and on main since the merges); the tool still runs once",
-)
 def test_postgres_down_longer_than_a_lease_does_not_run_a_live_workers_tool_again(
     own_pg: OwnPostgres, cluster: Processes, tmp_path: Path
 ) -> None:

@@ -208,7 +208,13 @@ class ModelStep:
         name = f"agentstream.model:{self._model.provider}:{self._model.model_id}"
         try:
             record = await self._step.run_async({"name": name, "retries_allowed": False}, self._call)
-        except Exception as exc:  # the step could not be run or recorded (the system database)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:
+            # The step could not be run or recorded (the system database), or this execution no
+            # longer owns its workflow (DBOS raises a `BaseException` then, so that no handler of
+            # the loop takes it for a model error): the loop reading the queue gets it either way,
+            # instead of waiting for an end that never comes.
             self._queue.put_nowait(exc)
             return
         self._run.reserve_tool_steps(record["parts"])
