@@ -55,7 +55,7 @@ CHAT_OPTIONS = frozenset({"default_options", "experimental_transform", "on_error
 _PORTABLE = WorkflowSerializationFormat.PORTABLE
 
 
-class DurableChat(QueuedRunner):
+class DurableChat(QueuedRunner[ChatTurn]):
     """A `ChatRunner` running each chat turn on an `agentstream worker` sharing ``database_url``.
 
         runner = DurableChat("postgresql://postgres@127.0.0.1:54329/postgres")
@@ -71,12 +71,8 @@ class DurableChat(QueuedRunner):
     workflow_name = CHAT_WORKFLOW_NAME
     what = "this chat turn"
 
-    async def dispatch(self, turn: ChatTurn) -> None:
-        """Enqueue the turn (a turn already enqueued is not enqueued again)."""
-        await self._enqueue(turn)
 
-
-class DurableWorkflows(QueuedRunner):
+class DurableWorkflows(QueuedRunner[WorkflowJob]):
     """A `WorkflowRunner` running each workflow leg on an `agentstream worker` sharing ``database_url``.
 
         runner = DurableWorkflows("postgresql://postgres@127.0.0.1:54329/postgres")
@@ -90,10 +86,6 @@ class DurableWorkflows(QueuedRunner):
     queue_name = WORKFLOW_QUEUE_NAME
     workflow_name = WORKFLOW_RUN_NAME
     what = "this workflow run"
-
-    async def dispatch(self, job: WorkflowJob) -> None:
-        """Enqueue the leg (a leg already enqueued is not enqueued again)."""
-        await self._enqueue(job)
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import warnings
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import unquote
 
 from starlette.requests import Request
@@ -41,6 +41,7 @@ __all__ = [
     "STORE_UNAVAILABLE",
     "check_runner",
     "claim",
+    "follow_endpoint",
     "resume_route",
     "route_jobs",
     "stream_owner",
@@ -181,6 +182,31 @@ class SegmentRoute(Route):
         return Match.FULL, child
 
 
+def follow_endpoint(
+    jobs: Jobs, checks: RequestGuard, key_of: Callable[[Request], str], heartbeat_ms: float
+) -> Callable[[Request], Awaitable[Response]]:
+    """The ``GET`` endpoint of a job's stream (a chat's answer, a workflow run's leg): the job under
+    ``key_of(request)`` replayed from its start (``?after=N`` skips the first N chunks) and followed
+    to its end (`Jobs.follow`); 204 when nothing runs under the key, or when it belongs to another
+    principal (who learns nothing, not even that it exists)."""
+    store = jobs.require_store("a stream route")
+
+    async def start(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            return checks.preflight(request, "GET, OPTIONS")
+        principal = await checks.admit(request)
+        after = _after(request)
+        active = await store.active(key_of(request))
+        headers = checks.cors_headers(request)
+        if active is None or active.owner != principal_stream_owner(principal):
+            return Response(status_code=204, headers=headers)
+        return SSEStreamResponse(
+            jobs.follow(active.stream_id, after), heartbeat_ms=heartbeat_ms, headers=headers
+        )
+
+    return start
+
+
 def resume_route(
     jobs: Jobs | StreamStore,
     path: str = "/chat/{chat_id}/stream",
@@ -202,22 +228,9 @@ def resume_route(
     assert_valid_heartbeat_ms(heartbeat_ms)
     if "{chat_id}" not in path:
         raise ValueError("resume_route: the path needs a {chat_id} parameter")
-    served = route_jobs("resume_route", jobs)
-    store = served.require_store("resume_route")
     checks = guard or RequestGuard()
-
-    async def start(request: Request) -> Response:
-        if request.method == "OPTIONS":
-            return checks.preflight(request, "GET, OPTIONS")
-        principal = await checks.admit(request)
-        after = _after(request)
-        active = await store.active(chat_stream_key(_chat_id(request)))
-        headers = checks.cors_headers(request)
-        if active is None or active.owner != principal_stream_owner(principal):
-            return Response(status_code=204, headers=headers)
-        chunks = served.follow(active.stream_id, after)
-        return SSEStreamResponse(chunks, heartbeat_ms=heartbeat_ms, headers=headers)
-
+    served = route_jobs("resume_route", jobs)
+    start = follow_endpoint(served, checks, lambda request: chat_stream_key(_chat_id(request)), heartbeat_ms)
     return SegmentRoute(
         path, answering_errors(start, checks, "resume request"), methods=["GET", "OPTIONS"], name=name
     )

@@ -41,8 +41,8 @@ from ..resumable import (
 )
 from ._errors import answering_errors
 from ._guard import RequestGuard
-from ._owner import owner_key, principal_stream_owner, stream_owner
-from ._resume import _after, check_runner, route_jobs
+from ._owner import owner_key, stream_owner
+from ._resume import check_runner, follow_endpoint, route_jobs
 
 __all__ = ["workflow_route", "workflow_stream_route"]
 
@@ -185,25 +185,14 @@ def workflow_stream_route(
         raise ValueError(
             "workflow_stream_route: the path needs a {run_id} parameter, and {workflow_id} or workflow="
         )
-    served = route_jobs("workflow_stream_route", jobs)
-    store = served.require_store("workflow_stream_route")
     checks = guard or RequestGuard()
 
-    async def start(request: Request) -> Response:
-        if request.method == "OPTIONS":
-            return checks.preflight(request, "GET, OPTIONS")
-        principal = await checks.admit(request)
-        after = _after(request)
-        workflow_id = workflow or request.path_params["workflow_id"]
-        key = workflow_stream_key(workflow_id, request.path_params["run_id"])
-        active = await store.active(key)
-        headers = checks.cors_headers(request)
-        if active is None or active.owner != principal_stream_owner(principal):
-            return Response(status_code=204, headers=headers)
-        return SSEStreamResponse(
-            served.follow(active.stream_id, after), heartbeat_ms=heartbeat_ms, headers=headers
+    def key_of(request: Request) -> str:
+        return workflow_stream_key(
+            workflow or request.path_params["workflow_id"], request.path_params["run_id"]
         )
 
+    start = follow_endpoint(route_jobs("workflow_stream_route", jobs), checks, key_of, heartbeat_ms)
     return Route(
         path,
         answering_errors(start, checks, "workflow stream request"),
