@@ -6,7 +6,9 @@
 * ``convert_ui_messages``: the UI messages a client sends → model messages;
 * ``handle_chat_stream``: one chat request against a ``Mastra`` agent;
 * ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts
-  (``check_workflow_request`` / ``run_workflow_job``: the same, checked here and run elsewhere).
+  (``check_workflow_request`` / ``run_workflow_job``: the same, checked here and run elsewhere);
+* ``Jobs``: the one job service of an app, for every answer recorded in a stream store (chat
+  turns, workflow legs): claim, write (``write_job``), finish, follow, cancel.
 """
 
 from __future__ import annotations

@@ -6,6 +6,10 @@ stream: a client that goes away (a reload, a lost connection) no longer stops th
 `resume_route` replays the chat's active stream from its start (``?after=N``: from chunk N on)
 and follows it to the end, or answers 204 when nothing is active. Only the principal that started
 a response (the `RequestGuard`'s ``auth``) may resume it; anyone else gets the same 204.
+
+The recording, following and stopping are the app's `Jobs` (``agentstream.ai_sdk``); this module
+holds what the routes share around it: which `Jobs` a route serves (`route_jobs`), the chat's
+claim (403 for another user's chat), the runner check and the stream's ``GET`` endpoint.
 """
 
 from __future__ import annotations
