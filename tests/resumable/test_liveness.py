@@ -121,3 +121,27 @@ async def test_a_redis_stream_no_writer_has_claimed_yet_is_not_dead(redis_url: s
         assert await asyncio.wait_for(reader, 30) == [chunk(0)]
     finally:
         await store.aclose()
+
+
+@pytest.mark.services("redis")
+async def test_a_redis_writer_that_appends_refreshes_its_lease_without_the_beat(redis_url: str) -> None:
+    # Under load (300 chats on one server) the periodic beat ran late and readers took live
+    # writers for dead: every append of a writer holding the lease moves its deadline too.
+    store = RedisStreamStore.from_url(redis_url, prefix="append-lease-test", block_ms=20)
+    key = "append-lease-test:writer:{}"
+    try:
+        stream_id = await store.start("chat-a", owner=None)
+        async with store.writing(stream_id, lease_s=30):
+            first = int(await store.redis.get(key.format(stream_id)))
+            await asyncio.sleep(0.05)  # Redis's clock moves on (ms resolution)
+            await store.append(stream_id, chunk(0), at=0)
+            refreshed = int(await store.redis.get(key.format(stream_id)))
+            assert refreshed > first
+        other = await store.start("chat-b", owner=None)
+        with pytest.raises(RuntimeError):
+            async with store.writing(other, lease_s=30):
+                raise RuntimeError("the writer failed")
+        await store.append(other, chunk(0), at=0)  # a late append after the writer left
+        assert int(await store.redis.get(key.format(other))) == 0  # still dead
+    finally:
+        await store.aclose()

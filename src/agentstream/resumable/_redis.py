@@ -79,10 +79,12 @@ if #top == 0 then return {0, 0} end
 if top[1][2][1] == 'end' then return {2, redis.call('xlen', KEYS[1]) - 2} end
 return {1, tonumber(string.sub(top[1][1], 3)) - 1}
 """
-# Append chunks ARGV[3..] as chunk numbers ARGV[1], ARGV[1]+1, … (entries 0-<number + 2>),
+# Append chunks ARGV[4..] as chunk numbers ARGV[1], ARGV[1]+1, … (entries 0-<number + 2>),
 # skipping numbers already written; ARGV[1] = -1 appends at the end. Refused when the stream
 # expired or finished (XADD alone would silently recreate it) and for a gap. One round trip for
-# however many chunks are ready. Returns {status, chunks before}: 1 written, 0 gone, -1 gap.
+# however many chunks are ready. A writer holding the stream's lease (ARGV[3] > 0 ms) refreshes it
+# in the same call (KEYS[3]): a writer that writes is alive even when its loop is too busy for the
+# periodic beat. Returns {status, chunks before}: 1 written, 0 gone, -1 gap.
 _APPEND = """
 local state = redis.call('xrevrange', KEYS[1], '+', '-', 'COUNT', 1)
 if #state == 0 or state[1][2][1] == 'end' then return {0, 0} end
@@ -90,12 +92,17 @@ local length = tonumber(string.sub(state[1][1], 3)) - 1
 local at = tonumber(ARGV[1])
 if at < 0 then at = length end
 if at > length then return {-1, length} end
-for i = 3, #ARGV do
-  local number = at + i - 3
+for i = 4, #ARGV do
+  local number = at + i - 4
   if number >= length then redis.call('xadd', KEYS[1], '0-' .. (number + 2), 'c', ARGV[i]) end
 end
 redis.call('pexpire', KEYS[1], ARGV[2])
 redis.call('pexpire', KEYS[2], ARGV[2])
+if tonumber(ARGV[3]) > 0 then
+  local t = redis.call('time')
+  local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
+  redis.call('set', KEYS[3], deadline, 'PX', ARGV[2])
+end
 return {1, length}
 """
 # The writers of streams KEYS are alive until ARGV[1] ms from now on Redis's clock (one clock for
@@ -150,6 +157,7 @@ class RedisStreamStore:
         self._chats: dict[str, str] = {}  # stream id -> chat id, for the streams this process writes
         self._follow: Follow | None = None  # the shared reader of the current event loop
         self._beats: dict[float, Beats] = {}  # writer lease refreshes, by lease, of the current loop
+        self._leases: dict[str, int] = {}  # stream id -> lease (ms) of its writer in this process
 
     @classmethod
     def from_url(
@@ -215,9 +223,14 @@ class RedisStreamStore:
         (no ``at``) may land twice if Redis applied it but its answer was lost."""
         check_at(at, at or 0, stream_id)  # the type and sign; the gap is checked in the script
         with _reachable():
-            keys = [self._stream_key(stream_id), self._chat_key(await self._chat_of(stream_id))]
+            keys = [
+                self._stream_key(stream_id),
+                self._chat_key(await self._chat_of(stream_id)),
+                self._writer_key(stream_id),
+            ]
+            lease_ms = self._leases.get(stream_id, 0)
             status, length = await self._append(
-                keys=keys, args=[-1 if at is None else at, self._ttl_ms, *chunks]
+                keys=keys, args=[-1 if at is None else at, self._ttl_ms, lease_ms, *chunks]
             )
         if status == 0:
             self._chats.pop(stream_id, None)
@@ -296,14 +309,26 @@ class RedisStreamStore:
         if beats is None or beats.loop is not asyncio.get_running_loop():
             lease_ms = max(1, round(lease_s * 1000))
             beats = self._beats[lease_s] = Beats(lambda ids: self._beat_writers(ids, lease_ms), lease_s)
+        outer = self._leases.get(stream_id)
         async with beats.hold(stream_id):
+            self._leases[stream_id] = max(1, round(lease_s * 1000))
             try:
                 yield
             except BaseException:
+                self._forget_lease(stream_id, outer)
                 if dead_on_error:
                     with contextlib.suppress(Exception):
                         await asyncio.shield(self._beat_writers([stream_id], 0))
                 raise
+            finally:
+                self._forget_lease(stream_id, outer)
+
+    def _forget_lease(self, stream_id: str, outer: int | None) -> None:
+        # an append after the writer left must not mark it alive again
+        if outer is None:
+            self._leases.pop(stream_id, None)
+        else:
+            self._leases[stream_id] = outer
 
     async def _beat_writers(self, stream_ids: list[str], lease_ms: int) -> None:
         keys = [self._writer_key(stream_id) for stream_id in stream_ids]

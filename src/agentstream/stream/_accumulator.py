@@ -83,6 +83,10 @@ class LogText:
         log = self.log
         head = self.prior + (self.prior_step if self.replay_start == 0 else "")
         if dropped or not self.dropped:
+            if self.replay_start <= self.step_start:
+                # The step in flight's text is read incrementally (`step`): only settled steps
+                # are scanned here (a long answer's run text was three scans of its whole log).
+                return head + _joined(log, self.replay_start, self.step_start) + self._step_scan()
             return head + _joined(log, self.replay_start, len(log))
         parts, start = [head], self.replay_start
         for begin, end in self.dropped:
@@ -94,13 +98,19 @@ class LogText:
 
     def step(self) -> str:
         """The text the step in flight has streamed so far."""
+        return self.prior_step + self._step_scan()
+
+    def _step_scan(self) -> str:
+        """The text of the step's deltas in the log, scanning only those logged since the last read."""
         start, end = self.step_start, len(self.log)
         if self._scan_from != start or self._scanned > end:
             self._scan_from, self._scanned, self._step_parts = start, start, []
         if self._scanned < end:
             self._step_parts.append(_joined(self.log, self._scanned, end))
             self._scanned = end
-        return self.prior_step + "".join(self._step_parts)
+            if len(self._step_parts) > 1:  # kept as one string: the next read joins nothing
+                self._step_parts = ["".join(self._step_parts)]
+        return self._step_parts[0] if self._step_parts else ""
 
     def step_parts(self) -> dict[str, str]:
         """The step's text by text part id (the step's deltas of this leg), in first-seen order."""

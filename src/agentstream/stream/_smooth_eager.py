@@ -54,10 +54,32 @@ def _piece(last: Any, spill: list[str], pending: str, metadata: Any, provider_me
     return chunk
 
 
-def _split(text: str, word: bool, in_word: bool) -> list[str] | None:
-    """``["", piece, "", piece, ..., rest]`` for the cuts in ``text``; ``None`` when it has none."""
+def _cuts(text: str, word: bool, in_word: bool) -> tuple[bool, Sequence[str], str]:
+    """``(True, pieces, rest)`` for the cuts in ``text``; ``(False, (), text)`` when it has none."""
+    if not text:
+        return False, (), text
     parts = (_IN_WORD if in_word else _OUT_OF_WORD).split(text) if word else _LINES.split(text)
-    return parts if len(parts) > 1 else None
+    if len(parts) == 1:
+        return False, (), text
+    # ["", piece, "", piece, ..., rest]: the pieces are contiguous from 0.
+    return True, parts[1::2], parts[-1]
+
+
+def _two_spaces(head: str, tail: str, in_word: bool) -> tuple[bool, str | None, Sequence[str], str, bool]:
+    """The cuts of printable ``head + " " + tail`` (``tail`` holding a space): ``(cut, one piece or
+    None, the pieces when more than one, rest, in_word)``; two spaces without a regex."""
+    mid, _, rest = tail.partition(" ")
+    if " " in rest:
+        text = head + " " + tail
+        cut, pieces, rest = _cuts(text, True, in_word)
+        return cut, None, pieces, rest, in_word or (not cut and _HAS_WORD.search(text) is not None)
+    if head != "" or in_word:  # the first space ends a word
+        if mid != "":
+            return True, None, (head + " ", mid + " "), rest, rest != ""
+        return True, head + "  ", (), rest, rest != ""
+    if mid != "":  # the first space leads the pending text, the second ends a word
+        return True, " " + mid + " ", (), rest, rest != ""
+    return False, None, (), rest, rest != ""
 
 
 async def run_eager(
@@ -82,21 +104,31 @@ async def run_eager(
         chunk: Any
         async for chunk in source:
             cls = type(chunk)
-            is_text = cls is TextDelta or cls is ReasoningDelta or isinstance(chunk, _TEXT_TYPES)
-            if is_text:
+            # Most deltas continue the buffered one (same type and id, well-formed): one check.
+            if cls is key_type:
                 payload = chunk.payload
                 try:
                     pid, text = payload.id, payload.text
                 except AttributeError:
                     pid = text = None
-                if (type(text) is not str or type(pid) is not str) and (
-                    error := malformed(chunk)
-                ) is not None:
-                    raise error  # after the buffer, as an upstream error
-            if not is_text or cls is not key_type or pid != key_id:
+                same = pid == key_id and type(text) is str and type(pid) is str
+            else:
+                same = False
+            if not same:
+                is_text = cls is TextDelta or cls is ReasoningDelta or isinstance(chunk, _TEXT_TYPES)
+                if is_text:
+                    payload = chunk.payload
+                    try:
+                        pid, text = payload.id, payload.text
+                    except AttributeError:
+                        pid = text = None
+                    if (type(text) is not str or type(pid) is not str) and (
+                        error := malformed(chunk)
+                    ) is not None:
+                        raise error  # after the buffer, as an upstream error
                 if last is not None:
                     out = _piece(last, spill, pending, metadata, provider_metadata)
-                    last = key_type = metadata = provider_metadata = None
+                    last = key_type = key_id = metadata = provider_metadata = None
                     pending, in_word = "", False
                     if out is not None:
                         at_yield = True
@@ -115,18 +147,29 @@ async def run_eager(
                 provider_metadata = payload.provider_metadata
             # Printable text holds no surrogate and no whitespace but " ": most deltas hold no
             # space or one, whose cut needs no regex.
-            if word and text.isprintable() and ((one := text.partition(" "))[1] == "" or " " not in one[2]):
-                head, space, rest = one
-                if cut := space != "" and (head != "" or in_word):
-                    pieces: Sequence[str] = (head + space,)
+            piece = None
+            if word and text.isprintable():
+                if " " not in text:
+                    cut = False
+                    in_word = in_word or text != ""
+                else:
+                    head, _, rest = text.partition(" ")
+                    if " " not in rest:
+                        if cut := head != "" or in_word:
+                            piece = head + " "
+                        else:
+                            in_word = rest != ""  # the space leads the pending text
+                    else:
+                        cut, piece, pieces, rest, in_word = _two_spaces(head, rest, in_word)
+            elif not word and "\n" not in text and not "\udc00" <= text[:1] <= "\udfff":
+                cut = False
             else:
                 if "\udc00" <= text[:1] <= "\udfff" and "\ud800" <= pending[-1:] <= "\udbff":
                     pending = pending[:-1] + _combine(pending[-1], text[0])  # moves no cut
                     text = text[1:]
-                parts = _split(text, word, in_word) if text else None
-                if cut := parts is not None:
-                    # ["", piece, "", piece, ..., rest]: the pieces are contiguous from 0.
-                    pieces, rest = parts[1::2], parts[-1]
+                cut, pieces, rest = _cuts(text, word, in_word)
+                if not cut and word and not in_word:
+                    in_word = _HAS_WORD.search(text) is not None
             if not cut:
                 if text:
                     if len(pending) < _SPILL_AT:
@@ -134,11 +177,25 @@ async def run_eager(
                     else:
                         spill.append(pending)
                         pending = text
-                    in_word = in_word or (word and _HAS_WORD.search(text) is not None)
                 continue
             if spill:
                 pending = "".join(spill) + pending
                 spill.clear()
+            if piece is not None:
+                # One cut (the common case): no list of pieces.
+                out = _replace(
+                    chunk,
+                    payload=_replace(payload, text=pending + piece, provider_metadata=provider_metadata),
+                    metadata=metadata,
+                )
+                metadata = provider_metadata = None
+                pending, in_word = rest, rest != ""
+                at_yield = True
+                yield out
+                if delay is not None:
+                    await sleep(delay)
+                at_yield = False
+                continue
             for piece in pieces:
                 if pending:
                     piece, pending = pending + piece, ""
