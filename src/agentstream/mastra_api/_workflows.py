@@ -261,7 +261,7 @@ class _Routes:
         key = request.path_params["workflow_id"]
         context = self.context
         await cancel_workflow_run(
-            context.mastra, key, run_id, record.resource_id, context.stream_store, context.workflow_runner
+            context.mastra, key, run_id, record.resource_id, context.jobs, context.workflow_runner
         )
         return JSONResponse({"message": "Workflow run cancelled"})
 
