@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..ai_sdk import WorkflowRunSpec
     from ..resumable import ActiveStream, WorkflowRunner
 
-__all__ = ["StoreLegs", "spec_options"]
+__all__ = ["StoreLegs", "mastra_error", "spec_options"]
 
 _CANCEL_WAIT_S = 5.0
 """How long a cancel waits for the worker to end the leg's stream before ending it here."""
@@ -75,14 +75,15 @@ class StoreLegs:
     def owns(self, active: ActiveStream, resource_id: str | None) -> bool:
         return active.owner == stream_owner(resource_id)
 
-    async def follow(self, stream_id: str, after: int = 0) -> AsyncIterator[dict[str, Any]]:
+    async def follow(self, stream_id: str, run_id: str, after: int = 0) -> AsyncIterator[dict[str, Any]]:
         """The stream's chunks from chunk ``after``, followed to its end (`Jobs.follow`: a writer
-        that died ends it, with the ``error`` chunk that says so)."""
+        that died or a store that failed ends it, with the ``error`` chunk that says so, in
+        Mastra's shape: `mastra_error`)."""
         async for chunk in self.jobs.follow(stream_id, after):
             if isinstance(chunk, StoredUIChunk):
                 chunk = msgspec.json.decode(chunk.data)
             if isinstance(chunk, dict):
-                yield chunk
+                yield mastra_error(chunk, run_id)
 
     def record(
         self, workflow_id: str, run_id: str, stream_id: str, chunks: AsyncIterator[dict[str, Any]]
@@ -120,3 +121,18 @@ class StoreLegs:
 
 def _leg_goes_on() -> None:
     """A leg recorded here is not stopped when its recording fails (its live readers go on)."""
+
+
+def mastra_error(chunk: dict[str, Any], run_id: str) -> dict[str, Any]:
+    """`Jobs`' endings are UI chunks (``{"type": "error", "errorText"}``, written by the job service
+    for every kind); on Mastra's wire a stream's error is Mastra's `ErrorChunk`
+    (``{type, runId, from, payload: {error}}``), which `@mastra/client-js` hands on as such."""
+    if chunk.get("type") == "error" and "errorText" in chunk and "payload" not in chunk:
+        message = chunk["errorText"]
+        return {
+            "type": "error",
+            "runId": run_id,
+            "from": "WORKFLOW",
+            "payload": {"error": {"message": message}},
+        }
+    return chunk

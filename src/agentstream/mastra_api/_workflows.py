@@ -229,7 +229,7 @@ class _Routes:
         stored = self.legs.stored_legs
         active = await stored.active(workflow.id, run_id) if stored is not None else None
         if stored is not None and active is not None and stored.owns(active, record.resource_id):
-            return _stream(stored.follow(active.stream_id, offset))
+            return _stream(stored.follow(active.stream_id, run_id, offset))
 
         async def nothing() -> AsyncIterator[dict[str, Any]]:
             return
