@@ -79,12 +79,16 @@ def test_max_connections_is_the_cap(project: Path) -> None:
     held: list[socket.socket] = []
     try:
         address = urlsplit(url)
-        for _ in range(4):  # busy: a head sent, the body still coming
+        for _ in range(4):  # busy: a head read by the server, the body still coming
             sock = socket.create_connection((address.hostname, address.port), timeout=20)
             sock.sendall(
                 b"POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\n"
-                b"content-length: 100\r\n\r\n{"
+                b"content-length: 100\r\nexpect: 100-continue\r\n\r\n"
             )
+            # The 100 says the app reads the body: the connection is busy, not waiting for a head
+            # (one still waiting would be evicted for the newcomer, by design).
+            assert sock.recv(4096).startswith(b"HTTP/1.1 100 ")
+            sock.sendall(b"{")
             held.append(sock)
         refused = httpx.get(f"{url}api/agents", timeout=30)
         assert refused.status_code == 503, refused.text
