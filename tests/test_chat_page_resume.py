@@ -79,8 +79,13 @@ RELOAD = (
     await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 2 &&
       document.getElementById("log").getAttribute("aria-busy") === "false", null, { timeout: 30000 });
     out.steps.second = await view(page);
+    // New chat: the page asks whether the new chat has an answer running; wait for that answer
+    // (going back before it comes aborts it, and the log would miss it under load).
+    const freshAsked = page.waitForResponse((r) => { const p = new URL(r.url()).pathname;
+      return p.endsWith("/stream") && !p.endsWith("/" + out.steps.second.chat + "/stream"); });
     await page.click("#new-chat");
     await page.waitForFunction((id) => new URL(location.href).searchParams.get("chat") !== id, out.steps.second.chat);
+    await freshAsked;
     await page.waitForFunction(() => document.getElementById("log").getAttribute("aria-busy") === "false");
     out.steps.fresh = await view(page);
     // Back: the page asks whether the first chat's answer still runs; wait for that answer so the
