@@ -10,7 +10,15 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from .._abort import AbortSignal
-from ..resumable import WORKER_LEASE_S, ChatTurn, ChatTurnOptions, StreamExpiredError, StreamStore, writing
+from ..resumable import (
+    WORKER_LEASE_S,
+    ChatTurn,
+    ChatTurnOptions,
+    StreamExpiredError,
+    StreamStore,
+    in_process_appender,
+    writing,
+)
 from ..tracing import incoming_trace
 from ._chat import ChatRequestError, handle_chat_stream
 from ._sse import encode_ui_chunk
@@ -33,7 +41,18 @@ _RUN_IDS = uuid.UUID("5b0c6f9e-3f4e-4f7a-9a51-2f1d7c0e8a11")  # namespace of tur
 async def write_chunks(store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], *, at: int = 0) -> int:
     """Write the UI chunks as they come, chunk *i* at number ``at + i`` (numbers already written
     are skipped); those produced while a write is in flight go in the next one (one round trip to
-    Redis per batch, not per chunk). Returns how many chunks were produced."""
+    Redis per batch, not per chunk). Returns how many chunks were produced.
+
+    A store in this process (`in_process_appender`) is written as each chunk comes, in the
+    producer's task: a second task woken per chunk (what batching needs) would cost more than the
+    write itself, which is a list append."""
+    append_now = in_process_appender(store)
+    if append_now is not None:
+        written = at
+        async for chunk in chunks:
+            append_now(stream_id, encode_ui_chunk(chunk), at=written)
+            written += 1
+        return written - at
     pending: list[bytes] = []
     ready = asyncio.Event()
     ended = False
