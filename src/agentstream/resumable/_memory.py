@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 
@@ -43,10 +43,11 @@ class _Stream:
                 if not waiter.done():
                     waiter.set_result(None)
 
-    async def changed(self) -> None:
-        waiter = asyncio.get_running_loop().create_future()
+    def changed(self) -> asyncio.Future[None]:
+        """A future resolved by the next change (a bare future: no coroutine per wait)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiters.append(waiter)
-        await waiter
+        return waiter
 
 
 class MemoryStreamStore:
@@ -130,12 +131,6 @@ class MemoryStreamStore:
         self._active[chat_id] = stream_id
         return stream_id
 
-    def _writable(self, stream_id: str) -> _Stream:
-        stream = self._live(stream_id)
-        if stream is None or stream.done:
-            raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
-        return stream
-
     async def append(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
         """Add chunks in order, or at chunk number ``at`` skipping those already written (see
         `StreamStore.append`); `StreamExpiredError` if the stream is gone or finished."""
@@ -144,17 +139,25 @@ class MemoryStreamStore:
     def append_now(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
         """`append`, done before it returns (the store is in this process): what a writer in this
         process calls per chunk without a task switch (see `in_process_appender`)."""
-        stream = self._writable(stream_id)
+        stream = self._streams.get(stream_id)
+        now = self._clock()
+        if stream is not None and stream.expires <= now:
+            self._drop(stream_id, stream)
+            stream = None
+        if stream is None or stream.done:
+            raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
         start = check_at(at, len(stream.chunks), stream_id)
         if len(chunks) == 1 and start == len(stream.chunks):  # one new chunk: no list to build
-            added: Sequence[bytes] = (bytes(chunks[0]),)
+            data = bytes(chunks[0])
+            stream.chunks.append(data)
+            grown = len(data)
         else:
             added = [bytes(chunk) for chunk in chunks[len(stream.chunks) - start :]]
-        stream.chunks.extend(added)
-        grown = sum(len(chunk) for chunk in added)
+            stream.chunks.extend(added)
+            grown = sum(len(chunk) for chunk in added)
         stream.size += grown
         self._bytes += grown
-        stream.expires = self._clock() + self.ttl_s
+        stream.expires = now + self.ttl_s
         stream.wake()
         if self._bytes > self.max_bytes:
             self._evict()
