@@ -2,7 +2,7 @@
 
 A response recorded in a stream store is served (the ``resume`` route, and the live answer that
 follows the record) as SSE frames. Since issue 29 each stored chunk's bytes are framed as they
-are (`agentstream.server._resume.follow` yields `StoredUIChunk`); the reference, timed in the same
+are (`agentstream.ai_sdk.Jobs.follow` yields `StoredUIChunk`); the reference, timed in the same
 run on the same store, is what was done before: decode each chunk to a dict, encode it again.
 
 For each store (``memory``; ``redis`` when ``$AGENTSTREAM_BENCH_REDIS_URL`` or the test server
@@ -25,9 +25,8 @@ from typing import Any
 
 import msgspec
 
-from agentstream.ai_sdk import encode_sse, encode_ui_chunk
+from agentstream.ai_sdk import Jobs, encode_sse, encode_ui_chunk
 from agentstream.resumable import MemoryStreamStore, RedisStreamStore, StreamStore
-from agentstream.server._resume import follow
 
 REDIS_URL = os.environ.get("AGENTSTREAM_BENCH_REDIS_URL", "redis://127.0.0.1:56379/0")
 _decode = msgspec.json.Decoder().decode
@@ -60,7 +59,7 @@ def ui_chunks(n: int) -> list[dict[str, Any]]:
 
 
 async def _stored_bytes(store: StreamStore, stream_id: str) -> AsyncIterator[Any]:
-    async for frame in encode_sse(follow(store, stream_id)):
+    async for frame in encode_sse(Jobs(store).follow(stream_id)):
         yield frame
 
 

@@ -86,6 +86,20 @@ const idle = () => document.getElementById("log").getAttribute("aria-busy") === 
     await page.click(".ask button:not(.approve):not(.deny)");
     await settle("19:30 at Luigi");
     out.steps.resumed = await lastText(page);
+
+    // A reload with nothing kept in the tab: the three answers come back from the memory thread,
+    // each question shown answered (no buttons), each call in the state it ended in.
+    await page.evaluate(() => sessionStorage.clear());
+    await page.reload();
+    await page.waitForSelector("#log[data-ready=true]");
+    await page.waitForFunction(() => document.querySelectorAll(".msg.assistant").length === 3, null, { timeout: 30000 });
+    out.reloaded = await page.evaluate(() => [...document.querySelectorAll(".msg.assistant")].map((m) => ({
+      text: [...m.querySelectorAll(".text")].map((t) => t.textContent).join(""),
+      tools: [...m.querySelectorAll(".tool .state")].map((s) => s.textContent),
+      buttons: m.querySelectorAll(".ask button").length,
+      notRun: [...m.querySelectorAll(".tool pre")].map((p) => p.textContent).filter((t) => t.startsWith("not run")),
+    })));
+    await page.screenshot({ path: shots + "/approval-reloaded.png", fullPage: true });
   } finally {
     await browser.close();
   }
@@ -96,9 +110,14 @@ const idle = () => document.getElementById("log").getAttribute("aria-busy") === 
 
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
+    # the demo agent with memory: its chats are threads, so a reload reads them back from the server
     from agentstream._app import create_app
+    from agentstream._demo import demo_agent
+    from agentstream._mastra import Mastra
+    from agentstream.memory import Memory
 
-    with serving(create_app(delay_in_ms=2)) as url:
+    mastra = Mastra(agents={"demo": demo_agent("demo", memory=Memory())})
+    with serving(create_app(mastra, delay_in_ms=2)) as url:
         yield url
 
 
@@ -116,7 +135,8 @@ def test_approve_deny_and_resume_on_the_page(base_url: str, tmp_path: Path) -> N
     assert result.returncode == 0, f"browser driver failed:\n{result.stderr[-3000:]}"
     out: dict[str, Any] = json.loads(result.stdout)
     assert out["consoleErrors"] == []
-    assert out["requests"] == [204] + [200] * 6  # nothing to resume on load; three questions, three answers
+    # nothing to resume on load; three questions, three answers; nothing to resume after the reload
+    assert out["requests"] == [204] + [200] * 6 + [204]
     steps = out["steps"]
 
     assert out["empty"] == {
@@ -151,5 +171,11 @@ def test_approve_deny_and_resume_on_the_page(base_url: str, tmp_path: Path) -> N
     assert steps["resumed"]["messages"] == 3
     assert steps["resumed"]["asks"] == ['choose_time asks: Which time at Luigi?answered {"time":"19:30"}']
     assert "19:30 at Luigi it is." in steps["resumed"]["text"]
-    for name in ("approval.png", "suspended.png", "empty.png"):
+    reloaded = out["reloaded"]
+    assert [m["tools"] for m in reloaded] == [["output-available"], ["output-denied"], ["output-available"]]
+    assert [m["buttons"] for m in reloaded] == [0, 0, 0]
+    assert "is booked" in reloaded[0]["text"] and "19:30 at Luigi it is." in reloaded[2]["text"]
+    assert "I have not made the booking (too far)" in reloaded[1]["text"]
+    assert reloaded[1]["notRun"] == ["not run: Tool call was not approved by the user: too far"]
+    for name in ("approval.png", "suspended.png", "empty.png", "approval-reloaded.png"):
         assert (SHOTS / name).stat().st_size > 10_000

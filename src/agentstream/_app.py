@@ -250,7 +250,7 @@ def create_app(
     from starlette.responses import HTMLResponse, JSONResponse
     from starlette.routing import Route
 
-    from .ai_sdk import ChatRequestError, smooth_stream
+    from .ai_sdk import ChatRequestError, Jobs, smooth_stream
     from .resumable import MemoryStreamStore
     from .server import InternalServerError, error_response, memory_routes
     from .server import RequestGuard as Guard
@@ -303,9 +303,12 @@ def create_app(
         raise ValueError("create_app(runner=...) needs the stream_store its workers write to")
     if workflow_runner is not None and store is None:
         raise ValueError("create_app(workflow_runner=...) needs the stream_store its workers write to")
-    workflow_options.update(stream_store=store, runner=workflow_runner)
-    workflow_routes = _ui_workflow_routes(mastra, workflow_options, store, heartbeat_ms)
-    chat_routes = _chat_routes(mastra, default, store, runner, options)
+    # The app's one job service: every route below hands its chat turns and workflow legs to it,
+    # so a stop or cancel reaches a job another route started (no state outside this app).
+    jobs = Jobs(store)
+    workflow_options.update(jobs=jobs, runner=workflow_runner)
+    workflow_routes = _ui_workflow_routes(mastra, workflow_options, jobs, heartbeat_ms)
+    chat_routes = _chat_routes(mastra, default, jobs, runner, options)
     resumable = default is not None and store is not None
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
@@ -315,9 +318,7 @@ def create_app(
         # readable by an allowed origin: a Studio page asking for a route we lack sees the 404
         return error_response(error, _cors(options["guard"], request))
 
-    mastra_routes = (
-        _mastra_api(mastra, options["guard"], store, runner, workflow_runner) if mastra_api else []
-    )
+    mastra_routes = _mastra_api(mastra, options["guard"], jobs, runner, workflow_runner) if mastra_api else []
     return Starlette(
         lifespan=_recording_traces(mastra) if record_traces else None,
         exception_handlers={HTTPException: http_error, Exception: http_error},
@@ -336,7 +337,7 @@ def create_app(
 
 
 def _chat_routes(
-    mastra: Mastra, default: str | None, store: Any, runner: Any, options: dict[str, Any]
+    mastra: Mastra, default: str | None, jobs: Any, runner: Any, options: dict[str, Any]
 ) -> list[Any]:
     """The page's chat routes (``POST /api/chat[/{agent_id}]``) and, with a store, their resume
     and stop routes."""
@@ -345,17 +346,17 @@ def _chat_routes(
     if default is None:
         return []
     routes = [
-        chat_route(mastra, "/api/chat", agent=default, stream_store=store, runner=runner, **options),
-        chat_route(mastra, "/api/chat/{agent_id}", stream_store=store, runner=runner, **options),
+        chat_route(mastra, "/api/chat", agent=default, jobs=jobs, runner=runner, **options),
+        chat_route(mastra, "/api/chat/{agent_id}", jobs=jobs, runner=runner, **options),
     ]
-    if store is not None:
+    if jobs.store is not None:
         guard = options["guard"]
         resume = {"guard": guard, "heartbeat_ms": options["heartbeat_ms"]}
         routes += [
-            resume_route(store, "/api/chat/{chat_id}/stream", **resume),
-            resume_route(store, "/api/chat/{agent_id}/{chat_id}/stream", **resume),
-            stop_route(store, "/api/chat/{chat_id}/stream", guard=guard, runner=runner),
-            stop_route(store, "/api/chat/{agent_id}/{chat_id}/stream", guard=guard, runner=runner),
+            resume_route(jobs, "/api/chat/{chat_id}/stream", **resume),
+            resume_route(jobs, "/api/chat/{agent_id}/{chat_id}/stream", **resume),
+            stop_route(jobs, "/api/chat/{chat_id}/stream", guard=guard, runner=runner),
+            stop_route(jobs, "/api/chat/{agent_id}/{chat_id}/stream", guard=guard, runner=runner),
         ]
     return routes
 
@@ -393,9 +394,7 @@ def _cors(guard: Any, request: Any) -> dict[str, str]:
     return headers
 
 
-def _ui_workflow_routes(
-    mastra: Mastra, options: dict[str, Any], store: Any, heartbeat_ms: float
-) -> list[Any]:
+def _ui_workflow_routes(mastra: Mastra, options: dict[str, Any], jobs: Any, heartbeat_ms: float) -> list[Any]:
     """The AI SDK UI workflow routes of the page under `UI_WORKFLOWS`."""
     from .server import workflow_cancel_route, workflow_route, workflow_stream_route
 
@@ -404,20 +403,18 @@ def _ui_workflow_routes(
         workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/stream", **options),
         workflow_route(mastra, f"{UI_WORKFLOWS}/{{workflow_id}}/resume", resume=True, **options),
         workflow_cancel_route(
-            mastra, f"{runs}/cancel", guard=options["guard"], stream_store=store, runner=options["runner"]
+            mastra, f"{runs}/cancel", guard=options["guard"], jobs=jobs, runner=options["runner"]
         ),
     ]
-    if store is not None:
+    if jobs.store is not None:
         routes.append(
-            workflow_stream_route(store, f"{runs}/stream", guard=options["guard"], heartbeat_ms=heartbeat_ms)
+            workflow_stream_route(jobs, f"{runs}/stream", guard=options["guard"], heartbeat_ms=heartbeat_ms)
         )
     return routes
 
 
-def _mastra_api(mastra: Mastra, guard: Any, store: Any, runner: Any, workflow_runner: Any) -> list[Any]:
-    """Mastra's API routes (`agentstream.mastra_api`) for the app's registry, stores and guard."""
+def _mastra_api(mastra: Mastra, guard: Any, jobs: Any, runner: Any, workflow_runner: Any) -> list[Any]:
+    """Mastra's API routes (`agentstream.mastra_api`) for the app's registry, jobs and guard."""
     from .mastra_api import mastra_api_routes
 
-    return mastra_api_routes(
-        mastra, guard=guard, stream_store=store, runner=runner, workflow_runner=workflow_runner
-    )
+    return mastra_api_routes(mastra, guard=guard, jobs=jobs, runner=runner, workflow_runner=workflow_runner)

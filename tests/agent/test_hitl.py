@@ -317,21 +317,58 @@ async def test_a_suspended_turn_and_its_continuation_are_stored_in_memory() -> N
     store = InMemoryStore()
     executions: list[tuple[str, Any]] = []
     memory = {"thread": "t1", "resource": "u1"}
-    model = ScriptedModel([calls_step(("c1", "transfer", '{"amount": 5}')), text_step("sent")])
+    model = ScriptedModel(
+        [calls_step(("c1", "transfer", '{"amount": 5}')), text_step("sent"), text_step("you're welcome")]
+    )
     agent = Agent(id="a", model=model, tools=make_tools(executions), memory=Memory(store))
     out = agent.stream("send 5", memory=memory, run_id="r1")
     await read(out)
     page = await store.list_messages("t1")
     assert [m.role for m in page.messages] == ["user", "assistant"]
-    invocation = page.messages[1].content["parts"][-1]["toolInvocation"]
+    stopped = page.messages[1]
+    invocation = stopped.content["parts"][-1]["toolInvocation"]
     assert invocation["state"] == "call" and invocation["toolCallId"] == "c1"
     done = agent.approve_tool_call(run_id="r1")  # the thread comes from the stored run
     assert await done.text == "sent"
+    # as Mastra's message list: the continuation is the rest of the stopped message (its id and
+    # time kept), the call's part now holding its result, so a reader sees the call once
     page = await store.list_messages("t1")
-    assert [m.role for m in page.messages] == ["user", "assistant", "assistant"]
-    parts = page.messages[2].content["parts"]
-    results = [p["toolInvocation"] for p in parts if p.get("type") == "tool-invocation"]
-    assert results[0]["state"] == "result" and results[0]["result"] == {"sent": 5}
+    assert [m.role for m in page.messages] == ["user", "assistant"]
+    message = page.messages[1]
+    assert (message.id, message.created_at) == (stopped.id, stopped.created_at)
+    kinds = [p["type"] for p in message.content["parts"]]
+    assert kinds == ["tool-invocation", "step-start", "text"], kinds
+    call = message.content["parts"][0]["toolInvocation"]
+    assert call["state"] == "result" and call["result"] == {"sent": 5} and call["args"] == {"amount": 5}
+    assert message.content["content"] == "sent"
+    # the next turn's history: the call, its result, then the answer
+    await read(agent.stream("thanks", memory=memory))
+    history = model.calls[2].prompt
+    assert [m["role"] for m in history] == ["user", "assistant", "tool", "assistant", "user"]
+    assert history[2]["content"][0]["output"] == {"type": "json", "value": {"sent": 5}}
+
+
+async def test_a_declined_call_is_stored_as_denied_in_the_stopped_message() -> None:
+    store = InMemoryStore()
+    executions: list[tuple[str, Any]] = []
+    memory = {"thread": "t1", "resource": "u1"}
+    model = ScriptedModel(
+        [calls_step(("c1", "transfer", '{"amount": 5}')), text_step("not sent"), text_step("ok")]
+    )
+    agent = Agent(id="a", model=model, tools=make_tools(executions), memory=Memory(store))
+    await read(agent.stream("send 5", memory=memory, run_id="r1"))
+    assert await agent.decline_tool_call(run_id="r1", reason="too much").text == "not sent"
+    assert executions == []
+    page = await store.list_messages("t1")
+    assert [m.role for m in page.messages] == ["user", "assistant"]
+    call = page.messages[1].content["parts"][0]["toolInvocation"]
+    # Mastra's updateToolInvocation on a decline: state output-denied, the approval kept
+    assert call["state"] == "output-denied" and call["approval"]["approved"] is False
+    assert call["approval"]["reason"] == "too much"
+    # read back, the model is told why the call did not run (Mastra's conversion: the reason)
+    await read(agent.stream("fine", memory=memory))
+    tool = next(m for m in model.calls[2].prompt if m["role"] == "tool")
+    assert tool["content"][0]["output"] == {"type": "text", "value": "too much"}
 
 
 def json_step(value: str) -> list[dict[str, Any]]:

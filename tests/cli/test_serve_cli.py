@@ -6,6 +6,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -209,18 +210,30 @@ def test_serving_without_the_sdk_warns_once_and_serves(project: Path) -> None:
         env=clean_env(),
     )
     assert proc.stderr is not None
-    lines = []
-    for line in proc.stderr:
-        lines.append(line)
-        if "http://" in line:
-            break
-    url = lines[-1].split("serve: ", 1)[1].strip()
+    stderr = proc.stderr
+    # every line, read by one reader to the end: the warning may come in the same read as the URL
+    # (then a second reader, such as communicate(), which reads the pipe itself, never sees it)
+    lines: list[str] = []
+    printed = threading.Event()
+
+    def read() -> None:
+        for line in stderr:
+            lines.append(line)
+            if "http://" in line:
+                printed.set()
+        printed.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert printed.wait(60), "serve never printed its URL"
+    url = next(line for line in lines if "http://" in line).split("serve: ", 1)[1].strip()
     try:
         _chat(url, "hello")
         assert _traces(url) == []
     finally:
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=30)
-    warnings = [line for line in (*lines, *err.splitlines()) if "no traces are kept" in line]
-    assert len(warnings) == 1 and "pip install 'agentstream[otel]'" in warnings[0], [*lines, err]
-    assert "Traceback" not in err
+        proc.wait(timeout=30)
+        reader.join(10)
+    warnings = [line for line in lines if "no traces are kept" in line]
+    assert len(warnings) == 1 and "pip install 'agentstream[otel]'" in warnings[0], lines
+    assert not any("Traceback" in line for line in lines), lines

@@ -43,7 +43,8 @@ MASTRA_CLIENTS = ROOT / ".cache" / "mastra-server"
 """Where ``scripts/mastra-clients.sh`` installs tests/clients/mastra-server (node_modules inside)."""
 HERE = Path(__file__).resolve().parent
 SHOTS = ROOT / ".cache" / "e2e" / "mastra-api"
-"""Screenshots the Studio tests take (kept for a person to look at; .cache is git-ignored)."""
+"""A copy of the screenshots of the Studio tests' last runs, for a person to look at (.cache is
+git-ignored). The tests check their own copies (`studio_shots`), which no other run can touch."""
 
 _install_lock = threading.Lock()
 _installed = False
@@ -137,6 +138,26 @@ def demo_api() -> Iterator[ApiServer]:
     studio_port = free_port()
     with serving(demo_app(studio_port)) as url:
         yield ApiServer(url, studio_port)
+
+
+@pytest.fixture
+def studio_shots(tmp_path: Path) -> Iterator[Path]:
+    """The directory a Studio test's screenshots go to: under the test's own ``tmp_path``, so a
+    run in another worktree or process (they share ``.cache``) cannot overwrite what this test
+    checks; its path is printed (pytest shows it with a failure). When the test ends, pass or
+    fail, each screenshot is copied into `SHOTS` (a whole file replaced at once, never half
+    written) for people to look at."""
+    shots = tmp_path / "screenshots"
+    shots.mkdir()
+    print(f"screenshots: {shots} (copied to {SHOTS} when the test ends)")
+    try:
+        yield shots
+    finally:
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        for shot in sorted(shots.glob("*.png")):
+            partial = SHOTS / f".{shot.name}.{os.getpid()}.partial"
+            shutil.copyfile(shot, partial)
+            os.replace(partial, SHOTS / shot.name)
 
 
 def _run_dir() -> Path:

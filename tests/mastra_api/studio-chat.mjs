@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 // Mastra Studio (`mastra studio`, the real page) in headless Chromium against a server: the agents
 // list, then a chat with the agent that makes it call a tool, then (--approve) a tool call the page
-// approves with its own button. Screenshots after each; prints one JSON report, the DOM's text
-// included, so the test checks what a person would see.
+// approves with its own button, then (--decline) one it declines with its own button (the agent
+// goes on with the decline; the page reloaded shows the thread as stored). Screenshots after each;
+// prints one JSON report, the DOM's text included, so the test checks what a person would see.
 //
 //   node studio-chat.mjs --studio URL --api URL --chromium PATH --shots DIR [--agent "Demo Agent"]
 //                        [--prompt "What's the weather in Paris?"] [--approve "Book a table at Luigi's for 4"]
+//                        [--decline "Book a table at Mario's for 2"]
 import { chromium } from 'playwright-core';
 
 const arg = (name, fallback) => {
@@ -18,11 +20,13 @@ const shots = arg('--shots');
 const agentName = arg('--agent', 'Demo Agent');
 const prompt = arg('--prompt', "What's the weather in Paris?");
 const approve = arg('--approve');
+const decline = arg('--decline');
 if (!studio || !api || !shots) {
   console.error('usage: node studio-chat.mjs --studio URL --api URL --chromium PATH --shots DIR');
   process.exit(2);
 }
-const report = { consoleErrors: [], failedCalls: [], calls: [], steps: {} };
+// approvals: the bodies Studio sent to send-tool-approval (``{toolCallId, approved}``)
+const report = { consoleErrors: [], failedCalls: [], calls: [], approvals: [], steps: {} };
 const browser = await chromium.launch({
   executablePath: arg('--chromium', '/usr/bin/chromium'),
   headless: true,
@@ -38,10 +42,19 @@ try {
   page.on('response', (r) => {
     if (!r.url().startsWith(api)) return;
     report.calls.push(`${r.request().method()} ${path(r.url())} ${r.status()}`);
+    if (path(r.url()).endsWith('/send-tool-approval')) {
+      try {
+        const { toolCallId, approved } = JSON.parse(r.request().postData() ?? '{}');
+        report.approvals.push({ toolCallId, approved, status: r.status() });
+      } catch { report.approvals.push({ unreadable: r.request().postData()?.slice(0, 200) }); }
+    }
     if (r.status() >= 400) report.failedCalls.push(`${r.status()} ${r.request().method()} ${path(r.url())}`);
   });
   page.on('requestfailed', (r) => {
-    if (r.url().startsWith(api)) report.failedCalls.push(`${r.failure()?.errorText ?? 'failed'} ${r.method()} ${path(r.url())}`);
+    // ERR_ABORTED: the browser dropped it (the reload cuts the open threads/subscribe stream)
+    if (r.url().startsWith(api) && !r.failure()?.errorText?.includes('ERR_ABORTED')) {
+      report.failedCalls.push(`${r.failure()?.errorText ?? 'failed'} ${r.method()} ${path(r.url())}`);
+    }
   });
   // `mastra studio` serves Studio alone; its page opens the dev server's live-reload stream, which
   // `mastra dev` answers with an event stream (check.mjs does the same).
@@ -98,6 +111,30 @@ try {
       await page.getByText(/is booked \(confirmation [A-F0-9]{6}\)/).first().waitFor({ state: 'visible', timeout: 45_000 });
       await page.waitForTimeout(1000);
       return {};
+    });
+  }
+
+  if (decline) {
+    await step('decline', async () => {
+      await send(decline);
+      // the newest call's buttons (the earlier, approved call's are gone with its result)
+      const button = page.getByRole('button', { name: /^decline\b/i }).last();
+      await button.waitFor({ state: 'visible', timeout: 45_000 });
+      await page.screenshot({ path: `${shots}/studio-decline-asked.png`, fullPage: true });
+      await button.click();
+      // the run goes on with the decline: the model is told the call was not approved
+      await page.getByText(/I have not made the booking \(Tool call was not approved by the user\)/).first()
+        .waitFor({ state: 'visible', timeout: 45_000 });
+      await page.waitForTimeout(1000);
+      // Studio keeps its buttons, disabled, the declined one marked (Oms: status "declined")
+      const disabled = await button.isDisabled();
+      return { declineDisabledAfter: disabled };
+    });
+    await step('decline-reloaded', async () => {
+      await page.reload({ waitUntil: 'domcontentloaded' });
+      await page.getByText(/I have not made the booking/).first().waitFor({ state: 'visible', timeout: 30_000 });
+      await page.waitForTimeout(1500);
+      return { approvalButtonsLeft: await page.getByRole('button', { name: /^(approve|decline)\b/i }).count() };
     });
   }
 } finally {

@@ -39,6 +39,31 @@ def test_an_app_built_with_record_traces_false_keeps_none(tmp_path: Path) -> Non
         _run_workflow(alice)
         assert global_settings() is None
         assert alice.get("/observability/traces").json()["pagination"]["total"] == 0
+        # what Studio is told (it enables an agent's Traces tab only when this is true)
+        assert alice.get("/system/packages").json()["observabilityEnabled"] is False
+
+
+def test_system_packages_says_observability_is_on_while_the_app_records_its_traces(tmp_path: Path) -> None:
+    from agentstream.tracing import record_spans
+
+    storage = SQLiteStore(tmp_path / "said.db")
+    app = create_app(demo_mastra(storage=storage), guard=RequestGuard(auth=auth), delay_in_ms=None)
+    with serving(app) as url, _client(url, ALICE) as alice:
+        assert alice.get("/system/packages").json()["observabilityEnabled"] is True
+    # the app stopped recording when it stopped serving: served again with record_traces=False
+    # (no recorder writes into this storage any more), it says so; a recorder the caller makes says on
+    quiet = create_app(
+        demo_mastra(storage=storage), guard=RequestGuard(auth=auth), delay_in_ms=None, record_traces=False
+    )
+    with serving(quiet) as url, _client(url, ALICE) as alice:
+        assert alice.get("/system/packages").json()["observabilityEnabled"] is False
+        own = record_spans(storage)
+        try:
+            assert alice.get("/system/packages").json()["observabilityEnabled"] is True
+        finally:
+            own.shutdown()
+            instrument(enabled=False)
+        assert alice.get("/system/packages").json()["observabilityEnabled"] is False
 
 
 def test_tracing_the_app_switched_on_itself_is_recorded_once_and_stays_on(tmp_path: Path) -> None:

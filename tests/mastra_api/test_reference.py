@@ -22,8 +22,14 @@ REFERENCE = json.loads(
 # Mastra's generate() also returns `messages` (the run's model messages) and `rememberedMessages`
 # (what memory recalled): internal message formats no client-js method or Studio page reads.
 NOT_IN_OUR_GENERATE = {"messages", "rememberedMessages"}
-# We keep no observability storage (yet): no metrics or logs capabilities to announce.
-PACKAGES_VALUES_OURS = {"storageType", "observabilityStorageType", "observabilityStorageCapabilities"}
+# We keep no metrics or logs: no such capabilities to announce. The reference server configures no
+# observability (`observabilityEnabled: false`); our demo app records its traces while it serves.
+PACKAGES_VALUES_OURS = {
+    "storageType",
+    "observabilityStorageType",
+    "observabilityStorageCapabilities",
+    "observabilityEnabled",
+}
 
 
 def _shape(types: list[str]) -> list[str]:

@@ -26,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agentstream.server import ConnectionLimits
 from tests.security._support import BODY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -237,6 +238,29 @@ async def test_an_idle_keep_alive_connection_is_closed_and_an_over_long_head_ref
         writer.transport.abort()
     assert answer is not None and answer.startswith(b"HTTP/1.1 200")
     assert too_long is not None and too_long.startswith(b"HTTP/1.1 400")
+
+
+async def test_a_kept_alive_connection_idle_past_the_head_deadline_serves_its_next_request() -> None:
+    # A busy client reads a response late and then reuses its connection at once: a head deadline
+    # counted from the response's end closed it under that client's request (bench_cluster's
+    # httpx.ReadError). Idle between requests is the keep-alive timeout's business alone.
+    request = b"GET /api/agents HTTP/1.1\r\nhost: 127.0.0.1\r\n" + AUTH + b"\r\n"
+    with serving({"header_timeout_s": 0.3, "keep_alive_s": 30}) as (port, _pid):
+        reader, writer = await connect(port)
+        writer.write(request)
+        first = await reader.readuntil(b"\r\n\r\n")
+        await reader.readexactly(int(first.lower().split(b"content-length: ")[1].split(b"\r\n")[0]))
+        await asyncio.sleep(1.0)  # idle well past header_timeout_s, well within keep_alive_s
+        writer.write(request)
+        second = await reader.readuntil(b"\r\n\r\n")
+        writer.transport.abort()
+    assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200")
+
+
+def test_the_keep_alive_default_outlasts_httpx_s_own_idle_expiry() -> None:
+    # httpx (the Python clients) drops an idle connection after 5 s; a server closing at the same
+    # moment races its next request on that connection.
+    assert ConnectionLimits().keep_alive_s > httpx.Limits().keepalive_expiry
 
 
 async def test_rss_under_300_stalled_bodies_just_under_1_mib_stays_within_50_mib_of_idle() -> None:

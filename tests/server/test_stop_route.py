@@ -18,7 +18,7 @@ from agentstream._mastra import Mastra
 from agentstream.agent import Agent
 from agentstream.ai_sdk import ChatRequestError
 from agentstream.resumable import ChatTurn, MemoryStreamStore, StreamStore, chat_stream_key
-from agentstream.server import RequestGuard, chat_route, resume_route, stop_route
+from agentstream.server import Jobs, RequestGuard, chat_route, resume_route, stop_route
 from tests.security._support import x_user
 from tests.server.test_chat_runner import LocalRunner
 
@@ -58,10 +58,11 @@ class WaitingModel:
 
 def app(mastra: Mastra, store: StreamStore, runner: Any = None, **stop: Any) -> httpx.AsyncClient:
     guard = RequestGuard(auth=x_user)
+    jobs = Jobs(store)  # the app's job service, shared by its routes
     routes = [
-        chat_route(mastra, "/api/chat", agent="weather", stream_store=store, runner=runner, guard=guard),
-        resume_route(store, "/api/chat/{chat_id}/stream", guard=guard),
-        stop_route(store, "/api/chat/{chat_id}/stream", guard=guard, runner=runner, **stop),
+        chat_route(mastra, "/api/chat", agent="weather", jobs=jobs, runner=runner, guard=guard),
+        resume_route(jobs, "/api/chat/{chat_id}/stream", guard=guard),
+        stop_route(jobs, "/api/chat/{chat_id}/stream", guard=guard, runner=runner, **stop),
     ]
     transport = httpx.ASGITransport(app=Starlette(routes=routes))
     return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1", timeout=30)

@@ -15,6 +15,7 @@ from starlette.applications import Starlette
 from agentstream import Mastra
 from agentstream.resumable import MemoryStreamStore, StreamStore, WorkflowJob
 from agentstream.server import (
+    Jobs,
     RequestGuard,
     workflow_cancel_route,
     workflow_route,
@@ -55,15 +56,14 @@ class Steps:
 
 def app(mastra: Mastra, store: StreamStore | None, runner: Any = None, **guard: Any) -> Starlette:
     checks = RequestGuard(auth=x_user, **guard)
+    jobs = Jobs(store)  # the app's job service, shared by its routes (recorded or not)
     routes = [
-        workflow_route(mastra, stream_store=store, runner=runner, guard=checks),
-        workflow_route(
-            mastra, "/api/workflows/{workflow_id}/resume", resume=True, stream_store=store, guard=checks
-        ),
-        workflow_cancel_route(mastra, guard=checks, stream_store=store, runner=runner),
+        workflow_route(mastra, jobs=jobs, runner=runner, guard=checks),
+        workflow_route(mastra, "/api/workflows/{workflow_id}/resume", resume=True, jobs=jobs, guard=checks),
+        workflow_cancel_route(mastra, guard=checks, jobs=jobs, runner=runner),
     ]
     if store is not None:
-        routes.append(workflow_stream_route(store, guard=checks))
+        routes.append(workflow_stream_route(jobs, guard=checks))
     return Starlette(routes=routes)
 
 

@@ -111,7 +111,7 @@ def _add_limits(parser: argparse.ArgumentParser) -> None:
     seconds: list[tuple[str, str, str]] = [
         ("--header-timeout", "header_timeout_s", "the request head must be complete within S seconds (10)"),
         ("--body-timeout", "body_timeout_s", "the whole request body within S seconds of its head (30)"),
-        ("--keep-alive", "keep_alive_s", "close an idle keep-alive connection after S seconds (5)"),
+        ("--keep-alive", "keep_alive_s", "close an idle keep-alive connection after S seconds (20)"),
         ("--graceful-shutdown", "graceful_shutdown_s", "on SIGTERM, open streams get S seconds (2)"),
     ]
     for flag, dest, text in seconds:

@@ -1,7 +1,8 @@
 """The checkpoint seam: where a durable-execution engine makes a run's model and tool calls steps.
 
 The agent package does not know the engine (``agentstream.durable`` sits above it): the engine
-registers a `CheckpointSeam` once (``agentstream.durable`` does so when imported), and every run
+registers a `CheckpointSeam` by an explicit call (``agentstream.durable.install_checkpoints()``,
+which a worker's launch makes; importing a package installs nothing), and every run
 asks it, at the start, whether it runs inside one of the engine's workflows. Without a registered
 seam a run pays one list check; with one, one context lookup (docs/decisions/durable.md, "Checkpointed
 agent runs").

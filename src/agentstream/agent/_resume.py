@@ -237,7 +237,13 @@ async def resumed_source(
         source = run(config)
         if scope is not None:
             source = memory().remember(
-                source, scope, config.prompt, inputs or [], message_id=config.message_id, load=False
+                source,
+                scope,
+                config.prompt,
+                inputs or [],
+                message_id=config.message_id,
+                load=False,
+                resumed=True,
             )
         if wrap is not None:
             source = wrap(source)

@@ -6,7 +6,9 @@
 * ``convert_ui_messages``: the UI messages a client sends → model messages;
 * ``handle_chat_stream``: one chat request against a ``Mastra`` agent;
 * ``handle_workflow_stream``: start or resume a ``Mastra`` workflow run, as ``data-workflow`` parts
-  (``check_workflow_request`` / ``run_workflow_job``: the same, checked here and run elsewhere).
+  (``check_workflow_request`` / ``run_workflow_job``: the same, checked here and run elsewhere);
+* ``Jobs``: the one job service of an app, for every answer recorded in a stream store (chat
+  turns, workflow legs): claim, write (``write_job``), finish, follow, cancel.
 """
 
 from __future__ import annotations
@@ -31,6 +33,20 @@ from ._convert import (
     to_ai_sdk_stream,
 )
 from ._errors import UIMessageError, UIMessageStreamError, default_error_text
+from ._jobs import (
+    ANSWER_LOST,
+    DEFAULT_STOP_TIMEOUT_S,
+    STORE_FAILED,
+    STORE_UNAVAILABLE,
+    JobCanceller,
+    Jobs,
+    LocalJob,
+    end_cancelled,
+    end_with_error,
+    ends_within,
+    write_chunks,
+    write_job,
+)
 from ._messages import ChatRequest, convert_ui_messages, parse_chat_request, validate_ui_messages
 from ._sse import (
     DONE_FRAME,
@@ -44,7 +60,7 @@ from ._sse import (
     encode_sse_frame,
     encode_ui_chunk,
 )
-from ._turn import STORE_FAILED, end_cancelled_turn, end_with_error, run_chat_turn, write_chunks
+from ._turn import TURN_CANCELLED, end_cancelled_turn, run_chat_turn, turn_chunks
 from ._workflow import WorkflowUIChunkConverter, handle_workflow_stream
 from ._workflow_request import (
     WorkflowRegistry,
@@ -52,6 +68,7 @@ from ._workflow_request import (
     WorkflowStreamOptions,
     check_workflow_request,
     end_cancelled_workflow_leg,
+    leg_cancelled,
     run_workflow_job,
     run_workflow_spec,
     start_workflow_stream,
@@ -61,14 +78,21 @@ if TYPE_CHECKING:
     from ._response import SSEStreamResponse
 
 __all__ = [
+    "ANSWER_LOST",
+    "DEFAULT_STOP_TIMEOUT_S",
     "DONE_FRAME",
     "HEARTBEAT_FRAME",
     "MAX_ID_LENGTH",
     "STORE_FAILED",
+    "STORE_UNAVAILABLE",
+    "TURN_CANCELLED",
     "UI_MESSAGE_STREAM_HEADERS",
     "AgentRegistry",
     "ChatRequest",
     "ChatRequestError",
+    "JobCanceller",
+    "Jobs",
+    "LocalJob",
     "MessageMetadataFn",
     "OnErrorFn",
     "SSEStreamResponse",
@@ -94,11 +118,14 @@ __all__ = [
     "encode_sse",
     "encode_sse_frame",
     "encode_ui_chunk",
+    "end_cancelled",
     "end_cancelled_turn",
     "end_cancelled_workflow_leg",
     "end_with_error",
+    "ends_within",
     "handle_chat_stream",
     "handle_workflow_stream",
+    "leg_cancelled",
     "parse_chat_request",
     "parse_json_body",
     "run_chat_turn",
@@ -107,8 +134,10 @@ __all__ = [
     "smooth_stream",
     "start_workflow_stream",
     "to_ai_sdk_stream",
+    "turn_chunks",
     "validate_ui_messages",
     "write_chunks",
+    "write_job",
 ]
 
 

@@ -10,17 +10,16 @@ message stream.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 from .._abort import AbortSignal
 from ..chunks import chunk_to_dict, zero_workflow_usage
-from ..resumable import WORKER_LEASE_S, StreamExpiredError, StreamStore, WorkflowJob, writing
+from ..resumable import WORKER_LEASE_S, StreamStore, WorkflowJob
 from ._chat import MAX_ID_LENGTH, ChatRequestError, _clip, _guarded
 from ._convert import OnErrorFn, UIChunk, Version, to_ai_sdk_stream
 from ._errors import default_error_text, is_storage_error
-from ._turn import end_cancelled, write_chunks
+from ._jobs import end_cancelled, write_job
 
 __all__ = [
     "WorkflowRegistry",
@@ -28,12 +27,11 @@ __all__ = [
     "WorkflowStreamOptions",
     "check_workflow_request",
     "end_cancelled_workflow_leg",
+    "leg_cancelled",
     "run_workflow_job",
     "run_workflow_spec",
     "start_workflow_stream",
 ]
-
-logger = logging.getLogger("agentstream.ai_sdk")
 
 _PARAM_KEYS = frozenset(
     {"runId", "resourceId", "inputData", "initialState", "resumeData", "step", "requestContext"}
@@ -255,33 +253,21 @@ async def run_workflow_job(
     **run_options: Any,
 ) -> None:
     """Run ``job``'s leg with ``mastra``'s workflow into ``store`` (from chunk 0, positionally, so a
-    re-run after a crash writes no chunk twice), then finish the stream. ``run_options`` go to
-    ``create_run`` (``checkpoint=`` on a durable worker). A stream that finished or expired
+    re-run after a crash writes no chunk twice), then finish the stream: the job service's
+    `write_job` with the workflow producer (`run_workflow_spec`), as a chat turn's. ``run_options``
+    go to ``create_run`` (``checkpoint=`` on a durable worker). A stream that finished or expired
     meanwhile stops the writing quietly. ``abort_signal`` cancels the run."""
-    stream_id = job["stream_id"]
     chunks = run_workflow_spec(
         mastra, job["spec"], on_error=on_error, abort_signal=abort_signal, **run_options
     )
-    gone = False
     # The writer lease (as a chat turn's): the readers of a leg whose worker died end within seconds.
-    async with writing(store, stream_id, lease_s=WORKER_LEASE_S, dead_on_error=False):
-        try:
-            try:
-                await write_chunks(store, stream_id, chunks)
-            finally:
-                await chunks.aclose()  # type: ignore[attr-defined]
-        except* StreamExpiredError:
-            gone = True
-        if gone:
-            logger.info("stream %s finished or expired before this workflow leg did; stopped", stream_id)
-        else:
-            await store.finish(stream_id)
+    await write_job(
+        store, job["stream_id"], chunks, lease_s=WORKER_LEASE_S, on_worker=True, what="workflow leg"
+    )
 
 
-async def end_cancelled_workflow_leg(
-    store: StreamStore, stream_id: str, workflow_id: str, run_id: str
-) -> None:
-    """End the stream of a workflow leg cancelled before it started, as a cancelled run's stream
+def leg_cancelled(workflow_id: str, run_id: str) -> tuple[dict[str, Any], ...]:
+    """The last chunks of a workflow leg cancelled before it started, as a cancelled run's stream
     ends: the run's ``data-workflow`` part with status ``canceled``, then ``finish``."""
     canceled = {
         "type": "data-workflow",
@@ -293,4 +279,11 @@ async def end_cancelled_workflow_leg(
             "output": {"usage": zero_workflow_usage()},
         },
     }
-    await end_cancelled(store, stream_id, canceled, {"type": "finish"})
+    return (canceled, {"type": "finish"})
+
+
+async def end_cancelled_workflow_leg(
+    store: StreamStore, stream_id: str, workflow_id: str, run_id: str
+) -> None:
+    """End the stream of a workflow leg cancelled before it started (`leg_cancelled`)."""
+    await end_cancelled(store, stream_id, *leg_cancelled(workflow_id, run_id))

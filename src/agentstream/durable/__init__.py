@@ -32,19 +32,28 @@ Workflow runs on workers (the same worker; each workflow step is a DBOS step):
 Agent runs started inside DBOS workflow code (a worker's tool running an agent) are checkpointed:
 each model call and each tool call is a step, replayed from its record after a crash. A
 `DurableWorker` turns that on when it launches; a process running DBOS workflows of its own calls
-`install_checkpoints()` (importing this package changes nothing by itself).
+`install_checkpoints()`. Importing this package changes nothing by itself: no DBOS workflow is
+registered and no seam installed until a worker launches; a worker's workflows run with the
+tools, agents, workflows and store handed to that `DurableWorker`, not with module registries.
 
 Requires the ``durable`` extra (``pip install 'agentstream[durable]'``).
 """
 
 from __future__ import annotations
 
-from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, DurableChat
 from ._checkpoint import install_checkpoints
+from ._jobs import (
+    CHAT_QUEUE_NAME,
+    CHAT_WORKFLOW_NAME,
+    WORKFLOW_QUEUE_NAME,
+    WORKFLOW_RUN_NAME,
+    DurableChat,
+    DurableWorkflows,
+)
 from ._protocol import QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec
 from ._remote import DurableBackground, RemoteTaskError, attempt_id
+from ._step_checkpoint import DBOSCheckpoint
 from ._worker import DurableWorker, step
-from ._workflows import WORKFLOW_QUEUE_NAME, WORKFLOW_RUN_NAME, DBOSCheckpoint, DurableWorkflows
 
 __all__ = [
     "CHAT_QUEUE_NAME",

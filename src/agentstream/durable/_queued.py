@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import anyio
 import sqlalchemy as sa
@@ -22,6 +22,7 @@ __all__ = ["QueueUnavailable", "QueuedRunner"]
 
 _log = logging.getLogger("agentstream.durable")
 T = TypeVar("T")
+J = TypeVar("J", bound=Mapping[str, Any])
 
 
 class QueueUnavailable(ChatRequestError):
@@ -38,7 +39,7 @@ class QueueUnavailable(ChatRequestError):
         )
 
 
-class QueuedRunner:
+class QueuedRunner(Generic[J]):
     """Enqueues jobs for `agentstream worker` processes sharing ``database_url``.
 
     The client's connections are a bounded pool (``pool_size``, no overflow; a request waits at most
@@ -85,6 +86,12 @@ class QueuedRunner:
         except (TimeoutError, sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
             _log.warning("the workers' database did not take %s: %s: %s", self.what, type(exc).__name__, exc)
             raise QueueUnavailable(self.what) from exc
+
+    async def dispatch(self, job: J) -> None:
+        """Enqueue the job (one already enqueued is not enqueued again: its workflow id is its
+        stream id) and return once it is durably handed over; the workers write its UI chunks to
+        the stream store the route follows."""
+        await self._enqueue(job)
 
     async def _enqueue(self, job: Mapping[str, Any]) -> None:
         if self._inbox:

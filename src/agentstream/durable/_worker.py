@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import logging
 import os
 import socket
@@ -19,18 +20,11 @@ from ..chunks import Chunk, chunk_to_dict, to_jsonable
 from ..resumable import StreamStore
 from ..tools import Tool, ToolWriter
 from ._cancel import CancelledIsNotAnError
-from ._chat import CHAT_QUEUE_NAME, CHAT_WORKFLOW_NAME, chat_setup, enqueue_chat_turn, start_chat_turn
 from ._checkpoint import install_checkpoints
 from ._inbox import InboxListener, Starter
+from ._jobs import CHAT_QUEUE_NAME, KINDS, WORKFLOW_QUEUE_NAME, WorkerJobs, bound_jobs
 from ._leases import ExecutorLeases
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec, to_sqlalchemy_url
-from ._workflows import (
-    WORKFLOW_QUEUE_NAME,
-    WORKFLOW_RUN_NAME,
-    enqueue_workflow_leg,
-    start_workflow_leg,
-    workflow_setup,
-)
 
 __all__ = ["DurableWorker", "step"]
 
@@ -40,11 +34,9 @@ R = TypeVar("R")
 
 # A partitioned queue needs a limit per partition; "no per-agent limit" is one no deployment reaches.
 _UNLIMITED = 2**31 - 1
-_tools: dict[str, Any] = {}
 _RECOVERY_POLL_SEC = 5.0
 _QUEUE_OF = {
-    CHAT_WORKFLOW_NAME: CHAT_QUEUE_NAME,
-    WORKFLOW_RUN_NAME: WORKFLOW_QUEUE_NAME,
+    **{kind.workflow_name: kind.queue_name for kind in KINDS.values()},
     WORKFLOW_NAME: QUEUE_NAME,
 }
 _pending: contextvars.ContextVar[list[Chunk]] = contextvars.ContextVar("agentstream_durable_pending")
@@ -85,14 +77,15 @@ async def _execute(executor: Any, spec: TaskSpec, context: BackgroundTaskContext
     return await result if isinstance(result, Awaitable) else result
 
 
-@DBOS.workflow(name=WORKFLOW_NAME)
 async def _background_task(spec: TaskSpec) -> Outcome:
     pending: list[Chunk] = []
     _pending.set(pending)
-    # One agent's tool ("<agent id>:<tool>") before the tool of that name for every agent.
-    executor = _tools.get(f"{spec['agent_id']}:{spec['tool_name']}") or _tools.get(spec["tool_name"])
+    # The launched worker's tools; one agent's tool ("<agent id>:<tool>") before the tool of that
+    # name for every agent.
+    tools = bound_jobs().tools
+    executor = tools.get(f"{spec['agent_id']}:{spec['tool_name']}") or tools.get(spec["tool_name"])
     if executor is None:
-        known = ", ".join(sorted(_tools)) or "none"
+        known = ", ".join(sorted(tools)) or "none"
         error = f"tool {spec['tool_name']!r} is not registered on this worker (registered: {known})"
         return Outcome(status="failed", result=None, error=error, suspend_payload=None)
     writer = ToolWriter(
@@ -129,6 +122,16 @@ async def _background_task(spec: TaskSpec) -> Outcome:
     await _flush()
     await DBOS.close_stream_async(CHUNKS_STREAM)
     return outcome
+
+
+_task_workflow: list[Any] = []
+
+
+def _register_task_workflow() -> None:
+    """Register the background task's DBOS workflow, once per process, when a worker launches
+    (importing this package registers nothing)."""
+    if not _task_workflow:
+        _task_workflow.append(DBOS.workflow(name=WORKFLOW_NAME)(_background_task))
 
 
 @dataclass
@@ -177,13 +180,17 @@ class DurableWorker:
     executor_id: str = field(default_factory=lambda: default_executor_id())
     _leases: ExecutorLeases | None = field(default=None, init=False, repr=False)
     _inbox: InboxListener | None = field(default=None, init=False, repr=False)
+    _jobs: WorkerJobs | None = field(default=None, init=False, repr=False)
 
     def launch(self) -> None:
-        """Connect, register the queues (their limits are stored; the last worker launched wins), start."""
+        """Install this worker in the process (its DBOS workflows bound to its tools, agents,
+        workflows and store; agent runs in workflow code checkpointed), connect, register the
+        queues (their limits are stored; the last worker launched wins), start."""
         queues = self._queues()
+        assert self._jobs is not None
+        _register_task_workflow()
+        self._jobs.install()
         install_checkpoints()
-        _tools.clear()
-        _tools.update(self.tools)
         config: DBOSConfig = {
             "name": "agentstream",
             "system_database_url": self.database_url,
@@ -246,17 +253,17 @@ class DurableWorker:
         """The queues this worker takes work from; sets up chat turns when it has a Mastra."""
         if self.mastra is None and self.stream_store is not None:
             raise ValueError("DurableWorker: stream_store is for chat turns, which need a mastra too")
-        if self.mastra is not None:
-            if self.stream_store is None:
-                raise ValueError(
-                    "DurableWorker: chat turns (mastra=...) need the stream_store the servers follow"
-                )
-            chats = chat_setup(self.mastra, self.stream_store, self.chat_options)
-            legs = workflow_setup(self.mastra, self.stream_store, (self.chat_options or {}).get("on_error"))
-        elif self.chat_options:
+        if self.mastra is not None and self.stream_store is None:
+            raise ValueError(
+                "DurableWorker: chat turns (mastra=...) need the stream_store the servers follow"
+            )
+        if self.mastra is None and self.chat_options:
             raise ValueError("DurableWorker: chat_options are for chat turns, which need a mastra")
         if not self.tools and self.mastra is None:
             raise ValueError("DurableWorker: nothing to run; give it tools, or a mastra and a stream_store")
+        self._jobs = jobs = WorkerJobs(
+            self.mastra, self.stream_store, dict(self.chat_options or {}), self.tools
+        )
         queues = [QUEUE_NAME] if self.tools else []
         if self.mastra is None:
             return queues
@@ -264,14 +271,14 @@ class DurableWorker:
             return [*queues, CHAT_QUEUE_NAME, WORKFLOW_QUEUE_NAME]  # no inbox without LISTEN/NOTIFY
         # Turns and legs come from the inbox; a kind with a limit across all workers goes from
         # there onto its DBOS queue, which enforces the limit (and is polled, not woken).
+        across = {"chat": self.chat_concurrency, "workflow": self.workflow_concurrency}
         starters: dict[str, Starter] = {
-            "chat": enqueue_chat_turn if self.chat_concurrency else start_chat_turn,
-            "workflow": enqueue_workflow_leg if self.workflow_concurrency else start_workflow_leg,
+            kind: functools.partial(WorkerJobs.enqueue if across[kind] else WorkerJobs.start, kind)
+            for kind in KINDS
         }
         limits = {"chat": None if self.chat_concurrency else self.chat_worker_concurrency, "workflow": None}
         self._inbox = inbox = InboxListener(self.database_url, starters, limits)
-        chats.finished = lambda stream_id: inbox.finished("chat", stream_id)
-        legs.finished = lambda stream_id: inbox.finished("workflow", stream_id)
+        jobs.finished = inbox.finished
         return [*queues, CHAT_QUEUE_NAME, WORKFLOW_QUEUE_NAME]
 
     def _poll_sec(self, limited: int | None) -> float:
@@ -287,6 +294,8 @@ class DurableWorker:
         if self._leases is not None:
             self._leases.stop(release=True)
         DBOS.destroy(workflow_completion_timeout_sec=0)
+        if self._jobs is not None:
+            self._jobs.uninstall()
 
 
 def default_executor_id() -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..ai_sdk import Jobs
 from ._threads import ThreadHub
 
 if TYPE_CHECKING:
@@ -23,8 +24,9 @@ class ApiContext:
     """The registry the routes answer for (agents, workflows, storage, memory)."""
     guard: RequestGuard
     """The same checks as the chat routes: host, origin, CORS, auth, size, owner rules."""
-    stream_store: StreamStore | None = None
-    """Where active answers and workflow runs are recorded (``None``: not resumable)."""
+    jobs: Jobs = field(default_factory=Jobs)
+    """The app's job service: its store is where workflow runs are recorded (``None``: not
+    resumable), and it holds the legs running here."""
     runner: ChatRunner | None = None
     """Chat turns on worker processes, when the app has them."""
     workflow_runner: WorkflowRunner | None = None
@@ -33,3 +35,8 @@ class ApiContext:
     """Mastra's ``apiPrefix``: Studio and ``@mastra/client-js`` default to ``/api``."""
     threads: ThreadHub = field(default_factory=ThreadHub)
     """The agents' runs on memory threads, for ``threads/subscribe`` (`ThreadHub`)."""
+
+    @property
+    def stream_store(self) -> StreamStore | None:
+        """The store of `jobs`."""
+        return self.jobs.store

@@ -7,6 +7,7 @@ empty. ``GET /`` is Mastra's own landing answer in spirit: a short HTML page nam
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from starlette.responses import HTMLResponse
@@ -52,6 +53,18 @@ point Mastra Studio (<code>mastra studio</code>) or <code>@mastra/client-js</cod
 """
 
 
+def _observability_enabled(context: ApiContext) -> bool:
+    """Mastra's ``observabilityEnabled`` (an observability instance is configured, so runs are
+    traced into its store): whether the spans that end are saved into this app's storage now
+    (``create_app`` while it serves, by default, or the app's own `record_spans`). Studio reads
+    it to enable an agent's Traces tab (the traces page, scoped to the agent)."""
+    if "agentstream.tracing._recorder" not in sys.modules:
+        return False  # no recorder was ever made: the module (and OpenTelemetry's SDK) loads with the first
+    from ..tracing import recording_spans
+
+    return recording_spans(context.mastra.storage)
+
+
 def _system_packages(context: ApiContext) -> dict[str, Any]:
     storage = type(context.mastra.storage).__name__
     return {
@@ -59,7 +72,7 @@ def _system_packages(context: ApiContext) -> dict[str, Any]:
         "isDev": False,
         "cmsEnabled": False,
         "liveKitConnectionRouteEnabled": False,
-        "observabilityEnabled": False,
+        "observabilityEnabled": _observability_enabled(context),
         "storageType": storage,
         "observabilityStorageType": storage,
         "observabilityStorageCapabilities": {"metrics": False, "logs": False, "traceQueryDiscovery": False},

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
+from ..ai_sdk import Jobs
 from . import _agents, _discovery, _memory, _observability, _tools, _workflows
 from ._context import ApiContext
 
@@ -25,14 +27,30 @@ def mastra_api_routes(
     runner: ChatRunner | None = None,
     workflow_runner: WorkflowRunner | None = None,
     prefix: str = "/api",
+    jobs: Jobs | None = None,
 ) -> list[BaseRoute]:
-    """Starlette routes answering Mastra's server API for ``mastra`` under ``prefix``."""
+    """Starlette routes answering Mastra's server API for ``mastra`` under ``prefix``. ``jobs``: the
+    app's `Jobs` (its store records the workflow runs; the AI SDK routes get the same one); a bare
+    ``stream_store`` is the deprecated spelling."""
     from ..server import RequestGuard as Guard
 
+    if jobs is None:
+        if stream_store is not None:
+            warnings.warn(
+                "mastra_api_routes(stream_store=...) is deprecated; pass jobs=Jobs(store), shared with the "
+                "app's other routes",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        jobs = Jobs.shared(stream_store)
+    elif stream_store is not None and stream_store is not jobs.store:
+        raise ValueError(
+            "mastra_api_routes: stream_store is not the store of the jobs given; give one of them"
+        )
     context = ApiContext(
         mastra=mastra,
         guard=guard or Guard(),
-        stream_store=stream_store,
+        jobs=jobs,
         runner=runner,
         workflow_runner=workflow_runner,
         prefix=prefix.rstrip("/"),

@@ -1,10 +1,11 @@
 """The trace query routes Studio's traces page reads (``POST /observability/traces/query``, its
 field and value discovery, and the entity and environment discovery of its filters).
 
-What we answer of Mastra's trace query language: a time range, one ``orderBy`` on ``startedAt``
-or ``endedAt``, and a cursor page (``page: {limit, after}``) of ended traces. Predicates
-(``where``), thread grouping and delta mode answer 501 ``TRACE_QUERY_UNSUPPORTED``, as Mastra's
-own stores without advanced queries do; discovery finds no custom fields.
+What we answer of Mastra's trace query language: a time range, the predicates Studio's filters
+send (``where``: `_trace_where`), one ``orderBy`` on ``startedAt`` or ``endedAt``, and a cursor
+page (``page: {limit, after}``) of ended traces. Other predicates, thread grouping and delta mode
+answer 501 ``TRACE_QUERY_UNSUPPORTED``, as Mastra's own stores without advanced queries do;
+discovery finds no custom fields.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from starlette.responses import JSONResponse, Response
 from ..ai_sdk import ChatRequestError
 from ..storage import TraceQuery
 from ._flows_http import Caller, check_id, query_int, read_object
-from ._observability_json import light_span
+from ._observability_json import light_span, span_json
+from ._trace_where import Predicate, Unsupported, compile_where, needs_spans
 
 if TYPE_CHECKING:
     from starlette.requests import Request
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["TraceQueries"]
 
 _KEYS = frozenset({"timeRange", "where", "group", "orderBy", "page", "pagination", "mode", "after", "limit"})
-_UNSUPPORTED = ("where", "group", "pagination", "mode")
+_UNSUPPORTED = ("group", "pagination", "mode")
 _SCAN = 1000
 
 
@@ -65,6 +67,16 @@ def _row(span: SpanRecord) -> dict[str, Any]:
     }
 
 
+def _unsupported(message: str) -> Response:
+    return JSONResponse({"code": "TRACE_QUERY_UNSUPPORTED", "message": message}, status_code=501)
+
+
+async def _matches(storage: Storage, root: SpanRecord, where: Predicate, with_spans: bool) -> bool:
+    """Whether the trace of ``root`` matches ``where`` (its spans read when a predicate asks)."""
+    spans = [span_json(s) for s in await storage.get_trace(root.trace_id)] if with_spans else []
+    return where(_row(root), lambda: spans)
+
+
 class TraceQueries:
     """Studio's trace query calls over the stored root spans."""
 
@@ -79,13 +91,12 @@ class TraceQueries:
             raise ChatRequestError(f"unknown field {unknown[0]!r}", path=unknown[0])
         used = [k for k in _UNSUPPORTED if body.get(k) is not None]
         if used:
-            return JSONResponse(
-                {
-                    "code": "TRACE_QUERY_UNSUPPORTED",
-                    "message": f"trace queries with {used[0]!r} are not supported by this server",
-                },
-                status_code=501,
-            )
+            return _unsupported(f"trace queries with {used[0]!r} are not supported by this server")
+        try:
+            where = compile_where(body["where"]) if body.get("where") is not None else None
+            with_spans = needs_spans(body.get("where"))
+        except Unsupported as exc:
+            return _unsupported(str(exc))
         since, until = self._range(body.get("timeRange"))
         field, descending = self._order(body.get("orderBy"))
         limit, offset = self._page(body.get("page"))
@@ -100,6 +111,8 @@ class TraceQueries:
         )
         roots, _ = await storage.list_traces(query)
         ended = [r for r in roots if r.ended_at is not None]
+        if where is not None:
+            ended = [r for r in ended if await _matches(storage, r, where, with_spans)]
 
         def key(span: SpanRecord) -> tuple[datetime, str]:
             at = span.ended_at if field == "endedAt" and span.ended_at is not None else span.started_at

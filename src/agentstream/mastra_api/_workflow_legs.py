@@ -89,12 +89,12 @@ class Legs:
     def __init__(self, context: ApiContext, live: LiveRuns) -> None:
         self.context = context
         self.live = live
-        store = context.stream_store
-        if context.workflow_runner is not None and store is None:
+        if context.workflow_runner is not None and context.jobs.store is None:
             raise ValueError(
                 "mastra_api_routes(workflow_runner=...) needs the stream_store its workers write to"
             )
-        self.stored_legs = StoreLegs(store, context.workflow_runner) if store is not None else None
+        has_store = context.jobs.store is not None
+        self.stored_legs = StoreLegs(context.jobs, context.workflow_runner) if has_store else None
 
     def workflow(self, workflow_id: str) -> Workflow:
         try:
@@ -169,10 +169,10 @@ class Legs:
             with traced_for(spec["resource_id"]):
                 output = start()
         except BaseException:
-            await stored.store.finish(stream_id)
+            await stored.jobs.release(stream_id)
             raise
         self.live.add(run, output)
-        stored.record(stream_id, leg_chunks(output))
+        stored.record(run.workflow_id, run.run_id, stream_id, leg_chunks(output))
         return LocalLeg(output)
 
     async def start(

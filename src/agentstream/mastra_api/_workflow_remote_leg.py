@@ -26,7 +26,7 @@ class RemoteLeg:
         self.run_id = run_id
 
     def chunks(self) -> AsyncIterator[dict[str, Any]]:
-        return self.legs.follow(self.stream_id)
+        return self.legs.follow(self.stream_id, self.run_id)
 
     async def result(self) -> dict[str, Any]:
         """Mastra's ``WorkflowResult`` JSON, once the worker ended the leg's stream."""

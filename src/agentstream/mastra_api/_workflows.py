@@ -229,7 +229,7 @@ class _Routes:
         stored = self.legs.stored_legs
         active = await stored.active(workflow.id, run_id) if stored is not None else None
         if stored is not None and active is not None and stored.owns(active, record.resource_id):
-            return _stream(stored.follow(active.stream_id, offset))
+            return _stream(stored.follow(active.stream_id, run_id, offset))
 
         async def nothing() -> AsyncIterator[dict[str, Any]]:
             return
@@ -261,7 +261,7 @@ class _Routes:
         key = request.path_params["workflow_id"]
         context = self.context
         await cancel_workflow_run(
-            context.mastra, key, run_id, record.resource_id, context.stream_store, context.workflow_runner
+            context.mastra, key, run_id, record.resource_id, context.jobs, context.workflow_runner
         )
         return JSONResponse({"message": "Workflow run cancelled"})
 

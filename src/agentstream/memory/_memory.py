@@ -24,6 +24,7 @@ import msgspec
 from ..chunks import Chunk
 from ..storage import MessageRecord, Storage, ThreadRecord
 from ._embed import Embedder, as_embedder
+from ._merge import merge_resumed
 from ._recall import SemanticRecallConfig, index_name, message_text, remembered_block
 from ._scope import MemoryScope
 from ._threads import ThreadMethods
@@ -422,6 +423,7 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         input_ids: Sequence[str | None] = (),
         load: bool = True,
         model: Any = None,
+        resumed: bool = False,
     ) -> AsyncIterator[Chunk]:
         """A run's chunks, with memory's part of the prompt (see the module docstring) put into
         ``prompt`` before the run starts and the turn (``inputs`` and the response) stored after.
@@ -437,7 +439,9 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
         never reaches the model through the history of the next turn
         (docs/decisions/issue-22-persistence.md). ``input_ids``: the id each input was sent with, which
         its stored message keeps (``None``: a new one). ``read_only`` turns and ``last_messages=False``
-        store nothing (Mastra). ``updateWorkingMemory`` calls are not stored.
+        store nothing (Mastra). ``updateWorkingMemory`` calls are not stored. ``resumed``: the leg
+        that resumes a run stopped for a human; its answer is stored as the rest of the message
+        the run stopped in (`merge_resumed`, as Mastra's message list merges it).
         """
         known: dict[str, list[float]] = {}
         if load:
@@ -466,9 +470,17 @@ class Memory(ThreadMethods, WorkingMemoryMethods):
                 await self._store().delete_messages([record.id for record in accepted])
             elif finished and not broken and saving:
                 answer = recorder.assistant_records(message_id=message_id)
+                if resumed and not accepted:  # (new input in between: the answer comes after it)
+                    continued = await merge_resumed(self._store(), answer)
+                    if continued != answer:  # the stopped message, updated in place (its time kept)
+                        await self._store().save_messages(continued)
+                        answer = []
+                    answer_ids = continued
+                else:
+                    answer_ids = answer
                 await self.save(answer)
                 self._after_turn(
-                    scope.resource_id, self._finish_turn(scope, [*accepted, *answer], known, model)
+                    scope.resource_id, self._finish_turn(scope, [*accepted, *answer_ids], known, model)
                 )
 
     def _now_ms(self) -> int:

@@ -154,6 +154,15 @@ class TurnRecorder:
                 error = payload.error
                 inv["result"] = str(error.get("message", error)) if isinstance(error, Mapping) else str(error)
                 inv["isError"] = True
+        elif kind == "tool-output-denied":
+            # a declined call (Mastra's updateToolInvocation: state output-denied, the approval kept)
+            found = self._calls.get(payload.tool_call_id)
+            if found is None:
+                args = chunk_to_dict(chunk)["payload"].get("args", {})
+                found = {"toolCallId": payload.tool_call_id, "toolName": payload.tool_name, "args": args}
+                self.parts.append({"type": "tool-invocation", "toolInvocation": found})
+            found["state"] = "output-denied"
+            found["approval"] = dict(payload.approval)
         elif kind == "background-task-started":
             self.background[payload.tool_call_id] = {"taskId": payload.task_id}
         elif isinstance(kind, str) and kind.startswith("data-"):
@@ -298,6 +307,12 @@ def db_messages_to_prompt(records: Sequence[MessageRecord]) -> list[dict[str, An
                 assistant.append({"type": "reasoning", "text": part["reasoning"]})
             elif kind == "tool-invocation":
                 inv = part.get("toolInvocation")
+                if isinstance(inv, dict) and inv.get("state") == "output-denied":
+                    # the model is told why the call did not run (Mastra: the approval's reason)
+                    approval = inv.get("approval")
+                    given = approval.get("reason") if isinstance(approval, dict) else None
+                    reason = given or "Tool call was not approved by the user"
+                    inv = {**inv, "state": "result", "result": reason}
                 if not isinstance(inv, dict) or inv.get("state") != "result":
                     continue
                 call = {

@@ -1,5 +1,6 @@
 """ASGI pieces for serving agents and workflows to the AI SDK UI: `chat_route`, `resume_route`,
-`stop_route`, `workflow_route`, `workflow_stream_route`, `workflow_cancel_route` (Starlette / FastAPI).
+`stop_route`, `workflow_route`, `workflow_stream_route`, `workflow_cancel_route` (Starlette / FastAPI),
+and `Jobs` (from `agentstream.ai_sdk`), the job service the routes of one app share.
 
 `RequestGuard` holds the request checks (host, origin, CORS, auth, size, JSON depth),
 `SSEStreamResponse` (from `agentstream.ai_sdk`) the streaming answer, `serving_config` the uvicorn
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..ai_sdk import HEARTBEAT_FRAME, SSEStreamResponse, assert_valid_heartbeat_ms
+from ..ai_sdk import HEARTBEAT_FRAME, Jobs, SSEStreamResponse, assert_valid_heartbeat_ms
 from ._connections import ConnectionLimits, default_max_connections, serving_config
 from ._errors import InternalServerError, error_response
 from ._guard import (
@@ -43,6 +44,7 @@ __all__ = [
     "AuthHook",
     "ConnectionLimits",
     "InternalServerError",
+    "Jobs",
     "RequestGuard",
     "SSEStreamResponse",
     "assert_valid_heartbeat_ms",

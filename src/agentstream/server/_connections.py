@@ -7,8 +7,12 @@ body that never ends holds a connection, and its file descriptor, for good. `Lim
 adds what is missing:
 
 * a *head deadline*: the request head (line and headers) must be complete within
-  ``header_timeout_s`` of the connection opening (or of the previous response ending); bytes
-  arriving do not extend it. A connection that sent part of a head gets a 408, an idle one is closed;
+  ``header_timeout_s`` of the connection opening (on a kept-alive connection, of the next head's
+  first byte); bytes arriving do not extend it. A connection that sent part of a head gets a 408,
+  a new one that sent nothing is closed. A kept-alive connection waiting for its next request is
+  closed by the keep-alive timeout (``keep_alive_s``) alone: a deadline counted from the end of a
+  response races a busy client that reads that response late and then reuses the connection at
+  once (its request meets a closed socket: an ``httpx.ReadError``, docs/decisions/durable.md);
 * a *body deadline*: the whole body within ``body_timeout_s`` of its head (a 408 if nothing was
   answered yet, then the connection is closed);
 * a *connection cap* (``max_connections``, by default the process's open-file limit less a
@@ -66,9 +70,11 @@ class ConnectionLimits:
     """What one connection may hold, and how many there may be (see the module docs).
 
     * ``header_timeout_s`` (10): the request head must be complete this long after the connection
-      opened or its previous response ended.
+      opened (a kept-alive connection: after the head's first byte).
     * ``body_timeout_s`` (30): the whole body this long after its head (1 MiB at 35 KB/s).
-    * ``keep_alive_s`` (5): an idle keep-alive connection is closed after this.
+    * ``keep_alive_s`` (20): an idle keep-alive connection is closed after this; longer than the
+      common clients' own idle expiry (httpx, undici: 5 s or less), so a client drops an idle
+      connection before the server closes it under its feet.
     * ``max_connections`` (``None``: `default_max_connections`).
     * ``max_header_bytes`` (16 KiB): a request head still incomplete past this many bytes is a 400
       (h11's ``max_incomplete_event_size``: what the server buffers of a head).
@@ -77,7 +83,7 @@ class ConnectionLimits:
 
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
-    keep_alive_s: float = 5.0
+    keep_alive_s: float = 20.0
     max_connections: int | None = None
     max_header_bytes: int = 16 * 1024
     graceful_shutdown_s: float = 2.0
@@ -159,6 +165,8 @@ def _make_protocol_class() -> type[Any]:
             self.transport.abort()
 
         def data_received(self, data: bytes) -> None:
+            if self._phase == "idle":  # a kept-alive connection's next head: its deadline from now
+                self._arm("head", self.limits.header_timeout_s)
             if self._phase == "head":
                 self._head_bytes = True
             super().data_received(data)
@@ -193,9 +201,13 @@ def _make_protocol_class() -> type[Any]:
             """Arm the deadline of the phase the client is in: the head, the body, or none."""
             state = self.conn.their_state
             if state is h11.IDLE:
-                if self._phase != "head":
+                if self._phase not in ("head", "idle"):
                     self._head_bytes = bool(self.conn.trailing_data[0])
-                    self._arm("head", self.limits.header_timeout_s)
+                    if self._phase == "" or self._head_bytes:
+                        self._arm("head", self.limits.header_timeout_s)
+                    else:  # kept alive after a response: uvicorn's keep-alive timeout closes it
+                        self._disarm()
+                        self._phase = "idle"
                     self.waiting.pop(self, None)
                     self.waiting[self] = None
             elif state is h11.SEND_BODY:

@@ -6,15 +6,17 @@ stream: a client that goes away (a reload, a lost connection) no longer stops th
 `resume_route` replays the chat's active stream from its start (``?after=N``: from chunk N on)
 and follows it to the end, or answers 204 when nothing is active. Only the principal that started
 a response (the `RequestGuard`'s ``auth``) may resume it; anyone else gets the same 204.
+
+The recording, following and stopping are the app's `Jobs` (``agentstream.ai_sdk``); this module
+holds what the routes share around it: which `Jobs` a route serves (`route_jobs`), the chat's
+claim (403 for another user's chat), the runner check and the stream's ``GET`` endpoint.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+import warnings
+from collections.abc import Awaitable, Callable, Mapping
 from urllib.parse import unquote
 
 from starlette.requests import Request
@@ -22,28 +24,17 @@ from starlette.responses import Response
 from starlette.routing import Match, Route
 from starlette.types import Scope
 
-from .._abort import AbortController
 from ..ai_sdk import (
+    ANSWER_LOST,
+    DEFAULT_STOP_TIMEOUT_S,
     MAX_ID_LENGTH,
-    STORE_FAILED,
+    STORE_UNAVAILABLE,
     ChatRequestError,
+    Jobs,
     SSEStreamResponse,
-    StoredUIChunk,
     assert_valid_heartbeat_ms,
-    end_with_error,
-    write_chunks,
 )
-from ..resumable import (
-    IN_PROCESS_LEASE_S,
-    StreamExpiredError,
-    StreamLostError,
-    StreamOwnerError,
-    StreamStore,
-    StreamStoreUnavailableError,
-    chat_stream_key,
-    read_checked,
-    writing,
-)
+from ..resumable import StreamOwnerError, StreamStore, chat_stream_key
 from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import principal_stream_owner, stream_owner
@@ -52,174 +43,70 @@ __all__ = [
     "ANSWER_LOST",
     "DEFAULT_STOP_TIMEOUT_S",
     "STORE_UNAVAILABLE",
-    "ends_within",
-    "record_response",
+    "check_runner",
+    "claim",
+    "follow_endpoint",
     "resume_route",
-    "stop_here",
+    "route_jobs",
     "stream_owner",
 ]
 
 logger = logging.getLogger("agentstream.server")
-# Running responses, referenced until they end (the event loop keeps only weak references to tasks).
-_RUNNING: set[asyncio.Task[None]] = set()
-# The response each chat is running in this process (its stream id and run's controller): a new
-# one for the chat stops the old one, and so does a stop request.
-_CURRENT: dict[tuple[int, str], tuple[str, AbortController]] = {}
-
-# How long a stop or cancel waits for a worker to end the stream: its cancel poll (0.5 s) and a
-# run's cancel grace (2 s by default) with room; past it the server ends the stream itself.
-DEFAULT_STOP_TIMEOUT_S = 10.0
-
-ANSWER_LOST = "the answer was lost: the process writing it stopped before it finished (ask again)"
-"""The ``errorText`` a reader sends when the stream ends unfinished (its writer died, or it was lost)."""
-STORE_UNAVAILABLE = "the answer was interrupted: the server's stream store is unreachable (try again shortly)"
-"""The ``errorText`` a reader sends when the stream store fails past its retries."""
 
 
-async def claim(store: StreamStore, chat_id: str, owner: str | None) -> str:
+def route_jobs(where: str, jobs: Jobs | StreamStore | None, stream_store: StreamStore | None = None) -> Jobs:
+    """The `Jobs` a route serves: the one given (``jobs=``, or as its first argument); routes given
+    only a stream store (the spelling before ``jobs=``, deprecated) share that store's default one
+    (`Jobs.shared`), so they still reach each other's jobs."""
+    if isinstance(jobs, Jobs):
+        if stream_store is not None and stream_store is not jobs.store:
+            raise ValueError(f"{where}: stream_store is not the store of the jobs given; give one of them")
+        return jobs
+    store = jobs if jobs is not None else stream_store
+    if store is not None:
+        warnings.warn(
+            f"{where}: a stream store without jobs= is deprecated; build one Jobs(store) and hand it to "
+            "every route that shares the store (create_app does)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    return Jobs.shared(store)
+
+
+def check_runner(
+    where: str,
+    runner: object,
+    protocol: type,
+    store: StreamStore | None,
+    local: Mapping[str, object],
+    hint: str,
+) -> None:
+    """Refuse a ``runner`` that is not a ``protocol`` (``ChatRunner``, ``WorkflowRunner``), one
+    without the store its workers write to, and the ``local`` settings given (callables and
+    defaults, which cannot travel to a worker: ``hint`` says where they go instead)."""
+    if not isinstance(runner, protocol):
+        raise TypeError(f"{where}(runner=...): expected a {protocol.__name__}, got {type(runner).__name__}")
+    if store is None:
+        raise ValueError(f"{where}(runner=...) needs the stream_store its workers write to")
+    given = sorted(name for name, value in local.items() if value)
+    if given:
+        raise ValueError(
+            f"{where}(runner=...): {', '.join(given)} cannot travel to a worker; configure "
+            f"{'them' if len(given) > 1 else 'it'} on the workers ({hint})"
+        )
+
+
+async def claim(jobs: Jobs, chat_id: str, owner: str | None) -> str:
     """Start the chat's new stream (under its `chat_stream_key`); another user's active chat is
     refused (403)."""
     try:
-        return await store.start(chat_stream_key(chat_id), owner=owner)
+        return await jobs.claim(chat_stream_key(chat_id), owner)
     except StreamOwnerError:
         raise ChatRequestError(
             f"chat {chat_id!r} has a response in progress for another user; use another chat id",
             status_code=403,
             path="id",
         ) from None
-
-
-async def release_claim(store: StreamStore, stream_id: str) -> None:
-    """End a claimed stream no answer will be written to (the request failed before its run
-    started); a store failure is logged, not raised: the request's own error is the answer (the
-    claim then expires, and its owner may claim the chat again meanwhile)."""
-    try:
-        await store.finish(stream_id)
-    except Exception:
-        logger.warning("releasing the claim of stream %s failed", stream_id, exc_info=True)
-
-
-async def _produce(
-    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
-) -> None:
-    try:
-        # The writer lease: if this process dies mid-answer, its readers elsewhere end within seconds.
-        async with writing(store, stream_id, lease_s=IN_PROCESS_LEASE_S):
-            await _record(store, stream_id, chunks, controller)
-    except Exception:
-        logger.exception(
-            "closing stream %s failed; its readers end when its writer lease runs out", stream_id
-        )
-
-
-async def _record(
-    store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], controller: AbortController
-) -> None:
-    failed = False
-    try:
-        await write_chunks(store, stream_id, chunks)
-    except Exception as exc:
-        if _only_expired(exc):  # the store lost it (a restart without persistence) or it expired
-            logger.warning("stream %s was gone while it was recorded; the run is stopped", stream_id)
-        else:
-            logger.exception("recording stream %s failed; the run is stopped", stream_id)
-        controller.abort()
-        failed = True
-    finally:
-        with contextlib.suppress(Exception):
-            await chunks.aclose()  # type: ignore[attr-defined]
-        # Shielded: at shutdown the task is cancelled, and readers must still see the end.
-        ending = end_with_error(store, stream_id, STORE_FAILED) if failed else store.finish(stream_id)
-        await asyncio.shield(ending)
-
-
-def record_response(
-    store: StreamStore,
-    key: str,
-    stream_id: str,
-    chunks: AsyncIterator[Any],
-    controller: AbortController,
-) -> AsyncIterator[Any]:
-    """Run ``chunks`` to completion in a task of its own, writing them to ``stream_id``; returns a
-    reader of that stream (the answer to send). Closing the reader does not stop the run; a new
-    response under the same stream ``key`` (in this process) does, as a chat streams one answer at
-    a time."""
-    here = (id(store), key)
-    previous = _CURRENT.get(here)
-    if previous is not None:
-        previous[1].abort()
-    current = _CURRENT[here] = (stream_id, controller)
-
-    def done(task: asyncio.Task[None]) -> None:
-        _RUNNING.discard(task)
-        if _CURRENT.get(here) is current:
-            del _CURRENT[here]
-
-    task = asyncio.create_task(_produce(store, stream_id, chunks, controller), name=f"record {stream_id}")
-    _RUNNING.add(task)
-    task.add_done_callback(done)
-    return follow(store, stream_id)
-
-
-def stop_here(store: StreamStore, key: str, stream_id: str) -> bool:
-    """Abort the run writing ``stream_id`` under stream ``key`` if it runs in this process; whether it does."""
-    current = _CURRENT.get((id(store), key))
-    if current is None or current[0] != stream_id:
-        return False
-    current[1].abort()
-    return True
-
-
-async def _end_lost(store: StreamStore, stream_id: str) -> None:
-    """End the stream of a dead writer as its readers were told (`ANSWER_LOST`): a later resume
-    finds nothing running, a stop has nothing to stop. Positional, so the readers that notice
-    together write one error chunk; a takeover that comes later finds the stream finished."""
-    try:
-        await end_with_error(store, stream_id, ANSWER_LOST)
-    except Exception as exc:
-        logger.warning("stream %s: ending the lost answer failed: %s", stream_id, exc)
-
-
-def _only_expired(exc: BaseException) -> bool:
-    if isinstance(exc, BaseExceptionGroup):
-        return all(_only_expired(inner) for inner in exc.exceptions)
-    return isinstance(exc, StreamExpiredError)
-
-
-async def follow(store: StreamStore, stream_id: str, after: int = 0) -> AsyncIterator[Any]:
-    """The stream's UI chunks from index ``after``, until it finishes: as the bytes written
-    (`StoredUIChunk`), which the SSE response frames as they are (no decode and encode again per
-    chunk and reader). A stream that ends
-    unfinished (its writer died, the store lost it) or a store that fails ends the answer with an
-    ``error`` chunk (`ANSWER_LOST`, `STORE_UNAVAILABLE`): the client is told, the response ends."""
-    try:
-        async for raw in read_checked(store, stream_id, after=after):
-            yield StoredUIChunk(raw)
-    except StreamLostError as exc:
-        logger.warning("stream %s: %s", stream_id, exc)
-        await _end_lost(store, stream_id)
-        yield {"type": "error", "errorText": ANSWER_LOST}
-    except StreamStoreUnavailableError as exc:
-        logger.warning("stream %s: following it failed: %s", stream_id, exc)
-        yield {"type": "error", "errorText": STORE_UNAVAILABLE}
-    except Exception:
-        logger.exception("stream %s: following it failed", stream_id)
-        yield {"type": "error", "errorText": STORE_UNAVAILABLE}
-
-
-async def ends_within(store: StreamStore, stream_id: str, timeout_s: float) -> bool:
-    """Whether the stream finishes (or is gone) within ``timeout_s``."""
-    try:
-        async with asyncio.timeout(timeout_s):
-            chunks = store.read(stream_id, after=await store.length(stream_id))
-            async with contextlib.aclosing(chunks):  # type: ignore[type-var]
-                async for _ in chunks:
-                    pass
-    except TimeoutError:
-        return False
-    except StreamExpiredError:
-        pass
-    return True
 
 
 def check_stop_timeout(stop_timeout_s: float, where: str) -> None:
@@ -299,8 +186,33 @@ class SegmentRoute(Route):
         return Match.FULL, child
 
 
+def follow_endpoint(
+    jobs: Jobs, checks: RequestGuard, key_of: Callable[[Request], str], heartbeat_ms: float
+) -> Callable[[Request], Awaitable[Response]]:
+    """The ``GET`` endpoint of a job's stream (a chat's answer, a workflow run's leg): the job under
+    ``key_of(request)`` replayed from its start (``?after=N`` skips the first N chunks) and followed
+    to its end (`Jobs.follow`); 204 when nothing runs under the key, or when it belongs to another
+    principal (who learns nothing, not even that it exists)."""
+    store = jobs.require_store("a stream route")
+
+    async def start(request: Request) -> Response:
+        if request.method == "OPTIONS":
+            return checks.preflight(request, "GET, OPTIONS")
+        principal = await checks.admit(request)
+        after = _after(request)
+        active = await store.active(key_of(request))
+        headers = checks.cors_headers(request)
+        if active is None or active.owner != principal_stream_owner(principal):
+            return Response(status_code=204, headers=headers)
+        return SSEStreamResponse(
+            jobs.follow(active.stream_id, after), heartbeat_ms=heartbeat_ms, headers=headers
+        )
+
+    return start
+
+
 def resume_route(
-    store: StreamStore,
+    jobs: Jobs | StreamStore,
     path: str = "/chat/{chat_id}/stream",
     *,
     guard: RequestGuard | None = None,
@@ -310,7 +222,8 @@ def resume_route(
     """``GET`` ``path``: the chat's active response as a UI message stream, replayed from its start
     (``?after=N`` skips the first N chunks) and followed to its end; 204 when the chat has none, or
     when it belongs to another principal. The route ``useChat({resume: true})`` calls
-    (``<api>/<chat id>/stream``); ``store`` must be the one given to `chat_route`.
+    (``<api>/<chat id>/stream``); ``jobs`` is the `Jobs` given to `chat_route` (a bare
+    `StreamStore` is deprecated).
 
     Each path parameter is one path segment, percent-decoded on its own, so a chat id may hold any
     character: ``/`` arrives escaped (``%2F``, the AI SDK client's ``encodeURIComponent``) and
@@ -320,19 +233,8 @@ def resume_route(
     if "{chat_id}" not in path:
         raise ValueError("resume_route: the path needs a {chat_id} parameter")
     checks = guard or RequestGuard()
-
-    async def start(request: Request) -> Response:
-        if request.method == "OPTIONS":
-            return checks.preflight(request, "GET, OPTIONS")
-        principal = await checks.admit(request)
-        after = _after(request)
-        active = await store.active(chat_stream_key(_chat_id(request)))
-        headers = checks.cors_headers(request)
-        if active is None or active.owner != principal_stream_owner(principal):
-            return Response(status_code=204, headers=headers)
-        chunks = follow(store, active.stream_id, after)
-        return SSEStreamResponse(chunks, heartbeat_ms=heartbeat_ms, headers=headers)
-
+    served = route_jobs("resume_route", jobs)
+    start = follow_endpoint(served, checks, lambda request: chat_stream_key(_chat_id(request)), heartbeat_ms)
     return SegmentRoute(
         path, answering_errors(start, checks, "resume request"), methods=["GET", "OPTIONS"], name=name
     )

@@ -24,6 +24,7 @@ from ..ai_sdk import (
     MAX_ID_LENGTH,
     AgentRegistry,
     ChatRequestError,
+    Jobs,
     MessageMetadataFn,
     OnErrorFn,
     SSEStreamResponse,
@@ -40,7 +41,7 @@ from ..tracing import incoming_trace
 from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import owner_key, principal_stream_owner, stream_owner
-from ._resume import claim, follow, record_response, release_claim
+from ._resume import check_runner, claim, route_jobs
 
 RequestContextHook = Callable[
     [Any, object], "Mapping[str, Any] | RequestContext | Awaitable[Mapping[str, Any]]"
@@ -48,6 +49,9 @@ RequestContextHook = Callable[
 """``(request, principal) -> mapping`` (may be async): a run's request context, built on the server."""
 
 __all__ = ["chat_route"]
+
+_WORKER_SETTINGS = ("default_options", "experimental_transform", "on_error", "message_metadata")
+"""`chat_route`'s settings that belong to the workers when a runner answers (callables, defaults)."""
 
 
 def _json_kind(value: Any) -> str:
@@ -59,34 +63,8 @@ def _json_kind(value: Any) -> str:
     return kinds.get(type(value), type(value).__name__)
 
 
-def _check_runner(
-    runner: object,
-    store: StreamStore | None,
-    default_options: Mapping[str, Any] | None,
-    transform: object,
-    on_error: object,
-    metadata: object,
-) -> None:
-    if not isinstance(runner, ChatRunner):
-        raise TypeError(f"chat_route(runner=...): expected a ChatRunner, got {type(runner).__name__}")
-    if store is None:
-        raise ValueError("chat_route(runner=...) needs the stream_store its workers write to")
-    given = {
-        "default_options": default_options,
-        "experimental_transform": transform,
-        "on_error": on_error,
-        "message_metadata": metadata,
-    }
-    local = sorted(name for name, value in given.items() if value)
-    if local:
-        raise ValueError(
-            f"chat_route(runner=...): {', '.join(local)} cannot travel to a worker; configure them on "
-            "the workers (DurableWorker(chat_options=...))"
-        )
-
-
 async def _dispatch_turn(
-    store: StreamStore,
+    jobs: Jobs,
     runner: ChatRunner,
     agent_id: str,
     body: Mapping[str, Any],
@@ -96,12 +74,13 @@ async def _dispatch_turn(
     context: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Any]:
     """Claim the chat's stream, cancel its previous turn, hand the turn to ``runner``; the answer is
-    the stream, followed. The claim is released if the dispatch fails."""
+    the stream, followed (`Jobs.hand_off`: the claim is released if the dispatch fails)."""
     chat_id = body.get("id")
     if not isinstance(chat_id, str) or not chat_id:
         chat_id = f"anonymous-{uuid.uuid4().hex}"  # answered, but not resumable: no chat id
+    store = jobs.require_store("chat_route(runner=...)")
     previous = await store.active(chat_stream_key(chat_id))
-    stream_id = await claim(store, chat_id, stream_owner(owner))
+    stream_id = await claim(jobs, chat_id, stream_owner(owner))
     turn = ChatTurn(
         agent_id=agent_id,
         body=dict(body),
@@ -113,16 +92,15 @@ async def _dispatch_turn(
     )
     if context:
         turn["request_context"] = _portable_context(context)
-    try:
+
+    async def dispatch() -> None:
         if previous is not None and previous.stream_id != stream_id:
             # A chat streams one answer at a time; a turn that never started is ended here.
             if not await runner.cancel(previous.stream_id):
                 await end_cancelled_turn(store, previous.stream_id)
         await runner.dispatch(turn)
-    except BaseException:
-        await release_claim(store, stream_id)
-        raise
-    return follow(store, stream_id)
+
+    return await jobs.hand_off(stream_id, dispatch())
 
 
 def _portable_context(context: Mapping[str, Any]) -> dict[str, Any]:
@@ -171,6 +149,7 @@ def chat_route(
     stream_store: StreamStore | None = None,
     runner: ChatRunner | None = None,
     request_context: RequestContextHook | None = None,
+    jobs: Jobs | None = None,
 ) -> Route:
     """A ``POST`` route answering ``useChat`` with agent ``{agent_id}`` (or the fixed ``agent``).
 
@@ -184,7 +163,8 @@ def chat_route(
     ``include_sub_agent_metadata`` adds the live progress of sub-agents run as tools
     (``data-tool-agent`` parts; workflows run as tools always give ``data-tool-workflow``). With a ``stream_store`` (see
     `resume_route`), a request with a chat ``id`` is recorded there and runs to its end even if
-    the client goes away, so ``useChat({resume: true})`` can pick it up again.
+    the client goes away, so ``useChat({resume: true})`` can pick it up again: give it as ``jobs``
+    (a `Jobs` over the store, shared with `resume_route`, `stop_route`; ``stream_store``: deprecated).
 
     With a ``runner`` (a `ChatRunner` such as ``agentstream.durable.DurableChat``; needs a
     ``stream_store`` its workers share), the agent does not run here: the request is checked
@@ -200,10 +180,12 @@ def chat_route(
     not JSON is a `TypeError` naming its key).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
+    served = route_jobs("chat_route", jobs, stream_store)
+    stream_store = served.store
     if runner is not None:
-        _check_runner(
-            runner, stream_store, default_options, experimental_transform, on_error, message_metadata
-        )
+        settings = (default_options, experimental_transform, on_error, message_metadata)
+        local = dict(zip(_WORKER_SETTINGS, settings, strict=True))
+        check_runner("chat_route", runner, ChatRunner, stream_store, local, "DurableWorker(chat_options=...)")
     check_transform_factories(experimental_transform, "chat_route(experimental_transform=...)")
     check_transform_factories(
         (default_options or {}).get("experimental_transform"), "chat_route(default_options=...)"
@@ -212,15 +194,10 @@ def chat_route(
         raise ValueError("chat_route: the path needs an {agent_id} parameter, or pass agent=")
     checks = guard or RequestGuard()
     turn_options = ChatTurnOptions(
-        version=version,
-        send_start=send_start,
-        send_finish=send_finish,
-        send_reasoning=send_reasoning,
-        send_sources=send_sources,
-        send_goals=send_goals,
-        include_sub_agent_metadata=include_sub_agent_metadata,
+        version=version, send_start=send_start, send_finish=send_finish, send_reasoning=send_reasoning,
+        send_sources=send_sources, send_goals=send_goals, include_sub_agent_metadata=include_sub_agent_metadata,
         allow_system_messages=allow_system_messages,
-    )
+    )  # fmt: skip
 
     async def run(
         request: Request, body: Mapping[str, Any], controller: AbortController, principal: object
@@ -258,26 +235,28 @@ def chat_route(
         controller = AbortController()
         headers = checks.cors_headers(request)
         chat_id = body.get("id")
-        if runner is not None and stream_store is not None:
-            answer = await dispatch(request, body, principal, stream_store, runner)
+        if runner is not None:
+            answer = await dispatch(request, body, principal, runner)
             return SSEStreamResponse(answer, heartbeat_ms=heartbeat_ms, headers=headers)
         if stream_store is None or not isinstance(chat_id, str) or not 0 < len(chat_id) <= MAX_ID_LENGTH:
             stream = await run(request, body, controller, principal)
             return SSEStreamResponse(
                 stream, controller=controller, heartbeat_ms=heartbeat_ms, headers=headers
             )
-        stream_id = await claim(stream_store, chat_id, principal_stream_owner(principal))
+        stream_id = await claim(served, chat_id, principal_stream_owner(principal))
         try:
             stream = await run(request, body, controller, principal)
         except BaseException:
-            await release_claim(stream_store, stream_id)
+            await served.release(stream_id)
             raise
         # No controller: the client going away (a reload) must not stop a response it can resume.
-        answer = record_response(stream_store, chat_stream_key(chat_id), stream_id, stream, controller)
+        answer = served.run_here(
+            chat_stream_key(chat_id), stream_id, stream, controller.abort, supersede=True
+        )
         return SSEStreamResponse(answer, heartbeat_ms=heartbeat_ms, headers=headers)
 
     async def dispatch(
-        request: Request, body: Mapping[str, Any], principal: object, store: StreamStore, runner: ChatRunner
+        request: Request, body: Mapping[str, Any], principal: object, runner: ChatRunner
     ) -> Any:
         agent_id = agent or request.path_params["agent_id"]
         owner = owner_key(principal)
@@ -291,7 +270,7 @@ def chat_route(
         )
         traceparent = request.headers.get("traceparent")
         context = await _built_context(request_context, request, principal)
-        return await _dispatch_turn(store, runner, agent_id, body, owner, traceparent, turn_options, context)
+        return await _dispatch_turn(served, runner, agent_id, body, owner, traceparent, turn_options, context)
 
     return Route(
         path, answering_errors(start, checks, "chat request"), methods=["POST", "OPTIONS"], name=name

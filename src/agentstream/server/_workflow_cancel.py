@@ -1,5 +1,6 @@
 """``workflow_cancel_route``: Mastra's ``POST /api/workflows/{workflowId}/runs/{runId}/cancel``, for
-legs running in this process, on workers (through the ``runner``) and suspended runs in storage."""
+legs running in this process (the app's `Jobs`), on workers (through the ``runner``) and suspended
+runs in storage."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from ..ai_sdk import ChatRequestError, WorkflowRegistry, end_cancelled_workflow_leg
+from ..ai_sdk import DEFAULT_STOP_TIMEOUT_S, ChatRequestError, Jobs, WorkflowRegistry, leg_cancelled
 from ..resumable import StreamStore, WorkflowRunner, workflow_stream_key
 from ._errors import answering_errors
 from ._guard import RequestGuard
 from ._owner import owner_key, stream_owner
-from ._resume import DEFAULT_STOP_TIMEOUT_S, check_stop_timeout, ends_within
-from ._workflow_route import _check_runner, _running
+from ._resume import check_stop_timeout, route_jobs
+from ._workflow_route import check_workflow_runner
 
 __all__ = ["cancel_workflow_run", "workflow_cancel_route"]
 
@@ -34,44 +35,40 @@ def _unreachable(run_id: str) -> ChatRequestError:
     )
 
 
-async def _cancel_on_worker(
-    workflow: Any,
-    run_id: str,
-    resource_id: str | None,
-    store: StreamStore,
-    runner: WorkflowRunner,
-    stream_id: str,
-    stop_timeout_s: float,
-) -> None:
-    """Cancel the leg on its worker and wait for the worker to end its stream. A leg no worker
-    ends is ended here (its stream, and a pending or suspended run's snapshot: ``canceled``): one
-    never started, one whose worker took it in the instant of the cancel and stopped before
-    running anything, or one whose worker died (a cancelled leg is never taken over)."""
-    if await runner.cancel(stream_id) and await ends_within(store, stream_id, stop_timeout_s):
-        return
-    run = await workflow.create_run(run_id, resource_id=resource_id)
-    if run.status in ("pending", "suspended"):
-        await run.cancel()
-    await end_cancelled_workflow_leg(store, stream_id, workflow.id, run_id)
-
-
 async def _cancel_recorded(
     workflow: Any,
     run_id: str,
     resource_id: str | None,
-    store: StreamStore,
+    jobs: Jobs,
     runner: WorkflowRunner | None,
     stop_timeout_s: float,
 ) -> bool:
-    """Cancel the run streaming into ``store`` now, if one is; whether one was."""
-    active = await store.active(workflow_stream_key(workflow.id, run_id))
+    """Cancel the leg streaming into the store now, if one is; whether one was. A leg on a worker
+    is cancelled there and waited for; one no worker ends (never started, its worker took it in
+    the instant of the cancel and stopped before running anything, or died: a cancelled leg is
+    never taken over) is ended here, a pending or suspended run's snapshot ``canceled`` first."""
+    key = workflow_stream_key(workflow.id, run_id)
+    active = await jobs.require_store("workflow_cancel_route").active(key)
     if active is None:
         return False
     if active.owner != stream_owner(resource_id):
         raise _not_found()
-    if runner is None:
+
+    async def cancel_waiting_run() -> None:
+        run = await workflow.create_run(run_id, resource_id=resource_id)
+        if run.status in ("pending", "suspended"):
+            await run.cancel()
+
+    cancelled = await jobs.cancel(
+        key,
+        active.stream_id,
+        runner,
+        ending=leg_cancelled(workflow.id, run_id),
+        timeout_s=stop_timeout_s,
+        before_ending=cancel_waiting_run,
+    )
+    if not cancelled:
         raise _unreachable(run_id)  # recorded by another server, running in that server's process
-    await _cancel_on_worker(workflow, run_id, resource_id, store, runner, active.stream_id, stop_timeout_s)
     return True
 
 
@@ -80,7 +77,7 @@ async def cancel_workflow_run(
     workflow_id: str,
     run_id: str,
     resource_id: str | None,
-    store: StreamStore | None = None,
+    jobs: Jobs | StreamStore | None = None,
     runner: WorkflowRunner | None = None,
     *,
     stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
@@ -89,19 +86,21 @@ async def cancel_workflow_run(
     on a worker (``runner``; returns once the worker ended its stream, or after ``stop_timeout_s``
     with the stream ended here), or a suspended run in storage (a finished run is left as it is).
     Raises `ChatRequestError`: 404 for an unknown workflow or run (or another principal's), 409
-    for a run running in a process this one cannot reach."""
+    for a run running in a process this one cannot reach. ``jobs``: the app's `Jobs` (the legs
+    running here, and the store; a bare `StreamStore` is deprecated)."""
+    served = route_jobs("cancel_workflow_run", jobs)
     try:
         workflow = mastra.get_workflow(workflow_id)
     except (KeyError, LookupError):
         raise ChatRequestError("Workflow not found", status_code=404) from None
-    local = _running.get((workflow_id, run_id))
-    if local is not None and local.workflow is workflow:
-        if local.resource_id != resource_id:
+    local = served.local(workflow_stream_key(workflow_id, run_id))
+    if local is not None and local.subject is not None and local.subject.workflow is workflow:
+        if local.subject.resource_id != resource_id:
             raise _not_found()
-        await local.cancel()
+        await local.subject.cancel()
         return
-    if store is not None and await _cancel_recorded(
-        workflow, run_id, resource_id, store, runner, stop_timeout_s
+    if served.store is not None and await _cancel_recorded(
+        workflow, run_id, resource_id, served, runner, stop_timeout_s
     ):
         return
     run = await workflow.create_run(run_id, resource_id=resource_id)
@@ -124,6 +123,7 @@ def workflow_cancel_route(
     runner: WorkflowRunner | None = None,
     stop_timeout_s: float = DEFAULT_STOP_TIMEOUT_S,
     name: str | None = None,
+    jobs: Jobs | None = None,
 ) -> Route:
     """``POST`` ``path``: cancel the run (Mastra's cancel route): ``{"message": "Workflow run
     cancelled"}`` once the run is stopped: in this process; on its worker (``runner``), which
@@ -132,14 +132,16 @@ def workflow_cancel_route(
     The run ends ``canceled`` and its stream ends as a cancelled run's does. 404 for an unknown
     workflow or run and for another principal's run (who learns nothing); 409 for a run this
     process cannot reach (running in another server's process). Give the ``stream_store`` and
-    ``runner`` of the `workflow_route` whose runs it cancels.
+    ``jobs`` and ``runner`` of the `workflow_route` whose runs it cancels (a bare ``stream_store``
+    is the deprecated spelling).
     """
     if "{run_id}" not in path or (workflow is None and "{workflow_id}" not in path):
         raise ValueError(
             "workflow_cancel_route: the path needs a {run_id} parameter, and {workflow_id} or workflow="
         )
+    served = route_jobs("workflow_cancel_route", jobs, stream_store)
     if runner is not None:
-        _check_runner(runner, stream_store, None)
+        check_workflow_runner("workflow_cancel_route", runner, served.store, None)
     check_stop_timeout(stop_timeout_s, "workflow_cancel_route")
     checks = guard or RequestGuard()
 
@@ -154,7 +156,7 @@ def workflow_cancel_route(
             workflow_id,
             run_id,
             owner_key(principal),
-            stream_store,
+            served,
             runner,
             stop_timeout_s=stop_timeout_s,
         )

@@ -22,6 +22,7 @@ from starlette.routing import Route
 from .._abort import AbortController
 from ..ai_sdk import (
     ChatRequestError,
+    Jobs,
     OnErrorFn,
     SSEStreamResponse,
     Version,
@@ -40,55 +41,29 @@ from ..resumable import (
 )
 from ._errors import answering_errors
 from ._guard import RequestGuard
-from ._owner import owner_key, principal_stream_owner, stream_owner
-from ._resume import _after, follow, record_response
+from ._owner import owner_key, stream_owner
+from ._resume import check_runner, follow_endpoint, route_jobs
 
 __all__ = ["workflow_route", "workflow_stream_route"]
 
 
-# The legs running in this process (the server's own runs, recorded or not), for the cancel route.
-_running: dict[tuple[str, str], Any] = {}
+def check_workflow_runner(where: str, runner: object, store: StreamStore | None, on_error: object) -> None:
+    """`check_runner` for a workflow route's runner (``on_error`` is the workers' setting then)."""
+    hint = "DurableWorker(chat_options={'on_error': ...})"
+    check_runner(where, runner, WorkflowRunner, store, {"on_error": on_error}, hint)
 
 
-def _tracked(run: Any, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    """``chunks`` of ``run``'s leg; the run is reachable by the cancel route until they end."""
-    key = (run.workflow_id, run.run_id)
-    _running[key] = run
-    return _untracked_after(key, run, chunks)
-
-
-async def _untracked_after(key: tuple[str, str], run: Any, chunks: AsyncIterator[Any]) -> AsyncIterator[Any]:
-    try:
-        async for chunk in chunks:
-            yield chunk
-    finally:
-        if _running.get(key) is run:
-            del _running[key]
-
-
-def _check_runner(runner: object, store: StreamStore | None, on_error: object) -> None:
-    if not isinstance(runner, WorkflowRunner):
-        raise TypeError(f"workflow_route(runner=...): expected a WorkflowRunner, got {type(runner).__name__}")
-    if store is None:
-        raise ValueError("workflow_route(runner=...) needs the stream_store its workers write to")
-    if on_error is not None:
-        raise ValueError(
-            "workflow_route(runner=...): on_error cannot travel to a worker; configure it on the "
-            "workers (DurableWorker(chat_options={'on_error': ...}))"
-        )
-
-
-async def _claim_run(store: StreamStore, key: str, owner: str | None, run_id: str) -> str:
+async def _claim_run(jobs: Jobs, key: str, owner: str | None, run_id: str) -> str:
     """The run's new stream; a leg of the run still streaming (a concurrent start or resume) is 409."""
     conflict = ChatRequestError(
         f"run {run_id[:120]!r} is streaming already; follow it at its stream URL",
         status_code=409,
         path="runId",
     )
-    if await store.active(key) is not None:
+    if await jobs.require_store("workflow_route").active(key) is not None:
         raise conflict
     try:
-        return await store.start(key, owner=owner)
+        return await jobs.claim(key, owner)
     except StreamOwnerError:
         raise conflict from None
 
@@ -109,6 +84,7 @@ def workflow_route(
     guard: RequestGuard | None = None,
     stream_store: StreamStore | None = None,
     runner: WorkflowRunner | None = None,
+    jobs: Jobs | None = None,
 ) -> Route:
     """A ``POST`` route streaming runs of workflow ``{workflow_id}`` (or the fixed ``workflow``).
 
@@ -118,7 +94,8 @@ def workflow_route(
     the ``guard``, its principal owns the runs it starts; another principal's run is not found.
     Refusals are JSON ``{"error": {"name", "message", "path"?}}`` (400, 401, 403, 404, 409, 413, 415).
 
-    With a ``stream_store``, the run's stream is recorded there (a client that goes away no longer
+    With ``jobs`` over a stream store (a bare ``stream_store`` is the deprecated spelling), the
+    run's stream is recorded there (a client that goes away no longer
     cancels the run) and `workflow_stream_route` serves it again. With a ``runner`` (a
     `WorkflowRunner` such as ``agentstream.durable.DurableWorkflows``; needs the ``stream_store``
     its workers share) the run executes on a worker: the request is checked here (every refusal is
@@ -128,8 +105,10 @@ def workflow_route(
     assert_valid_heartbeat_ms(heartbeat_ms)
     if workflow is None and "{workflow_id}" not in path:
         raise ValueError("workflow_route: the path needs a {workflow_id} parameter, or pass workflow=")
+    served = route_jobs("workflow_route", jobs, stream_store)
+    stream_store = served.store
     if runner is not None:
-        _check_runner(runner, stream_store, on_error)
+        check_workflow_runner("workflow_route", runner, stream_store, on_error)
     checks = guard or RequestGuard()
     options = WorkflowStreamOptions(
         version=version,
@@ -149,19 +128,22 @@ def workflow_route(
             resume=resume,
             options=options,
         )
-        if stream_store is None:
-            return _tracked(run, start_workflow_stream(run, spec, on_error=on_error))
         key = workflow_stream_key(workflow_id, spec["run_id"])
-        stream_id = await _claim_run(stream_store, key, stream_owner(resource_id), spec["run_id"])
+        if stream_store is None:
+            return served.track(
+                key, start_workflow_stream(run, spec, on_error=on_error), run.abort, subject=run
+            )
+        stream_id = await _claim_run(served, key, stream_owner(resource_id), spec["run_id"])
+        if runner is not None:
+            return await served.hand_off(
+                stream_id, runner.dispatch(WorkflowJob(spec=spec, stream_id=stream_id))
+            )
         try:
-            if runner is None:
-                chunks = _tracked(run, start_workflow_stream(run, spec, on_error=on_error))
-                return record_response(stream_store, key, stream_id, chunks, AbortController())
-            await runner.dispatch(WorkflowJob(spec=spec, stream_id=stream_id))
+            chunks = start_workflow_stream(run, spec, on_error=on_error)
         except BaseException:
-            await stream_store.finish(stream_id)
+            await served.release(stream_id)
             raise
-        return follow(stream_store, stream_id)
+        return served.run_here(key, stream_id, chunks, run.abort, subject=run)
 
     async def start(request: Request) -> Response:
         if request.method == "OPTIONS":
@@ -184,7 +166,7 @@ def workflow_route(
 
 
 def workflow_stream_route(
-    store: StreamStore,
+    jobs: Jobs | StreamStore,
     path: str = "/api/workflows/{workflow_id}/runs/{run_id}/stream",
     *,
     workflow: str | None = None,
@@ -195,7 +177,8 @@ def workflow_stream_route(
     """``GET`` ``path``: the run's active leg as a UI message stream, replayed from its start
     (``?after=N`` skips the first N chunks) and followed to its end; 204 when the run streams
     nothing now, or when it belongs to another principal (who learns nothing, not even that the
-    run exists). ``store`` must be the one given to `workflow_route`.
+    run exists). ``jobs`` is the `Jobs` given to `workflow_route` (a bare `StreamStore` is
+    deprecated).
     """
     assert_valid_heartbeat_ms(heartbeat_ms)
     if "{run_id}" not in path or (workflow is None and "{workflow_id}" not in path):
@@ -204,21 +187,12 @@ def workflow_stream_route(
         )
     checks = guard or RequestGuard()
 
-    async def start(request: Request) -> Response:
-        if request.method == "OPTIONS":
-            return checks.preflight(request, "GET, OPTIONS")
-        principal = await checks.admit(request)
-        after = _after(request)
-        workflow_id = workflow or request.path_params["workflow_id"]
-        key = workflow_stream_key(workflow_id, request.path_params["run_id"])
-        active = await store.active(key)
-        headers = checks.cors_headers(request)
-        if active is None or active.owner != principal_stream_owner(principal):
-            return Response(status_code=204, headers=headers)
-        return SSEStreamResponse(
-            follow(store, active.stream_id, after), heartbeat_ms=heartbeat_ms, headers=headers
+    def key_of(request: Request) -> str:
+        return workflow_stream_key(
+            workflow or request.path_params["workflow_id"], request.path_params["run_id"]
         )
 
+    start = follow_endpoint(route_jobs("workflow_stream_route", jobs), checks, key_of, heartbeat_ms)
     return Route(
         path,
         answering_errors(start, checks, "workflow stream request"),

@@ -43,7 +43,14 @@ from ._workflow import workflow_run_span, workflow_step_span
 
 if TYPE_CHECKING:
     from ..models import LanguageModel
-    from ._recorder import AppRecording, SpanRecorder, flush_spans, record_spans, record_spans_while_serving
+    from ._recorder import (
+        AppRecording,
+        SpanRecorder,
+        flush_spans,
+        record_spans,
+        record_spans_while_serving,
+        recording_spans,
+    )
     from ._run import RunTrace
 else:
 
@@ -58,6 +65,7 @@ else:
             "flush_spans",
             "record_spans",
             "record_spans_while_serving",
+            "recording_spans",
         ):  # the SDK, only when asked for
             from . import _recorder
 
@@ -81,6 +89,7 @@ __all__ = [
     "instrument",
     "record_spans",
     "record_spans_while_serving",
+    "recording_spans",
     "trace_run",
     "traced_for",
     "traced_task",

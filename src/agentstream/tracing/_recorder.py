@@ -27,7 +27,14 @@ if TYPE_CHECKING:
 
     from ..storage import SpanRecord, Storage
 
-__all__ = ["AppRecording", "SpanRecorder", "flush_spans", "record_spans", "record_spans_while_serving"]
+__all__ = [
+    "AppRecording",
+    "SpanRecorder",
+    "flush_spans",
+    "record_spans",
+    "record_spans_while_serving",
+    "recording_spans",
+]
 
 log = logging.getLogger("agentstream.tracing")
 
@@ -141,6 +148,12 @@ async def flush_spans(storage: Storage) -> None:
     for recorder in list(_recorders):
         if recorder.storage is storage:
             await recorder.flush()
+
+
+def recording_spans(storage: Storage) -> bool:
+    """Whether the spans that end are being saved into ``storage`` now (a recorder writes there
+    and has not been stopped): what Mastra's ``observabilityEnabled`` says of its server."""
+    return any(recorder.storage is storage and not recorder._stopped for recorder in list(_recorders))
 
 
 def record_spans(

@@ -2,10 +2,12 @@
 // Mastra Studio (`mastra studio`) in headless Chromium on the pages of workflows, memory and
 // traces, against a server: the data is made first with the REAL @mastra/client-js (a workflow
 // run that suspends, a chat on a memory thread), then each page must show it, with no console
-// error and no failed API call; and a run started from the workflow page's form is resumed with
-// its resume form, to success. One screenshot per page.
+// error and no failed API call; a run started from the workflow page's form is resumed with its
+// resume form, to success; a suspended run is cancelled with the run page's cancel button (the run
+// reads `canceled`, as Mastra's); and an agent's Traces tab (enabled by `observabilityEnabled`)
+// lists the agent's traces. One screenshot per page.
 //
-//   node flows-studio.mjs --base-url URL --studio-url URL --chromium PATH --shots DIR [--agent demo]
+//   node flows-studio.mjs --base-url URL --studio-url URL --chromium PATH --shots DIR [--agent demo-agent]
 //
 // Prints "PASS (n) …" / "FAIL (n) …" lines, then "RESULT p/t"; exit 0 when all passed.
 import { CheckFailed, arg, check, clientFor, expect, report, short } from './flows-common.mjs';
@@ -14,7 +16,7 @@ const baseUrl = arg('--base-url').replace(/\/$/, '');
 const studioUrl = arg('--studio-url').replace(/\/$/, '');
 const chromiumPath = arg('--chromium', '/usr/bin/chromium');
 const shots = arg('--shots', '.');
-const agentId = arg('--agent', 'demo');
+const agentId = arg('--agent', 'demo-agent'); // the id: Studio's agents list links to it
 const WORKFLOW = 'publish-article';
 const nonce = Math.random().toString(36).slice(2, 8);
 const client = clientFor(baseUrl);
@@ -27,6 +29,9 @@ const prompt = 'Explain how rainbows form';
 await client.getAgent(agentId).generate(prompt, { memory: { thread: threadId, resource: resourceId } });
 const run = await client.getWorkflow(WORKFLOW).createRun();
 const started = await run.startAsync({ inputData: { topic: `studio ${nonce}` } });
+// the run check 6 cancels from Studio
+const toCancel = await client.getWorkflow(WORKFLOW).createRun();
+const waiting = await toCancel.startAsync({ inputData: { topic: `cancel ${nonce}` } });
 let traceId;
 for (let i = 0; i < 50 && !traceId; i += 1) {
   const traces = await client.getObservability?.()?.listTraces?.({ filters: { entityType: 'agent' } }).catch(() => null)
@@ -137,6 +142,57 @@ try {
       expect(other === 'suspended', `the suspended run's icon is ${other}`);
       return `run ${mine.runId} started and resumed in Studio: ${short(result.result)}; runs list: success, suspended`;
     }, 'studio-workflow-resumed.png'));
+  await check(6, "cancel a suspended run with the run page's cancel button: the run reads canceled", () =>
+    interact(async (p) => {
+      expect(waiting.status === 'suspended', `the run to cancel is ${waiting.status}`);
+      const posted = [];
+      p.on('request', (r) => { if (r.method() === 'POST' && r.url().startsWith(baseUrl)) posted.push(r.url().slice(baseUrl.length).replace(/\?.*/, '')); });
+      await p.goto(`${studioUrl}/workflows/${WORKFLOW}/graph/${toCancel.runId}`, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+      const cancel = p.getByRole('button', { name: 'Cancel workflow run' });
+      await cancel.waitFor({ state: 'visible', timeout: 20_000 });
+      await cancel.click();
+      // the run panel's status badge, then the button gone (Studio shows it for running,
+      // suspended and paused runs only) once the run is read again
+      await p.getByText('Canceled', { exact: true }).first().waitFor({ state: 'visible', timeout: 20_000 });
+      const path = `/api/workflows/${WORKFLOW}/runs/${toCancel.runId}/cancel`;
+      expect(posted.includes(path), `Studio did not POST ${path}: ${posted.join(', ')}`);
+      const after = await client.getWorkflow(WORKFLOW).runById(toCancel.runId);
+      expect(after.status === 'canceled', `the run cancelled from Studio is ${after.status}`);
+      // the runs list (polled every 5 s) shows it with the canceled icon
+      await p.locator(`a[href*="${toCancel.runId}"]`).first().locator('[aria-label="canceled"]')
+        .waitFor({ state: 'visible', timeout: 20_000 });
+      await p.reload({ waitUntil: 'domcontentloaded' });
+      await p.getByText('Canceled', { exact: true }).first().waitFor({ state: 'visible', timeout: 20_000 });
+      const left = await p.getByRole('button', { name: 'Cancel workflow run' }).count();
+      expect(left === 0, 'the cancel button is still offered for the canceled run');
+      return `run ${toCancel.runId}: ${posted.filter((u) => u.includes(toCancel.runId)).join(', ')}; status ${after.status}; runs list: canceled`;
+    }, 'studio-workflow-canceled.png'));
+  await check(7, "an agent's Traces tab lists the agent's traces", () =>
+    interact(async (p) => {
+      // from the agent's chat with its thread (a new chat's page asks for its thread before it
+      // exists: Mastra's 404, which this check counts as a failed call)
+      await p.goto(`${studioUrl}/agents/${agentId}/chat/${threadId}`, { waitUntil: 'domcontentloaded', timeout: 30_000 });
+      const tab = p.getByRole('tab', { name: 'Traces' });
+      await tab.waitFor({ state: 'visible', timeout: 20_000 });
+      // enabled only when /api/system/packages says observabilityEnabled
+      const disabled = (await tab.getAttribute('aria-disabled')) === 'true' || (await tab.isDisabled());
+      expect(!disabled, "the agent's Traces tab is disabled");
+      await tab.click();
+      await p.waitForURL(/\/traces/, { timeout: 20_000 });
+      await p.getByText(prompt).first().waitFor({ state: 'visible', timeout: 20_000 });
+      // Studio first asks for every trace, then for the tab's (where: the root an agent run, some
+      // span this agent): the list settles on the agent's runs only, no workflow run among them
+      let text = '';
+      for (let i = 0; i < 100; i += 1) {
+        text = await p.locator('body').innerText();
+        if (!text.includes(WORKFLOW) && text.includes(prompt)) break;
+        await p.waitForTimeout(200);
+      }
+      expect(!text.includes('Failed to load traces'), 'the tab says: Failed to load traces');
+      expect(text.includes(prompt), `the agent's run is not listed: ${short(text, 400)}`);
+      expect(!text.includes(WORKFLOW), `a workflow run's trace is on the agent's tab: ${short(text, 400)}`);
+      return `${p.url().slice(studioUrl.length)} lists ${JSON.stringify(prompt)}`;
+    }, 'studio-agent-traces.png'));
 } finally {
   await browser.close();
 }
