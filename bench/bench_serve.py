@@ -1,6 +1,9 @@
 """Serving concurrent chats: `agentstream serve` against the real Mastra stack, side by side in one run.
 
-Run: ``.venv/bin/python bench/bench_serve.py [--chats 300] [--tokens 300] [--rounds 2]``.
+Run: ``.venv/bin/python bench/bench_serve.py [--chats 300] [--tokens 300] [--rounds 2]
+[--modes a,b] [--compare OLD/src] [--profile DIR]`` (``--compare``: our modes again on another
+commit's sources, interleaved, as ``before:<mode>``; ``--profile``: py-spy raw stacks of each mode's
+last burst).
 
 Each mode starts a fresh server process on loopback, warms it with a few chats, then sends
 ``--chats`` chats at once and reads every answer to the end (each answer's text is checked: no
@@ -102,7 +105,7 @@ class Mode:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def modes(tokens: int, with_mastra: bool, with_redis: bool) -> list[Mode]:
+def modes(tokens: int, with_mastra: bool, with_redis: bool, compare: Path | None = None) -> list[Mode]:
     ours = [sys.executable, "-m", "agentstream", "serve", "--app", "_serve_app:mastra", "--port", "{port}"]
     env = {"PYTHONPATH": str(ROOT / "src"), "BENCH_SERVE_TOKENS": str(tokens)}
     out = []
@@ -114,6 +117,11 @@ def modes(tokens: int, with_mastra: bool, with_redis: bool) -> list[Mode]:
     out.append(Mode("ours-chat-no-smooth", "/api/chat", True, [*ours, "--no-smooth"], env=env))
     if with_redis:
         out.append(Mode("ours-chat-redis", "/api/chat", True, [*ours, "--stream-store", REDIS_URL], env=env))
+    if compare is not None:  # the same modes on another tree's sources (``before:<mode>``)
+        before = {**env, "PYTHONPATH": str(compare)}
+        out += [
+            Mode(f"before:{m.name}", m.path, m.ui, m.command, env=before) for m in out if m.name != "mastra"
+        ]
     return out
 
 
@@ -235,9 +243,28 @@ async def wait_ready(client: httpx.AsyncClient, base: str, process: subprocess.P
         await asyncio.sleep(0.3)
 
 
-async def burst(mode: Mode, chats: int, tokens: int) -> tuple[float, float, list[str]]:
+@contextlib.contextmanager
+def profiled(pid: int, out: Path | None) -> Iterator[None]:
+    """py-spy recording ``pid`` (raw stacks, for a flame graph) into ``out`` while the block runs."""
+    if out is None:
+        yield
+        return
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    command = [spy, "record", "--pid", str(pid), "--rate", "200", "--format", "raw", "-o", str(out)]
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(1)  # attached before the burst starts
+    try:
+        yield
+    finally:
+        recorder.send_signal(signal.SIGINT)
+        recorder.wait(30)
+
+
+async def burst(
+    mode: Mode, chats: int, tokens: int, profile: Path | None = None
+) -> tuple[float, float, list[str]]:
     """``(server CPU s per token delivered, wall s, failures)`` of ``chats`` chats at once on a
-    fresh server."""
+    fresh server (recorded by py-spy into ``profile``, if given)."""
     expected = "".join(f"tok{i} " for i in range(tokens))
     limits = httpx.Limits(max_connections=chats + 8, max_keepalive_connections=chats + 8)
     async with httpx.AsyncClient(limits=limits, timeout=httpx.Timeout(180)) as client:
@@ -249,12 +276,13 @@ async def burst(mode: Mode, chats: int, tokens: int) -> tuple[float, float, list
                 if failure is not None:
                     raise RuntimeError(f"{mode.name} warm-up failed: {failure}")
             await asyncio.sleep(0.5)
-            cpu0, wall0 = cpu_seconds(process.pid), time.perf_counter()
-            results = await asyncio.gather(
-                *(one_chat(client, url, mode.ui, i, expected) for i in range(chats))
-            )
-            wall = time.perf_counter() - wall0
-            cpu = cpu_seconds(process.pid) - cpu0
+            with profiled(process.pid, profile):
+                cpu0, wall0 = cpu_seconds(process.pid), time.perf_counter()
+                results = await asyncio.gather(
+                    *(one_chat(client, url, mode.ui, i, expected) for i in range(chats))
+                )
+                wall = time.perf_counter() - wall0
+                cpu = cpu_seconds(process.pid) - cpu0
     delivered = sum(n for _, n in results)
     return cpu / max(delivered, 1), wall, [f for f, _ in results if f is not None]
 
@@ -265,31 +293,56 @@ async def main() -> None:
     parser.add_argument("--tokens", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--skip-mastra", action="store_true")
+    parser.add_argument("--modes", help="comma-separated mode names to run (default: all)")
+    parser.add_argument(
+        "--profile", metavar="DIR", help="record each mode's last burst with py-spy into DIR (raw stacks)"
+    )
+    parser.add_argument(
+        "--compare",
+        metavar="SRC",
+        type=Path,
+        help="also run our modes on the sources in SRC (a `git archive` of another commit's src), "
+        "interleaved, as before:<mode>",
+    )
     args = parser.parse_args()
-    all_modes = modes(args.tokens, not args.skip_mastra and prepare_mastra(), redis_answers())
+    wanted = set(args.modes.split(",")) if args.modes else None
+    with_mastra = not args.skip_mastra and (wanted is None or "mastra" in wanted) and prepare_mastra()
+    all_modes = [
+        m
+        for m in modes(args.tokens, with_mastra, redis_answers(), args.compare)
+        if wanted is None or m.name.removeprefix("before:") in wanted
+    ]
     best: dict[str, float] = {}
     print(
         f"{args.chats} concurrent chats x {args.tokens} tokens; server CPU µs per token (best of {args.rounds})"
     )
     for round_no in range(1, args.rounds + 1):
         for mode in all_modes:
-            per_token, wall, failures = await burst(mode, args.chats, args.tokens)
+            profile = None
+            if args.profile and round_no == args.rounds:
+                Path(args.profile).mkdir(parents=True, exist_ok=True)
+                profile = Path(args.profile) / f"{mode.name.replace(':', '-')}.txt"
+            per_token, wall, failures = await burst(mode, args.chats, args.tokens, profile)
             best[mode.name] = min(best.get(mode.name, float("inf")), per_token)
             print(
-                f"round {round_no} {mode.name:<18} {per_token * 1e6:8.2f} µs/token  wall {wall:6.2f} s"
+                f"round {round_no} {mode.name:<26} {per_token * 1e6:8.2f} µs/token  wall {wall:6.2f} s"
                 + (f"  FAILURES {len(failures)}: {failures[:3]}" if failures else ""),
                 flush=True,
             )
     print()
     for name, value in best.items():
-        print(f"{name:<18} {value * 1e6:8.2f} µs/token")
-    if "mastra" in best:
-        for name in ("ours-agent-stream", "ours-chat", "ours-chat-no-smooth"):
-            print(f"mastra / {name}: {best['mastra'] / best[name]:.2f}x less CPU per token (goal >= 4.5x)")
-    if "ours-chat-redis" in best:
-        print(
-            f"ours-chat-redis / ours-chat: {best['ours-chat-redis'] / best['ours-chat']:.2f}x (goal <= 1.5x)"
-        )
+        print(f"{name:<26} {value * 1e6:8.2f} µs/token")
+    for prefix in ("", "before:"):
+        if "mastra" in best:
+            for name in ("ours-agent-stream", "ours-chat", "ours-chat-no-smooth"):
+                if prefix + name in best:
+                    print(
+                        f"mastra / {prefix}{name}: {best['mastra'] / best[prefix + name]:.2f}x less CPU "
+                        "per token (goal >= 4.5x)"
+                    )
+        redis, memory = prefix + "ours-chat-redis", prefix + "ours-chat"
+        if redis in best and memory in best:
+            print(f"{redis} / {memory}: {best[redis] / best[memory]:.2f}x (goal <= 1.5x)")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from agentstream.ai_sdk import (
     StoredUIChunk,
     leg_cancelled,
     run_workflow_job,
+    write_chunks,
     write_job,
 )
 from agentstream.resumable import IN_PROCESS_LEASE_S, MemoryStreamStore, StreamStore, WorkflowJob
@@ -213,3 +214,36 @@ async def test_a_worker_cancelled_mid_job_leaves_the_stream_for_a_takeover() -> 
 def test_a_jobs_without_a_store_names_where_one_was_needed() -> None:
     with pytest.raises(ValueError, match=r"resume_route needs a Jobs with a stream store"):
         Jobs().require_store("resume_route")
+
+
+async def test_an_in_process_store_holds_each_chunk_before_the_next_is_produced() -> None:
+    # Readers of a stream in this process see a chunk as soon as it is produced: no batch waits
+    # for a second task to write it.
+    store = MemoryStreamStore()
+    stream_id = await store.start("chat-a", owner=None)
+    lengths: list[int] = []
+
+    async def chunks() -> AsyncIterator[Any]:
+        for i in range(3):
+            lengths.append(await store.length(stream_id))
+            yield {"type": "text-delta", "id": "t1", "delta": f"w{i} "}
+
+    assert await write_chunks(store, stream_id, chunks()) == 3
+    assert lengths == [0, 1, 2]
+    await store.finish(stream_id)
+    stored = [json.loads(c) async for c in store.read(stream_id)]
+    assert [c["delta"] for c in stored] == ["w0 ", "w1 ", "w2 "]
+
+
+async def test_positions_follow_at_in_an_in_process_store() -> None:
+    # A re-run from chunk 1 skips what is there (the chunk already written is not written twice).
+    store = MemoryStreamStore()
+    stream_id = await store.start("chat-a", owner=None)
+    await store.append(stream_id, b'{"type":"start"}', b'{"type":"start-step"}')
+
+    async def chunks() -> AsyncIterator[Any]:
+        yield {"type": "start-step"}
+        yield {"type": "finish-step"}
+
+    assert await write_chunks(store, stream_id, chunks(), at=1) == 2
+    assert await store.length(stream_id) == 3

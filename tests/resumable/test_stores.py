@@ -14,6 +14,7 @@ from agentstream.resumable import (
     StreamExpiredError,
     StreamOwnerError,
     StreamStore,
+    in_process_appender,
     stream_store_from_url,
 )
 
@@ -230,3 +231,41 @@ async def test_redis_a_stream_is_written_and_finished_by_another_process(redis_u
     finally:
         await server.aclose()
         await worker.aclose()
+
+
+async def test_memory_a_reader_cancelled_while_it_waits_leaves_the_others_waiting() -> None:
+    # Readers wait on futures of their own: cancelling one must not wake or cancel another.
+    store = MemoryStreamStore()
+    stream_id = await store.start("chat-a", owner=None)
+    got: list[bytes] = []
+
+    async def follow() -> None:
+        async for c in store.read(stream_id):
+            got.append(c)
+
+    cancelled, kept = asyncio.create_task(follow()), asyncio.create_task(follow())
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    await asyncio.gather(cancelled, return_exceptions=True)
+    await store.append(stream_id, chunk(0))
+    await store.finish(stream_id)
+    await asyncio.wait_for(kept, 5)
+    assert got == [chunk(0)]
+
+
+async def test_memory_append_now_writes_before_it_returns_and_only_for_the_stores_own_append() -> None:
+    store = MemoryStreamStore()
+    stream_id = await store.start("chat-a", owner=None)
+    append_now = in_process_appender(store)
+    assert append_now is not None
+    append_now(stream_id, chunk(0), at=0)
+    append_now(stream_id, chunk(0), chunk(1), at=0)  # positional: chunk 0 is skipped
+    assert await store.length(stream_id) == 2
+
+    class Counting(MemoryStreamStore):
+        async def append(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
+            await super().append(stream_id, *chunks, at=at)
+
+    # A subclass that changes append (fault injection, metering) keeps every write going through it.
+    assert in_process_appender(Counting()) is None
+    assert in_process_appender(object()) is None

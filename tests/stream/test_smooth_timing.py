@@ -1,7 +1,7 @@
 """Pacing in virtual time: the producer is never throttled, ``max_lag_ms`` catches up, ``hold_back`` waits.
 
 The tests run on looptime's fake loop clock (``@pytest.mark.looptime``): it only moves when every task
-waits for a timer, so ``asyncio.sleep`` (the default ``sleep`` of ``smooth_stream``) and ``loop.time()``
+waits for a timer, so ``asyncio.sleep``, ``pace`` (the default ``sleep`` of ``smooth_stream``) and ``loop.time()``
 are exact and instant.
 """
 

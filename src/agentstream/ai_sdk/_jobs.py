@@ -38,6 +38,7 @@ from ..resumable import (
     StreamLostError,
     StreamStore,
     StreamStoreUnavailableError,
+    in_process_appender,
     read_checked,
     writing,
 )
@@ -87,7 +88,18 @@ class JobCanceller(Protocol):
 async def write_chunks(store: StreamStore, stream_id: str, chunks: AsyncIterator[Any], *, at: int = 0) -> int:
     """Write the UI chunks as they come, chunk *i* at number ``at + i`` (numbers already written
     are skipped); those produced while a write is in flight go in the next one (one round trip to
-    Redis per batch, not per chunk). Returns how many chunks were produced."""
+    Redis per batch, not per chunk). Returns how many chunks were produced.
+
+    A store in this process (`in_process_appender`) is written as each chunk comes, in the
+    producer's task: a second task woken per chunk (what batching needs) would cost more than the
+    write itself, which is a list append."""
+    append_now = in_process_appender(store)
+    if append_now is not None:
+        written = at
+        async for chunk in chunks:
+            append_now(stream_id, encode_ui_chunk(chunk), at=written)
+            written += 1
+        return written - at
     pending: list[bytes] = []
     ready = asyncio.Event()
     ended = False

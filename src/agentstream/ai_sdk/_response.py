@@ -19,7 +19,13 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from .._abort import AbortController
-from ._sse import HEARTBEAT_FRAME, UI_MESSAGE_STREAM_HEADERS, assert_valid_heartbeat_ms, encode_sse
+from ._sse import (
+    DONE_FRAME,
+    HEARTBEAT_FRAME,
+    UI_MESSAGE_STREAM_HEADERS,
+    assert_valid_heartbeat_ms,
+    encode_sse_frame,
+)
 
 __all__ = ["SSEStreamResponse"]
 
@@ -64,11 +70,10 @@ class SSEStreamResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         call = _Call(send, self._heartbeat)
-        frames = encode_sse(self._stream)
         error: BaseException | None = None
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(call.send_all(self.status_code, self.raw_headers, frames))
+                group.create_task(call.send_all(self.status_code, self.raw_headers, self._stream))
                 group.create_task(_watch(receive))
                 if self._heartbeat is not None:
                     group.create_task(call.heartbeat())
@@ -79,9 +84,7 @@ class SSEStreamResponse(Response):
         finally:
             if not call.complete and self._controller is not None:
                 self._controller.abort()
-            # The sender closes them when it was cancelled mid-stream; this covers never-started ones.
-            with contextlib.suppress(Exception):
-                await frames.aclose()  # type: ignore[attr-defined]
+            # Every task has ended: the stream is closed here however the response ended.
             with contextlib.suppress(Exception):
                 await self._stream.aclose()  # type: ignore[attr-defined]
         if error is not None and not isinstance(error, OSError):
@@ -129,12 +132,17 @@ class _Call:
             self._ping.set_result(None)
             self._ping = None
 
-    async def send_all(self, status: int, headers: Any, frames: AsyncIterable[bytes]) -> None:
+    async def send_all(self, status: int, headers: Any, chunks: AsyncIterable[Any]) -> None:
+        """`encode_sse` of ``chunks``, framed here rather than by a generator of its own (one
+        async step less per frame): one frame per chunk, then ``[DONE]``; an exception from
+        ``chunks`` ends the response without it."""
         self.busy = True  # no ping may go out before the response has started
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
         self.busy = False
-        async for frame in frames:
-            await self._body(frame)
+        body = self._body
+        async for chunk in chunks:
+            await body(encode_sse_frame(chunk))
+        await body(DONE_FRAME)
         if self._ping is not None:
             await asyncio.shield(self._ping)
         self.busy = True  # from here on no ping: it would follow the end of the response

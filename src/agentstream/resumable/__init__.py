@@ -30,7 +30,7 @@ from ._base import (
 )
 from ._keys import STREAM_KEY_KINDS, chat_stream_key, mastra_workflow_stream_key, workflow_stream_key
 from ._liveness import IN_PROCESS_LEASE_S, WORKER_LEASE_S, WriterLiveness, read_checked, writing
-from ._memory import DEFAULT_MAX_BYTES, MemoryStreamStore
+from ._memory import DEFAULT_MAX_BYTES, MemoryStreamStore, in_process_appender
 from ._redis import RedisStreamStore, stream_store_from_url
 from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
 from ._workflow_run import WorkflowJob, WorkflowRunner
@@ -57,6 +57,7 @@ __all__ = [
     "chat_stream_key",
     "check_at",
     "check_ttl",
+    "in_process_appender",
     "mastra_workflow_stream_key",
     "read_checked",
     "stream_store_from_url",

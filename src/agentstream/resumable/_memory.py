@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ._base import ActiveStream, StreamExpiredError, StreamLostError, StreamOwnerError, check_at, check_ttl
 
-__all__ = ["DEFAULT_MAX_BYTES", "MemoryStreamStore"]
+__all__ = ["DEFAULT_MAX_BYTES", "MemoryStreamStore", "in_process_appender"]
 
 logger = logging.getLogger("agentstream.resumable")
 
@@ -30,12 +30,24 @@ class _Stream:
     size: int = 0
     done: bool = False
     writer_lost: bool = False  # its writer stopped without finishing it
-    # Replaced on every write: readers wait on the one current when they caught up.
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    # The futures of the readers that caught up, one each (a reader cancelled while it waits
+    # cancels only its own); every change resolves and forgets them. Cheaper per write than
+    # replacing an ``asyncio.Event``: a write with nobody waiting costs one truth test.
+    waiters: list[asyncio.Future[None]] = field(default_factory=list)
 
     def wake(self) -> None:
-        self.changed.set()
-        self.changed = asyncio.Event()
+        waiters = self.waiters
+        if waiters:
+            self.waiters = []
+            for waiter in waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    def changed(self) -> asyncio.Future[None]:
+        """A future resolved by the next change (a bare future: no coroutine per wait)."""
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        return waiter
 
 
 class MemoryStreamStore:
@@ -119,23 +131,33 @@ class MemoryStreamStore:
         self._active[chat_id] = stream_id
         return stream_id
 
-    def _writable(self, stream_id: str) -> _Stream:
-        stream = self._live(stream_id)
-        if stream is None or stream.done:
-            raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
-        return stream
-
     async def append(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
         """Add chunks in order, or at chunk number ``at`` skipping those already written (see
         `StreamStore.append`); `StreamExpiredError` if the stream is gone or finished."""
-        stream = self._writable(stream_id)
+        self.append_now(stream_id, *chunks, at=at)
+
+    def append_now(self, stream_id: str, *chunks: bytes, at: int | None = None) -> None:
+        """`append`, done before it returns (the store is in this process): what a writer in this
+        process calls per chunk without a task switch (see `in_process_appender`)."""
+        stream = self._streams.get(stream_id)
+        now = self._clock()
+        if stream is not None and stream.expires <= now:
+            self._drop(stream_id, stream)
+            stream = None
+        if stream is None or stream.done:
+            raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
         start = check_at(at, len(stream.chunks), stream_id)
-        added = [bytes(chunk) for chunk in chunks[len(stream.chunks) - start :]]
-        stream.chunks.extend(added)
-        grown = sum(len(chunk) for chunk in added)
+        if len(chunks) == 1 and start == len(stream.chunks):  # one new chunk: no list to build
+            data = bytes(chunks[0])
+            stream.chunks.append(data)
+            grown = len(data)
+        else:
+            added = [bytes(chunk) for chunk in chunks[len(stream.chunks) - start :]]
+            stream.chunks.extend(added)
+            grown = sum(len(chunk) for chunk in added)
         stream.size += grown
         self._bytes += grown
-        stream.expires = self._clock() + self.ttl_s
+        stream.expires = now + self.ttl_s
         stream.wake()
         if self._bytes > self.max_bytes:
             self._evict()
@@ -199,7 +221,7 @@ class MemoryStreamStore:
                 raise StreamLostError(f"the writer of stream {stream_id!r} stopped before finishing it")
             if self._live(stream_id) is not stream:
                 raise StreamLostError(f"stream {stream_id!r} expired before it was finished")
-            await stream.changed.wait()
+            await stream.changed()
 
     def writing(
         self, stream_id: str, *, lease_s: float, dead_on_error: bool = True
@@ -223,3 +245,12 @@ class MemoryStreamStore:
     async def aclose(self) -> None:
         """Nothing to release (the streams live as long as this store)."""
         return None
+
+
+def in_process_appender(store: object) -> Callable[..., None] | None:
+    """``store.append_now`` when ``store`` is a `MemoryStreamStore` whose ``append`` is its own
+    (a subclass that changes ``append`` keeps it called), else ``None``: a writer in this process
+    appends each chunk as it is produced, with no task between it and the readers."""
+    if isinstance(store, MemoryStreamStore) and type(store).append is MemoryStreamStore.append:
+        return store.append_now
+    return None

@@ -53,6 +53,7 @@ import msgspec
 
 from ..chunks import Chunk, ReasoningDelta, TextDelta
 from ._chunkers import ChunkDetector, Chunking, SegmenterLike, _Chunker, _chunker_factory
+from ._pacing import pace
 from ._smooth_eager import EAGER_KINDS, run_eager
 from ._types import Transform, TransformFactory, apply_transforms, factory_list
 
@@ -240,7 +241,7 @@ class SmoothStream:
         *,
         delay_in_ms: float | None = 10,
         chunking: Chunking = "word",
-        sleep: Sleep = asyncio.sleep,
+        sleep: Sleep = pace,
         max_lag_ms: float | None = None,
         hold_back: bool = False,
     ) -> None:
@@ -470,7 +471,7 @@ def smooth_stream(
     *,
     delay_in_ms: float | None = 10,
     chunking: Chunking = "word",
-    sleep: Sleep = asyncio.sleep,
+    sleep: Sleep = pace,
     max_lag_ms: float | None = None,
     hold_back: bool = False,
 ) -> SmoothStream:
@@ -479,7 +480,8 @@ def smooth_stream(
     ``chunking``: ``"word"`` (default), ``"line"``, ``"grapheme"``, a JavaScript RegExp literal string
     (``"/[^,]*,\\\\s*/"``), a compiled ``re``/``regex`` pattern (Python semantics), a detector
     ``(buffer) -> prefix | None``, or a segmenter (``segment(text)``, e.g. ``Segmenter``).
-    ``sleep`` receives seconds. Invalid ``chunking`` raises Mastra's ``TypeError`` here.
+    ``sleep`` receives seconds (default `pace`: ``asyncio.sleep``'s semantics, one loop timer for
+    every stream pausing as long). Invalid ``chunking`` raises Mastra's ``TypeError`` here.
     """
     return SmoothStream(
         delay_in_ms=delay_in_ms, chunking=chunking, sleep=sleep, max_lag_ms=max_lag_ms, hold_back=hold_back
@@ -507,7 +509,7 @@ def smooth_stream_factory(
     *,
     delay_in_ms: float | None = 10,
     chunking: Chunking = "word",
-    sleep: Sleep = asyncio.sleep,
+    sleep: Sleep = pace,
     max_lag_ms: float | None = None,
     hold_back: bool = False,
 ) -> SmoothStreamFactory:
