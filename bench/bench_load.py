@@ -25,40 +25,21 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from _token_model import TokenModel, tokens
 
 N_REQUESTS = 500
 N_TOKENS = 300
 DELAY_MS = 10
 SERVER_MAX_S = 240.0
 BURST_TIMEOUT_S = 90.0
-TOKENS = [f"tok{i} " for i in range(N_TOKENS)]
+TOKENS = tokens(N_TOKENS)
 EXPECTED = "".join(TOKENS)
-USAGE = {"inputTokens": 8, "outputTokens": N_TOKENS, "totalTokens": 8 + N_TOKENS}
 
 
 # --------------------------------------------------------------------------------------------- server
-
-
-class TokenModel:
-    """A ``LanguageModel`` streaming the same ``N_TOKENS`` text-deltas on every call."""
-
-    specification_version = "v2"
-    provider = "bench"
-    model_id = f"tokens-{N_TOKENS}"
-
-    def do_stream(self, options: Any) -> AsyncIterator[dict[str, Any]]:
-        return self._play()
-
-    async def _play(self) -> AsyncIterator[dict[str, Any]]:
-        yield {"type": "stream-start", "warnings": []}
-        yield {"type": "text-start", "id": "t1"}
-        for token in TOKENS:
-            yield {"type": "text-delta", "id": "t1", "delta": token}
-        yield {"type": "text-end", "id": "t1"}
-        yield {"type": "finish", "finishReason": "stop", "usage": USAGE}
 
 
 def _watchdog(deadline_s: float) -> None:
@@ -83,7 +64,7 @@ def serve(port: int) -> None:
     from agentstream.server import chat_route
 
     threading.Thread(target=_watchdog, args=(SERVER_MAX_S,), daemon=True).start()
-    mastra = Mastra(agents={"bench": Agent(id="bench", instructions="Be brief.", model=TokenModel())})
+    mastra = Mastra(agents={"bench": Agent(id="bench", instructions="Be brief.", model=TokenModel(N_TOKENS))})
 
     async def health(_: Request) -> PlainTextResponse:
         return PlainTextResponse("ok")
