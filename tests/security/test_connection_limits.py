@@ -222,6 +222,22 @@ async def _flood(writer: asyncio.StreamWriter) -> None:
             await writer.drain()
 
 
+async def test_a_client_still_sending_reads_its_413_late() -> None:
+    # The server stops reading a body it refused; closing with the rest unread would reset the
+    # connection, and the client's kernel would drop the 413 it had not read yet.
+    head = b"POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+    head += AUTH + b"transfer-encoding: chunked\r\n\r\n"
+    with serving({}) as (port, _pid):
+        reader, writer = await connect(port)
+        writer.write(head)
+        flood = asyncio.create_task(_flood(writer))
+        await asyncio.sleep(0.3)  # the 413 is sent meanwhile, and the client keeps sending
+        answer = await closed_within(reader, 5)
+        flood.cancel()
+        writer.transport.abort()
+    assert answer is not None and answer.startswith(b"HTTP/1.1 413"), answer
+
+
 async def test_a_newcomer_when_every_connection_is_busy_is_a_json_503() -> None:
     head = b"POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
     head += AUTH + b"content-length: 100\r\n\r\n{"

@@ -21,6 +21,9 @@ __all__ = ["h11_protocol_class", "httptools_available", "httptools_protocol_clas
 # Bytes read from a socket at a time, and of a body ahead of the app reading it.
 _READ_SIZE = 64 * 1024
 _READ_AHEAD = 16 * 1024
+# How long a connection closed under a client still sending stays open after the answer, for the
+# client to read the answer (`_Limited._close_unread`).
+_LINGER_S = 1.0
 
 
 def raw_response(status: int, reason: str, message: str, extra: str = "") -> bytes:
@@ -41,7 +44,8 @@ class _Limited:
 
     ``_phase``: ``""`` (new), ``"head"`` (a head is due: its deadline runs), ``"idle"`` (kept
     alive after a response: uvicorn's keep-alive timeout), ``"body"`` (its deadline runs) or
-    ``"busy"`` (the request is read; the app answers).
+    ``"busy"`` (the request is read; the app answers) or ``"linger"`` (answered and closing while
+    the client may still send: `_close_unread`).
     """
 
     limits: ClassVar[Any]  # ConnectionLimits
@@ -54,6 +58,7 @@ class _Limited:
     transport: asyncio.Transport
     loop: asyncio.AbstractEventLoop
     cycle: Any
+    flow: Any
 
     def _init_limits(self) -> None:
         self._deadline: asyncio.TimerHandle | None = None
@@ -128,15 +133,37 @@ class _Limited:
         self._deadline = None
         if self.transport.is_closing() or phase != self._phase:
             return
-        self.waiting.pop(self, None)
         if phase == "head" and self._head_bytes:
             message = f"the request head did not arrive within {self.limits.header_timeout_s:g} s"
             self.transport.write(raw_response(408, "Request Timeout", message))
         elif phase == "body" and (self.cycle is None or not self.cycle.response_started):
             message = f"the request body did not arrive within {self.limits.body_timeout_s:g} s"
             self.transport.write(raw_response(408, "Request Timeout", message))
+        self._close_unread()
+
+    def _close_unread(self) -> None:
+        """Close a connection whose client may still be sending (a head or body past its
+        deadline, a body nobody will read after a 413 or 401). A close with bytes unread makes
+        the kernel reset the connection, and a client that had not read the answer yet loses it
+        (its kernel drops what it had received): so the answer is followed by an EOF, reading
+        stops (what the client sends waits in its own buffers, at no cost here), and the
+        connection is closed `_LINGER_S` later (nginx's lingering close, without the reading)."""
+        self.waiting.pop(self, None)
+        self._disarm()
+        self._phase = "linger"
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        self.flow.pause_reading()
+        self._deadline = self.loop.call_later(_LINGER_S, self._close)
+
+    def _lingering(self) -> bool:
+        """Whether what was read is to be dropped: it came after `_close_unread`."""
+        return self._phase == "linger"
+
+    def _close(self) -> None:
+        self._disarm()
         self.transport.close()
-        # A client that reads nothing must not keep the socket open by leaving our 408 unsent.
+        # A client that reads nothing must not keep the socket open by leaving our answer unsent.
         self.loop.call_later(1.0, self.transport.abort)
 
 
@@ -158,6 +185,8 @@ def h11_protocol_class() -> type[Any]:
                 self._track()
 
         def data_received(self, data: bytes) -> None:
+            if self._lingering():
+                return
             if self._phase == "idle":  # a kept-alive connection's next head: its deadline from now
                 self._arm("head", self.limits.header_timeout_s)
             if self._phase == "head":
@@ -176,7 +205,7 @@ def h11_protocol_class() -> type[Any]:
                 return
             if self.conn.their_state is h11.SEND_BODY:
                 # Answered before the body was read (413, 401...): reading the rest is for nothing.
-                self.transport.close()
+                self._close_unread()
                 return
             self._track()
 
@@ -219,6 +248,8 @@ def httptools_protocol_class() -> type[Any]:
                 self._await_head(False)
 
         def data_received(self, data: bytes) -> None:
+            if self._lingering():
+                return
             if self._phase == "idle":  # a kept-alive connection's next head: its deadline from now
                 self._arm("head", self.limits.header_timeout_s)
             if self._phase == "head":
@@ -270,7 +301,7 @@ def httptools_protocol_class() -> type[Any]:
                 self._await_head(True)
             elif latest.more_body:
                 # Answered before the body was read (413, 401...): reading the rest is for nothing.
-                self.transport.close()
+                self._close_unread()
             else:
                 self._await_head(False)
 
