@@ -21,7 +21,9 @@ what is missing:
   request head (idle or slow ones, which a legitimate client does not hold for long); when every
   connection is busy with a request, the newcomer is answered a JSON 503 and closed;
 * a response that ends while the client is still sending the body (a 413 or 401 before the body
-  was read) closes the connection instead of reading the rest of the body for nothing.
+  was read) closes the connection instead of reading the rest of the body for nothing: after an
+  EOF and a second without reading (as after a 408), so that the client reads the answer before
+  the close resets the connection.
 
 Before auth is known a request buffers at most ``max_header_bytes`` of head and 16 KiB of
 body: reading pauses there until the app asks for more (uvicorn alone reads 64 KiB ahead), and a
