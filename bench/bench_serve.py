@@ -107,7 +107,10 @@ class Mode:
 
 def modes(tokens: int, with_mastra: bool, with_redis: bool, compare: Path | None = None) -> list[Mode]:
     ours = [sys.executable, "-m", "agentstream", "serve", "--app", "_serve_app:mastra", "--port", "{port}"]
-    env = {"PYTHONPATH": str(ROOT / "src"), "BENCH_SERVE_TOKENS": str(tokens)}
+    # The caller's PYTHONPATH after the tree's src (absolute: the servers run in bench/), so
+    # packages installed beside the venv (httptools in a --target dir...) reach the servers too.
+    inherited = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {"PYTHONPATH": os.pathsep.join([str(ROOT / "src"), *inherited]), "BENCH_SERVE_TOKENS": str(tokens)}
     out = []
     if with_mastra:
         node = ["node", "mastra-chat-server.mjs", "--port", "{port}", "--tokens", str(tokens)]
@@ -118,7 +121,7 @@ def modes(tokens: int, with_mastra: bool, with_redis: bool, compare: Path | None
     if with_redis:
         out.append(Mode("ours-chat-redis", "/api/chat", True, [*ours, "--stream-store", REDIS_URL], env=env))
     if compare is not None:  # the same modes on another tree's sources (``before:<mode>``)
-        before = {**env, "PYTHONPATH": str(compare)}
+        before = {**env, "PYTHONPATH": os.pathsep.join([str(compare), *inherited])}
         out += [
             Mode(f"before:{m.name}", m.path, m.ui, m.command, env=before) for m in out if m.name != "mastra"
         ]

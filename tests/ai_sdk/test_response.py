@@ -63,3 +63,74 @@ async def test_a_disconnect_closes_the_stream_and_leaves_no_task() -> None:
     assert closed.is_set()
     assert b": ping\n\n" not in [m.get("body") for m in sent]  # the AI SDK's response has no heartbeat
     assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
+def _app(middleware: list[Any] | None = None) -> Any:
+    from starlette.applications import Starlette
+    from starlette.routing import Route
+
+    async def endpoint(request: Any) -> SSEStreamResponse:
+        async def chunks() -> AsyncIterator[dict[str, Any]]:
+            for i in range(3):
+                yield {"type": "text-delta", "id": "t", "delta": f"w{i} "}
+
+        return SSEStreamResponse(chunks(), heartbeat_ms=0)
+
+    return Starlette(routes=[Route("/", endpoint, methods=["POST"])], middleware=middleware)
+
+
+async def _call(app: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """What the server's ``send`` got, and the names of the ``send`` callables each message came
+    through last (the frame of the caller of the server's ``send``)."""
+    import sys
+
+    sent: list[dict[str, Any]] = []
+    callers: list[str] = []
+    done = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if not sent:
+            return {"type": "http.request", "body": b"", "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        callers.append(sys._getframe(1).f_code.co_name)
+        if not message.get("more_body", True) and message["type"] == "http.response.body":
+            done.set()
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": [], "query_string": b""}
+    await app(scope, receive, send)
+    return sent, callers
+
+
+async def test_body_frames_skip_only_starlette_s_pass_through_send_wrappers() -> None:
+    from starlette.middleware import Middleware
+
+    plain, via = await _call(_app())
+    body = b"".join(m.get("body", b"") for m in plain)
+    assert (
+        body
+        == b"".join(f'data: {{"type":"text-delta","id":"t","delta":"w{i} "}}\n\n'.encode() for i in range(3))
+        + b"data: [DONE]\n\n"
+    )
+    # The start came through Starlette's wrappers (their error handling knows the response
+    # started); every body frame straight from the response.
+    assert via[0] == "_send" and set(via[1:]) == {"_body", "send_all"}
+
+    class Upper:  # a user's middleware that rewrites bodies: it must see every frame
+        def __init__(self, app: Any) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            async def upper(message: dict[str, Any]) -> None:
+                if message["type"] == "http.response.body":
+                    message = {**message, "body": message["body"].upper()}
+                await send(message)
+
+            await self.app(scope, receive, upper)
+
+    wrapped, via = await _call(_app([Middleware(Upper)]))
+    assert b"".join(m.get("body", b"") for m in wrapped) == body.upper()
+    assert set(via) == {"_send"}  # the app's outermost wrapper forwards what `upper` rewrote

@@ -1,7 +1,8 @@
 """A server process for the connection-limit attacks: ``python -m tests.security._limits_server``.
 
 Serves ``create_app`` (one agent answering ``ok``, bearer token ``t``) through `serving_config`
-with the limits given as JSON in ``AGENTSTREAM_TEST_LIMITS``; prints its port, then serves.
+with the limits given as JSON in ``AGENTSTREAM_TEST_LIMITS`` (``"http"``: the protocol, ``"guard"``:
+`RequestGuard` settings); prints its port, then serves.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from tests.security._support import CountingModel
 def main() -> None:
     settings = json.loads(os.environ.get("AGENTSTREAM_TEST_LIMITS", "{}"))
     guard_settings = settings.pop("guard", {})
+    http = settings.pop("http", "auto")
     mastra = Mastra(agents={"echo": Agent(id="echo", instructions="Be brief.", model=CountingModel())})
     guard = RequestGuard(auth=bearer_token_auth("t"), **guard_settings)
     app = create_app(mastra, smooth=False, heartbeat_ms=0, guard=guard)
@@ -32,7 +34,7 @@ def main() -> None:
     sock.listen(4096)  # before the port is printed: the attack may start at once
     sock.set_inheritable(True)
     print(sock.getsockname()[1], flush=True)
-    config = serving_config(app, ConnectionLimits(**settings), log_level="critical", backlog=4096)
+    config = serving_config(app, ConnectionLimits(**settings), http=http, log_level="critical", backlog=4096)
     with sock:
         uvicorn.Server(config).run(sockets=[sock])
     sys.exit(0)

@@ -7,6 +7,9 @@
 * 200 endless chunked bodies are closed at the body deadline (a 408), a fast one at once (413);
 * every connection busy: a newcomer is a JSON 503;
 * 300 authenticated bodies stalled just under 1 MiB: the server's RSS stays within 50 MiB of idle.
+
+Each attack runs against both protocols `serving_config` may pick: httptools (the default where it
+is installed) and h11.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ import httpx
 import pytest
 
 from agentstream.server import ConnectionLimits
+from agentstream.server._protocols import httptools_available
 from tests.security._support import BODY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,9 +38,22 @@ AUTH = b"authorization: Bearer t\r\n"
 MiB = 1024 * 1024
 
 
+_HTTP = ["h11"]  # the protocol of the test running (the ``http`` fixture)
+
+
+@pytest.fixture(autouse=True, params=["httptools", "h11"])
+def http(request: pytest.FixtureRequest) -> Iterator[str]:
+    if request.param == "httptools" and not httptools_available():
+        pytest.skip("httptools is not installed (the server extra installs it)")
+    _HTTP[0] = request.param
+    yield request.param
+
+
 @contextlib.contextmanager
 def serving(limits: dict[str, Any], *, nofile: int | None = None) -> Iterator[tuple[int, int]]:
-    """A server process with ``limits``; yields its port and pid, and stops it."""
+    """A server process with ``limits`` on the ``http`` fixture's protocol; yields its port and
+    pid, and stops it."""
+    limits = {**limits, "http": _HTTP[0]}
 
     def limit_files() -> None:
         if nofile is not None:
@@ -205,6 +222,22 @@ async def _flood(writer: asyncio.StreamWriter) -> None:
             await writer.drain()
 
 
+async def test_a_client_still_sending_reads_its_413_late() -> None:
+    # The server stops reading a body it refused; closing with the rest unread would reset the
+    # connection, and the client's kernel would drop the 413 it had not read yet.
+    head = b"POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+    head += AUTH + b"transfer-encoding: chunked\r\n\r\n"
+    with serving({}) as (port, _pid):
+        reader, writer = await connect(port)
+        writer.write(head)
+        flood = asyncio.create_task(_flood(writer))
+        await asyncio.sleep(0.3)  # the 413 is sent meanwhile, and the client keeps sending
+        answer = await closed_within(reader, 5)
+        flood.cancel()
+        writer.transport.abort()
+    assert answer is not None and answer.startswith(b"HTTP/1.1 413"), answer
+
+
 async def test_a_newcomer_when_every_connection_is_busy_is_a_json_503() -> None:
     head = b"POST /api/chat HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
     head += AUTH + b"content-length: 100\r\n\r\n{"
@@ -255,6 +288,28 @@ async def test_a_kept_alive_connection_idle_past_the_head_deadline_serves_its_ne
         second = await reader.readuntil(b"\r\n\r\n")
         writer.transport.abort()
     assert first.startswith(b"HTTP/1.1 200") and second.startswith(b"HTTP/1.1 200")
+
+
+async def test_pipelined_requests_are_answered_in_order_and_the_connection_stays_open() -> None:
+    # llhttp parses a request sent behind one being answered at once (h11 only after the answer):
+    # the second is queued, timed from its own start, and answered after the first.
+    first = b"GET /api/agents HTTP/1.1\r\nhost: 127.0.0.1\r\n" + AUTH + b"\r\n"
+    second = b"GET /api/chat/info HTTP/1.1\r\nhost: 127.0.0.1\r\n" + AUTH + b"\r\n"
+    with serving({"header_timeout_s": 0.5, "keep_alive_s": 30}) as (port, _pid):
+        reader, writer = await connect(port)
+        writer.write(first + second)
+        answers = []
+        for _ in range(2):
+            head = await reader.readuntil(b"\r\n\r\n")
+            size = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            answers.append((head, await reader.readexactly(size)))
+        await asyncio.sleep(1.0)  # idle past header_timeout_s: kept alive, not timed out
+        writer.write(second)
+        third = await reader.readuntil(b"\r\n\r\n")
+        writer.transport.abort()
+    assert [head.split(b"\r\n")[0] for head, _ in answers] == [b"HTTP/1.1 200 OK"] * 2
+    assert b'"echo"' in answers[0][1] and b'"agents"' in answers[1][1]
+    assert third.startswith(b"HTTP/1.1 200")
 
 
 def test_the_keep_alive_default_outlasts_httpx_s_own_idle_expiry() -> None:

@@ -50,6 +50,24 @@ def test_serving_config_carries_the_limits_to_uvicorn() -> None:
     assert config.http.cap == 7 and config.http.limits.keep_alive_s == 3
 
 
+def test_serving_config_parses_with_httptools_where_it_is_installed_else_h11() -> None:
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    from agentstream.server._protocols import httptools_available
+
+    auto = serving_config(Starlette()).http
+    assert issubclass(serving_config(Starlette(), http="h11").http, H11Protocol)
+    if httptools_available():
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        assert issubclass(auto, HttpToolsProtocol)
+        assert issubclass(serving_config(Starlette(), http="httptools").http, HttpToolsProtocol)
+    else:
+        assert issubclass(auto, H11Protocol)
+    with pytest.raises(ValueError, match="'auto', 'httptools' or 'h11'"):
+        serving_config(Starlette(), http="wsproto")
+
+
 def _client(guard: RequestGuard) -> httpx.AsyncClient:
     transport = httpx.ASGITransport(app=app_with(CountingModel(), guard))
     return httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000")
