@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dis
 from collections.abc import AsyncIterable, Mapping
-from types import CodeType, FunctionType
 from typing import Any
 
 from starlette.responses import Response
@@ -34,50 +32,6 @@ __all__ = ["SSEStreamResponse"]
 # A timer may fire a hair early (clock resolution, fake loop clocks): that close to due is due,
 # or the heartbeat would spin on sub-microsecond sleeps.
 _SLACK = 0.001
-
-
-def _passthrough_codes() -> frozenset[CodeType]:
-    """The code of Starlette's own ``send`` wrappers (``ServerErrorMiddleware``'s and
-    ``wrap_app_handling_exceptions``', the app's and each route's): each only notes that the
-    response started and forwards the message. Taken only if its code can do nothing else: one
-    argument, no global or attribute looked up, nothing stored into the message, and only
-    ``send`` and ``response_started`` from outside; with another Starlette, none is found and
-    every frame takes the full chain."""
-    try:
-        from starlette._exception_handler import wrap_app_handling_exceptions
-        from starlette.middleware.errors import ServerErrorMiddleware
-    except ImportError:
-        return frozenset()
-    found: set[CodeType] = set()
-    pending = [wrap_app_handling_exceptions.__code__, ServerErrorMiddleware.__call__.__code__]
-    while pending:
-        for const in pending.pop().co_consts:
-            if not isinstance(const, CodeType):
-                continue
-            pending.append(const)
-            ops = {op.opname for op in dis.get_instructions(const)}
-            if (
-                const.co_name in ("sender", "_send")
-                and const.co_argcount == 1
-                and const.co_names == ()
-                and set(const.co_freevars) == {"send", "response_started"}
-                and not ops & {"STORE_SUBSCR", "DELETE_SUBSCR", "STORE_ATTR", "CALL_FUNCTION_EX"}
-            ):
-                found.add(const)
-    return frozenset(found)
-
-
-_PASSTHROUGH = _passthrough_codes()
-
-
-def _past_passthroughs(send: Send) -> Send:
-    """The ``send`` under Starlette's pass-through wrappers of ``send``, down to the first layer
-    that is not one (user middleware, the server's own ``send``): what a body frame may be handed
-    to directly once the response has started through all of them. Three coroutine layers less
-    per frame (docs/decisions/issue-29-send-path.md)."""
-    while isinstance(send, FunctionType) and send.__code__ in _PASSTHROUGH and send.__closure__:
-        send = send.__closure__[send.__code__.co_freevars.index("send")].cell_contents
-    return send
 
 
 class _Stop(Exception):
@@ -152,11 +106,7 @@ class _Call:
     """
 
     def __init__(self, send: Send, heartbeat: float | None) -> None:
-        # The response start goes through every layer (Starlette's wrappers note that the
-        # response started, for their error handling); the body frames skip the layers that only
-        # pass them on.
-        self._start = send
-        self._send = _past_passthroughs(send)
+        self._send = send
         self._interval = heartbeat
         self._loop = asyncio.get_running_loop()
         self._ping: asyncio.Future[None] | None = None
@@ -187,7 +137,7 @@ class _Call:
         async step less per frame): one frame per chunk, then ``[DONE]``; an exception from
         ``chunks`` ends the response without it."""
         self.busy = True  # no ping may go out before the response has started
-        await self._start({"type": "http.response.start", "status": status, "headers": headers})
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
         self.busy = False
         body = self._body
         async for chunk in chunks:
