@@ -31,11 +31,20 @@ _CONTENT = {
 
 def _json(value: Any) -> Any:
     """A content attribute (JSON text) as its value; text that is not JSON stays text."""
-    if isinstance(value, str):
+    if isinstance(value, str) and value[:1] in _JSON_STARTS:
         try:
             return json.loads(value)
         except ValueError:
             return value
+    return list(value) if isinstance(value, tuple) else value
+
+
+# Only text starting like JSON is parsed: a failed ``json.loads`` raises, and most text fails.
+_JSON_STARTS = frozenset('{["-0123456789tfn')
+
+
+def _plain(value: Any) -> Any:
+    """An attribute that is not content: OpenTelemetry's tuples as lists, the rest as it is."""
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -132,7 +141,9 @@ def span_record(span: ReadableSpan, resource_id: str | None) -> SpanRecord:
     """``span`` (ended) as the record the observability routes serve."""
     context = span.context
     assert context is not None
-    attributes = {k: _json(v) for k, v in (span.attributes or {}).items()}
+    # Only the content attributes hold JSON text (`tracing._spans.to_json`): parsing every string
+    # attribute cost up to 7 % of a serving process's CPU (docs/decisions/issue-29-send-path.md).
+    attributes = {k: _json(v) if k in _CONTENT else _plain(v) for k, v in (span.attributes or {}).items()}
     span_type, entity_type, entity_id, entity_name, name = _kind(span.name, attributes)
     data: dict[str, Any] = {"isEvent": False}
     for key, where in _CONTENT.items():
