@@ -204,6 +204,9 @@ class DurableWorker:
             # DBOS's notifier thread wakes this often; its default (0.01 s) is 100 wake-ups a second
             # of an idle worker, for stream and event notifications the chat path does not use.
             "notification_coalesce_sec": 0.05,
+            # agentstream registers no DBOS schedules: its scheduler's look for new ones (every 30 s
+            # after a fixed first minute of 1 s) finds none.
+            "scheduler_polling_interval_sec": 300.0,
         }
         DBOS(config=config)
         if not any(isinstance(f, CancelledIsNotAnError) for f in logging.getLogger("dbos").filters):
