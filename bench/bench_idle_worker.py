@@ -1,15 +1,18 @@
-"""What an idle `agentstream worker` sends PostgreSQL, statement by statement, by origin.
+"""What an idle `agentstream worker` sends PostgreSQL, transaction by transaction, by origin.
 
-    PYTHONPATH=src .venv/bin/python bench/bench_idle_worker.py [--compare OTHER/src] [--warm 70] [--window 20]
+    PYTHONPATH=src .venv/bin/python bench/bench_idle_worker.py [--compare OTHER/src] [--cluster]
+        [--chats N] [--warm 70] [--window 20] [--worker-arg=--lease-sec=600] [--raw]
 
-A PostgreSQL of its own (`tests/faults/_postgres.OwnPostgres`: ``pg_stat_statements``, and here
-``log_statement = all`` so each statement's parameters say which DBOS queue it polls); one worker
-per source tree (``--app bench/_cluster_app.py``, Redis stream store, as `bench_cluster` starts
-them; ``--worker-arg`` adds to its command line), each on a database of its own, started together
-so both trees share the machine's load. After ``--warm`` seconds (past DBOS's scheduler's first
-minute of 1-second polls) the statistics are reset and, ``--window`` seconds later, read: per
-database, transactions a second (``pg_stat_database``), then each statement's calls a second with
-the origin it is attributed to. Figures are printed, never asserted.
+A PostgreSQL of its own (`tests/faults/_postgres.OwnPostgres`, here with ``log_statement = all``
+so each statement's parameters say which DBOS queue a poll is for); one worker per source tree
+(``--app bench._cluster_app:mastra``, Redis stream store, as `bench_cluster` starts them), or with
+``--cluster`` bench_cluster's worker cluster (2 servers, 2 workers), each tree on a database of its
+own, all started together. ``--chats N`` sends each cluster a burst first. After ``--warm``
+seconds (past DBOS's scheduler's first minute of 1-second polls) the statement log is read over
+``--window`` seconds: per worker, transactions a second (``pg_stat_database``, which also counts
+autovacuum and late-flushed statistics, and the log's own count), then transactions and statements
+a second by origin (a transaction is named by its most specific statement). Figures are printed,
+never asserted.
 """
 
 from __future__ import annotations
