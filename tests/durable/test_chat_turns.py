@@ -109,6 +109,12 @@ def check_answer(payloads: list[str], text: str) -> list[dict[str, Any]]:
     return chunks
 
 
+def queue_names(url: str) -> set[str]:
+    """The DBOS queues registered on the database (a takeover queue exists only while it carries work)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        return {row[0] for row in conn.execute("SELECT name FROM dbos.queues").fetchall()}
+
+
 def workflow_rows(url: str) -> list[tuple[str, str, str, str]]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(
@@ -172,10 +178,17 @@ async def test_a_worker_killed_mid_answer_is_taken_over_and_no_chunk_is_written_
                     # Mid-answer: the first worker waits at the gate. It dies; another takes over.
                     os.kill(first.pid, signal.SIGKILL)
                     first.wait()
+                    # An idle worker polls no takeover queue: none is registered until a takeover.
+                    assert "agentstream-chat" not in queue_names(workers.url)
                     second = chat_worker(workers, redis_url, "--lease-sec", "1.5")
                     gate.touch()
     chunks = check_answer(payloads, "".join(FIRST + REST))
     assert second is not None
+    # The takeover queue carried the turn and, with nothing left on it, is deleted again.
+    deadline = time.monotonic() + 60
+    while "agentstream-chat" in queue_names(workers.url):
+        assert time.monotonic() < deadline, "the takeover queue was never deleted"
+        time.sleep(0.1)
     [(workflow_id, status, executor, _)] = workflow_rows(workers.url)
     assert status == "SUCCESS" and executor.split(":")[1] == str(second.pid)
     # In Redis: every chunk number once, in order, exactly what the client got.

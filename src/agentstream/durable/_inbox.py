@@ -59,6 +59,7 @@ _CLAIM = (
 )
 
 
+_WAITING = f"SELECT DISTINCT kind FROM {TABLE}"
 _LOCK = f"SELECT pg_advisory_xact_lock(hashtext('{TABLE}'))"
 
 
@@ -151,8 +152,12 @@ class InboxListener:
             kinds = {n.payload for n in conn.notifies(timeout=timeout, stop_after=1)}
             if kinds:  # a burst's other notifications: one claim for all
                 kinds.update(n.payload for n in conn.notifies(timeout=0))
-            if self._backlog or time.monotonic() - last >= _IDLE_SEC:
+            if self._backlog:
                 kinds = set(self._starters)
+            elif time.monotonic() - last >= _IDLE_SEC:
+                # One statement says which kinds wait; an idle inbox costs no claim per kind.
+                kinds.update(row[0] for row in conn.execute(_WAITING).fetchall())
+                last = time.monotonic()
             if kinds:
                 self._claim_all(conn, kinds)
                 last = time.monotonic()

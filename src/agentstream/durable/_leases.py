@@ -68,7 +68,8 @@ def _create_table(engine: sa.Engine) -> None:
 
 
 class ExecutorLeases:
-    """Renews this worker's lease every `lease_sec / 3` and sweeps for expired ones, in a thread.
+    """Renews this worker's lease every `lease_sec / 3` and sweeps for expired ones, in a thread;
+    each round is one transaction (the renewal and, once healthy, the claim), then `tidy`.
 
     A takeover is a claim then a release: one ``UPDATE … RETURNING`` extends the expired rows by a
     lease for the sweeper that wins them (of several live workers exactly one), which then calls
@@ -87,6 +88,7 @@ class ExecutorLeases:
         lease_sec: float,
         recover: Callable[[str], int],
         monotonic: Callable[[], float] = time.monotonic,
+        tidy: Callable[[], None] | None = None,
     ) -> None:
         if lease_sec <= 0:
             raise ValueError(f"lease_sec must be > 0, got {lease_sec!r}")
@@ -98,6 +100,7 @@ class ExecutorLeases:
         self._executor_id = executor_id
         self._lease_sec = lease_sec
         self._recover = recover
+        self._tidy = tidy
         self._monotonic = monotonic
         self._healthy_since: float | None = None
         self._stop = threading.Event()
@@ -124,13 +127,31 @@ class ExecutorLeases:
     def _run(self) -> None:
         wait = self._lease_sec / 3
         while not self._stop.wait(wait):
-            wait = self._lease_sec / 3 if self.beat() else min(_RETRY_SEC, self._lease_sec / 3)
-            if self._healthy_since is not None:
-                try:
-                    self.sweep()
-                except Exception:
-                    self._healthy_since = None
-                    _log.exception("sweeping for expired workers failed; no takeover until a lease of health")
+            wait = self._lease_sec / 3 if self._round() else min(_RETRY_SEC, self._lease_sec / 3)
+
+    def _round(self) -> bool:
+        """Renew and, when this worker has been healthy for a lease, claim the expired peers, in
+        one transaction (an idle worker's only periodic one here); then take the won ones over.
+        Whether the renewal worked."""
+        sweeping = self.healthy_for_a_lease()
+        try:
+            with self._engine.begin() as conn:
+                self._renew(conn)
+                won = self._claim(conn) if sweeping else []
+        except Exception:  # a database blip must not kill the worker's only liveness thread
+            self._healthy_since = None
+            _log.warning("renewing the lease of %s failed; retrying", self._executor_id, exc_info=True)
+            return False
+        if self._healthy_since is None:
+            self._healthy_since = self._monotonic()
+        try:
+            self._take_over(won)
+            if self._tidy is not None:
+                self._tidy()
+        except Exception:
+            self._healthy_since = None
+            _log.exception("sweeping for expired workers failed; no takeover until a lease of health")
+        return True
 
     def beat(self) -> bool:
         """Renew the lease; whether that worked (a failure restarts the health count)."""
@@ -145,16 +166,17 @@ class ExecutorLeases:
         return True
 
     def renew(self) -> None:
+        with self._engine.begin() as conn:
+            self._renew(conn)
+
+    def _renew(self, conn: sa.Connection) -> None:
         expires = _db_now(self._dialect) + self._lease_sec
         mine = _executors.c.executor_id == self._executor_id
-        with self._engine.begin() as conn:
-            if conn.execute(_executors.update().where(mine).values(expires_at=expires)).rowcount:
-                return
-            if self._healthy_since is not None:
-                _log.warning(
-                    "worker %s was taken over while it could not renew; it goes on", self._executor_id
-                )
-            conn.execute(_executors.insert().values(executor_id=self._executor_id, expires_at=expires))
+        if conn.execute(_executors.update().where(mine).values(expires_at=expires)).rowcount:
+            return
+        if self._healthy_since is not None:
+            _log.warning("worker %s was taken over while it could not renew; it goes on", self._executor_id)
+        conn.execute(_executors.insert().values(executor_id=self._executor_id, expires_at=expires))
 
     def healthy_for_a_lease(self) -> bool:
         since = self._healthy_since
@@ -164,22 +186,30 @@ class ExecutorLeases:
         """Take over every expired worker this call wins; returns their ids."""
         if not self.healthy_for_a_lease():
             return []
-        now = _db_now(self._dialect)
         with self._engine.begin() as conn:
-            won = (
-                conn.execute(
-                    _executors.update()
-                    .where(
-                        (_executors.c.expires_at < now)
-                        & (_executors.c.executor_id != self._executor_id)
-                        & (_db_uptime(self._dialect) >= self._lease_sec)
-                    )
-                    .values(expires_at=now + self._lease_sec)
-                    .returning(_executors.c.executor_id)
+            won = self._claim(conn)
+        self._take_over(won)
+        return won
+
+    def _claim(self, conn: sa.Connection) -> list[str]:
+        """Extend the expired peers' rows by a lease for this sweeper (one winner per row)."""
+        now = _db_now(self._dialect)
+        return list(
+            conn.execute(
+                _executors.update()
+                .where(
+                    (_executors.c.expires_at < now)
+                    & (_executors.c.executor_id != self._executor_id)
+                    & (_db_uptime(self._dialect) >= self._lease_sec)
                 )
-                .scalars()
-                .all()
+                .values(expires_at=now + self._lease_sec)
+                .returning(_executors.c.executor_id)
             )
+            .scalars()
+            .all()
+        )
+
+    def _take_over(self, won: list[str]) -> None:
         for executor_id in won:
             count = self._recover(executor_id)
             with self._engine.begin() as conn:
@@ -187,4 +217,3 @@ class ExecutorLeases:
             _log.warning(
                 "worker %s's lease expired; re-enqueued its %d unfinished workflows", executor_id, count
             )
-        return list(won)

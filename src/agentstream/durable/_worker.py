@@ -25,6 +25,7 @@ from ._inbox import InboxListener, Starter
 from ._jobs import CHAT_QUEUE_NAME, KINDS, WORKFLOW_QUEUE_NAME, WorkerJobs, bound_jobs
 from ._leases import ExecutorLeases
 from ._protocol import CHUNKS_STREAM, QUEUE_NAME, WORKFLOW_NAME, Outcome, TaskSpec, to_sqlalchemy_url
+from ._takeover import TakeoverQueues
 
 __all__ = ["DurableWorker", "step"]
 
@@ -34,7 +35,6 @@ R = TypeVar("R")
 
 # A partitioned queue needs a limit per partition; "no per-agent limit" is one no deployment reaches.
 _UNLIMITED = 2**31 - 1
-_RECOVERY_POLL_SEC = 5.0
 _QUEUE_OF = {
     **{kind.workflow_name: kind.queue_name for kind in KINDS.values()},
     WORKFLOW_NAME: QUEUE_NAME,
@@ -187,6 +187,7 @@ class DurableWorker:
         workflows and store; agent runs in workflow code checkpointed), connect, register the
         queues (their limits are stored; the last worker launched wins), start."""
         queues = self._queues()
+        takeover = self._takeover_queues()
         assert self._jobs is not None
         _register_task_workflow()
         self._jobs.install()
@@ -203,6 +204,9 @@ class DurableWorker:
             # DBOS's notifier thread wakes this often; its default (0.01 s) is 100 wake-ups a second
             # of an idle worker, for stream and event notifications the chat path does not use.
             "notification_coalesce_sec": 0.05,
+            # agentstream registers no DBOS schedules: its scheduler's look for new ones (every 30 s
+            # after a fixed first minute of 1 s) finds none.
+            "scheduler_polling_interval_sec": 300.0,
         }
         DBOS(config=config)
         if not any(isinstance(f, CancelledIsNotAnError) for f in logging.getLogger("dbos").filters):
@@ -210,19 +214,19 @@ class DurableWorker:
         try:
             DBOS.listen_queues(queues)
             DBOS.launch()
-            if CHAT_QUEUE_NAME in queues:
+            if CHAT_QUEUE_NAME in queues and CHAT_QUEUE_NAME not in takeover:
                 DBOS.register_queue(
                     CHAT_QUEUE_NAME,
                     global_concurrency=self.chat_concurrency,
                     worker_concurrency=self.chat_worker_concurrency,
-                    polling_interval_sec=self._poll_sec(self.chat_concurrency),
+                    polling_interval_sec=self.polling_interval_sec,
                     on_conflict="always_update",
                 )
-            if WORKFLOW_QUEUE_NAME in queues:
+            if WORKFLOW_QUEUE_NAME in queues and WORKFLOW_QUEUE_NAME not in takeover:
                 DBOS.register_queue(
                     WORKFLOW_QUEUE_NAME,
                     global_concurrency=self.workflow_concurrency,
-                    polling_interval_sec=self._poll_sec(self.workflow_concurrency),
+                    polling_interval_sec=self.polling_interval_sec,
                     on_conflict="always_update",
                 )
             if QUEUE_NAME in queues:  # a chat-only worker must not reset the tool workers' limits
@@ -238,7 +242,10 @@ class DurableWorker:
         except BaseException:
             DBOS.destroy(workflow_completion_timeout_sec=0)
             raise
-        self._leases = ExecutorLeases(self.database_url, self.executor_id, self.lease_sec, _recover)
+        recovery = TakeoverQueues(_QUEUE_OF, takeover)
+        self._leases = ExecutorLeases(
+            self.database_url, self.executor_id, self.lease_sec, recovery.recover, tidy=recovery.tidy
+        )
         self._leases.start()
         if self._inbox is not None:
             self._inbox.start()
@@ -281,11 +288,15 @@ class DurableWorker:
         jobs.finished = inbox.finished
         return [*queues, CHAT_QUEUE_NAME, WORKFLOW_QUEUE_NAME]
 
-    def _poll_sec(self, limited: int | None) -> float:
-        """A queue's polling interval: a chat or workflow queue fed by the inbox carries only the
-        turns and legs a takeover re-enqueued (unless a limit across workers routes them all
-        there), so it is polled seldom."""
-        return self.polling_interval_sec if self._inbox is None or limited else _RECOVERY_POLL_SEC
+    def _takeover_queues(self) -> set[str]:
+        """The kinds' queues that exist only while a takeover put work on them (`TakeoverQueues`):
+        on PostgreSQL the inbox carries a kind's jobs unless this worker limits it across workers
+        (then its queue carries them all, registered here and polled). SQLite has no inbox: every
+        kind's queue is registered and polled."""
+        if not to_sqlalchemy_url(self.database_url).startswith("postgresql"):
+            return set()
+        limited = {CHAT_QUEUE_NAME: self.chat_concurrency, WORKFLOW_QUEUE_NAME: self.workflow_concurrency}
+        return {queue for queue, limit in limited.items() if not limit}
 
     def shutdown(self) -> None:
         """Stop taking tasks and give up the lease, so the others take over this worker's tasks at once."""
@@ -302,26 +313,3 @@ def default_executor_id() -> str:
     """``$DBOS__VMID`` (DBOS's own setting: a worker restarted with the same id recovers its own
     unfinished workflows when it launches), else an id of this process alone."""
     return os.environ.get("DBOS__VMID") or f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _recover(executor_id: str) -> int:
-    """Re-enqueue the unfinished workflows of the dead ``executor_id`` through DBOS's public
-    workflow management (``list_workflows`` / ``resume_workflow``), each on its kind's queue (a turn
-    the inbox started has none of its own): the queue's limits hold, only a worker that runs that
-    kind takes it, and it resumes after its last recorded step."""
-    count = 0
-    for status in DBOS.list_workflows(
-        status="PENDING", executor_id=executor_id, load_input=False, load_output=False
-    ):
-        # Asked again just before resuming: a workflow that finished or moved on since is left alone.
-        if DBOS.list_workflows(
-            workflow_ids=[status.workflow_id],
-            status="PENDING",
-            executor_id=executor_id,
-            load_input=False,
-            load_output=False,
-        ):
-            queue = status.queue_name or _QUEUE_OF.get(status.name or "")
-            DBOS.resume_workflow(status.workflow_id, queue_name=queue)
-            count += 1
-    return count
