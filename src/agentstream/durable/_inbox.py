@@ -14,7 +14,6 @@ no worker listens is claimed by the first worker to start listening (docs/decisi
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import threading
@@ -24,9 +23,8 @@ from typing import Any
 
 import psycopg
 import sqlalchemy as sa
-from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["CHANNEL", "TABLE", "InboxListener", "InboxWriter", "create_inbox", "put_job", "take_back"]
+__all__ = ["CHANNEL", "PUT", "TABLE", "TAKE_BACK", "InboxListener", "create_inbox", "put_job", "take_back"]
 
 _log = logging.getLogger("agentstream.durable")
 
@@ -55,12 +53,12 @@ _PUT = sa.text(
     f"SELECT pg_notify('{CHANNEL}', kind) FROM put"
 )
 _TAKE_BACK = sa.text(f"DELETE FROM {TABLE} WHERE stream_id = :stream_id")
-_PUT_PG = (
+PUT = (
     f"WITH put AS (INSERT INTO {TABLE} (stream_id, kind, job) VALUES (%s, %s, CAST(%s AS jsonb)) "
     "ON CONFLICT (stream_id) DO NOTHING RETURNING kind) "
     f"SELECT pg_notify('{CHANNEL}', kind) FROM put"
 )
-_TAKE_BACK_PG = f"DELETE FROM {TABLE} WHERE stream_id = %s"
+TAKE_BACK = f"DELETE FROM {TABLE} WHERE stream_id = %s"
 _CLAIM = (
     f"DELETE FROM {TABLE} WHERE stream_id IN (SELECT stream_id FROM {TABLE} WHERE kind = %s "
     "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING stream_id, job"
@@ -82,71 +80,6 @@ def _create_inbox(conn: psycopg.Connection[Any]) -> None:
     with conn.transaction():
         for statement in (_LOCK, *_DDL.split(";")):
             conn.execute(statement.encode())
-
-
-class InboxWriter:
-    """A server's side of the inbox: `put` and `take_back` on a small pool of psycopg connections
-    of the running event loop (a job costs one statement and no thread hop; ``pool_size`` at most,
-    a request waits at most ``timeout_sec`` for one). Each connection is checked before use (an
-    empty statement), so the first jobs after a PostgreSQL restart do not fail on stale ones."""
-
-    def __init__(self, database_url: str, *, pool_size: int, timeout_sec: float) -> None:
-        self._url = database_url
-        self._size = pool_size
-        self._timeout = timeout_sec
-        self._pool: AsyncConnectionPool | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    async def _connections(self) -> AsyncConnectionPool:
-        loop = asyncio.get_running_loop()
-        if self._pool is None or self._loop is not loop:  # a pool belongs to one event loop
-            pool = AsyncConnectionPool(
-                self._url,
-                min_size=1,
-                max_size=self._size,
-                open=False,
-                timeout=self._timeout,
-                check=AsyncConnectionPool.check_connection,
-                kwargs={
-                    "autocommit": True,
-                    "connect_timeout": max(1, int(self._timeout)),
-                    "application_name": "agentstream_server",
-                    # The two statements, prepared once per connection.
-                    "prepare_threshold": 0,
-                },
-            )
-            await pool.open(wait=False)
-            self._pool, self._loop = pool, loop
-        return self._pool
-
-    async def put(self, kind: str, job: Mapping[str, Any]) -> None:
-        """Hand ``job`` over (one statement); a job already waiting is not added twice."""
-        async with (await self._connections()).connection() as conn:
-            await conn.execute(_PUT_PG, (job["stream_id"], kind, json.dumps(job)))
-
-    async def take_back(self, stream_id: str) -> bool:
-        """`take_back` on this pool."""
-        async with (await self._connections()).connection() as conn:
-            return (await conn.execute(_TAKE_BACK_PG, (stream_id,))).rowcount > 0
-
-    def close(self) -> None:
-        """Close the pool's connections: on its event loop (a task there when called from it),
-        or not at all when that loop is gone (its connections went with it)."""
-        pool, loop, self._pool = self._pool, self._loop, None
-        if pool is None or loop is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            _closing.add(task := loop.create_task(pool.close()))
-            task.add_done_callback(_closing.discard)
-        elif loop.is_running():
-            asyncio.run_coroutine_threadsafe(pool.close(), loop)
-
-
-_closing: set[asyncio.Task[None]] = set()
 
 
 def put_job(engine: sa.Engine, kind: str, job: Mapping[str, Any]) -> None:
@@ -259,7 +192,8 @@ class InboxListener:
                 continue
             started: list[str] = []
             try:
-                with conn.transaction():
+                # A pipeline: BEGIN goes with the claim, one round trip less before the start.
+                with conn.pipeline(), conn.transaction():
                     rows = conn.execute(_CLAIM, (kind, room)).fetchall()
                     for stream_id, job in rows:
                         self._mark(kind, stream_id)

@@ -15,7 +15,8 @@ from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowSerializationFormat
 
 from ..ai_sdk import ChatRequestError
 from ._cancel import cancel_workflow
-from ._inbox import InboxWriter, create_inbox
+from ._inbox import create_inbox
+from ._inbox_writer import InboxWriter
 from ._protocol import to_sqlalchemy_url
 
 __all__ = ["QueueUnavailable", "QueuedRunner"]
@@ -42,8 +43,9 @@ class QueueUnavailable(ChatRequestError):
 class QueuedRunner(Generic[J]):
     """Enqueues jobs for `agentstream worker` processes sharing ``database_url``.
 
-    The client's connections are a bounded pool (``pool_size``, no overflow; a request waits at most
-    ``timeout_sec`` for one), and every enqueue or cancel is bounded too: within ``timeout_sec`` it
+    Its connections are two bounded pools, ``pool_size`` each: the hand-overs' on PostgreSQL
+    (`InboxWriter`) and DBOS's client's (no overflow; a request waits at most ``timeout_sec`` for
+    a connection), and every enqueue or cancel is bounded too: within ``timeout_sec`` it
     is done or it fails with `QueueUnavailable` (DBOS's client is told not to wait for the database
     to come back, and a connection attempt gives up after ``timeout_sec``)."""
 
