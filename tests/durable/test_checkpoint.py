@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -21,7 +22,8 @@ from agentstream.agent import Agent
 from agentstream.agent._checkpoints import begin_checkpointed_run, set_checkpoint_seam
 from agentstream.chunks import chunk_to_dict
 from agentstream.durable import install_checkpoints
-from agentstream.durable._checkpoint import _IDS, DBOSCheckpoints, ModelStep
+from agentstream.durable._checkpoint import _IDS, DBOSCheckpoints, ModelStep, RunSteps
+from agentstream.durable._first_run import first_run
 from agentstream.models import APICallError, CallOptions, StreamPart
 from agentstream.testing import ScriptedModel
 from agentstream.tools import ToolContext, tool
@@ -67,6 +69,7 @@ class Env:
 
     agent: Agent
     executed: ClassVar[list[str]] = []
+    first: ClassVar[set[str]] = set()
 
 
 @tool
@@ -105,6 +108,15 @@ async def ask(question: str, context: ToolContext) -> str:
 async def run_agent(prompt: str) -> list[dict[str, Any]]:
     output = Env.agent.stream(prompt, clock=lambda: 0.0)
     return [chunk_to_dict(c) for c in [c async for c in output.full_stream]]
+
+
+@DBOS.workflow(name="test.checkpoint.first")
+async def run_agent_first(prompt: str) -> list[dict[str, Any]]:
+    """`run_agent`, as a chat turn's first execution runs it (`WorkerJobs.start` created the
+    workflow); a fork (a re-run) takes the ordinary path."""
+    with first_run() if DBOS.workflow_id in Env.first else contextlib.nullcontext():
+        output = Env.agent.stream(prompt, clock=lambda: 0.0)
+        return [chunk_to_dict(c) for c in [c async for c in output.full_stream]]
 
 
 @DBOS.workflow(name="test.checkpoint.seam")
@@ -341,7 +353,50 @@ class FencedStep:
 async def test_a_model_step_fenced_off_its_workflow_raises_to_the_loop_instead_of_hanging() -> None:
     # Before: the step's task died with the BaseException and the reader waited for ever.
     Env.executed = []
-    step = ModelStep(Endless(), {"prompt": []}, cast(Any, FencedStep()), cast(Any, None))
+    step = ModelStep(Endless(), {"prompt": []}, cast(Any, FencedStep()), RunSteps())
     with pytest.raises(NoLongerOwned, match="no longer owned"):
         await asyncio.wait_for(step.__anext__(), 30)
     assert Env.executed == []  # the provider was never called
+
+
+async def _run_first(prompt: str, workflow_id: str) -> list[dict[str, Any]]:
+    Env.first.add(workflow_id)
+    with SetWorkflowID(workflow_id):
+        handle = await DBOS.start_workflow_async(run_agent_first, prompt)
+    return await handle.get_result()
+
+
+async def test_a_first_execution_records_a_model_call_only_once_a_step_follows_it(dbos: None) -> None:
+    script = [_calls(("c1", "slow", {"n": 1}), ("c2", "fast", {"n": 2}), metadata=True), _answer("done")]
+    Env.agent = Agent(id="tools", model=ScriptedModel([*script, _answer("done")]), tools=[slow, fast])
+    with SetWorkflowID("wf-ordinary"):
+        ordinary = await (await DBOS.start_workflow_async(run_agent, "go")).get_result()
+    Env.executed = []
+    model = ScriptedModel([*script, _answer("done"), _answer("done")])
+    Env.agent = Agent(id="tools", model=model, tools=[slow, fast])
+    first = await _run_first("go", "wf-first")
+    # The same chunks and step ids; the last model call, which no step follows, is not recorded.
+    assert _same_ids(first) == _same_ids(ordinary)
+    ordinary_steps, steps = await _steps("wf-ordinary"), await _steps("wf-first")
+    assert steps == ordinary_steps[:-1]
+    assert [name for _, name in steps] == [
+        "agentstream.model:mock-provider:mock-model-id",
+        "agentstream.tool:slow",
+        "agentstream.tool:fast",
+    ]
+    assert len(model.calls) == 2 and Env.executed == ["fast", "slow"]
+    # A re-run past the tools (a takeover) replays the recorded call and the tools, calls the model.
+    _, replayed = await _replay_from("wf-first", steps[-1][0] + 1)
+    assert len(model.calls) == 3 and Env.executed == ["fast", "slow"]
+    assert _same_ids(replayed) == _same_ids(first)
+
+
+async def test_a_first_execution_answering_at_once_records_no_step(dbos: None) -> None:
+    model = ScriptedModel([_answer("hi there")])
+    Env.agent = Agent(id="calc", model=model)
+    with SetWorkflowID("wf-plain"):
+        ordinary = await (await DBOS.start_workflow_async(run_agent, "hello")).get_result()
+    Env.agent = Agent(id="calc", model=ScriptedModel([_answer("hi there")]))
+    first = await _run_first("hello", "wf-plain-first")
+    assert _same_ids(first) == _same_ids(ordinary)
+    assert await _steps("wf-plain-first") == []

@@ -95,3 +95,27 @@ def test_a_full_worker_claims_again_once_a_slot_is_free(durable_db: str) -> None
     finally:
         listener.stop()
         engine.dispose()
+
+
+async def test_a_server_hands_over_on_a_connection_that_went_stale_once_and_once_only(
+    durable_db: str,
+) -> None:
+    import psycopg
+
+    from agentstream.durable._inbox_writer import InboxWriter
+
+    create_inbox(sa.create_engine(to_sqlalchemy_url(durable_db)))
+    writer = InboxWriter(durable_db, pool_size=2, timeout_sec=3)
+    await writer.put("chat", {"stream_id": "s1"})
+    # As after a PostgreSQL restart: the idle connection's backend is gone.
+    with psycopg.connect(durable_db, autocommit=True) as admin:
+        ended = admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = 'agentstream_server' AND datname = current_database()"
+        ).fetchall()
+        assert ended == [(True,)]
+        await writer.put("chat", {"stream_id": "s2"})
+        assert await writer.take_back("s1") and not await writer.take_back("s1")
+        rows = admin.execute("SELECT stream_id FROM agentstream_durable_inbox ORDER BY stream_id").fetchall()
+    assert rows == [("s2",)]
+    writer.close()

@@ -24,6 +24,7 @@ from dbos import DBOS, StepReservation
 from ..agent import ChainedHooks, LoopHooks, PendingToolCall, set_checkpoint_seam
 from ..chunks import Chunk, chunk_from_dict, chunk_to_dict
 from ..tools import Tool, ToolContext, ToolWriter
+from ._first_run import current_first_run
 from ._record import decode, decode_error, encode, encode_error
 
 if TYPE_CHECKING:
@@ -65,6 +66,13 @@ class RunSteps:
 
     def __init__(self) -> None:
         self.tool_steps: dict[str, StepReservation] = {}
+        self.first = current_first_run()
+        """Set in a chat turn's first execution: model calls skip DBOS's check, records wait."""
+
+    async def before_step(self) -> None:
+        """Write the model call record kept back (first execution) before another step starts."""
+        if self.first is not None:
+            await self.first.flush()
 
     def new_id(self) -> str:
         reserved = DBOS.reserve_step()  # a step id never run: the same number on every replay
@@ -206,8 +214,14 @@ class ModelStep:
 
     async def _drive(self) -> None:
         name = f"agentstream.model:{self._model.provider}:{self._model.model_id}"
+        first = self._run.first
         try:
-            record = await self._step.run_async({"name": name, "retries_allowed": False}, self._call)
+            if first is None:
+                record = await self._step.run_async({"name": name, "retries_allowed": False}, self._call)
+            else:  # nothing recorded to replay; recorded once a later step exists (`FirstRun`)
+                await first.flush()
+                record = await self._call()
+                first.defer(self._step, name, record)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:
@@ -240,7 +254,7 @@ class ModelStep:
                 if kind == "response-metadata":
                     metadata = part
                 elif kind == "finish" and not _complete(metadata):
-                    metadata = _filled_metadata(metadata)
+                    metadata = _filled_metadata(metadata, self._step.step_id)
                     parts.append(metadata)
                     put(metadata)
                 parts.append(part)
@@ -255,7 +269,7 @@ class ModelStep:
         except Exception as exc:
             self._error = exc
             if len(parts) > 1 and not _complete(metadata):  # failed mid-answer: the step still ends
-                metadata = _filled_metadata(metadata)
+                metadata = _filled_metadata(metadata, self._step.step_id)
                 parts.append(metadata)
                 put(metadata)
         finally:
@@ -291,12 +305,12 @@ def _complete(metadata: Any) -> bool:
     return bool(metadata and metadata.get("id") and metadata.get("timestamp"))
 
 
-def _filled_metadata(metadata: Any) -> dict[str, Any]:
+def _filled_metadata(metadata: Any, step_id: int) -> dict[str, Any]:
     """The call's response metadata with the id and time the loop would otherwise make up (a
     random id, the clock), made here once so that a replay reports the same ones."""
     filled = dict(metadata or {"type": "response-metadata"})
     if not filled.get("id"):
-        filled["id"] = str(uuid.uuid5(_IDS, f"{DBOS.workflow_id}/{DBOS.step_id}/response"))
+        filled["id"] = str(uuid.uuid5(_IDS, f"{DBOS.workflow_id}/{step_id}/response"))
     if not filled.get("timestamp"):
         filled["timestamp"] = datetime.now(UTC)
     return filled
@@ -329,6 +343,7 @@ class CheckpointHooks(ChainedHooks):
         default: Callable[[], Awaitable[Any]],
     ) -> Any:
         step = self.run.tool_step(call.call_id)
+        await self.run.before_step()
         live: list[Any] = []
 
         async def run_tool() -> dict[str, Any]:

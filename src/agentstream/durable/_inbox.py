@@ -24,7 +24,7 @@ from typing import Any
 import psycopg
 import sqlalchemy as sa
 
-__all__ = ["CHANNEL", "TABLE", "InboxListener", "create_inbox", "put_job", "take_back"]
+__all__ = ["CHANNEL", "PUT", "TABLE", "TAKE_BACK", "InboxListener", "create_inbox", "put_job", "take_back"]
 
 _log = logging.getLogger("agentstream.durable")
 
@@ -53,6 +53,12 @@ _PUT = sa.text(
     f"SELECT pg_notify('{CHANNEL}', kind) FROM put"
 )
 _TAKE_BACK = sa.text(f"DELETE FROM {TABLE} WHERE stream_id = :stream_id")
+PUT = (
+    f"WITH put AS (INSERT INTO {TABLE} (stream_id, kind, job) VALUES (%s, %s, CAST(%s AS jsonb)) "
+    "ON CONFLICT (stream_id) DO NOTHING RETURNING kind) "
+    f"SELECT pg_notify('{CHANNEL}', kind) FROM put"
+)
+TAKE_BACK = f"DELETE FROM {TABLE} WHERE stream_id = %s"
 _CLAIM = (
     f"DELETE FROM {TABLE} WHERE stream_id IN (SELECT stream_id FROM {TABLE} WHERE kind = %s "
     "ORDER BY created_at LIMIT %s FOR UPDATE SKIP LOCKED) RETURNING stream_id, job"
@@ -191,7 +197,8 @@ class InboxListener:
                 continue
             started: list[str] = []
             try:
-                with conn.transaction():
+                # A pipeline: BEGIN goes with the claim, one round trip less before the start.
+                with conn.pipeline(), conn.transaction():
                     rows = conn.execute(_CLAIM, (kind, room)).fetchall()
                     for stream_id, job in rows:
                         self._mark(kind, stream_id)

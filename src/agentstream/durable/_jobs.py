@@ -17,16 +17,19 @@ that instance's worker, replaced by the next launch, released by its shutdown).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from dbos import DBOS, SetWorkflowID, WorkflowSerializationFormat
+from dbos import error as dbos_error
 
 from ..ai_sdk import run_chat_turn, run_workflow_job
 from ..resumable import ChatTurn, StreamStore, WorkflowJob
 from ._cancel import watched
+from ._first_run import first_run
 from ._queued import QueuedRunner
 from ._step_checkpoint import DBOSCheckpoint
 
@@ -144,13 +147,19 @@ class WorkerJobs:
         store = self.store
         if self.mastra is None or store is None:
             raise RuntimeError(f"this worker was started without a Mastra and stream store for {kind} jobs")
+        first = _first_here.pop(DBOS.workflow_id or stream_id, None) is not None
         try:
             async with watched(stream_id) as controller:
                 if kind == "chat":
                     turn: Any = job
-                    await run_chat_turn(
-                        self.mastra, store, turn, abort_signal=controller.signal, chat_options=self.options
-                    )
+                    with first_run() if first else contextlib.nullcontext():
+                        await run_chat_turn(
+                            self.mastra,
+                            store,
+                            turn,
+                            abort_signal=controller.signal,
+                            chat_options=self.options,
+                        )
                 else:
                     leg: Any = job
                     await run_workflow_job(
@@ -167,9 +176,22 @@ class WorkerJobs:
 
     @staticmethod
     def start(kind: str, stream_id: str, job: dict[str, Any]) -> None:
-        """Start a claimed job's workflow here now (its id the stream id: a second start attaches)."""
-        with SetWorkflowID(stream_id):
-            DBOS.start_workflow(_workflows[kind], job)
+        """Start a claimed job's workflow here now (its id the stream id). A workflow that exists
+        already (claimed again after a claim that did not commit) is not started again: it runs
+        where it runs, or the takeover re-runs it. One this call created is on its first
+        execution, which a chat turn knows (`first_run`: no step to replay, fewer records)."""
+        _first_here[stream_id] = kind
+        try:
+            with SetWorkflowID(stream_id, workflow_id_reuse_policy="reject"):
+                DBOS.start_workflow(_workflows[kind], job)
+        except dbos_error.DBOSWorkflowIDInUseError:
+            _first_here.pop(stream_id, None)
+            _log.info("%s job %s was started before; not started again", kind, stream_id)
+            if _bound is not None and _bound.finished is not None:
+                _bound.finished(kind, stream_id)
+        except BaseException:
+            _first_here.pop(stream_id, None)
+            raise
 
     @staticmethod
     def enqueue(kind: str, stream_id: str, job: dict[str, Any]) -> None:
@@ -179,6 +201,8 @@ class WorkerJobs:
 
 
 _bound: WorkerJobs | None = None
+_first_here: dict[str, str] = {}
+"""Workflows `WorkerJobs.start` has just created here, until their execution begins."""
 _workflows: dict[str, Callable[[dict[str, Any]], Awaitable[None]]] = {}
 
 

@@ -4,18 +4,19 @@ JSON job per stream (its workflow id is the stream id) and cancels it; and `Queu
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Mapping
 from typing import Any, ClassVar, Generic, TypeVar
 
 import anyio
+import psycopg
 import sqlalchemy as sa
 from dbos import DBOS, DBOSClient, EnqueueOptions, WorkflowSerializationFormat
 
 from ..ai_sdk import ChatRequestError
 from ._cancel import cancel_workflow
-from ._inbox import create_inbox, put_job, take_back
+from ._inbox import create_inbox
+from ._inbox_writer import InboxWriter
 from ._protocol import to_sqlalchemy_url
 
 __all__ = ["QueueUnavailable", "QueuedRunner"]
@@ -42,8 +43,9 @@ class QueueUnavailable(ChatRequestError):
 class QueuedRunner(Generic[J]):
     """Enqueues jobs for `agentstream worker` processes sharing ``database_url``.
 
-    The client's connections are a bounded pool (``pool_size``, no overflow; a request waits at most
-    ``timeout_sec`` for one), and every enqueue or cancel is bounded too: within ``timeout_sec`` it
+    Its connections are two bounded pools, ``pool_size`` each: the hand-overs' on PostgreSQL
+    (`InboxWriter`) and DBOS's client's (no overflow; a request waits at most ``timeout_sec`` for
+    a connection), and every enqueue or cancel is bounded too: within ``timeout_sec`` it
     is done or it fails with `QueueUnavailable` (DBOS's client is told not to wait for the database
     to come back, and a connection attempt gives up after ``timeout_sec``)."""
 
@@ -75,15 +77,17 @@ class QueuedRunner(Generic[J]):
         )
         # On PostgreSQL jobs go through the inbox, which wakes a worker at once (LISTEN/NOTIFY);
         # SQLite (one machine) has no notifications: jobs go on the DBOS queue, which workers poll.
-        self._inbox = self._engine.dialect.name == "postgresql"
-        if self._inbox:
+        self._inbox: InboxWriter | None = None
+        if self._engine.dialect.name == "postgresql":
             create_inbox(self._engine)
+            plain = url.replace("postgresql+psycopg://", "postgresql://", 1)
+            self._inbox = InboxWriter(plain, pool_size=pool_size, timeout_sec=timeout_sec)
 
     async def _bounded(self, work: Awaitable[T]) -> T:
         try:
             with anyio.fail_after(self.timeout_sec):
                 return await work
-        except (TimeoutError, sa.exc.DBAPIError, sa.exc.TimeoutError) as exc:
+        except (TimeoutError, sa.exc.DBAPIError, sa.exc.TimeoutError, psycopg.Error) as exc:
             _log.warning("the workers' database did not take %s: %s: %s", self.what, type(exc).__name__, exc)
             raise QueueUnavailable(self.what) from exc
 
@@ -94,8 +98,8 @@ class QueuedRunner(Generic[J]):
         await self._enqueue(job)
 
     async def _enqueue(self, job: Mapping[str, Any]) -> None:
-        if self._inbox:
-            await self._bounded(asyncio.to_thread(put_job, self._engine, self.kind, job))
+        if self._inbox is not None:
+            await self._bounded(self._inbox.put(self.kind, job))
             return
         # The workflow id is the stream id, so enqueueing a job twice runs it once; JSON (DBOS's
         # portable serialization), not pickle, so the queue holds no code.
@@ -111,11 +115,13 @@ class QueuedRunner(Generic[J]):
         """Cancel the job writing ``stream_id`` (a finished one is left as it is); whether it had
         started. A started job's worker stops its run within about half a second and ends the
         stream; a job that had not never will start: the caller ends its stream."""
-        if self._inbox and await self._bounded(asyncio.to_thread(take_back, self._engine, stream_id)):
+        if self._inbox is not None and await self._bounded(self._inbox.take_back(stream_id)):
             return False  # no worker had claimed it: it never runs
         return await self._bounded(cancel_workflow(self._client, stream_id))
 
     def close(self) -> None:
         """Close the engine client's connections (jobs keep running on the workers)."""
+        if self._inbox is not None:
+            self._inbox.close()
         self._client.destroy()
         self._engine.dispose()
