@@ -38,6 +38,7 @@ from ._liveness import Beats
 from ._memory import MemoryStreamStore
 from ._redis_follow import Follow
 from ._redis_pool import DEFAULT_MAX_CONNECTIONS, redis_client
+from ._redis_writes import APPEND_MANY, Writes
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -78,32 +79,6 @@ local top = redis.call('xrevrange', KEYS[1], '+', '-', 'COUNT', 1)
 if #top == 0 then return {0, 0} end
 if top[1][2][1] == 'end' then return {2, redis.call('xlen', KEYS[1]) - 2} end
 return {1, tonumber(string.sub(top[1][1], 3)) - 1}
-"""
-# Append chunks ARGV[4..] as chunk numbers ARGV[1], ARGV[1]+1, … (entries 0-<number + 2>),
-# skipping numbers already written; ARGV[1] = -1 appends at the end. Refused when the stream
-# expired or finished (XADD alone would silently recreate it) and for a gap. One round trip for
-# however many chunks are ready. A writer holding the stream's lease (ARGV[3] > 0 ms) refreshes it
-# in the same call (KEYS[3]): a writer that writes is alive even when its loop is too busy for the
-# periodic beat. Returns {status, chunks before}: 1 written, 0 gone, -1 gap.
-_APPEND = """
-local state = redis.call('xrevrange', KEYS[1], '+', '-', 'COUNT', 1)
-if #state == 0 or state[1][2][1] == 'end' then return {0, 0} end
-local length = tonumber(string.sub(state[1][1], 3)) - 1
-local at = tonumber(ARGV[1])
-if at < 0 then at = length end
-if at > length then return {-1, length} end
-for i = 4, #ARGV do
-  local number = at + i - 4
-  if number >= length then redis.call('xadd', KEYS[1], '0-' .. (number + 2), 'c', ARGV[i]) end
-end
-redis.call('pexpire', KEYS[1], ARGV[2])
-redis.call('pexpire', KEYS[2], ARGV[2])
-if tonumber(ARGV[3]) > 0 then
-  local t = redis.call('time')
-  local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
-  redis.call('set', KEYS[3], deadline, 'PX', ARGV[2])
-end
-return {1, length}
 """
 # The writers of streams KEYS are alive until ARGV[1] ms from now on Redis's clock (one clock for
 # every process); ARGV[1] = 0 marks them dead now. The keys live as long as the streams (ARGV[2]).
@@ -151,11 +126,12 @@ class RedisStreamStore:
         self._ttl_ms = max(1, round(self.ttl_s * 1000))
         self._start = redis.register_script(_START)
         self._finish = redis.register_script(_FINISH)
-        self._append = redis.register_script(_APPEND)
+        self._append = redis.register_script(APPEND_MANY)
         self._state = redis.register_script(_STATE)
         self._beat = redis.register_script(_BEAT)
         self._chats: dict[str, str] = {}  # stream id -> chat id, for the streams this process writes
         self._follow: Follow | None = None  # the shared reader of the current event loop
+        self._writes: Writes | None = None  # the batched appends of the current event loop
         self._beats: dict[float, Beats] = {}  # writer lease refreshes, by lease, of the current loop
         self._leases: dict[str, int] = {}  # stream id -> lease (ms) of its writer in this process
 
@@ -220,7 +196,8 @@ class RedisStreamStore:
         `StreamStore.append`); `StreamExpiredError` if the stream is gone or finished.
 
         A positional append (``at``) is safe to retry after a connection error; one at the end
-        (no ``at``) may land twice if Redis applied it but its answer was lost."""
+        (no ``at``) may land twice if Redis applied it but its answer was lost. The appends of
+        every stream made in one loop iteration go to Redis in one call (`._redis_writes`)."""
         check_at(at, at or 0, stream_id)  # the type and sign; the gap is checked in the script
         with _reachable():
             keys = [
@@ -228,10 +205,11 @@ class RedisStreamStore:
                 self._chat_key(await self._chat_of(stream_id)),
                 self._writer_key(stream_id),
             ]
+            writes = self._writes
+            if writes is None or writes.loop is not asyncio.get_running_loop():
+                writes = self._writes = Writes(self._append, self._ttl_ms)
             lease_ms = self._leases.get(stream_id, 0)
-            status, length = await self._append(
-                keys=keys, args=[-1 if at is None else at, self._ttl_ms, lease_ms, *chunks]
-            )
+            status, length = await writes.append(keys, -1 if at is None else at, lease_ms, chunks)
         if status == 0:
             self._chats.pop(stream_id, None)
             raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
@@ -341,6 +319,9 @@ class RedisStreamStore:
         follow, self._follow = self._follow, None
         if follow is not None:
             await follow.aclose()
+        writes, self._writes = self._writes, None
+        if writes is not None and writes.loop is asyncio.get_running_loop():
+            await writes.aclose()
         await self.redis.aclose()
 
 
