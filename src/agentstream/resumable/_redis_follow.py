@@ -144,20 +144,26 @@ class Follow:
                 event.clear()  # before looking, so a wake-up after the look is kept
                 if self.error is not None:
                     raise self.error
+                caught_up = False  # a pull reached the stream's end as it stood
                 if watch is not None and watch.batch_from == last and watch.batch:
                     entries = watch.batch
                 elif watch is not None and watch.cursor == last:
                     entries = []  # nothing newer exists than what the multiplexer has seen
                 else:
                     entries = await _uncancelled(self._pull(key, last))
+                    caught_up = len(entries) < COUNT
                 for entry in entries:
                     last = entry[0]
                     yield entry
-                if entries:
-                    continue
-                if watch is None:
+                if watch is None and (caught_up or not entries):
+                    # Watch from here rather than pull again to see nothing new: the multiplexer
+                    # reads from this id, so what comes meanwhile is not missed. Pulling until a
+                    # pull found nothing kept the followers of a busy store pulling, each pull
+                    # queued behind the others' (PULLS at a time) while their writers wrote more.
                     watch = await _uncancelled(self._watch(key, last, event))
                     continue  # look once more: entries may have come before the watch began
+                if entries:
+                    continue
                 if watch.gone:
                     return
                 await event.wait()
