@@ -155,12 +155,14 @@ class Follow:
                 for entry in entries:
                     last = entry[0]
                     yield entry
-                if watch is None and (caught_up or not entries):
-                    # Watch from here rather than pull again to see nothing new: the multiplexer
-                    # reads from this id, so what comes meanwhile is not missed. Pulling until a
-                    # pull found nothing kept the followers of a busy store pulling, each pull
-                    # queued behind the others' (PULLS at a time) while their writers wrote more.
-                    watch = await _uncancelled(self._watch(key, last, event))
+                if watch is None:
+                    if caught_up or not entries:
+                        # Watch from here rather than pull again to see nothing new: the
+                        # multiplexer reads from this id, so what comes meanwhile is not missed.
+                        # Pulling until a pull found nothing kept the followers of a busy store
+                        # pulling, each pull queued behind the others' (PULLS at a time) while
+                        # their writers wrote more.
+                        watch = await _uncancelled(self._watch(key, last, event))
                     continue  # look once more: entries may have come before the watch began
                 if entries:
                     continue
