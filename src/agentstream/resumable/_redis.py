@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +38,12 @@ from ._liveness import Beats
 from ._memory import MemoryStreamStore
 from ._redis_follow import Follow
 from ._redis_pool import DEFAULT_MAX_CONNECTIONS, redis_client
-from ._redis_writes import APPEND_MANY, Writes
+from ._redis_writes import APPEND_MANY, RedisStreamSink, Writes
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["MAX_CONNECTIONS", "RedisStreamStore", "stream_store_from_url"]
+__all__ = ["MAX_CONNECTIONS", "RedisStreamStore", "batched_sink", "stream_store_from_url"]
 
 MAX_CONNECTIONS = DEFAULT_MAX_CONNECTIONS
 """Connections one `RedisStreamStore.from_url` client may open by default (``max_connections``).
@@ -101,6 +101,18 @@ def _reachable() -> Iterator[None]:
         yield
     except (RedisConnectionError, RedisTimeoutError) as exc:
         raise StreamStoreUnavailableError(f"the stream store (Redis) is unreachable: {exc}") from exc
+
+
+def _unreachable(exc: BaseException) -> BaseException:
+    """What `_reachable` makes of ``exc``, as the exception to raise."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+        error = StreamStoreUnavailableError(f"the stream store (Redis) is unreachable: {exc}")
+        error.__cause__ = exc
+        return error
+    return exc
 
 
 class RedisStreamStore:
@@ -205,16 +217,47 @@ class RedisStreamStore:
                 self._chat_key(await self._chat_of(stream_id)),
                 self._writer_key(stream_id),
             ]
-            writes = self._writes
-            if writes is None or writes.loop is not asyncio.get_running_loop():
-                writes = self._writes = Writes(self._append, self._ttl_ms)
             lease_ms = self._leases.get(stream_id, 0)
-            status, length = await writes.append(keys, -1 if at is None else at, lease_ms, chunks)
+            call = (keys, -1 if at is None else at, lease_ms, chunks)
+            status, length = await self._writes_here().append(call)
         if status == 0:
             self._chats.pop(stream_id, None)
             raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
         if status < 0:
             check_at(at, int(length), stream_id)
+
+    def _writes_here(self) -> Writes:
+        writes = self._writes
+        if writes is None or writes.loop is not asyncio.get_running_loop():
+            writes = self._writes = Writes(self._append, self._ttl_ms)
+        return writes
+
+    async def sink(self, stream_id: str, *, at: int) -> RedisStreamSink:
+        """The stream as a `RedisStreamSink` from chunk number ``at``: the writer adds each chunk without
+        waiting, and the chunks of every stream added in one loop iteration go to Redis in one call
+        (see `._redis_writes`); what `append` would raise, the sink raises (`StreamExpiredError`,
+        `StreamStoreUnavailableError`, ``ValueError`` for a gap)."""
+        check_at(at, at, stream_id)
+        with _reachable():
+            keys = [
+                self._stream_key(stream_id),
+                self._chat_key(await self._chat_of(stream_id)),
+                self._writer_key(stream_id),
+            ]
+
+        def refused(status: int, length: int, written: int, exc: BaseException | None) -> BaseException:
+            if exc is not None:
+                return _unreachable(exc)
+            if status == 0:
+                self._chats.pop(stream_id, None)
+                return StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
+            try:
+                check_at(written, length, stream_id)
+            except ValueError as gap:
+                return gap
+            return RuntimeError(f"stream {stream_id!r}: unexpected append status {status}")
+
+        return RedisStreamSink(self._writes_here(), keys, at, lambda: self._leases.get(stream_id, 0), refused)
 
     async def length(self, stream_id: str) -> int:
         """How many chunks the stream holds; `StreamExpiredError` if it is gone."""
@@ -323,6 +366,15 @@ class RedisStreamStore:
         if writes is not None and writes.loop is asyncio.get_running_loop():
             await writes.aclose()
         await self.redis.aclose()
+
+
+def batched_sink(store: object) -> Callable[..., Awaitable[RedisStreamSink]] | None:
+    """``store.sink`` when ``store`` is a `RedisStreamStore` whose ``append`` is its own (a subclass
+    that changes ``append``, for fault injection or metering, keeps every write going through it),
+    else ``None``."""
+    if isinstance(store, RedisStreamStore) and type(store).append is RedisStreamStore.append:
+        return store.sink
+    return None
 
 
 def stream_store_from_url(url: str, *, ttl_s: float = 600) -> StreamStore:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from redis.commands.core import AsyncScript
 
-__all__ = ["APPEND_MANY", "BATCH_CHUNKS", "Writes"]
+__all__ = ["APPEND_MANY", "BATCH_CHUNKS", "Call", "RedisStreamSink", "Source", "Writes"]
 
 BATCH_CHUNKS = 4096
 """Chunks per script call at most (a call carries at least one append, however large): the rest
@@ -82,17 +83,50 @@ return out
 """
 
 
-class _Append:
-    __slots__ = ("at", "chunks", "future", "keys", "lease_ms")
+Call = tuple[list[str], int, int, tuple[bytes, ...]]
+"""One append as sent: keys (the stream's, its chat's, its writer's), at (-1: at the end), lease
+ms, chunks."""
 
-    def __init__(
-        self, keys: list[str], at: int, lease_ms: int, chunks: tuple[bytes, ...], future: asyncio.Future[Any]
-    ) -> None:
-        self.keys = keys
-        self.at = at
-        self.lease_ms = lease_ms
-        self.chunks = chunks
+
+class _Append:
+    """One `Writes.append`: sent once, answered through its future."""
+
+    __slots__ = ("call", "future")
+
+    def __init__(self, call: Call, future: asyncio.Future[Any]) -> None:
+        self.call = call
         self.future = future
+
+    def take(self) -> Call | None:
+        return None if self.future.done() else self.call  # a cancelled caller's append is not sent
+
+    def settle(self, status: int, length: int) -> None:
+        if not self.future.done():
+            self.future.set_result((status, length))
+
+    def fail(self, exc: BaseException) -> None:
+        if self.future.done():
+            return
+        if isinstance(exc, asyncio.CancelledError):
+            self.future.cancel()
+        else:
+            self.future.set_exception(exc)
+
+
+class Source(Protocol):
+    """What the queue of `Writes` holds: something with an append to send (`RedisStreamSink`, `_Append`)."""
+
+    def take(self) -> Call | None:
+        """The append to send now (``None``: nothing any more)."""
+        ...
+
+    def settle(self, status: int, length: int) -> None:
+        """Its answer: status 1 written, 0 gone, -1 a gap; the chunks the stream had before."""
+        ...
+
+    def fail(self, exc: BaseException) -> None:
+        """Its call failed (after the client's retries), or was cancelled."""
+        ...
 
 
 class Writes:
@@ -102,21 +136,22 @@ class Writes:
         self.loop = asyncio.get_running_loop()
         self._script = script
         self._ttl_ms = ttl_ms
-        self._queue: list[_Append] = []
+        self._queue: list[Source] = []
         self._task: asyncio.Task[None] | None = None
 
-    def append(
-        self, keys: list[str], at: int, lease_ms: int, chunks: tuple[bytes, ...]
-    ) -> asyncio.Future[Any]:
-        """Queue one append (``keys``: the stream's, its chat's and its writer's; ``at`` -1: at the
-        end); the future is its ``(status, chunks before)``, or the error of its call."""
+    def append(self, call: Call) -> asyncio.Future[Any]:
+        """Queue one append; the future is its ``(status, chunks before)``, or the error of its call."""
         future: asyncio.Future[Any] = self.loop.create_future()
-        self._queue.append(_Append(keys, at, lease_ms, chunks, future))
+        self.enqueue(_Append(call, future))
+        return future
+
+    def enqueue(self, source: Source) -> None:
+        """Have ``source``'s append sent with the next call (its ``take`` is called then)."""
+        self._queue.append(source)
         if self._task is None:
             # Started now, it runs after the loop's other ready callbacks: the appends made in this
             # loop iteration are queued by then.
             self._task = self.loop.create_task(self._run(), name="agentstream redis writes")
-        return future
 
     async def _run(self) -> None:
         try:
@@ -126,30 +161,34 @@ class Writes:
             self._task = None
             # Cancelled (the loop is shutting down): nobody will send what is still queued.
             queued, self._queue = self._queue, []
-            for entry in queued:
-                entry.future.cancel()
+            for source in queued:
+                source.fail(asyncio.CancelledError())
 
-    def _take(self) -> list[_Append]:
+    def _take(self) -> list[tuple[Source, Call]]:
         queue = self._queue
+        batch: list[tuple[Source, Call]] = []
         count = 0
-        for i, entry in enumerate(queue):
-            count += len(entry.chunks)
-            if count > BATCH_CHUNKS and i:
+        for i, source in enumerate(queue):
+            if count >= BATCH_CHUNKS and batch:
                 self._queue = queue[i:]
-                return [e for e in queue[:i] if not e.future.done()]
+                return batch
+            call = source.take()
+            if call is not None:
+                batch.append((source, call))
+                count += len(call[3])
         self._queue = []
-        return [e for e in queue if not e.future.done()]  # a cancelled caller's append is not sent
+        return batch
 
-    async def _call(self, batch: list[_Append]) -> list[Any]:
+    async def _call(self, batch: list[tuple[Source, Call]]) -> list[Any]:
         keys: list[str] = []
         args: list[Any] = [self._ttl_ms]
-        for entry in batch:
-            keys += entry.keys
-            args += (entry.at, entry.lease_ms, len(entry.chunks), *entry.chunks)
+        for _, (call_keys, at, lease_ms, chunks) in batch:
+            keys += call_keys
+            args += (at, lease_ms, len(chunks), *chunks)
         found: list[Any] = await self._script(keys=keys, args=args)
         return found
 
-    async def _send(self, batch: list[_Append]) -> None:
+    async def _send(self, batch: list[tuple[Source, Call]]) -> None:
         from redis.exceptions import ResponseError
 
         if not batch:
@@ -158,19 +197,19 @@ class Writes:
             found = await self._call(batch)
         except ResponseError as exc:
             if len(batch) == 1:
-                _fail(batch, exc)
+                batch[0][0].fail(exc)
                 return
-            for entry in batch:  # only the append the script refused fails
-                await self._send([entry])
+            for one in batch:  # only the append the script refused fails
+                await self._send([one])
             return
         except BaseException as exc:
-            _fail(batch, exc)
+            for source, _ in batch:
+                source.fail(exc)
             if not isinstance(exc, Exception):
                 raise
             return  # each caller raises it; the appends queued since go in the next call
-        for i, entry in enumerate(batch):
-            if not entry.future.done():
-                entry.future.set_result((found[2 * i], found[2 * i + 1]))
+        for i, (source, _) in enumerate(batch):
+            source.settle(int(found[2 * i]), int(found[2 * i + 1]))
 
     async def aclose(self) -> None:
         """Wait for what is queued to be sent (its callers get their answers)."""
@@ -180,11 +219,85 @@ class Writes:
                 await asyncio.shield(task)
 
 
-def _fail(batch: list[_Append], exc: BaseException) -> None:
-    for entry in batch:
-        if entry.future.done():
-            continue
-        if isinstance(exc, asyncio.CancelledError):
-            entry.future.cancel()
+class RedisStreamSink:
+    """A writer's stream, appended chunk by chunk without a wait (`add`): what was added since the
+    stream's last call goes in the next call of `Writes`, one call out per stream at a time, chunk
+    *i* at number ``at + i``. `drain` waits for everything added to be written. A failed call
+    (``refused``: the error for its status, or for the call's exception) fails the sink: `add`
+    and `drain` raise that error, ``on_failure`` is called once (the writer stops producing)."""
+
+    def __init__(
+        self,
+        writes: Writes,
+        keys: list[str],
+        at: int,
+        lease_ms: Callable[[], int],
+        refused: Callable[[int, int, int, BaseException | None], BaseException],
+    ) -> None:
+        self.written = at  # chunks written, by number
+        self.error: BaseException | None = None
+        self.on_failure: Callable[[], object] | None = None
+        self._writes = writes
+        self._keys = keys
+        self._lease_ms = lease_ms
+        self._refused = refused
+        self._pending: list[bytes] = []
+        self._sending = 0  # chunks in the call out
+        self._queued = False
+        self._drained: asyncio.Future[None] | None = None
+
+    def add(self, chunk: bytes) -> None:
+        if self.error is not None:
+            raise self.error
+        self._pending.append(chunk)
+        if not self._queued and not self._sending:
+            self._queued = True
+            self._writes.enqueue(self)
+
+    async def drain(self) -> None:
+        """Wait until every chunk added is written; raises the sink's error."""
+        if self._queued or self._sending:
+            self._drained = self._writes.loop.create_future()
+            await self._drained
+        if self.error is not None:
+            raise self.error
+
+    def close(self) -> None:
+        """Drop what was added and not sent yet (the writer stopped)."""
+        self._pending.clear()
+
+    def take(self) -> Call | None:
+        self._queued = False
+        if not self._pending:
+            self._settled()
+            return None
+        chunks = tuple(self._pending)
+        self._pending.clear()
+        self._sending = len(chunks)
+        return (self._keys, self.written, self._lease_ms(), chunks)
+
+    def settle(self, status: int, length: int) -> None:
+        if status != 1:
+            self.fail(self._refused(status, length, self.written, None))
+            return
+        self.written += self._sending
+        self._sending = 0
+        if self._pending:
+            self._queued = True
+            self._writes.enqueue(self)
         else:
-            entry.future.set_exception(exc)
+            self._settled()
+
+    def fail(self, exc: BaseException) -> None:
+        self._sending = 0
+        self._pending.clear()
+        if self.error is None:
+            self.error = exc if isinstance(exc, asyncio.CancelledError) else self._refused(0, 0, 0, exc)
+            if self.on_failure is not None:
+                self.on_failure()
+        self._settled()
+
+    def _settled(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
