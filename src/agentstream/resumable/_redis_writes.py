@@ -247,6 +247,7 @@ class RedisStreamSink:
         self._drained: asyncio.Future[None] | None = None
 
     def add(self, chunk: bytes) -> None:
+        """Write ``chunk`` as the next chunk number, with the next call; raises the sink's error."""
         if self.error is not None:
             raise self.error
         self._pending.append(chunk)
@@ -267,6 +268,7 @@ class RedisStreamSink:
         self._pending.clear()
 
     def take(self) -> Call | None:
+        """(`Source`, for `Writes`) the chunks added since the last call, as one append."""
         self._queued = False
         if not self._pending:
             self._settled()
@@ -277,6 +279,7 @@ class RedisStreamSink:
         return (self._keys, self.written, self._lease_ms(), chunks)
 
     def settle(self, status: int, length: int) -> None:
+        """(`Source`) the call's answer: the chunks are written, or the sink fails."""
         if status != 1:
             self.fail(self._refused(status, length, self.written, None))
             return
@@ -289,6 +292,7 @@ class RedisStreamSink:
             self._settled()
 
     def fail(self, exc: BaseException) -> None:
+        """(`Source`) the call failed: so does the sink, for good (what was added is dropped)."""
         self._sending = 0
         self._pending.clear()
         if self.error is None:
