@@ -34,10 +34,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from ..resumable import (
     IN_PROCESS_LEASE_S,
+    RedisStreamSink,
     StreamExpiredError,
     StreamLostError,
     StreamStore,
     StreamStoreUnavailableError,
+    batched_sink,
     in_process_appender,
     read_checked,
     writing,
@@ -100,6 +102,9 @@ async def write_chunks(store: StreamStore, stream_id: str, chunks: AsyncIterator
             append_now(stream_id, encode_ui_chunk(chunk), at=written)
             written += 1
         return written - at
+    open_sink = batched_sink(store)
+    if open_sink is not None:
+        return await _write_to_sink(await open_sink(stream_id, at=at), chunks)
     pending: list[bytes] = []
     ready = asyncio.Event()
     ended = False
@@ -132,6 +137,34 @@ async def write_chunks(store: StreamStore, stream_id: str, chunks: AsyncIterator
         group.create_task(pull())
         group.create_task(push())
     return written - at
+
+
+async def _write_to_sink(sink: RedisStreamSink, chunks: AsyncIterator[Any]) -> int:
+    """`write_chunks` into a Redis store's `RedisStreamSink`: each chunk is added as it is produced, in the
+    producer's task, and the store's one writer sends every stream's chunks of a loop iteration in
+    one call (no second task per stream woken per chunk). The producing runs in a task of its own so
+    that a failed write stops it at once, wherever it waits, as the two tasks did."""
+    produced = 0
+
+    async def pull() -> None:
+        nonlocal produced
+        async for chunk in chunks:
+            sink.add(encode_ui_chunk(chunk))
+            produced += 1
+        await sink.drain()
+
+    task = asyncio.create_task(pull())
+    sink.on_failure = task.cancel
+    try:
+        await task
+    except asyncio.CancelledError:
+        current = asyncio.current_task()
+        if sink.error is None or (current is not None and current.cancelling()):
+            raise
+        raise sink.error from None
+    finally:
+        sink.close()
+    return produced
 
 
 def _only_expired(exc: BaseException) -> bool:

@@ -31,7 +31,8 @@ from ._base import (
 from ._keys import STREAM_KEY_KINDS, chat_stream_key, mastra_workflow_stream_key, workflow_stream_key
 from ._liveness import IN_PROCESS_LEASE_S, WORKER_LEASE_S, WriterLiveness, read_checked, writing
 from ._memory import DEFAULT_MAX_BYTES, MemoryStreamStore, in_process_appender
-from ._redis import RedisStreamStore, stream_store_from_url
+from ._redis import RedisStreamStore, batched_sink, stream_store_from_url
+from ._redis_writes import RedisStreamSink
 from ._turn import ChatRunner, ChatTurn, ChatTurnOptions
 from ._workflow_run import WorkflowJob, WorkflowRunner
 
@@ -45,6 +46,7 @@ __all__ = [
     "ChatTurn",
     "ChatTurnOptions",
     "MemoryStreamStore",
+    "RedisStreamSink",
     "RedisStreamStore",
     "StreamExpiredError",
     "StreamLostError",
@@ -54,6 +56,7 @@ __all__ = [
     "WorkflowJob",
     "WorkflowRunner",
     "WriterLiveness",
+    "batched_sink",
     "chat_stream_key",
     "check_at",
     "check_ttl",

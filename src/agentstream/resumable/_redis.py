@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -38,11 +38,12 @@ from ._liveness import Beats
 from ._memory import MemoryStreamStore
 from ._redis_follow import Follow
 from ._redis_pool import DEFAULT_MAX_CONNECTIONS, redis_client
+from ._redis_writes import APPEND_MANY, RedisStreamSink, Writes
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-__all__ = ["MAX_CONNECTIONS", "RedisStreamStore", "stream_store_from_url"]
+__all__ = ["MAX_CONNECTIONS", "RedisStreamStore", "batched_sink", "stream_store_from_url"]
 
 MAX_CONNECTIONS = DEFAULT_MAX_CONNECTIONS
 """Connections one `RedisStreamStore.from_url` client may open by default (``max_connections``).
@@ -79,32 +80,6 @@ if #top == 0 then return {0, 0} end
 if top[1][2][1] == 'end' then return {2, redis.call('xlen', KEYS[1]) - 2} end
 return {1, tonumber(string.sub(top[1][1], 3)) - 1}
 """
-# Append chunks ARGV[4..] as chunk numbers ARGV[1], ARGV[1]+1, … (entries 0-<number + 2>),
-# skipping numbers already written; ARGV[1] = -1 appends at the end. Refused when the stream
-# expired or finished (XADD alone would silently recreate it) and for a gap. One round trip for
-# however many chunks are ready. A writer holding the stream's lease (ARGV[3] > 0 ms) refreshes it
-# in the same call (KEYS[3]): a writer that writes is alive even when its loop is too busy for the
-# periodic beat. Returns {status, chunks before}: 1 written, 0 gone, -1 gap.
-_APPEND = """
-local state = redis.call('xrevrange', KEYS[1], '+', '-', 'COUNT', 1)
-if #state == 0 or state[1][2][1] == 'end' then return {0, 0} end
-local length = tonumber(string.sub(state[1][1], 3)) - 1
-local at = tonumber(ARGV[1])
-if at < 0 then at = length end
-if at > length then return {-1, length} end
-for i = 4, #ARGV do
-  local number = at + i - 4
-  if number >= length then redis.call('xadd', KEYS[1], '0-' .. (number + 2), 'c', ARGV[i]) end
-end
-redis.call('pexpire', KEYS[1], ARGV[2])
-redis.call('pexpire', KEYS[2], ARGV[2])
-if tonumber(ARGV[3]) > 0 then
-  local t = redis.call('time')
-  local deadline = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
-  redis.call('set', KEYS[3], deadline, 'PX', ARGV[2])
-end
-return {1, length}
-"""
 # The writers of streams KEYS are alive until ARGV[1] ms from now on Redis's clock (one clock for
 # every process); ARGV[1] = 0 marks them dead now. The keys live as long as the streams (ARGV[2]).
 _BEAT = """
@@ -126,6 +101,18 @@ def _reachable() -> Iterator[None]:
         yield
     except (RedisConnectionError, RedisTimeoutError) as exc:
         raise StreamStoreUnavailableError(f"the stream store (Redis) is unreachable: {exc}") from exc
+
+
+def _unreachable(exc: BaseException) -> BaseException:
+    """What `_reachable` makes of ``exc``, as the exception to raise."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+    from redis.exceptions import TimeoutError as RedisTimeoutError
+
+    if isinstance(exc, (RedisConnectionError, RedisTimeoutError)):
+        error = StreamStoreUnavailableError(f"the stream store (Redis) is unreachable: {exc}")
+        error.__cause__ = exc
+        return error
+    return exc
 
 
 class RedisStreamStore:
@@ -151,11 +138,12 @@ class RedisStreamStore:
         self._ttl_ms = max(1, round(self.ttl_s * 1000))
         self._start = redis.register_script(_START)
         self._finish = redis.register_script(_FINISH)
-        self._append = redis.register_script(_APPEND)
+        self._append = redis.register_script(APPEND_MANY)
         self._state = redis.register_script(_STATE)
         self._beat = redis.register_script(_BEAT)
         self._chats: dict[str, str] = {}  # stream id -> chat id, for the streams this process writes
         self._follow: Follow | None = None  # the shared reader of the current event loop
+        self._writes: Writes | None = None  # the batched appends of the current event loop
         self._beats: dict[float, Beats] = {}  # writer lease refreshes, by lease, of the current loop
         self._leases: dict[str, int] = {}  # stream id -> lease (ms) of its writer in this process
 
@@ -220,7 +208,8 @@ class RedisStreamStore:
         `StreamStore.append`); `StreamExpiredError` if the stream is gone or finished.
 
         A positional append (``at``) is safe to retry after a connection error; one at the end
-        (no ``at``) may land twice if Redis applied it but its answer was lost."""
+        (no ``at``) may land twice if Redis applied it but its answer was lost. The appends of
+        every stream made in one loop iteration go to Redis in one call (`._redis_writes`)."""
         check_at(at, at or 0, stream_id)  # the type and sign; the gap is checked in the script
         with _reachable():
             keys = [
@@ -229,14 +218,46 @@ class RedisStreamStore:
                 self._writer_key(stream_id),
             ]
             lease_ms = self._leases.get(stream_id, 0)
-            status, length = await self._append(
-                keys=keys, args=[-1 if at is None else at, self._ttl_ms, lease_ms, *chunks]
-            )
+            call = (keys, -1 if at is None else at, lease_ms, chunks)
+            status, length = await self._writes_here().append(call)
         if status == 0:
             self._chats.pop(stream_id, None)
             raise StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
         if status < 0:
             check_at(at, int(length), stream_id)
+
+    def _writes_here(self) -> Writes:
+        writes = self._writes
+        if writes is None or writes.loop is not asyncio.get_running_loop():
+            writes = self._writes = Writes(self._append, self._ttl_ms)
+        return writes
+
+    async def sink(self, stream_id: str, *, at: int) -> RedisStreamSink:
+        """The stream as a `RedisStreamSink` from chunk number ``at``: the writer adds each chunk without
+        waiting, and the chunks of every stream added in one loop iteration go to Redis in one call
+        (see `._redis_writes`); what `append` would raise, the sink raises (`StreamExpiredError`,
+        `StreamStoreUnavailableError`, ``ValueError`` for a gap)."""
+        check_at(at, at, stream_id)
+        with _reachable():
+            keys = [
+                self._stream_key(stream_id),
+                self._chat_key(await self._chat_of(stream_id)),
+                self._writer_key(stream_id),
+            ]
+
+        def refused(status: int, length: int, written: int, exc: BaseException | None) -> BaseException:
+            if exc is not None:
+                return _unreachable(exc)
+            if status == 0:
+                self._chats.pop(stream_id, None)
+                return StreamExpiredError(f"stream {stream_id!r} has finished, expired or was never started")
+            try:
+                check_at(written, length, stream_id)
+            except ValueError as gap:
+                return gap
+            return RuntimeError(f"stream {stream_id!r}: unexpected append status {status}")
+
+        return RedisStreamSink(self._writes_here(), keys, at, lambda: self._leases.get(stream_id, 0), refused)
 
     async def length(self, stream_id: str) -> int:
         """How many chunks the stream holds; `StreamExpiredError` if it is gone."""
@@ -341,7 +362,19 @@ class RedisStreamStore:
         follow, self._follow = self._follow, None
         if follow is not None:
             await follow.aclose()
+        writes, self._writes = self._writes, None
+        if writes is not None and writes.loop is asyncio.get_running_loop():
+            await writes.aclose()
         await self.redis.aclose()
+
+
+def batched_sink(store: object) -> Callable[..., Awaitable[RedisStreamSink]] | None:
+    """``store.sink`` when ``store`` is a `RedisStreamStore` whose ``append`` is its own (a subclass
+    that changes ``append``, for fault injection or metering, keeps every write going through it),
+    else ``None``."""
+    if isinstance(store, RedisStreamStore) and type(store).append is RedisStreamStore.append:
+        return store.sink
+    return None
 
 
 def stream_store_from_url(url: str, *, ttl_s: float = 600) -> StreamStore:

@@ -81,12 +81,36 @@ async def _uncancelled(awaitable: Awaitable[T]) -> T:
     return result
 
 
+def _entries_by_key(response: Any, **_: Any) -> list[tuple[bytes, list[Entry]]]:
+    """An ``XREAD`` answer as ``[(key, [(id, fields), …]), …]`` straight from hiredis's reply (a
+    map under RESP3, a list of pairs under RESP2): what redis-py's own parsing makes of it, in one
+    pass instead of three layers of calls per entry (the shared reader's answers name hundreds of
+    streams, issue 29)."""
+    if not response:
+        return []
+    items = response.items() if isinstance(response, dict) else response
+    return [
+        (key, [(entry[0], _pairs(entry[1])) for entry in entries if entry is not None])
+        for key, entries in items
+    ]
+
+
+def _pairs(flat: list[bytes] | None) -> dict[bytes, bytes]:
+    if not flat:
+        return {}
+    if len(flat) == 2:
+        return {flat[0]: flat[1]}  # a chunk: the one field c
+    fields = iter(flat)
+    return dict(zip(fields, fields, strict=True))
+
+
 class _Watch:
     """One followed key: the multiplexer's cursor, its last batch, and the followers' events."""
 
-    __slots__ = ("batch", "batch_from", "cursor", "events", "gone")
+    __slots__ = ("batch", "batch_from", "cursor", "events", "gone", "name")
 
-    def __init__(self, cursor: bytes) -> None:
+    def __init__(self, key: str, cursor: bytes) -> None:
+        self.name = key.encode()  # as the XREAD names it
         self.cursor = cursor  # the last entry id the multiplexer has seen (or was told to start at)
         self.batch_from = b""  # the batch holds the entries right after this id
         self.batch: list[Entry] = []
@@ -144,20 +168,28 @@ class Follow:
                 event.clear()  # before looking, so a wake-up after the look is kept
                 if self.error is not None:
                     raise self.error
+                caught_up = False  # a pull reached the stream's end as it stood
                 if watch is not None and watch.batch_from == last and watch.batch:
                     entries = watch.batch
                 elif watch is not None and watch.cursor == last:
                     entries = []  # nothing newer exists than what the multiplexer has seen
                 else:
                     entries = await _uncancelled(self._pull(key, last))
+                    caught_up = len(entries) < COUNT
                 for entry in entries:
                     last = entry[0]
                     yield entry
+                if watch is None:
+                    if caught_up or not entries:
+                        # Watch from here rather than pull again to see nothing new: the
+                        # multiplexer reads from this id, so what comes meanwhile is not missed.
+                        # Pulling until a pull found nothing kept the followers of a busy store
+                        # pulling, each pull queued behind the others' (PULLS at a time) while
+                        # their writers wrote more.
+                        watch = await _uncancelled(self._watch(key, last, event))
+                    continue  # look once more: entries may have come before the watch began
                 if entries:
                     continue
-                if watch is None:
-                    watch = await _uncancelled(self._watch(key, last, event))
-                    continue  # look once more: entries may have come before the watch began
                 if watch.gone:
                     return
                 await event.wait()
@@ -176,7 +208,7 @@ class Follow:
         watch = self._watches.get(key)
         new = watch is None
         if watch is None:
-            watch = self._watches[key] = _Watch(last)
+            watch = self._watches[key] = _Watch(key, last)
         watch.events.add(event)
         if self.task is None:
             # A fresh wake key per task: a stopping task deletes its own key, never the one a
@@ -234,23 +266,36 @@ class Follow:
                     await self.redis.delete(wake_key)
 
     async def _multiplex(self, client: Redis, wake_key: str) -> None:
+        # This connection's XREAD answers are taken as hiredis gives them (see _entries_by_key).
+        client.set_response_callback("XREAD", _entries_by_key)
+        execute: Any = client.execute_command  # (untyped in redis-py)
+        wake_name = wake_key.encode()
         wake_cursor = b"0-0"
         checked = time.monotonic()
         while True:
-            watches = dict(self._watches)
-            streams: dict[Any, Any] = {wake_key: wake_cursor}
-            streams.update((key, watch.cursor) for key, watch in watches.items())
+            watches = {watch.name: (key, watch) for key, watch in self._watches.items()}
+            cursors = [wake_cursor, *(watch.cursor for _, watch in watches.values())]
+            command = (
+                "XREAD",
+                "COUNT",
+                COUNT,
+                "BLOCK",
+                self._block_ms,
+                "STREAMS",
+                wake_name,
+                *watches,
+                *cursors,
+            )
             self._in_flight, self._woken = True, False
-            answer: Any = await _uncancelled(client.xread(streams, count=COUNT, block=self._block_ms))
+            answer: list[tuple[bytes, list[Entry]]] = await _uncancelled(execute(*command))
             self._in_flight = False
-            for raw_key, entries in answer or []:
-                key = raw_key.decode()
-                if key == wake_key:
+            for name, entries in answer:
+                if name == wake_name:
                     wake_cursor = entries[-1][0]
                     continue
-                watch = watches[key]
+                key, watch = watches[name]
                 if self._watches.get(key) is watch and entries:
-                    self._hand_over(watch, list(entries))
+                    self._hand_over(watch, entries)
             if not self._watches:
                 if not watches:
                     return  # a whole block_ms without followers: stop (the next one restarts us)

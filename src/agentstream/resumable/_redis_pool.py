@@ -12,7 +12,8 @@ pooled connection that a Redis restart closed fails (issue 28). Here:
   exponential backoff (``0.05 s · 2^n``, capped at 1 s) ``retries`` times, ~5.5 s of trying by
   default: a Redis restart of a second or two is not seen by the callers. Retrying is safe for the
   store's commands: its writes are positional or idempotent (see ``_redis``).
-* a connection idle for more than ``health_check_interval_s`` is PINGed before it is used.
+* a connection idle for more than ``health_check_interval_s`` is PINGed before it is used;
+* commands are packed by hiredis when it is installed (`_hiredis_packing`).
 """
 
 from __future__ import annotations
@@ -112,6 +113,46 @@ def _pool_class() -> type[Any]:
     return ShrinkingPool
 
 
+def _hiredis_packing(base: type[Any]) -> type[Any]:
+    """``base`` (the pool's connection class) packing its commands with hiredis's C packer, as
+    redis-py's synchronous client does when hiredis is installed; its asyncio client packs in
+    Python, one bytes join per argument over a buffer of up to 6 KB: the shared reader's ``XREAD``
+    names every followed stream and the batched appends carry every stream's chunks, hundreds of
+    arguments each (issue 29). The arguments are encoded by the connection's own encoder first
+    (the same bytes, the same errors for values it refuses); the wire bytes are the same."""
+    try:
+        from hiredis import pack_command
+    except ImportError:  # hiredis is optional (the redis extra installs it)
+        return base
+
+    class HiredisPacking(base):  # type: ignore[misc]
+        def pack_command(self, *args: Any) -> list[bytes]:
+            head = args[0]
+            # A command name with literal arguments in it ("CONFIG GET") is sent split, as redis-py does.
+            if isinstance(head, str):
+                args = (*head.encode().split(), *args[1:])
+            elif b" " in head:
+                args = (*head.split(), *args[1:])
+            encode = self.encoder.encode
+            encoded: Any = tuple(a if a.__class__ is bytes else bytes(encode(a)) for a in args)
+            return [pack_command(encoded)]  # (hiredis's stub types a 1-tuple)
+
+    HiredisPacking.__name__ = HiredisPacking.__qualname__ = f"HiredisPacking{base.__name__}"
+    return HiredisPacking
+
+
+def _driver_info() -> dict[str, Any]:
+    """One ``driver_info`` for every connection of the pool (redis-py >= 7): without it, each new
+    connection looks redis-py's version up in the installed packages' metadata (``importlib.metadata``,
+    a scan of ``sys.path``), milliseconds each, which a burst of chats opening the pool's connections
+    paid 64 times (issue 29). The same name and version are sent (``CLIENT SETINFO``)."""
+    try:
+        from redis.driver_info import DriverInfo
+    except ImportError:  # redis-py 5 and 6 look the version up once, at import
+        return {}
+    return {"driver_info": DriverInfo()}
+
+
 def _positive(name: str, value: Any, *, allow_zero: bool = False) -> None:
     if (
         isinstance(value, bool)
@@ -150,6 +191,7 @@ def redis_client(
     _positive("pool_timeout_s", pool_timeout_s)
     pool = _pool_class().from_url(
         url,
+        **_driver_info(),
         max_connections=max_connections,
         timeout=pool_timeout_s,
         min_idle=min_idle,
@@ -161,6 +203,7 @@ def redis_client(
         socket_keepalive=True,
         client_name=f"agentstream-{os.getpid()}",
     )
+    pool.connection_class = _hiredis_packing(pool.connection_class)
     return Redis.from_pool(pool)
 
 
