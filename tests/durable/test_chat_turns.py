@@ -115,12 +115,19 @@ def queue_names(url: str) -> set[str]:
         return {row[0] for row in conn.execute("SELECT name FROM dbos.queues").fetchall()}
 
 
-def workflow_rows(url: str) -> list[tuple[str, str, str, str]]:
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT workflow_uuid, status, executor_id, serialization FROM dbos.workflow_status"
-        ).fetchall()
-    return [tuple(row) for row in rows]
+def workflow_rows(url: str, limit: float = 30.0) -> list[tuple[str, str, str, str]]:
+    """The turns' DBOS workflows once none is still running: a client reads the stream's end
+    before the worker's workflow has recorded its own (the store is finished first); the limit only
+    turns a hang into a failure that shows the rows."""
+    deadline = time.monotonic() + limit
+    while True:
+        with psycopg.connect(url) as conn:
+            rows = conn.execute(
+                "SELECT workflow_uuid, status, executor_id, serialization FROM dbos.workflow_status"
+            ).fetchall()
+        if all(row[1] not in ("PENDING", "ENQUEUED") for row in rows) or time.monotonic() > deadline:
+            return [tuple(row) for row in rows]
+        time.sleep(0.05)
 
 
 async def in_process_answer(request: dict[str, Any]) -> list[dict[str, Any]]:
