@@ -119,3 +119,17 @@ def test_a_space_after_a_cut_starts_the_next_piece() -> None:
     inputs = [TextDelta(payload=TextDeltaPayload(id="t", text=t)) for t in ["ab ", " x", "y "]]
     out, _ = asyncio.run(run(inputs, "word", None))
     assert [c.payload.text for c in out] == ["ab ", " xy "]
+
+
+@pytest.mark.parametrize("tail", ["d e", "d ef", " e", "d  e", "de f g"])
+def test_a_long_word_ends_in_a_delta_holding_two_spaces(tail: str) -> None:
+    # The spilled parts of the long word lead the first piece of a delta cut without a regex.
+    word = "w" * 5_000
+    inputs = [
+        TextDelta(payload=TextDeltaPayload(id="t", text=word[i : i + 7])) for i in range(0, len(word), 7)
+    ]
+    inputs.append(TextDelta(payload=TextDeltaPayload(id="t", text=tail)))
+    fast, _ = asyncio.run(run(inputs, "word", None))
+    general, _ = asyncio.run(run(inputs, GENERAL["word"], None))
+    assert fast == general
+    assert "".join(c.payload.text for c in fast) == word + tail

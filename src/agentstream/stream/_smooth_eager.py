@@ -2,8 +2,9 @@
 
 Same output as the general loop in `agentstream.stream._smooth` with `_WordChunker` /
 `_LineChunker`, at a fraction of the cost per delta: the buffer state lives in local variables, a
-delta holding no cut is appended after one ``str`` check, and a delta holding cuts is split by one
-regex call into its pieces and the rest.
+delta holding no cut is appended after one ``str`` check, a printable delta ending one or two
+words is cut with ``str.partition``, and any other delta holding cuts is split by one regex call
+into its pieces and the rest.
 
 The cut patterns stay linear on any input: a match either starts the delta (``\\A``) or starts
 right after a whitespace character (``(?<=\\s)``), so a long word is scanned once however it is
@@ -41,12 +42,18 @@ def _combine(high: str, low: str) -> str:
     return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
 
 
+def _unspill(spill: list[str], pending: str) -> str:
+    """The pending text, ``spill`` emptied into it."""
+    text = "".join(spill) + pending
+    spill.clear()
+    return text
+
+
 def _piece(last: Any, spill: list[str], pending: str, metadata: Any, provider_metadata: Any) -> Chunk | None:
     """A flushed piece (Mastra's ``flushBuffer``), emptying ``spill``: ``None`` when there is
     nothing to carry."""
     if spill:
-        pending = "".join(spill) + pending
-        spill.clear()
+        pending = _unspill(spill, pending)
     if last is None or (not pending and metadata is None and provider_metadata is None):
         return None
     payload = _replace(last.payload, text=pending, provider_metadata=provider_metadata)
@@ -100,12 +107,12 @@ async def run_eager(
     # ``last``: the latest delta of the buffer (Mastra's ``bufferedChunk``), keyed by (type, id).
     last = key_type = key_id = metadata = provider_metadata = cast(Any, None)
     at_yield = finished = False  # an exception thrown in at a yield or from sleep is not the upstream's
+    pieces: Sequence[str]
     try:
         chunk: Any
         async for chunk in source:
-            cls = type(chunk)
             # Most deltas continue the buffered one (same type and id, well-formed): one check.
-            if cls is key_type:
+            if type(chunk) is key_type:
                 payload = chunk.payload
                 try:
                     pid, text = payload.id, payload.text
@@ -115,6 +122,7 @@ async def run_eager(
             else:
                 same = False
             if not same:
+                cls = type(chunk)
                 is_text = cls is TextDelta or cls is ReasoningDelta or isinstance(chunk, _TEXT_TYPES)
                 if is_text:
                     payload = chunk.payload
@@ -147,20 +155,50 @@ async def run_eager(
                 provider_metadata = payload.provider_metadata
             # Printable text holds no surrogate and no whitespace but " ": most deltas hold no
             # space or one, whose cut needs no regex.
-            piece = None
             if word and text.isprintable():
                 if " " not in text:
-                    cut = False
-                    in_word = in_word or text != ""
-                else:
-                    head, _, rest = text.partition(" ")
-                    if " " not in rest:
-                        if cut := head != "" or in_word:
-                            piece = head + " "
+                    if text:
+                        in_word = True
+                        if len(pending) < _SPILL_AT:
+                            pending += text
                         else:
-                            in_word = rest != ""  # the space leads the pending text
+                            spill.append(pending)
+                            pending = text
+                    continue
+                head, _, rest = text.partition(" ")
+                if " " in rest:
+                    mid, _, tail = rest.partition(" ")
+                    if mid and (head or in_word) and " " not in tail:
+                        # Two words end here: two pieces, no regex.
+                        if spill:
+                            pending = _unspill(spill, pending)
+                        cut, pieces, rest, pending = True, (f"{pending}{head} ", f"{mid} "), tail, ""
                     else:
                         cut, piece, pieces, rest, in_word = _two_spaces(head, rest, in_word)
+                        if piece is not None:
+                            pieces = (piece,)
+                elif head or in_word:
+                    if spill:
+                        pending = _unspill(spill, pending)
+                    out = _replace(
+                        chunk,
+                        payload=_replace(
+                            payload, text=f"{pending}{head} ", provider_metadata=provider_metadata
+                        ),
+                        metadata=metadata,
+                    )
+                    metadata = provider_metadata = None
+                    pending = rest
+                    in_word = rest != ""
+                    at_yield = True
+                    yield out
+                    if delay is not None:
+                        await sleep(delay)
+                    at_yield = False
+                    continue
+                else:
+                    cut = False
+                    in_word = rest != ""  # the space leads the pending text
             elif not word and "\n" not in text and not "\udc00" <= text[:1] <= "\udfff":
                 cut = False
             else:
@@ -179,23 +217,7 @@ async def run_eager(
                         pending = text
                 continue
             if spill:
-                pending = "".join(spill) + pending
-                spill.clear()
-            if piece is not None:
-                # One cut (the common case): no list of pieces.
-                out = _replace(
-                    chunk,
-                    payload=_replace(payload, text=pending + piece, provider_metadata=provider_metadata),
-                    metadata=metadata,
-                )
-                metadata = provider_metadata = None
-                pending, in_word = rest, rest != ""
-                at_yield = True
-                yield out
-                if delay is not None:
-                    await sleep(delay)
-                at_yield = False
-                continue
+                pending = _unspill(spill, pending)
             for piece in pieces:
                 if pending:
                     piece, pending = pending + piece, ""
