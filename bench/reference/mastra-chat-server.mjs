@@ -5,12 +5,18 @@
 // configuration (no storage, no memory). Only the model is scripted: a LanguageModelV2 streaming
 // the same TOKENS text-deltas on every call as bench_serve.py's TokenModel.
 //
-//   node mastra-chat-server.mjs --port N --tokens T
+//   node mastra-chat-server.mjs --port N --tokens T [--smooth]
+//
+// --smooth: the agent's answers go through Mastra's own smoothStream (word chunking, 10 ms delay,
+// as `agentstream serve` smooths by default), a transform factory in the agent's default
+// experimentalTransform (Mastra 1.71 iterates it: a list of factories): a
+// like-for-like reference for our paced default, which Mastra's default configuration does not pace.
 //
 // Run from a directory under .cache/mastra-server (bench_serve.py copies it there), so its
 // imports resolve from the packages scripts/mastra-clients.sh installed.
 import { Mastra } from '@mastra/core';
 import { Agent } from '@mastra/core/agent';
+import { smoothStream } from '@mastra/core/stream';
 import { createNodeServer } from '@mastra/deployer/server';
 
 const arg = (name, fallback) => {
@@ -48,7 +54,9 @@ const model = {
   },
 };
 
-const bench = new Agent({ id: 'bench', name: 'bench', instructions: 'Be brief.', model });
+const smooth = process.argv.includes('--smooth');
+const defaultOptions = smooth ? { experimentalTransform: [() => smoothStream({ delayInMs: 10, chunking: 'word' })] } : undefined;
+const bench = new Agent({ id: 'bench', name: 'bench', instructions: 'Be brief.', model, defaultOptions });
 const mastra = new Mastra({ agents: { bench }, logger: false, server: { port, host: '127.0.0.1' } });
 await createNodeServer(mastra, { studio: false, isDev: false });
 process.stdout.write(`mastra bench server on http://127.0.0.1:${port}/api\n`);
