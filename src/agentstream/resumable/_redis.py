@@ -259,7 +259,10 @@ class RedisStreamStore:
                 return gap
             return RuntimeError(f"stream {stream_id!r}: unexpected append status {status}")
 
-        sink = RedisStreamSink(self._writes_here(), keys, at, lambda: self._leases.get(stream_id, 0), refused)
+        encoded = [key.encode() for key in keys]  # once per sink, not per call (see Writes._call)
+        sink = RedisStreamSink(
+            self._writes_here(), encoded, at, lambda: self._leases.get(stream_id, 0), refused
+        )
         key = keys[0]
 
         def ended() -> None:

@@ -83,7 +83,7 @@ return out
 """
 
 
-Call = tuple[list[str], int, int, tuple[bytes, ...]]
+Call = tuple[list[str] | list[bytes], int, int, tuple[bytes, ...]]
 """One append as sent: keys (the stream's, its chat's, its writer's), at (-1: at the end), lease
 ms, chunks."""
 
@@ -180,11 +180,13 @@ class Writes:
         return batch
 
     async def _call(self, batch: list[tuple[Source, Call]]) -> list[Any]:
-        keys: list[str] = []
-        args: list[Any] = [self._ttl_ms]
+        # Numbers as the bytes the client's encoder makes of them (``repr``): a call carries six
+        # per append, and the encoder's type checks per argument were the writer's main cost.
+        keys: list[str | bytes] = []
+        args: list[Any] = [b"%d" % self._ttl_ms]
         for _, (call_keys, at, lease_ms, chunks) in batch:
             keys += call_keys
-            args += (at, lease_ms, len(chunks), *chunks)
+            args += (b"%d" % at, b"%d" % lease_ms, b"%d" % len(chunks), *chunks)
         found: list[Any] = await self._script(keys=keys, args=args)
         return found
 
@@ -229,7 +231,7 @@ class RedisStreamSink:
     def __init__(
         self,
         writes: Writes,
-        keys: list[str],
+        keys: list[str] | list[bytes],
         at: int,
         lease_ms: Callable[[], int],
         refused: Callable[[int, int, int, BaseException | None], BaseException],
