@@ -132,3 +132,18 @@ async def test_a_local_follower_of_a_failed_sink_reads_the_error_ending(
     with pytest.raises(Exception):  # noqa: B017
         await sink.drain()
     assert await asyncio.wait_for(reader, 5) == [chunk(0)]
+
+
+async def test_a_local_follower_of_a_quiet_sink_ends_when_the_stream_expires(
+    stores: tuple[RedisStreamStore, RedisStreamStore],
+) -> None:
+    here, _ = stores
+    stream_id = await here.start("chat", owner=None)
+    sink = await here.sink(stream_id, at=0)
+    sink.add(chunk(0))
+    await sink.drain()
+    reader = asyncio.create_task(collect(here, stream_id))
+    await asyncio.sleep(0.02)
+    await here.redis.delete(f"{here.prefix}:stream:{stream_id}")  # as its TTL would
+    assert await asyncio.wait_for(reader, 5) == [chunk(0)]
+    assert not sink.ended  # the follower found out on its own, not from the sink

@@ -186,7 +186,10 @@ class Follow:
                     if watch is not None:  # the multiplexer need not read what is written here
                         self._unwatch(key, watch, event)
                         watch = None
-                    for entry in await self._from_sink(sink, key, last, event):
+                    found = await self._from_sink(sink, key, last, event)
+                    if found is None:
+                        return
+                    for entry in found:
                         last = entry[0]
                         yield entry
                     continue
@@ -221,12 +224,13 @@ class Follow:
 
     async def _from_sink(
         self, sink: RedisStreamSink, key: str, last: bytes, event: asyncio.Event
-    ) -> list[Entry]:
+    ) -> list[Entry] | None:
         """The entries after ``last`` of a stream written by a live sink in this process: its
         chunks as each call confirms them (what is in Redis, so what a resume replays), without an
         ``XREAD``; from Redis when behind the sink's last call. While the sink confirms nothing for
         ``block_ms``, Redis is looked at too: another process may have written (a stop's ending, a
-        dead-writer error), which the sink itself only learns at its next write. ``[]``: look again."""
+        dead-writer error), which the sink itself only learns at its next write. ``[]``: look again;
+        ``None``: the key is gone."""
         read = int(last[2:]) - 1
         entries = sink.entries_after(read)
         if entries is None:
@@ -249,8 +253,16 @@ class Follow:
             sink.waiters.discard(event)
             self._idle.discard(event)
         if self.loop.time() - sink.confirmed_at >= self.block_ms / 1000 and not sink.entries_after(read):
-            return await _uncancelled(self._pull(key, last))
+            entries = await _uncancelled(self._pull(key, last))
+            if not entries and not await _uncancelled(self._exists(key)):
+                return None  # expired while its writer was quiet, as the multiplexer's check finds
+            return entries
         return []
+
+    async def _exists(self, key: str) -> bool:
+        async with self._pulls:
+            found: int = await self.redis.exists(key)
+        return found > 0
 
     def _tick(self) -> None:
         # One timer for every follower waiting on a local sink, not one per wait.
