@@ -146,6 +146,8 @@ class RedisStreamStore:
         self._writes: Writes | None = None  # the batched appends of the current event loop
         self._beats: dict[float, Beats] = {}  # writer lease refreshes, by lease, of the current loop
         self._leases: dict[str, int] = {}  # stream id -> lease (ms) of its writer in this process
+        # stream key -> the live sink writing it here: its followers here read it from the sink
+        self._sinks: dict[str, RedisStreamSink] = {}
 
     @classmethod
     def from_url(
@@ -257,7 +259,19 @@ class RedisStreamStore:
                 return gap
             return RuntimeError(f"stream {stream_id!r}: unexpected append status {status}")
 
-        return RedisStreamSink(self._writes_here(), keys, at, lambda: self._leases.get(stream_id, 0), refused)
+        encoded = [key.encode() for key in keys]  # once per sink, not per call (see Writes._call)
+        sink = RedisStreamSink(
+            self._writes_here(), encoded, at, lambda: self._leases.get(stream_id, 0), refused
+        )
+        key = keys[0]
+
+        def ended() -> None:
+            if self._sinks.get(key) is sink:
+                del self._sinks[key]
+
+        sink.on_end = ended
+        self._sinks[key] = sink
+        return sink
 
     async def length(self, stream_id: str) -> int:
         """How many chunks the stream holds; `StreamExpiredError` if it is gone."""
@@ -288,7 +302,7 @@ class RedisStreamStore:
         follow = self._follow
         if follow is None or follow.dead or follow.loop is not asyncio.get_running_loop():
             follow = self._follow = Follow(
-                self.redis, prefix=self.prefix, block_ms=self.block_ms, ttl_ms=self._ttl_ms
+                self.redis, prefix=self.prefix, block_ms=self.block_ms, ttl_ms=self._ttl_ms, sinks=self._sinks
             )
         return follow
 

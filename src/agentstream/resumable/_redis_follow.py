@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
+    from ._redis_writes import RedisStreamSink
+
 __all__ = ["PULLS", "Follow"]
 
 PULLS = 16
@@ -126,8 +128,19 @@ class Follow:
     unreachable), every follower raises the error and this `Follow` is `dead`: the store starts a
     new one for the next follower."""
 
-    def __init__(self, redis: Redis, *, prefix: str, block_ms: int, ttl_ms: int) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        prefix: str,
+        block_ms: int,
+        ttl_ms: int,
+        sinks: dict[str, RedisStreamSink] | None = None,
+    ) -> None:
         self.redis = redis
+        self._sinks: dict[str, RedisStreamSink] = {} if sinks is None else sinks  # by stream key
+        self._idle: set[asyncio.Event] = set()  # followers waiting on a local sink (see _tick)
+        self._ticking = False
         self.block_ms = block_ms
         self.loop = asyncio.get_running_loop()
         self.error: BaseException | None = None
@@ -168,6 +181,18 @@ class Follow:
                 event.clear()  # before looking, so a wake-up after the look is kept
                 if self.error is not None:
                     raise self.error
+                sink = self._sinks.get(key)
+                if sink is not None and sink.writes_in(self.loop) and not sink.ended:
+                    if watch is not None:  # the multiplexer need not read what is written here
+                        self._unwatch(key, watch, event)
+                        watch = None
+                    found = await self._from_sink(sink, key, last, event)
+                    if found is None:
+                        return
+                    for entry in found:
+                        last = entry[0]
+                        yield entry
+                    continue
                 caught_up = False  # a pull reached the stream's end as it stood
                 if watch is not None and watch.batch_from == last and watch.batch:
                     entries = watch.batch
@@ -196,6 +221,57 @@ class Follow:
         finally:
             if watch is not None:
                 self._unwatch(key, watch, event)
+
+    async def _from_sink(
+        self, sink: RedisStreamSink, key: str, last: bytes, event: asyncio.Event
+    ) -> list[Entry] | None:
+        """The entries after ``last`` of a stream written by a live sink in this process: its
+        chunks as each call confirms them (what is in Redis, so what a resume replays), without an
+        ``XREAD``; from Redis when behind the sink's last call. While the sink confirms nothing for
+        ``block_ms``, Redis is looked at too: another process may have written (a stop's ending, a
+        dead-writer error), which the sink itself only learns at its next write. ``[]``: look again;
+        ``None``: the key is gone."""
+        read = int(last[2:]) - 1
+        entries = sink.entries_after(read)
+        if entries is None:
+            entries = await _uncancelled(self._pull(key, last))
+            if entries or sink.ended:
+                return entries
+            # Nothing there (another process wrote past this sink, or the key is gone): wait as
+            # for the sink's next call rather than pull again at once.
+            entries = sink.entries_after(read)
+        if entries:
+            return entries
+        sink.waiters.add(event)
+        self._idle.add(event)
+        if not self._ticking:
+            self._ticking = True
+            self.loop.call_later(self.block_ms / 1000, self._tick)
+        try:
+            await event.wait()
+        finally:
+            sink.waiters.discard(event)
+            self._idle.discard(event)
+        if self.loop.time() - sink.confirmed_at >= self.block_ms / 1000 and not sink.entries_after(read):
+            entries = await _uncancelled(self._pull(key, last))
+            if not entries and not await _uncancelled(self._exists(key)):
+                return None  # expired while its writer was quiet, as the multiplexer's check finds
+            return entries
+        return []
+
+    async def _exists(self, key: str) -> bool:
+        async with self._pulls:
+            found: int = await self.redis.exists(key)
+        return found > 0
+
+    def _tick(self) -> None:
+        # One timer for every follower waiting on a local sink, not one per wait.
+        for event in self._idle:
+            event.set()
+        if self._idle:
+            self.loop.call_later(self.block_ms / 1000, self._tick)
+        else:
+            self._ticking = False
 
     async def _pull(self, key: str, last: bytes) -> list[Entry]:
         async with self._pulls:

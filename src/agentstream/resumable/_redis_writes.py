@@ -83,7 +83,7 @@ return out
 """
 
 
-Call = tuple[list[str], int, int, tuple[bytes, ...]]
+Call = tuple[list[str] | list[bytes], int, int, tuple[bytes, ...]]
 """One append as sent: keys (the stream's, its chat's, its writer's), at (-1: at the end), lease
 ms, chunks."""
 
@@ -180,11 +180,13 @@ class Writes:
         return batch
 
     async def _call(self, batch: list[tuple[Source, Call]]) -> list[Any]:
-        keys: list[str] = []
-        args: list[Any] = [self._ttl_ms]
+        # Numbers as the bytes the client's encoder makes of them (``repr``): a call carries six
+        # per append, and the encoder's type checks per argument were the writer's main cost.
+        keys: list[str | bytes] = []
+        args: list[Any] = [b"%d" % self._ttl_ms]
         for _, (call_keys, at, lease_ms, chunks) in batch:
             keys += call_keys
-            args += (at, lease_ms, len(chunks), *chunks)
+            args += (b"%d" % at, b"%d" % lease_ms, b"%d" % len(chunks), *chunks)
         found: list[Any] = await self._script(keys=keys, args=args)
         return found
 
@@ -229,7 +231,7 @@ class RedisStreamSink:
     def __init__(
         self,
         writes: Writes,
-        keys: list[str],
+        keys: list[str] | list[bytes],
         at: int,
         lease_ms: Callable[[], int],
         refused: Callable[[int, int, int, BaseException | None], BaseException],
@@ -245,6 +247,15 @@ class RedisStreamSink:
         self._sending = 0  # chunks in the call out
         self._queued = False
         self._drained: asyncio.Future[None] | None = None
+        # The local mirror (see `entries_after`): the last confirmed call's chunks, from number
+        # ``_confirmed_from``, and the events of the followers in this process waiting for more.
+        self.ended = False
+        self.on_end: Callable[[], object] | None = None
+        self.waiters: set[asyncio.Event] = set()
+        self._sent: tuple[bytes, ...] = ()
+        self._confirmed: tuple[bytes, ...] = ()
+        self._confirmed_from = at
+        self.confirmed_at = writes.loop.time()  # when a call last confirmed chunks (loop clock)
 
     def add(self, chunk: bytes) -> None:
         """Write ``chunk`` as the next chunk number, with the next call; raises the sink's error."""
@@ -266,6 +277,38 @@ class RedisStreamSink:
     def close(self) -> None:
         """Drop what was added and not sent yet (the writer stopped)."""
         self._pending.clear()
+        self._end()
+
+    def writes_in(self, loop: asyncio.AbstractEventLoop) -> bool:
+        return self._writes.loop is loop
+
+    def entries_after(self, read: int) -> list[tuple[bytes, dict[bytes, bytes]]] | None:
+        """For a follower in this process that has read ``read`` chunks: the confirmed chunks after
+        them that this sink still holds, as the stream's entries (``[]``: none written yet), or
+        ``None`` when it must read Redis (behind the last call, or the sink ended)."""
+        if self.ended:
+            return None
+        if read == self.written:
+            return []
+        start = read - self._confirmed_from
+        if 0 <= start < len(self._confirmed):
+            return [
+                (b"0-%d" % (read + i + 2), {b"c": chunk})
+                for i, chunk in enumerate(self._confirmed[start:], 0)
+            ]
+        return None
+
+    def _end(self) -> None:
+        # The followers here go back to Redis from where they are: an ending written by another
+        # process (a stop, a dead-writer error) is read there.
+        if self.ended:
+            return
+        self.ended = True
+        self._confirmed = ()
+        for event in self.waiters:
+            event.set()
+        if self.on_end is not None:
+            self.on_end()
 
     def take(self) -> Call | None:
         """(`Source`, for `Writes`) the chunks added since the last call, as one append."""
@@ -273,7 +316,7 @@ class RedisStreamSink:
         if not self._pending:
             self._settled()
             return None
-        chunks = tuple(self._pending)
+        chunks = self._sent = tuple(self._pending)
         self._pending.clear()
         self._sending = len(chunks)
         return (self._keys, self.written, self._lease_ms(), chunks)
@@ -283,6 +326,16 @@ class RedisStreamSink:
         if status != 1:
             self.fail(self._refused(status, length, self.written, None))
             return
+        if length != self.written:
+            # Another writer had written some of these numbers (skipped here): what Redis holds
+            # may differ from what was sent, so the followers here read Redis from now on.
+            self._end()
+        elif not self.ended:
+            self._confirmed_from, self._confirmed = self.written, self._sent
+            self.confirmed_at = self._writes.loop.time()
+            for event in self.waiters:
+                event.set()
+        self._sent = ()
         self.written += self._sending
         self._sending = 0
         if self._pending:
@@ -299,6 +352,7 @@ class RedisStreamSink:
             self.error = exc if isinstance(exc, asyncio.CancelledError) else self._refused(0, 0, 0, exc)
             if self.on_failure is not None:
                 self.on_failure()
+        self._end()
         self._settled()
 
     def _settled(self) -> None:
