@@ -280,6 +280,8 @@ class RedisStreamSink:
         self._end()
 
     def writes_in(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Whether this sink's writes go out on ``loop``: only a follower on the same loop may take
+        chunks from it."""
         return self._writes.loop is loop
 
     def entries_after(self, read: int) -> list[tuple[bytes, dict[bytes, bytes]]] | None:
